@@ -10,7 +10,7 @@
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
-STAMP  := $(VENV)/.installed-lab-test
+STAMP  := $(VENV)/.installed-lab-test-mpi
 PIP    := $(PY) -m pip --disable-pip-version-check --no-input -qq
 
 # Each test may run at most this long before pytest-timeout fails it (a hang must not eat CI's time).
@@ -40,9 +40,9 @@ setup: $(STAMP) system-deps browser-deps
 # The venv and the editable install: redone only when pyproject.toml changes (or .venv is gone).
 $(STAMP): pyproject.toml
 	@test -x $(PY) || { echo "Creating $(VENV) with $(PYTHON)"; $(PYTHON) -m venv $(VENV); }
-	@echo "Installing dfcore (editable) with extras lab,test into $(VENV)"
+	@echo "Installing dfcore (editable) with extras lab,test,mpi into $(VENV)"
 	@$(PIP) install --progress-bar off --upgrade pip
-	@$(PIP) install --progress-bar off -e '.[lab,test]'
+	@$(PIP) install --progress-bar off -e '.[lab,test,mpi]'
 	@touch $@
 
 # Debian's graphviz provides `dot`, which the widgets use to lay out graphs.

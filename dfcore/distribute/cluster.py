@@ -18,6 +18,7 @@ import threading
 import types
 
 from .. import errors
+from ..mpi.world import in_mpi_job
 from ..runtime.config import ConfigProto
 from . import cluster_runtime
 
@@ -192,6 +193,7 @@ class Server:
         self._config = config if config is not None else ConfigProto()
         self._stopped = threading.Event()
         self._started = False
+        self._mpi = False
         self._lock = threading.Lock()
         if start:
             self.start()
@@ -237,15 +239,29 @@ class Server:
                 return
             if self._stopped.is_set():
                 raise errors.FailedPreconditionError(None, None, f"Server {self.target} was stopped; create a new one")
-            cluster_runtime.start_task(self)
+            if in_mpi_job():
+                from ..mpi import runtime as mpi_runtime
+
+                mpi_runtime.start_task(self)
+                self._mpi = True
+            else:
+                cluster_runtime.start_task(self)
             self._started = True
 
     def join(self, timeout_s=None):
-        """Block until the server is stopped (TF's ``join`` blocks forever).
+        """Block until the server is stopped (TF's ``join`` blocks forever); inside an MPI job
+        (:mod:`dfcore.launch`), until every task of the other jobs has exited.
 
         Raises:
             DeadlineExceededError: ``timeout_s`` (dfcore) passed first.
         """
+        if self._mpi:
+            from ..mpi import runtime as mpi_runtime
+
+            if not mpi_runtime.current().join(timeout_s):
+                raise errors.DeadlineExceededError(None, None, f"Server {self.target}: the other jobs' tasks were "
+                                                   f"still running after {timeout_s} s")
+            return
         if not self._stopped.wait(timeout_s):
             raise errors.DeadlineExceededError(None, None, f"Server {self.target} still running after {timeout_s} s")
 
@@ -256,7 +272,7 @@ class Server:
             if self._stopped.is_set():
                 return
             self._stopped.set()
-            if self._started:
+            if self._started and not self._mpi:
                 cluster_runtime.stop_task(self, reason)
 
     @property

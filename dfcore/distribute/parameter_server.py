@@ -30,7 +30,7 @@ from .ps_simulation import SimulatedRun, load_sidecar, save_sidecar
 from .staleness import EvalPoint, RunRecord
 
 MODES = ("sync", "async", "ssp")
-EXECUTIONS = ("simulated", "threads")
+EXECUTIONS = ("simulated", "threads", "mpi")
 #: Default updates and learning rates, chosen so ``sync`` and ``ssp`` reach ≥ 0.95 test accuracy.
 DEFAULT_STEPS = {"sync": 300, "ssp": 300, "async": 1200}
 DEFAULT_LEARNING_RATE = {"sync": 0.5, "ssp": 0.5, "async": 0.15}
@@ -111,7 +111,9 @@ def train(mode="sync", staleness=0, num_ps=1, num_workers=4, replicas_to_aggrega
         replicas_to_aggregate: ``sync`` only; fewer than ``num_workers`` adds backup workers.
         straggler: ``{worker: speed factor}``, e.g. ``{3: 4.0}`` makes worker 3's compute 4× slower.
         steps: parameter updates to run (default :data:`DEFAULT_STEPS`).
-        execution: ``"simulated"`` (deterministic) or ``"threads"`` (free-running).
+        execution: ``"simulated"`` (deterministic), ``"threads"`` (free-running) or ``"mpi"`` (this
+            process is one rank of ``python -m dfcore.launch --ps P --workers W``; returns the
+            record on the chief, worker 0, and None on every other rank).
         learning_rate: SGD rate (default :data:`DEFAULT_LEARNING_RATE`); batch_size, hidden: per worker.
         ps_strategy: ``"round_robin"`` or ``"greedy"`` (by bytes) placement of the variables.
         ema_decay: keep ExponentialMovingAverage shadows (on the ps) with this decay.
@@ -142,6 +144,9 @@ def train(mode="sync", staleness=0, num_ps=1, num_workers=4, replicas_to_aggrega
     config = ModelConfig(mode, num_ps, num_workers, replicas, int(staleness or 0) if mode == "ssp" else 0,
                          float(learning_rate or DEFAULT_LEARNING_RATE[mode]), hidden, batch_size, seed, ps_strategy,
                          ema_decay)
+    if execution == "mpi":
+        return _train_mpi(config, steps, straggler, eval_every, checkpoint_dir, checkpoint_every,
+                          restore or kill_worker or kill_ps)
     data = ShardedDigits(num_workers, batch_size, seed)
     spec, ps_servers, worker_servers = start_cluster(config)
     runner = "inline" if execution == "simulated" else "auto"
@@ -164,6 +169,35 @@ def train(mode="sync", staleness=0, num_ps=1, num_workers=4, replicas_to_aggrega
             model.session.close()
         for server in ps_servers + worker_servers:
             server.stop("the training run ended")
+
+
+def _train_mpi(config, steps, straggler, eval_every, checkpoint_dir, checkpoint_every, unsupported):
+    """This rank's part of an MPI run (:mod:`dfcore.distribute.ps_mpi`): the RunRecord on the chief, else None."""
+    from .ps_mpi import train_rank
+
+    if unsupported:
+        raise ValueError("execution='mpi' runs real processes: restore, kill_worker and kill_ps are for the "
+                         "in-process executions (kill a rank with a signal instead)")
+    if config.num_ps + config.num_workers != world_size():
+        raise ValueError(f"{config.num_ps} ps + {config.num_workers} workers need as many MPI ranks, but the job has "
+                         f"{world_size()}: python -m dfcore.launch --ps {config.num_ps} --workers {config.num_workers}")
+    hooks = _Hooks(None, None, eval_every, checkpoint_dir, checkpoint_every)
+    options = DriverOptions(int(steps or DEFAULT_STEPS[config.mode]), dict(straggler or {}), {}, {}, 0.0, hooks)
+    model, result = train_rank(config, lambda: ShardedDigits(config.num_workers, config.batch_size, config.seed),
+                               options)
+    if model is None:
+        return None
+    try:
+        return _record(config, "mpi", [model], options.hooks, result, None)
+    finally:
+        model.session.close()
+
+
+def world_size():
+    """The number of ranks of the MPI job this process is in."""
+    from ..mpi.world import world
+
+    return world()[0].Get_size()
 
 
 def _initialize(models, config, restore_dir):

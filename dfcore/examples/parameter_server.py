@@ -1,7 +1,8 @@
 """Parameter-server training of the digits MLP on an in-process cluster; prints ``test_accuracy=<value>``.
 
 Run: ``python -m dfcore.examples.parameter_server --mode {sync,async,ssp} --staleness S --ps 1 --workers 4
-[--straggler 3:4.0] [--replicas 3] [--steps N] [--execution simulated|threads]``.
+[--straggler 3:4.0] [--replicas 3] [--steps N] [--execution simulated|threads]``; as real processes:
+``python -m dfcore.launch --ps 1 --workers 3 -m dfcore.examples.parameter_server --execution mpi --workers 3``.
 
 Defaults: 4 workers, 1 ps, batch 32 per worker, SGD; ``sync``/``ssp``: 300 updates at
 learning rate 0.5 (test accuracy ≈ 0.97); ``async``: 1200 updates at 0.15. It prints the
@@ -51,7 +52,8 @@ def main(argv=None):
     record = train(mode=args.mode, staleness=args.staleness, num_ps=args.ps, num_workers=args.workers,
                    replicas_to_aggregate=args.replicas, straggler=args.straggler, steps=args.steps,
                    execution=args.execution, seed=args.seed, learning_rate=args.lr, ps_strategy=args.ps_strategy)
-    print("\n".join(summary_lines(record)))
+    if record is not None:  # with --execution mpi, only the chief (worker 0) has the record
+        print("\n".join(summary_lines(record)), flush=True)
 
 
 if __name__ == "__main__":

@@ -204,6 +204,14 @@ class Rendezvous:
         parsed = parse_key(key)
         if parsed.src_device != parsed.dst_device:
             value = np.asarray(value).copy()  # ndarray.copy: np.array(copy=True) is ~20x slower
+        self._post(key, parsed, value, nbytes)
+
+    def deliver(self, key, value, nbytes=None):
+        """Post a value that arrived from another process: as :meth:`send`, without the copy
+        (the buffer is already the receiver's own)."""
+        self._post(key, parse_key(key), value, nbytes)
+
+    def _post(self, key, parsed, value, nbytes):
         nbytes = _nbytes(value) if nbytes is None else int(nbytes)
         with self._lock:
             self._raise_if_aborted()
@@ -276,7 +284,7 @@ class Rendezvous:
             settled.set()
 
         self.recv_async(key, done)
-        if not settled.wait(timeout_s) and self._cancel(key, done):
+        if not self._wait(settled, timeout_s) and self._cancel(key, done):
             raise errors.DeadlineExceededError(
                 None,
                 None,
@@ -289,6 +297,11 @@ class Rendezvous:
         if error is not None:
             raise error
         return value
+
+    def _wait(self, settled, timeout_s):
+        """Wait for ``settled`` (a ``threading.Event``) at most ``timeout_s``; True if it was set.
+        A rendezvous fed from another process overrides this to receive while it waits."""
+        return settled.wait(timeout_s)
 
     def start_abort(self, status):
         """Abort: every pending and later send/recv fails with ``AbortedError(status.message)``.

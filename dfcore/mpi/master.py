@@ -1,0 +1,143 @@
+"""A Session on a task of a dfcore MPI job: the master side of a distributed step.
+
+Source: TF's ``MasterSession`` (``core/distributed_runtime/master_session.cc``): the
+session gathers every task's devices (``GetStatus``), places and partitions the graph
+as a local session does, registers each partition with the task owning its device once
+per run signature (``RegisterGraph``), and each step runs its own task's partitions
+locally and asks the other tasks to run theirs (``RunGraph``), all under one step id.
+Tensors between tasks move over MPI with the usual rendezvous keys
+(:mod:`dfcore.mpi.rendezvous`).
+
+The step is all-or-nothing across tasks: the master waits for every partition; the first
+error aborts the step everywhere (each task's rendezvous), then every task commits or
+drops its staged variable writes together (``end_step``). Every wait has a deadline.
+"""
+
+import concurrent.futures
+import threading
+
+from .. import errors
+from ..runtime import step as step_lib
+from ..runtime.executor import StepContext
+from ..runtime.device_set import DeviceSet
+from .rendezvous import rank_of_device
+from .service import wire_partition
+
+#: Seconds a session waits for another task to answer ``get_status`` / ``register_graph``.
+CONNECT_TIMEOUT_S = 60.0
+
+
+class RemotePartition:
+    """What the master holds of a partition run elsewhere: values summarised from its trace reply."""
+
+    def __init__(self, values=()):
+        self.values = list(values)
+
+
+class MPIBinding:
+    """The binding a ``Session(target=server.target)`` gets inside an MPI job (see ``register_target_resolver``).
+
+    Args:
+        runtime: the process's :class:`~dfcore.mpi.runtime.MPIRuntime`.
+        task: this process's task name (``/job:worker/replica:0/task:0``).
+    Raises:
+        DeadlineExceededError: a task did not answer ``get_status`` within :data:`CONNECT_TIMEOUT_S`.
+    """
+
+    def __init__(self, runtime, task):
+        self._runtime = runtime
+        self._transport = runtime.transport
+        self.task = task
+        self.device_set = DeviceSet(runtime.cluster_devices(CONNECT_TIMEOUT_S), client_device=task + "/device:CPU:0")
+        self.variable_store = runtime.state.variable_store
+        self.resources = runtime.session_resources()
+        self._registered = {}
+        self._sent_graphs = {}
+        self._lock = threading.Lock()
+        self._pool = concurrent.futures.ThreadPoolExecutor(4, "dfcore-mpi-master")
+
+    def check_step(self, plan):
+        """Raise ``UnavailableError`` when a task the plan needs has exited."""
+        for index, rank in self._remote(plan).items():
+            if self._transport.gone(rank):
+                raise errors.UnavailableError(
+                    None, None, f"Task {self._runtime.task_name(rank)} (rank {rank}) has exited; the step needs its "
+                    f"device {plan.partitions[index].device}.")
+
+    # -- one step ------------------------------------------------------------
+    def run_step(self, plan, feed_values, txn, resources, step_id, pool, timeout_s=None, trace=False):
+        """Run one step of ``plan`` across the job's tasks; as :func:`dfcore.runtime.step.run_step`."""
+        remote = self._remote(plan)
+        handles = self._register(plan, remote)
+        step_handle = (self._transport.rank, step_id)
+        rendezvous = self._runtime.steps.find_or_create(step_handle, peers=sorted(set(remote.values())))
+        replies = {}
+        try:
+            for key, value in zip(plan.feed_keys, feed_values):
+                if key is not None:
+                    rendezvous.send(key, value)
+            timings = [] if trace else None
+            barrier = step_lib.Barrier(len(plan.partitions), rendezvous)
+            ctx = StepContext(txn, resources, step_id, rendezvous, tracing=trace)
+            for index, rank in remote.items():
+                future = self._transport.request(rank, "run_graph", handles[index], step_handle, step_id, trace)
+                future.add_done_callback(lambda f, i=index: _settle(f, i, replies, barrier))
+            local = {i: (lambda fn: self._pool.submit(fn)) for i in range(len(plan.partitions)) if i not in remote}
+            executors = step_lib.start_executors(plan, local, ctx, barrier, timings)
+            timeout_s = step_lib.DEFAULT_STEP_TIMEOUT_S if timeout_s is None else timeout_s
+            self._transport.progress_until(barrier.finished, timeout_s)
+            barrier.wait(0)
+            values = [step_lib.fetch_value(s, feed_values, rendezvous, txn) for s in plan.fetch_sources]
+        except BaseException:
+            self._end(remote, step_handle, commit=False)
+            raise
+        self._end(remote, step_handle, commit=True)
+        for index, reply in replies.items():
+            executors[index] = RemotePartition(reply["values"] if reply else ())
+            if reply and timings is not None:
+                timings.extend(reply["timings"])
+                rendezvous.add_remote_transfers(reply["transfers"])
+        return step_lib.StepResult(values, executors, timings, rendezvous, ctx.collectives)
+
+    def _end(self, remote, step_handle, commit):
+        for rank in sorted(set(remote.values())):
+            if not self._transport.gone(rank):
+                self._transport.post(rank, "end_step", step_handle, commit)
+        self._runtime.steps.release(step_handle)
+
+    # -- partitions on other tasks -------------------------------------------
+    def _remote(self, plan):
+        """``{partition index: rank}`` of the partitions another process runs."""
+        layout, me = self._transport.layout, self._transport.rank
+        ranks = {i: rank_of_device(layout, p.device) for i, p in enumerate(plan.partitions)}
+        return {i: r for i, r in ranks.items() if r != me}
+
+    def _register(self, plan, remote):
+        """``{partition index: handle}``, registering each remote partition once per plan."""
+        with self._lock:
+            entry = self._registered.get(id(plan))
+            if entry is not None and entry[0] is plan:
+                return entry[1]
+            graph = plan.ops[0].graph if plan.ops else None
+            graph_key = (id(graph), graph.version if graph is not None else 0)
+            futures = {}
+            for index, rank in remote.items():
+                graph_def = None
+                if self._sent_graphs.get(rank) != graph_key:
+                    graph_def = graph.as_graph_def()
+                    self._sent_graphs[rank] = graph_key
+                partition = wire_partition(plan.graphs[plan.partitions[index].device])
+                futures[index] = self._transport.request(rank, "register_graph", graph_key, graph_def, partition)
+            handles = {i: self._transport.wait(f, CONNECT_TIMEOUT_S,
+                                               f"register_graph on {self._runtime.task_name(remote[i])}")
+                       for i, f in futures.items()}
+            self._registered[id(plan)] = (plan, handles)
+            return handles
+
+
+def _settle(future, index, replies, barrier):
+    error = future.exception()
+    if error is None:
+        replies[index] = future.result()
+    barrier.done(error)
+

@@ -1,0 +1,143 @@
+"""What every task of a dfcore MPI job serves: its devices, and the partitions other tasks' sessions run on it.
+
+Source: TF's ``Worker`` (``core/distributed_runtime/worker.cc``): ``GetStatus`` lists the
+task's devices, ``RegisterGraph`` builds executors for a master's partition graphs once,
+``RunGraph`` runs them for one step, and the task's ``ResourceMgr`` (variables, queues,
+accumulators) outlives steps and masters — so every worker's session sees the same
+variables on a ps task (between-graph replication).
+
+dfcore adds its rule that a failed step changes nothing: a partition's variable writes
+stay staged until the master, having heard from every partition, posts ``end_step``
+(commit or abort). Partitions run on a thread pool, never on the receive thread.
+"""
+
+import concurrent.futures
+import threading
+
+from ..distribute.cluster_runtime import ClusterResources, ClusterVariableStore
+from ..framework import graph as graph_lib
+from ..framework.importer import import_graph_def
+from ..runtime.executor import Executor, StepContext
+from ..runtime.partition import PartitionGraph, PartitionNode
+from ..runtime.partition_compiler import compile_partition
+
+
+
+class TaskState:
+    """The state of this process's task: variables and resources keyed by ``(task, name)``."""
+
+    def __init__(self):
+        self.variable_store = ClusterVariableStore()
+        self._lock = threading.Lock()
+        self._resources = {}
+
+    def resource(self, task, kind, name, factory):
+        with self._lock:
+            found = self._resources.get((task, kind, name))
+            if found is None:
+                found = self._resources[(task, kind, name)] = factory()
+            return found
+
+
+class ValueSummary:
+    """The shape, dtype and size of a value another task computed (what step stats need of it)."""
+
+    __slots__ = ("shape", "dtype", "nbytes")
+
+    def __init__(self, shape, dtype, nbytes):
+        self.shape, self.dtype, self.nbytes = shape, dtype, nbytes
+
+    @classmethod
+    def of(cls, value):
+        if not hasattr(value, "dtype"):
+            return None
+        return cls(tuple(getattr(value, "shape", ())), value.dtype, int(getattr(value, "nbytes", 0)))
+
+
+def wire_partition(partition_graph):
+    """A :class:`PartitionGraph` as plain records (its ops referenced by name) for a message."""
+    return partition_graph.device, [(n.name, n.op, n.inputs, n.device, n.attrs,
+                                     None if n.original is None else n.original.name)
+                                    for n in partition_graph.nodes]
+
+
+class WorkerService:
+    """Serves ``get_status``, ``register_graph``, ``run_graph``, ``end_step`` for this process's task."""
+
+    def __init__(self, transport, steps, state, devices, threads=4):
+        self._transport = transport
+        self._steps = steps
+        self._state = state
+        self._devices = tuple(devices)
+        self._resources = ClusterResources(state)
+        self._pool = concurrent.futures.ThreadPoolExecutor(threads, "dfcore-mpi-worker")
+        self._lock = threading.Lock()
+        self._graphs = {}
+        self._partitions = {}
+        self._live = {}
+        transport.on_request("get_status", self._get_status)
+        transport.on_request("register_graph", self._register_graph)
+        transport.on_request("run_graph", self._run_graph)
+        transport.on_message("end_step", self._end_step)
+
+    def _get_status(self, source, reply):
+        reply(self._devices)
+
+    def _register_graph(self, source, reply, graph_key, graph_def, partition):
+        """Import the master's graph (when ``graph_def`` is new) and compile one partition; reply its handle."""
+        with self._lock:
+            if graph_def is not None:
+                graph = graph_lib.Graph()
+                ops = import_graph_def(graph_def, name="", graph=graph)
+                self._graphs[source] = (graph_key, ops)
+            known_key, ops = self._graphs[source]
+        if known_key != graph_key:
+            raise RuntimeError(f"rank {source} registered a partition of graph {graph_key} without sending it")
+        device, records = partition
+        nodes = tuple(PartitionNode(name, op, tuple(inputs), node_device, attrs,
+                                    None if original is None else ops[original])
+                      for name, op, inputs, node_device, attrs, original in records)
+        compiled = compile_partition(PartitionGraph(device, nodes))
+        with self._lock:
+            handle = (source, len(self._partitions))
+            self._partitions[handle] = compiled
+        reply(handle)
+
+    def _run_graph(self, source, reply, handle, step_handle, step_id, trace):
+        partition = self._partitions[handle]
+        rendezvous = self._steps.find_or_create(step_handle)
+        txn = self._state.variable_store.begin()
+        with self._lock:
+            self._live[step_handle] = (txn, step_id)
+        ctx = StepContext(txn, self._resources, step_id, rendezvous, partition.device, tracing=trace)
+        timings = [] if trace else None
+        executor = None
+
+        def done(error):
+            if error is not None:
+                rendezvous.start_abort(error)
+                reply(error=error)
+                return
+            reply(_trace_reply(executor, timings, rendezvous) if trace else None)
+
+        executor = Executor(partition, ctx, lambda fn: self._pool.submit(fn), done, timings)
+        self._pool.submit(executor.start)
+
+    def _end_step(self, source, step_handle, commit):
+        with self._lock:
+            txn, step_id = self._live.pop(step_handle, (None, None))
+        if txn is not None:
+            if commit:
+                txn.commit()
+            else:
+                txn.abort()
+            self._resources.end_step(step_id, committed=commit)
+        self._steps.release(step_handle)
+
+
+def _trace_reply(executor, timings, rendezvous):
+    """What the master needs of a traced partition: timings, value summaries, transfers."""
+    values = [ValueSummary.of(v) for v in executor.values]
+    for timing in timings:
+        timing.outputs = tuple(ValueSummary.of(v) for v in timing.outputs)
+    return {"timings": timings, "values": values, "transfers": rendezvous.transfers()}

@@ -1,0 +1,72 @@
+"""Rank program of tests/unit/test_mpi_runtime.py: 1 ps + 2 workers, between-graph replication over MPI.
+
+Each worker writes ``worker<i>.json`` into the directory given as argv[1]; the ps writes ``ps0.json``.
+"""
+
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+import dfcore as tf
+from dfcore.mpi import MPIClusterResolver
+from dfcore.mpi.world import job_communicator
+
+OUT = sys.argv[1]
+resolver = MPIClusterResolver()
+cluster = resolver.cluster_spec()
+config = tf.ConfigProto(device_count={"CPU": 1, "GPU": 0})
+server = tf.train.Server(cluster, job_name=resolver.task_type, task_index=resolver.task_id, config=config)
+
+
+def write(name, data):
+    with open(os.path.join(OUT, name + ".json"), "w") as f:
+        json.dump(data, f)
+
+
+if resolver.task_type == "ps":
+    started = time.monotonic()
+    server.join(timeout_s=60)
+    write("ps0", {"joined_after_s": time.monotonic() - started})
+    sys.exit(0)
+
+w = resolver.task_id
+out = {}
+with tf.device(tf.train.replica_device_setter(cluster=cluster, worker_device=f"/job:worker/task:{w}")):
+    counter = tf.Variable(tf.zeros([4]), name="counter")
+    increment = tf.assign_add(counter, tf.ones([4]))
+    x = tf.placeholder(tf.float32, [3, 4], name="x")
+    y = tf.matmul(x, tf.reshape(counter, [4, 1]))
+    bad = tf.assign_add(counter, tf.ones([4]) * 100.0)
+with tf.device("/job:ps/task:0"):
+    poisoned = tf.check_numerics(tf.log(counter - 1000.0), "poisoned read")
+
+workers = job_communicator("worker")
+with tf.Session(server.target, config=config) as sess:
+    out["devices"] = [d.name for d in sess.list_devices()]
+    if w == 0:
+        sess.run(counter.initializer)
+    workers.Barrier()
+    for _ in range(5):
+        sess.run(increment)
+    workers.Barrier()
+    out["counter_after_both"] = sess.run(counter).tolist()
+    feed = np.arange(12, dtype=np.float32).reshape(3, 4)
+    meta = tf.RunMetadata()
+    out["y"] = sess.run(y, {x: feed}, options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE),
+                        run_metadata=meta).ravel().tolist()
+    out["expected_y"] = (feed @ np.full([4, 1], 10.0, np.float32)).ravel().tolist()
+    out["stat_devices"] = sorted(d.device for d in meta.step_stats.dev_stats)
+    out["transfers"] = [[t.tensor_name, t.src_device, t.dst_device, t.nbytes] for t in meta.transfers]
+    workers.Barrier()
+    if w == 0:  # one op fails on the ps: the step's update of counter on the ps must not land
+        try:
+            sess.run([bad, poisoned])
+            out["error"] = None
+        except tf.errors.InvalidArgumentError as error:
+            out["error"] = [type(error).__name__, error.message]
+    workers.Barrier()
+    out["counter_after_failed_step"] = sess.run(counter).tolist()
+write(f"worker{w}", out)
