@@ -21,12 +21,12 @@ Exit status: the job's (non-zero when a rank failed), 124 when ``--timeout`` pas
 """
 
 import argparse
-import os
 import signal
 import subprocess
 import sys
 
 from .mpi.env import CLUSTER_ENV, job_environment, mpiexec_command
+from .mpi.processes import kill_job
 from .mpi.world import Layout
 
 
@@ -111,8 +111,7 @@ def main(argv=None):
         return_code = 124
     except KeyboardInterrupt:
         return_code = 130
-    os.killpg(process.pid, signal.SIGKILL)
-    process.wait()
+    kill_job(process)
     return return_code
 
 

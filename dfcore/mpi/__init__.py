@@ -2,11 +2,19 @@
 
 * :mod:`~dfcore.mpi.env` — the ``mpiexec`` command line and environment (root, oversubscription, loopback).
 * :mod:`~dfcore.mpi.world` — rank ↔ task, per-job communicators, :class:`MPIClusterResolver`.
+* :mod:`~dfcore.mpi.runtime` (with ``transport``, ``rendezvous``, ``service``, ``master``) —
+  ``tf.train.Server`` and ``Session(server.target)`` across processes.
+* :mod:`~dfcore.mpi.collectives` — all-reduce over MPI point-to-point, traced.
+* :mod:`~dfcore.mpi.job` and :mod:`~dfcore.mpi.report` — run a job from Python or a notebook
+  and get every rank's reports back.
 
 Start jobs with ``python -m dfcore.launch`` (see :mod:`dfcore.launch`). Importing this
 package does not import ``mpi4py``; only creating a communicator does.
 """
 
+from .job import JobResult, MPIJobError, run_job
+from .report import progress, report
 from .world import Layout, MPIClusterResolver, in_mpi_job, layout_from_env
 
-__all__ = ["Layout", "MPIClusterResolver", "in_mpi_job", "layout_from_env"]
+__all__ = ["JobResult", "Layout", "MPIClusterResolver", "MPIJobError", "in_mpi_job", "layout_from_env", "progress",
+           "report", "run_job"]

@@ -1,0 +1,368 @@
+"""Run an MPI job from Python or a notebook cell: a deadline, a progress bar, the ranks' reports back.
+
+Source: DESIGN §5 and issue 7 (items 6–7): "start a run from a cell (``mpiexec`` in a
+subprocess), with a deadline on every wait and a progress bar; gather every rank's step
+stats, traces and staleness records back"; failure behaviour from
+``shared/reference/distributed-engine.md`` (``python -m mpi4py`` turns an uncaught
+exception into ``MPI_Abort``; Open MPI then ends the job in well under a second).
+
+>>> result = run_job("train.py", ps=1, workers=3, args=["--steps", "100"])  # doctest: +SKIP
+>>> result.ranks["/job:ps/replica:0/task:0"]["step_stats"]                  # doctest: +SKIP
+
+The job is ``python -m dfcore.launch``'s command (:func:`dfcore.launch.command_and_env`),
+run in its own session; its output goes to files and this process only polls (every
+50 ms), so no wait lasts past the deadline. With Open MPI, output lines are tagged with
+their rank (``--output tag``) so a failure names the rank whose traceback it shows.
+
+Why :class:`MPIJobError` is an :class:`~dfcore.errors.UnknownError`: TF reports an
+arbitrary Python exception raised inside a step (``py_func``) as ``UNKNOWN``; a job can
+fail of anything (an exception of any type, a signal, ``sys.exit``), and neither
+``ABORTED`` nor ``UNAVAILABLE`` fits (both tell the caller that retrying may succeed).
+"""
+
+import importlib
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+from .. import errors
+from ..launch import command_and_env
+from .env import CLUSTER_ENV, mpi_flavor
+from .processes import kill_job
+from .report import RESULTS_ENV, dumps, read_progress, read_reports
+from .world import Layout
+
+_POLL_S = 0.05
+_CALL_FILE = "call.pkl"
+_TAG = re.compile(r"^\[\d+,(\d+)\]<(stdout|stderr)>: ?(.*)$")
+_ABORTED = re.compile(r"MPI_ABORT was invoked on rank (\d+)")
+_SIGNALED = re.compile(r"process rank (\d+) with PID \d+ on node \S+ exited on\s+signal (\d+)")
+_NAMED = {s.value for s in signal.Signals}
+_TASK = re.compile(r"^/job:([^/]+)(?:/replica:0)?/task:(\d+)$")
+
+
+class MPIJobError(errors.UnknownError):
+    """An MPI job ended with a non-zero status: a rank raised, was killed, or exited early.
+
+    Attributes:
+        rank, task: the failing rank and its task name (None when the output does not say).
+        exit_status: ``mpiexec``'s exit status.
+        traceback: the failing rank's Python traceback text ("" if it printed none).
+        partial: :class:`RankReports` of what the ranks reported before the failure.
+        stdout, stderr: the job's output (rank tags removed).
+    """
+
+    def __init__(self, message, rank=None, task=None, exit_status=None, traceback="", partial=None,
+                 stdout="", stderr=""):
+        super().__init__(None, None, message)
+        self.rank, self.task, self.exit_status, self.traceback = rank, task, exit_status, traceback
+        self.partial, self.stdout, self.stderr = partial, stdout, stderr
+
+    def __reduce__(self):
+        return (type(self), (self.message, self.rank, self.task, self.exit_status, self.traceback,
+                             self.partial, self.stdout, self.stderr))
+
+
+class RankReports:
+    """What each rank reported (:func:`dfcore.mpi.report.report`), by rank or by task name.
+
+    ``reports[2]``, ``reports["/job:worker/replica:0/task:1"]`` and ``reports["/job:worker/task:1"]``
+    are the same dict in a ``{"ps": 1, "worker": 3}`` job. Iterating gives the ranks that
+    reported, in order. Raises KeyError for a rank or task that reported nothing.
+    """
+
+    def __init__(self, layout, by_rank):
+        self.layout = layout
+        self._by_rank = dict(sorted(by_rank.items()))
+
+    def task_name(self, rank):
+        """``/job:<job>/replica:0/task:<index>`` of ``rank``."""
+        job, index = self.layout.task_of_rank(rank)
+        return f"/job:{job}/replica:0/task:{index}"
+
+    def _rank(self, key):
+        if isinstance(key, str):
+            match = _TASK.match(key)
+            if not match:
+                raise KeyError(f"{key!r} is neither a rank nor a task name like '/job:worker/replica:0/task:0'")
+            return self.layout.rank_of(match.group(1), int(match.group(2)))
+        return int(key)
+
+    def __getitem__(self, key):
+        rank = self._rank(key)
+        if rank not in self._by_rank:
+            raise KeyError(f"rank {rank} reported nothing (ranks that did: {list(self._by_rank)})")
+        return self._by_rank[rank]
+
+    def __contains__(self, key):
+        try:
+            return self._rank(key) in self._by_rank
+        except (KeyError, ValueError):
+            return False
+
+    def __iter__(self):
+        return iter(self._by_rank)
+
+    def __len__(self):
+        return len(self._by_rank)
+
+    def items(self):
+        return self._by_rank.items()
+
+    @property
+    def tasks(self):
+        """``{task name: reported dict}`` in rank order."""
+        return {self.task_name(rank): values for rank, values in self._by_rank.items()}
+
+    def gather(self, name):
+        """``{rank: value}`` of ``name`` over the ranks that reported it (e.g. every rank's ``step_stats``)."""
+        return {rank: values[name] for rank, values in self._by_rank.items() if name in values}
+
+    def __repr__(self):
+        return f"RankReports({ {rank: sorted(values) for rank, values in self._by_rank.items()} })"
+
+
+class JobResult:
+    """A finished job: ``ranks`` (:class:`RankReports`), ``stdout``/``stderr`` (rank tags removed),
+    ``wall_s`` (launch to exit), ``layout``, ``progress`` (last ``(done, total, what)`` or None)."""
+
+    def __init__(self, layout, ranks, stdout, stderr, wall_s, progress):
+        self.layout, self.ranks, self.stdout, self.stderr = layout, ranks, stdout, stderr
+        self.wall_s, self.progress = wall_s, progress
+
+    def __repr__(self):
+        counts = {}
+        for _, values in self.ranks.items():
+            for name in values:
+                counts[name] = counts.get(name, 0) + 1
+        reported = ", ".join(f"{name} ({n} ranks)" for name, n in sorted(counts.items()))
+        return f"JobResult({self.layout.jobs}, reported: {reported or 'nothing'})"
+
+
+def run_job(program, ps=0, workers=None, ranks=None, args=(), timeout_s=120, progress=True, module=False):
+    """Run ``program`` as an MPI job and return what its ranks reported.
+
+    Args:
+        program: a script path (``"train.py"``), a module name with ``module=True``, or a function
+            — an object defined at the top level of an importable module, or ``"package.module:function"``.
+            Each rank calls the function with ``*args`` and reports its return value as ``result``.
+            Functions typed into ``__main__`` or a notebook cell cannot be imported by the ranks: put
+            them in a ``.py`` file next to the notebook and import them from there.
+        ps, workers, ranks: the layout, as ``python -m dfcore.launch --ps/--workers/-n`` (default 1 worker).
+        args: the program's command-line words (script or module), or the function's positional
+            arguments (any picklable values).
+        timeout_s: the deadline in seconds for the whole job, start-up included.
+        progress: show a ``tqdm.auto`` bar (a widget in notebooks): the sum over ranks of
+            :func:`dfcore.mpi.report.progress`, or the number of ranks that reported while none does.
+    Returns:
+        :class:`JobResult`.
+    Raises:
+        MPIJobError: the job exited with a non-zero status; names the failing rank and task, its
+            traceback and the exit status; ``error.partial`` holds the reports made before.
+        DeadlineExceededError: the job ran past ``timeout_s``; all its processes were SIGKILLed
+            (``error.partial`` as above).
+        ValueError: a function that the ranks cannot import, or an inconsistent layout.
+        FileNotFoundError: no ``mpiexec``.
+    """
+    with tempfile.TemporaryDirectory(prefix="dfcore-job-") as results:
+        argv, import_root = _program_argv(program, args, module, results)
+        command, env, layout = _command(ps, workers, ranks, argv)
+        env[RESULTS_ENV] = results
+        env["PYTHONUNBUFFERED"] = "1"
+        if import_root:
+            env["PYTHONPATH"] = os.pathsep.join(p for p in (import_root, env.get("PYTHONPATH")) if p)
+        with open(os.path.join(results, "stdout"), "w+") as out, open(os.path.join(results, "stderr"), "w+") as err:
+            start = time.monotonic()
+            process = subprocess.Popen(command, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
+                                       start_new_session=True)
+            try:
+                finished = _watch(process, start + timeout_s, results, layout, progress)
+            finally:
+                kill_job(process)
+            wall_s = time.monotonic() - start
+            stdout = _untag(_read(out))[0]
+            stderr, stderr_by_rank = _untag(_read(err))
+        reports = RankReports(layout, read_reports(results, layout.size))
+        last_progress = read_progress(results, layout.size)
+    if not finished:
+        error = errors.DeadlineExceededError(
+            None, None, f"The MPI job {_describe(program)} on {layout.size} ranks ran past its deadline of "
+            f"timeout_s={timeout_s} s and was killed (ranks that reported: {list(reports)}).")
+        error.partial, error.stdout, error.stderr = reports, stdout, stderr
+        raise error
+    if process.returncode != 0:
+        raise _job_error(program, layout, process.returncode, reports, stdout, stderr, stderr_by_rank)
+    return JobResult(layout, reports, stdout, stderr, wall_s, last_progress)
+
+
+def _describe(program):
+    return repr(program) if isinstance(program, str) else _function_spec(program)[0]
+
+
+def _command(ps, workers, ranks, argv):
+    """``(command, env, layout)``; Open MPI's output is tagged with ranks."""
+    options = (["--ps", str(ps)] if ps else []) + ([] if workers is None else ["--workers", str(workers)]) \
+        + ([] if ranks is None else ["-n", str(ranks)])
+    try:
+        command, env, _ = command_and_env(options + ["--"] + argv)
+    except SystemExit:
+        raise ValueError(f"not a valid job layout: ps={ps}, workers={workers}, ranks={ranks}") from None
+    if mpi_flavor(command[0]) == "openmpi":
+        command = command[:1] + ["--output", "tag"] + command[1:]
+    return command, env, Layout.from_json(env[CLUSTER_ENV])
+
+
+def _program_argv(program, args, module, results):
+    """``(argv after python -m mpi4py, directory to put on PYTHONPATH or None)``."""
+    if isinstance(program, str) and not (":" in program and not os.path.exists(program)):
+        return (["-m", program] if module else [program]) + [str(a) for a in args], None
+    spec, import_root = _function_spec(program)
+    with open(os.path.join(results, _CALL_FILE), "wb") as f:
+        f.write(dumps((spec, tuple(args))))
+    return ["-c", "from dfcore.mpi.job import call_in_rank; call_in_rank()", spec], import_root
+
+
+def _function_spec(function):
+    """``("module:qualname", import root or None)`` of a function the ranks can import.
+
+    Raises:
+        ValueError: a function of ``__main__``/a notebook, a nested function, or a malformed string.
+    """
+    if isinstance(function, str):
+        name, _, qualname = function.partition(":")
+        if not name or not qualname:
+            raise ValueError(f"a function to run must be given as 'module:function', got {function!r}")
+        return function, None
+    name, qualname = getattr(function, "__module__", None), getattr(function, "__qualname__", None)
+    if not callable(function) or not name or not qualname:
+        raise ValueError(f"run_job needs a script, a module or a function, got {function!r}")
+    if name == "__main__" or "<" in qualname:
+        raise ValueError(
+            f"{qualname} is defined in {name}{' (a notebook or the main script)' if name == '__main__' else ''}"
+            f"{'' if '<' not in qualname else ' inside another function'}; the ranks are separate processes and "
+            "can only run a function they can import. Define it at the top level of a .py module (e.g. "
+            "my_steps.py next to the notebook), import it, and pass it (or 'my_steps:function').")
+    path = getattr(sys.modules.get(name), "__file__", None)
+    root = None
+    if path:
+        root = os.path.dirname(os.path.abspath(path))
+        for _ in range(name.count(".") + (os.path.basename(path) == "__init__.py")):
+            root = os.path.dirname(root)
+    return f"{name}:{qualname}", root
+
+
+def call_in_rank():
+    """Rank side of ``run_job(function)``: import the function, call it, report its value as ``result``."""
+    from .report import load, report
+
+    spec, args = load(os.path.join(os.environ[RESULTS_ENV], _CALL_FILE))
+    name, _, qualname = spec.partition(":")
+    function = importlib.import_module(name)
+    for part in qualname.split("."):
+        function = getattr(function, part)
+    report(result=function(*args))
+
+
+def _watch(process, deadline, results, layout, show):
+    """Poll until the job exits (True) or the deadline passes (False), updating the bar."""
+    bar = None
+    if show:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=layout.size, unit="ranks", desc=f"MPI job {layout.jobs}")
+    try:
+        while process.poll() is None:
+            now = time.monotonic()
+            if now >= deadline:
+                return False
+            if bar is not None:
+                _update(bar, results, layout.size)
+            time.sleep(min(_POLL_S, deadline - now))
+        if bar is not None:
+            _update(bar, results, layout.size)
+        return True
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+def _update(bar, results, size):
+    state = read_progress(results, size)
+    if state is None:
+        done, total, what = sum(os.path.exists(os.path.join(results, f"rank{r}.pkl")) for r in range(size)), size, \
+            "ranks"
+    else:
+        done, total, what = state
+    if (bar.n, bar.total, bar.unit) != (done, total, what):
+        bar.n, bar.total, bar.unit = done, total, what
+        bar.refresh()
+
+
+def _read(fileobj):
+    fileobj.flush()
+    fileobj.seek(0)
+    return fileobj.read()
+
+
+def _untag(text):
+    """``(text without rank tags, {rank: that rank's lines})`` of Open MPI ``--output tag`` output."""
+    plain, by_rank = [], {}
+    for line in text.splitlines():
+        match = _TAG.match(line)
+        if match:
+            line = match.group(3)
+            by_rank.setdefault(int(match.group(1)), []).append(line)
+        plain.append(line)
+    return "\n".join(plain) + ("\n" if plain else ""), {rank: "\n".join(lines) for rank, lines in by_rank.items()}
+
+
+def _last_traceback(text):
+    """The last Python traceback in ``text``, without the frames of ``runpy`` and ``mpi4py`` ("" if none).
+
+    It ends at the exception's message: before a blank line, Open MPI's ``----`` box, or the end.
+    """
+    start = text.rfind("Traceback (most recent call last):")
+    if start < 0:
+        return ""
+    header, *lines = text[start:].splitlines()
+    kept, skipping, in_message = [header], False, False
+    for line in lines:
+        if not in_message and line.startswith("  File "):
+            skipping = "<frozen runpy>" in line or f"{os.sep}mpi4py{os.sep}" in line
+        elif not in_message and not line.startswith("    "):
+            in_message, skipping = True, False
+        if in_message and (not line.strip() or line.startswith("-----")):
+            break
+        if not skipping:
+            kept.append(line)
+    return "\n".join(kept)
+
+
+def _job_error(program, layout, status, reports, stdout, stderr, stderr_by_rank):
+    """The :class:`MPIJobError` for a job that exited with ``status``, naming the failing rank."""
+    aborted, signaled = _ABORTED.search(stderr), _SIGNALED.search(stderr)
+    tracebacks = {rank: tb for rank, text in stderr_by_rank.items() if (tb := _last_traceback(text))}
+    rank, how = None, ""
+    if aborted:
+        rank = int(aborted.group(1))
+    elif signaled:
+        rank, number = int(signaled.group(1)), int(signaled.group(2))
+        how = f" was killed by signal {number}" + (f" ({signal.Signals(number).name})" if number in _NAMED else "")
+    elif tracebacks:
+        rank = min(tracebacks)
+    traceback = tracebacks.get(rank, "") if stderr_by_rank else _last_traceback(stderr)
+    if not how:
+        raised = [line for line in traceback.splitlines()[1:] if not line.startswith(" ")]
+        how = f" raised {raised[0]}" if raised else " failed"
+    task = RankReports(layout, {}).task_name(rank) if rank is not None and rank < layout.size else None
+    who = f"rank {rank} ({task})" if task else "a rank"
+    message = f"MPI job {_describe(program)} failed: {who}{how}; mpiexec exit status {status}."
+    if traceback:
+        message += f"\nTraceback of {who}:\n{traceback}"
+    elif not task:
+        message += "\nThe job's stderr ends with:\n" + "\n".join(stderr.splitlines()[-20:])
+    return MPIJobError(message, rank, task, status, traceback, reports, stdout, stderr)

@@ -1,0 +1,9 @@
+"""Functions for test_mpi_jobs' ``run_job(function)``: importable by the ranks from this module."""
+
+from mpi4py import MPI
+
+
+def scaled_rank(scale, offset=0):
+    """This rank's number × ``scale`` + ``offset``, after a barrier (every rank must take part)."""
+    MPI.COMM_WORLD.Barrier()
+    return MPI.COMM_WORLD.Get_rank() * scale + offset
