@@ -1,6 +1,7 @@
-"""nccl-tests-style all-reduce benchmark on the engine's simulated devices.
+"""nccl-tests-style all-reduce benchmark on the engine's simulated devices, or across the ranks of an MPI job.
 
-Run: ``python -m dfcore.bench.all_reduce -b 1K -e 16M -f 2 -n 4 --algo ring [--time wall|simulated]``.
+Run: ``python -m dfcore.bench.all_reduce -b 1K -e 16M -f 2 -n 4 --algo ring [--time wall|simulated]``;
+across MPI ranks: ``python -m dfcore.launch -n 4 -m dfcore.bench.all_reduce -b 8 -e 16M -f 4``.
 Source: NVIDIA nccl-tests (``all_reduce_perf``; ``doc/PERFORMANCE.md``). The table has
 nccl-tests' header and columns: size (B), count (elements), type, redop, root (−1 for
 an all-reduce), then for out-of-place and in-place runs the time (µs), ``algbw = S/t``
@@ -12,9 +13,17 @@ iterations); ``--time simulated`` reports the simulated clock's time on the defa
 machine (deterministic, for docs) instead of the measured wall time. ``--compare``
 prints, per algorithm, the α-β prediction, the simulated time and the wall time of
 the largest size.
+
+Inside an MPI job of more than one rank (:mod:`dfcore.launch`), the devices are the ranks
+(``-n`` and ``--time`` are ignored): per size it measures, alternately, dfcore's
+``--algo`` over MPI point-to-point (:func:`dfcore.mpi.collectives.all_reduce`, no trace)
+and ``MPI.Allreduce`` (:func:`~dfcore.mpi.collectives.mpi_allreduce`), both out of place;
+a time is the slowest rank's mean over ``--iters`` calls after a barrier; ``#wrong``
+sums every rank's wrong elements; ``ratio`` is dfcore's time over MPI's. Rank 0 prints.
 """
 
 import argparse
+import os
 import time
 
 import numpy as np
@@ -128,13 +137,100 @@ def compare(nbytes, devices, type_name="float", redop="sum", iters=5, out=print)
             f"{float(np.median(walls)) * 1e6:10.1f}")
 
 
+MPI_HEADER = (
+    "#                                                            dfcore over MPI                    MPI.Allreduce\n"
+    "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw "
+    "#wrong   ratio\n"
+    "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)"
+    "         (x)")
+
+
+def _mpi_comm():
+    """dfcore's communicator when this process is a rank of a multi-rank MPI job, else None (no mpi4py import)."""
+    from ..mpi.world import in_mpi_job
+
+    if not (in_mpi_job() or os.environ.get("OMPI_COMM_WORLD_SIZE") or os.environ.get("PMI_SIZE")):
+        return None
+    from ..mpi.world import world
+
+    comm = world()[0]
+    return comm if comm.Get_size() > 1 else None
+
+
+def _time_mpi(comm, fn, iters, warmup):
+    """``(slowest rank's mean seconds per call, last output)``."""
+    for _ in range(warmup):
+        fn()
+    comm.Barrier()
+    start = time.perf_counter()
+    for _ in range(iters):
+        out = fn()
+    return comm.allreduce((time.perf_counter() - start) / iters, op=_mpi_max()), out
+
+
+def _mpi_max():
+    from mpi4py import MPI
+
+    return MPI.MAX
+
+
+def _wrong_on_rank(out, count, n, dtype, reduction):
+    """Wrong elements of this rank's ``out`` (inputs as :func:`inputs_for`, reference built one rank at a time)."""
+    base = np.arange(count, dtype=np.int64)
+    parts = ((base + r) % 8 for r in range(n))
+    ref = np.maximum.reduce(list(parts)) if reduction == "max" else sum(parts).astype(np.float64)
+    ref = (ref / n if reduction == "mean" else ref).astype(dtype)
+    return int(np.count_nonzero(out.reshape(-1) != ref))
+
+
+def run_mpi(comm, min_bytes, max_bytes, factor, algorithm, type_name="float", redop="sum", iters=20, warmup=5,
+            num_subchunks=1, out=print):
+    """Print (rank 0) the MPI table of dfcore's ``algorithm`` vs ``MPI.Allreduce``; return rank 0's average busbw
+    of dfcore's rows (None on other ranks). Collective: call on every rank."""
+    from ..mpi.collectives import all_reduce as mpi_all_reduce, mpi_allreduce
+
+    dtype = _TYPES[type_name]
+    itemsize = np.dtype(dtype).itemsize
+    reduction = _REDOPS[redop]
+    rank, n = comm.Get_rank(), comm.Get_size()
+    say = out if rank == 0 else (lambda text: None)
+    say(f"# dfcore all_reduce over MPI: algorithm {algorithm}, {n} ranks, iters {iters}, warmup {warmup}, "
+        f"num_subchunks {num_subchunks}; reference MPI.Allreduce")
+    say("#")
+    say(MPI_HEADER)
+    busbws = []
+    size = min_bytes
+    while size <= max_bytes:
+        count = size // itemsize
+        nbytes = count * itemsize
+        mine = ((np.arange(count, dtype=np.int64) + rank) % 8).astype(dtype)
+        ours = lambda: mpi_all_reduce(mine, comm, algorithm, reduction, num_subchunks, trace=False)  # noqa: E731
+        theirs = lambda: mpi_allreduce(mine, comm, reduction)  # noqa: E731
+        row = f"{nbytes:12d}  {count:12d}  {type_name:>8}  {redop:>6}  {-1:6d}"
+        times, rates = [], []
+        for fn in (ours, theirs):
+            t, result = _time_mpi(comm, fn, iters, warmup)
+            wrong = comm.allreduce(_wrong_on_rank(result, count, n, dtype, reduction))
+            algbw = nbytes / 1e9 / t if t > 0 else 0.0
+            times.append(t)
+            rates.append(bus_bandwidth(algbw, n))
+            row += f"  {format_time_us(t * 1e6)}  {algbw:6.2f}  {rates[-1]:6.2f}  {wrong:5d}"
+        busbws.append(rates[0])
+        say(row + f"  {times[0] / times[1] if times[1] > 0 else float('nan'):6.2f}")
+        size = size * factor if factor > 1 else max_bytes + 1
+    average = sum(busbws) / len(busbws) if busbws else 0.0
+    say(f"# Avg bus bandwidth (dfcore)   : {average:g}")
+    say("#")
+    return average if rank == 0 else None
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-b", "--minbytes", default="32M")
     parser.add_argument("-e", "--maxbytes", default="32M")
     parser.add_argument("-f", "--stepfactor", type=int, default=2)
     parser.add_argument("-n", "--devices", type=int, default=4, help="number of devices (ranks)")
-    parser.add_argument("--algo", default="ring", choices=ALGORITHMS)
+    parser.add_argument("--algo", "--algorithm", dest="algo", default="ring", choices=ALGORITHMS)
     parser.add_argument("-d", "--datatype", default="float", choices=sorted(_TYPES))
     parser.add_argument("-o", "--op", default="sum", choices=sorted(_REDOPS))
     parser.add_argument("--iters", type=int, default=20)
@@ -143,6 +239,11 @@ def main(argv=None):
     parser.add_argument("--time", default="wall", choices=("wall", "simulated"))
     parser.add_argument("--compare", action="store_true", help="also compare the algorithms at the largest size")
     args = parser.parse_args(argv)
+    comm = _mpi_comm()
+    if comm is not None:
+        run_mpi(comm, parse_size(args.minbytes), parse_size(args.maxbytes), args.stepfactor, args.algo,
+                args.datatype, args.op, args.iters, args.warmup_iters, args.num_subchunks)
+        return
     run(parse_size(args.minbytes), parse_size(args.maxbytes), args.stepfactor, args.devices, args.algo,
         args.datatype, args.op, args.iters, args.warmup_iters, args.time, args.num_subchunks)
     if args.compare:

@@ -29,6 +29,7 @@ import numpy as np
 
 from .. import errors
 from ..mpi import MPIClusterResolver, world
+from ..mpi.report import progress as report_progress
 from ..runtime.config import ConfigProto, RunOptions
 from .cluster import Server
 from .ps_model import build_worker
@@ -178,6 +179,7 @@ class MPIRun:
 
     def _chief_duties(self, version):
         if self.model.index == 0:
+            report_progress(min(version, self.options.steps), self.options.steps, "updates")
             hooks = self.options.hooks
             if hooks.eval_every and version % hooks.eval_every == 0:
                 hooks.evaluate(version, self.now())
@@ -205,7 +207,7 @@ def _initialized(session, variable):
 
 def train_rank(config, make_data, options):
     """This rank's part of :func:`dfcore.distribute.parameter_server.train` with ``execution="mpi"``;
-    ``make_data()`` gives the workers' :class:`ShardedDigits` (a ps never loads it).
+    the chief loads the data with ``make_data()`` and sends it to the other workers (a ps never loads it).
 
     Returns:
         On the chief, ``(model, result)`` where ``result`` has the attributes the in-process
@@ -219,9 +221,9 @@ def train_rank(config, make_data, options):
         server.join(timeout_s=None)
         return None, None
     index = resolver.task_id
-    data = make_data()
     workers = world.job_communicator("worker")
-    t0 = workers.bcast(time.time(), root=0)
+    data = world.bcast_polling(make_data() if index == 0 else None, workers, root=0, timeout_s=TIMEOUT_S)
+    t0 = world.bcast_polling(time.time(), workers, root=0, timeout_s=TIMEOUT_S)
     model = build_worker(index, config, resolver.cluster_spec(), server, executor_runner="auto")
     options.hooks = _Hooks(model, data, options.hooks.eval_every, options.hooks.checkpoint_dir,
                            options.hooks.checkpoint_every) if index == 0 else options.hooks

@@ -15,6 +15,7 @@ import argparse
 
 from dfcore.distribute.parameter_server import EXECUTIONS, MODES, train
 from dfcore.distribute.staleness import summary_lines
+from dfcore.mpi.report import report
 
 
 def parse_straggler(text):
@@ -54,6 +55,7 @@ def main(argv=None):
                    execution=args.execution, seed=args.seed, learning_rate=args.lr, ps_strategy=args.ps_strategy)
     if record is not None:  # with --execution mpi, only the chief (worker 0) has the record
         print("\n".join(summary_lines(record)), flush=True)
+        report(record=record)  # for dfcore.mpi.run_job (a no-op otherwise)
 
 
 if __name__ == "__main__":

@@ -12,9 +12,10 @@ Start jobs with ``python -m dfcore.launch`` (see :mod:`dfcore.launch`). Importin
 package does not import ``mpi4py``; only creating a communicator does.
 """
 
+from .collectives import all_reduce, gather_result, gather_trace, mpi_allreduce
 from .job import JobResult, MPIJobError, run_job
 from .report import progress, report
 from .world import Layout, MPIClusterResolver, in_mpi_job, layout_from_env
 
-__all__ = ["JobResult", "Layout", "MPIClusterResolver", "MPIJobError", "in_mpi_job", "layout_from_env", "progress",
-           "report", "run_job"]
+__all__ = ["JobResult", "Layout", "MPIClusterResolver", "MPIJobError", "all_reduce", "gather_result", "gather_trace",
+           "in_mpi_job", "layout_from_env", "mpi_allreduce", "progress", "report", "run_job"]

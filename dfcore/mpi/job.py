@@ -30,7 +30,6 @@ import tempfile
 import time
 
 from .. import errors
-from ..launch import command_and_env
 from .env import CLUSTER_ENV, mpi_flavor
 from .processes import kill_job
 from .report import RESULTS_ENV, dumps, read_progress, read_reports
@@ -205,6 +204,8 @@ def _describe(program):
 
 def _command(ps, workers, ranks, argv):
     """``(command, env, layout)``; Open MPI's output is tagged with ranks."""
+    from ..launch import command_and_env  # here: dfcore.launch must not be imported with the package
+
     options = (["--ps", str(ps)] if ps else []) + ([] if workers is None else ["--workers", str(workers)]) \
         + ([] if ranks is None else ["-n", str(ranks)])
     try:

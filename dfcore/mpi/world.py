@@ -175,30 +175,59 @@ def gather_polling(obj, comm, root=0, timeout_s=60.0, poll_s=0.002):
     Raises:
         DeadlineExceededError: not every message moved within ``timeout_s`` (names the ranks missing).
     """
+    size, me = comm.Get_size(), comm.Get_rank()
+    if me != root:
+        _complete(comm, {root: comm.isend(obj, dest=root, tag=_GATHER_TAG)}, {}, timeout_s, poll_s, "gather")
+        return None
+    received = _complete(comm, {}, {r: _GATHER_TAG for r in range(size) if r != root}, timeout_s, poll_s, "gather")
+    received[me] = obj
+    return [received[r] for r in range(size)]
+
+
+def bcast_polling(obj, comm, root=0, timeout_s=60.0, poll_s=0.002):
+    """``comm.bcast(obj, root)`` that never busy-waits and has a deadline (see :func:`gather_polling`).
+
+    Returns:
+        ``root``'s ``obj`` on every rank.
+    Raises:
+        DeadlineExceededError: as :func:`gather_polling`.
+    """
+    size, me = comm.Get_size(), comm.Get_rank()
+    if me == root:
+        sends = {r: comm.isend(obj, dest=r, tag=_BCAST_TAG) for r in range(size) if r != root}
+        _complete(comm, sends, {}, timeout_s, poll_s, "bcast")
+        return obj
+    return _complete(comm, {}, {root: _BCAST_TAG}, timeout_s, poll_s, "bcast")[root]
+
+
+_GATHER_TAG, _BCAST_TAG = 7108, 7109
+
+
+def _complete(comm, sends, receives, timeout_s, poll_s, what):
+    """Finish ``sends`` (``{rank: isend request}``) and ``receives`` (``{rank: tag}``: a pickled message
+    from each, matched with ``improbe`` so any size fits), sleeping between tests; ``{rank: received value}``."""
     import time
 
     from .. import errors
 
-    tag = 7108
-    size, me = comm.Get_size(), comm.Get_rank()
-    if me != root:
-        requests = {root: comm.isend(obj, dest=root, tag=tag)}
-    else:
-        requests = {r: comm.irecv(source=r, tag=tag) for r in range(size) if r != root}
-    results = {me: obj}
+    results = {}
     deadline = time.monotonic() + timeout_s
-    while requests:
-        for rank, request in list(requests.items()):
-            done, value = request.test()
-            if done:
-                del requests[rank]
-                results.setdefault(rank, value)
-        if requests:
+    while sends or receives:
+        for peer, request in list(sends.items()):
+            if request.test()[0]:
+                del sends[peer]
+        for peer, tag in list(receives.items()):
+            message = comm.improbe(source=peer, tag=tag)
+            if message is not None:
+                del receives[peer]
+                results[peer] = message.recv()
+        if sends or receives:
             if time.monotonic() > deadline:
-                raise errors.DeadlineExceededError(None, None, f"gather: no message from/to ranks {sorted(requests)} "
-                                                   f"within {timeout_s} s")
+                raise errors.DeadlineExceededError(
+                    None, None, f"{what}: no message from/to ranks {sorted(set(sends) | set(receives))} within "
+                    f"{timeout_s} s")
             time.sleep(poll_s)
-    return [results[r] for r in range(size)] if me == root else None
+    return results
 
 
 class MPIClusterResolver:

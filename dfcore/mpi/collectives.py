@@ -1,0 +1,363 @@
+"""All-reduce across the ranks of an MPI job: the all-reduce issue's schedules over point-to-point MPI, traced.
+
+Source: DESIGN §3 and §5; the schedules of :mod:`dfcore.distribute.schedules` (rank i of
+the communicator plays device i); mpi4py's buffer interface (``Sendrecv``/``Isend``/
+``Irecv``, no pickling) and ``MPI.Allreduce`` as the reference.
+
+One call per rank, collective over ``comm``. The schedule's steps are cut into *batches*:
+runs of consecutive messages of one round, split at every ``Finalize`` (mean's division).
+Every rank walks the same batches; in each it posts the receives and sends of its own
+messages at once — one ``Sendrecv`` when it has exactly one of each (every ring step),
+else ``Irecv``/``Isend`` and ``Waitall`` — so no order of ranks can deadlock. A received
+chunk is stored straight into the output (``"copy"``) or lands in a preallocated scratch
+buffer and is added into the output with ``np.add(own, message, out=...)`` (``"reduce"``),
+reading the input until the output holds the chunk, so nothing is copied twice and the
+input is never modified. Results are bit for bit those of the in-process
+:func:`dfcore.distribute.all_reduce` (same messages, same order of additions).
+
+Before any data moves, one small ``Allgather`` of a digest of every rank's (shape, dtype,
+algorithm parameters) and its world rank (hence its device) checks that the ranks agree
+(:class:`~dfcore.errors.InvalidArgumentError` naming the ranks otherwise). With ``trace=True`` each rank keeps a :class:`RankTrace` of its
+messages (wall times from ``time.perf_counter``, relative to the end of that ``Allgather`` —
+exact to the allgather's skew on one host); :func:`gather_result` / :func:`gather_trace`
+collect them on one rank into the in-process :class:`~dfcore.distribute.trace.AllReduceResult`
+/ :class:`~dfcore.distribute.trace.CollectiveTrace` format, with devices named
+``/job:<job>/replica:0/task:<t>/device:CPU:0`` after the job layout, so ``AllReduceView``
+shows an MPI run.
+
+``mpi4py`` is imported inside the functions only.
+"""
+
+import dataclasses
+import functools
+import hashlib
+import threading
+import time
+
+import numpy as np
+
+from .. import errors
+from ..distribute import collective_cost, schedules
+from ..distribute.all_reduce import REDUCTIONS, build_trace, machine_for_devices, message_keys
+from ..distribute.trace import AllReduceResult
+from ..runtime.rendezvous import TransferRecord
+from .world import world
+
+__all__ = ["RankTrace", "all_reduce", "gather_result", "gather_trace", "last_rank_trace", "mpi_allreduce"]
+
+_DTYPES = (np.float16, np.float32, np.float64)
+_UFUNC = {"sum": np.add, "mean": np.add, "max": np.maximum}
+_TAG_MODULUS = 32767  # MPI guarantees tags up to at least this
+_last = {}  # name -> this rank's RankTrace of its last traced all_reduce of that name
+_scratch = threading.local()
+
+
+@dataclasses.dataclass(frozen=True)
+class RankTrace:
+    """What one rank saw of one all-reduce (times in s from the end of the agreement ``Allgather``).
+
+    Attributes:
+        rank, device: the rank in the communicator and its full device name.
+        name, algorithm, convention, reduction, num_subchunks: as called.
+        num_ranks, num_elements, dtype: the communicator size, flattened length, dtype name.
+        wall_time_s: the data movement and reductions on this rank.
+        send_times: message index (in ``schedule.messages``) → when this rank posted its send.
+        recv_times: message index → ``(posted, completed)`` of this rank's receive.
+        values_sent, partials: message index → the value sent / the partial result after it
+            (``trace_values=True`` only, else None).
+        input, output: this rank's flattened input and its result (``trace_values=True`` only;
+            kept as they are, not copied).
+    """
+
+    rank: int
+    device: str
+    name: str
+    algorithm: str
+    convention: str
+    reduction: str
+    num_subchunks: int
+    num_ranks: int
+    num_elements: int
+    dtype: str
+    wall_time_s: float
+    send_times: dict
+    recv_times: dict
+    values_sent: dict = None
+    partials: dict = None
+    input: object = None
+    output: object = None
+
+
+def all_reduce(value, comm=None, algorithm="ring", reduction="sum", num_subchunks=1, convention="textbook",
+               trace=True, trace_values=False, name="allreduce"):
+    """All-reduce this rank's ``value`` with every rank of ``comm``; call it on every rank.
+
+    Args:
+        value: array-like, float16/32/64, the same shape and dtype on every rank (not modified).
+        comm: an mpi4py communicator (default: dfcore's private duplicate of ``COMM_WORLD``,
+            :func:`dfcore.mpi.world.world`).
+        algorithm, reduction, num_subchunks, convention: as :func:`dfcore.distribute.all_reduce`
+            (``"ring"``/``"reduce_to_one"``/``"tree"``/``"recursive_halving_doubling"``;
+            ``"sum"``/``"mean"``/``"max"``); the same on every rank.
+        trace: keep this rank's :class:`RankTrace` (see :func:`last_rank_trace`, :func:`gather_trace`).
+        trace_values: also keep every value sent and partial result (copies; ≈ 3(N−1)/N·K elements).
+        name: names the collective in the trace and its rendezvous-style keys.
+
+    Returns:
+        A fresh array of ``value``'s shape and dtype: the reduction over all ranks.
+
+    Raises:
+        InvalidArgumentError: the ranks disagree on shape, dtype or algorithm parameters (every
+            rank raises, naming each rank's value).
+        TypeError: a dtype other than float16/32/64.
+        ValueError: unknown algorithm/reduction/convention or a bad ``num_subchunks``.
+        ImportError: mpi4py is missing.
+    """
+    comm = world()[0] if comm is None else comm
+    array = np.asarray(value)
+    if reduction not in REDUCTIONS:
+        raise ValueError(f"Unknown reduction {reduction!r}; use one of {', '.join(REDUCTIONS)}")
+    devices = _agree(comm, array, (algorithm, reduction, num_subchunks, convention), name)
+    flat = np.ascontiguousarray(array).reshape(-1)
+    me, n = comm.Get_rank(), comm.Get_size()
+    schedule = schedules.build_schedule(algorithm, n, flat.size, num_subchunks, convention)
+    plan = _plan(schedule, me, reduction == "mean")
+    out = np.empty_like(flat)
+    recorder = _Recorder(trace_values) if trace else None
+    start = time.perf_counter()
+    _execute(plan, comm, flat, out, _UFUNC[reduction], flat.dtype.type(n), recorder, start)
+    wall = time.perf_counter() - start
+    if trace:
+        _last[name] = RankTrace(
+            me, devices[me], name, algorithm, convention, reduction, schedule.num_subchunks, n, flat.size,
+            flat.dtype.name, wall, recorder.send_times, recorder.recv_times, recorder.values_sent,
+            recorder.partials, flat if trace_values else None, out if trace_values else None)
+    return out.reshape(array.shape)
+
+
+def mpi_allreduce(value, comm=None, reduction="sum"):
+    """The reference: ``MPI.Allreduce`` of this rank's ``value`` into a fresh array (call on every rank).
+
+    ``"mean"`` is MPI's sum divided by the number of ranks. Shapes and dtypes are not checked
+    across ranks (MPI's rules apply).
+
+    Raises:
+        ValueError: unknown reduction.
+        TypeError: a dtype other than float16/32/64.
+    """
+    from mpi4py import MPI
+
+    comm = world()[0] if comm is None else comm
+    if reduction not in REDUCTIONS:
+        raise ValueError(f"Unknown reduction {reduction!r}; use one of {', '.join(REDUCTIONS)}")
+    array = np.ascontiguousarray(value)
+    if array.dtype.type not in _DTYPES:
+        raise TypeError(f"mpi_allreduce supports float16, float32 and float64, got {array.dtype}")
+    out = np.empty_like(array)
+    comm.Allreduce(array, out, op=MPI.MAX if reduction == "max" else MPI.SUM)
+    if reduction == "mean":
+        np.divide(out, out.dtype.type(comm.Get_size()), out=out)
+    return out
+
+
+def last_rank_trace(name="allreduce"):
+    """This rank's :class:`RankTrace` of its last traced :func:`all_reduce` called ``name``, or None."""
+    return _last.get(name)
+
+
+def gather_trace(name="allreduce", comm=None, root=0):
+    """Every rank's last traced all-reduce ``name`` as one ``CollectiveTrace`` on ``root`` (None elsewhere).
+
+    Collective over ``comm``; raises as :func:`gather_result`.
+    """
+    result = gather_result(name, comm, root)
+    return None if result is None else result.trace
+
+
+def gather_result(name="allreduce", comm=None, root=0):
+    """Every rank's last traced all-reduce ``name`` as one ``AllReduceResult`` on ``root`` (None elsewhere).
+
+    Collective over ``comm``. The result is in the in-process format: ``trace`` (values and
+    ``inputs`` only if run with ``trace_values``), ``transfers`` (one ``TransferRecord`` per
+    message: the sender's post time, the receiver's post and completion times, in completion
+    order), ``wall_time_s`` (the slowest rank), ``simulated_time_s`` and ``predicted_time_s``
+    (the ranks as CPUs of ``machine_for_devices``), ``outputs`` (every rank's result with
+    ``trace_values``, else empty).
+
+    Raises:
+        FailedPreconditionError: on ``root``, when a rank has no traced all-reduce ``name``
+            or the ranks' traces are of different collectives.
+    """
+    comm = world()[0] if comm is None else comm
+    ranks = comm.gather(_last.get(name), root=root)
+    if comm.Get_rank() != root:
+        return None
+    missing = [r for r, rec in enumerate(ranks) if rec is None]
+    if missing:
+        raise errors.FailedPreconditionError(None, None, f"No traced all_reduce named {name!r} on ranks {missing}: "
+                                             "call all_reduce(..., trace=True, name=...) on every rank first")
+    first = ranks[0]
+    shape = (first.algorithm, first.convention, first.reduction, first.num_subchunks, first.num_elements, first.dtype)
+    if any((r.algorithm, r.convention, r.reduction, r.num_subchunks, r.num_elements, r.dtype) != shape
+           for r in ranks):
+        raise errors.FailedPreconditionError(None, None, f"The ranks' last traces named {name!r} are of different "
+                                             "all-reduces; give each collective its own name")
+    schedule = schedules.build_schedule(first.algorithm, len(ranks), first.num_elements, first.num_subchunks,
+                                        first.convention)
+    devices = tuple(r.device for r in ranks)
+    with_values = first.values_sent is not None
+    messages = schedule.messages
+    records = ([[ranks[m.src].values_sent[i], ranks[m.dst].partials[i]] for i, m in enumerate(messages)]
+               if with_values else None)
+    inputs = tuple(r.input for r in ranks) if with_values else None
+    trace = build_trace(schedule, devices, first.reduction, first.dtype, records, name, inputs)
+    itemsize = np.dtype(first.dtype).itemsize
+    keys = [k for k in message_keys(schedule, devices, name) if k is not None]
+    transfers = [TransferRecord(key, key.split(";")[3], devices[m.src], devices[m.dst],
+                                (m.element_range[1] - m.element_range[0]) * itemsize, ranks[m.src].send_times[i],
+                                *ranks[m.dst].recv_times[i]) for i, (key, m) in enumerate(zip(keys, messages))]
+    transfers.sort(key=lambda t: t.match_time_s)
+    machine = machine_for_devices(devices)
+    return AllReduceResult(
+        outputs=tuple(r.output for r in ranks) if with_values else (), trace=trace, transfers=tuple(transfers),
+        simulated_time_s=collective_cost.simulated_time_s(schedule, devices, machine, itemsize, first.reduction),
+        wall_time_s=max(r.wall_time_s for r in ranks),
+        predicted_time_s=collective_cost.predicted_time_s(first.algorithm, first.num_elements, itemsize, devices,
+                                                          machine, first.num_subchunks, first.reduction))
+
+
+@functools.lru_cache(maxsize=None)
+def _device_of(world_rank):
+    job, task = world()[1].task_of_rank(world_rank)
+    return f"/job:{job}/replica:0/task:{task}/device:CPU:0"
+
+
+def _agree(comm, array, params, name):
+    """Check that the ranks agree with one 16-byte-per-rank ``Allgather`` (a digest of shape, dtype and
+    parameters, and the world rank); on a mismatch every rank gathers the details to name them.
+    Returns the devices in ``comm``'s rank order."""
+    meta = (array.shape, array.dtype.str, params)
+    digest = int.from_bytes(hashlib.blake2b(repr(meta).encode(), digest_size=8).digest(), "little", signed=True)
+    mine = np.array([digest, world()[0].Get_rank()], np.int64)
+    everyone = np.empty((comm.Get_size(), 2), np.int64)
+    comm.Allgather(mine, everyone)
+    if (everyone[:, 0] != digest).any():
+        _disagreement(comm.allgather(meta), name)
+    if array.dtype.type not in _DTYPES:
+        raise TypeError(f"all_reduce supports float16, float32 and float64; the ranks' dtype is {array.dtype}")
+    return tuple(_device_of(int(r)) for r in everyone[:, 1])
+
+
+def _disagreement(metas, name):
+    """Raise InvalidArgumentError naming what the ranks disagree on (``metas``: every rank's meta)."""
+    for what, values in (("shape", [list(shape) for shape, _, _ in metas]),
+                         ("dtype", [np.dtype(d).name for _, d, _ in metas]),
+                         ("(algorithm, reduction, num_subchunks, convention)", [p for _, _, p in metas])):
+        if any(v != values[0] for v in values):
+            listed = "; ".join(f"rank {r}: {v}" for r, v in enumerate(values))
+            raise errors.InvalidArgumentError(
+                None, None, f"all_reduce {name!r}: the {len(values)} ranks must agree on the {what}, got {listed}")
+
+
+@dataclasses.dataclass(frozen=True)
+class _Batch:
+    """One batch of a rank: sends ``(index, lo, hi, dst, from_out)``; receives
+    ``(index, lo, hi, src, reduce, own_from_out, scratch_offset)``; ``scratch`` elements needed."""
+
+    sends: tuple
+    recvs: tuple
+    scratch: int
+
+
+@functools.lru_cache(maxsize=256)
+def _plan(schedule, me, mean):
+    """Rank ``me``'s items — :class:`_Batch` or (``mean`` only) a division ``(lo, hi, from_out)`` — and
+    the ranges it never receives (copied from the input at the end)."""
+    written = bytearray(len(schedule.chunk_ranges))
+    items, sends, recvs, offset, current = [], [], [], 0, None
+    index = 0
+
+    def flush():
+        nonlocal sends, recvs, offset
+        if sends or recvs:
+            items.append(_Batch(tuple(sends), tuple(recvs), offset))
+        sends, recvs, offset = [], [], 0
+
+    for step in schedule.steps:
+        if isinstance(step, schedules.Finalize):
+            flush()
+            current = None
+            if mean and step.rank == me:
+                items.append((*step.element_range, bool(written[step.chunks[0]])))
+                written[step.chunks[0]:step.chunks[-1] + 1] = b"\1" * len(step.chunks)
+            continue
+        if step.round != current:
+            flush()
+            current = step.round
+        lo, hi = step.element_range
+        if step.src == me:
+            sends.append((index, lo, hi, step.dst, bool(written[step.chunks[0]])))
+        if step.dst == me:
+            reduce = step.op == "reduce"
+            recvs.append((index, lo, hi, step.src, reduce, bool(written[step.chunks[0]]), offset))
+            offset += (hi - lo) if reduce else 0
+            written[step.chunks[0]:step.chunks[-1] + 1] = b"\1" * len(step.chunks)
+        index += 1
+    flush()
+    leftovers = tuple(schedule.chunk_ranges[c] for c in range(len(written)) if not written[c])
+    return tuple(items), leftovers
+
+
+def _scratch_buffer(dtype, size):
+    """A per-thread reusable receive buffer of at least ``size`` elements of ``dtype``."""
+    buffers = _scratch.__dict__.setdefault("buffers", {})
+    buffer = buffers.get(dtype)
+    if buffer is None or buffer.size < size:
+        buffer = buffers[dtype] = np.empty(size, dtype)
+    return buffer
+
+
+class _Recorder:
+    def __init__(self, values):
+        self.send_times, self.recv_times = {}, {}
+        self.values_sent, self.partials = ({}, {}) if values else (None, None)
+
+
+def _execute(plan, comm, flat, out, ufunc, divisor, recorder, start):
+    from mpi4py import MPI
+
+    items, leftovers = plan
+    byte = MPI.BYTE
+    scratch = _scratch_buffer(flat.dtype, max((i.scratch for i in items if isinstance(i, _Batch)), default=0))
+    for item in items:
+        if not isinstance(item, _Batch):  # finalize: mean's division of an owned chunk
+            lo, hi, from_out = item
+            np.divide((out if from_out else flat)[lo:hi], divisor, out=out[lo:hi])
+            continue
+        into = [scratch[off:off + hi - lo] if reduce else out[lo:hi] for _, lo, hi, _, reduce, _, off in item.recvs]
+        posted = time.perf_counter() - start
+        if recorder is not None:
+            for index, lo, hi, _, from_out in item.sends:
+                recorder.send_times[index] = posted
+                if recorder.values_sent is not None:
+                    recorder.values_sent[index] = (out if from_out else flat)[lo:hi].copy()
+        if len(item.sends) == 1 and len(item.recvs) == 1:
+            (s_index, s_lo, s_hi, dst, s_out), (r_index, _, _, src, _, _, _) = item.sends[0], item.recvs[0]
+            comm.Sendrecv([(out if s_out else flat)[s_lo:s_hi], byte], dst, s_index % _TAG_MODULUS,
+                          [into[0], byte], src, r_index % _TAG_MODULUS)
+        else:
+            requests = [comm.Irecv([buf, byte], src, index % _TAG_MODULUS)
+                        for buf, (index, _, _, src, _, _, _) in zip(into, item.recvs)]
+            requests += [comm.Isend([(out if from_out else flat)[lo:hi], byte], dst, index % _TAG_MODULUS)
+                         for index, lo, hi, dst, from_out in item.sends]
+            MPI.Request.Waitall(requests)
+        done = time.perf_counter() - start
+        for buf, (index, lo, hi, _, reduce, own_from_out, _) in zip(into, item.recvs):
+            if reduce:
+                ufunc((out if own_from_out else flat)[lo:hi], buf, out=out[lo:hi])
+            if recorder is not None:
+                recorder.recv_times[index] = (posted, done)
+                if recorder.partials is not None:
+                    recorder.partials[index] = out[lo:hi].copy()
+    for lo, hi in leftovers:
+        out[lo:hi] = flat[lo:hi]
