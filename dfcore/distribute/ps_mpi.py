@@ -33,11 +33,12 @@ from ..mpi.report import progress as report_progress
 from ..runtime.config import ConfigProto, RunOptions
 from .cluster import Server
 from .ps_model import build_worker
-from .staleness import UpdateRecord
+from .staleness import PhaseRecord, UpdateRecord
 
 #: How long any wait of a worker or the chief may take before the run fails (seconds).
 TIMEOUT_S = 60.0
 _POLL_S = 0.002
+PS_TASK = "/job:ps/replica:0/task:0"  # where the apply marks go (the global step lives on ps 0)
 
 
 def start_task(timeout_s=TIMEOUT_S):
@@ -53,13 +54,14 @@ def start_task(timeout_s=TIMEOUT_S):
 
 
 class MPIRun:
-    """One worker's part of the run (see the module docstring); :meth:`run` returns its update records."""
+    """One worker's part of the run (see the module docstring); :meth:`run` returns its update and phase records."""
 
     def __init__(self, model, config, data, options, t0):
         self.model, self.config, self.data, self.options = model, config, data, options
         self.t0 = t0
         self.run_options = RunOptions(timeout_in_ms=int(TIMEOUT_S * 1000))
         self.updates = []
+        self.phases = []
         self.stop = threading.Event()
         self.chief_error = []
 
@@ -94,7 +96,7 @@ class MPIRun:
                 chief.join(TIMEOUT_S)
         if self.chief_error:
             raise self.chief_error[0]
-        return self.updates
+        return self.updates, self.phases
 
     # -- the workers' loops ----------------------------------------------------
     def _run_sync(self):
@@ -105,11 +107,15 @@ class MPIRun:
             local = int(session.run(model.local_step))
             feed = self._feed(clock)
             started = self.now()
-            token, loss = session.run([model.train_op, model.loss], feed, options=self.run_options)
-            version = int(token)
+            # the train op of SyncReplicasOptimizer is these two: push the gradients, then take a token
+            _, loss = session.run([model.push_op, model.loss], feed, options=self.run_options)
+            pushed = self.now()
+            self._phase("compute", started, pushed, clock, "pull, compute and push the gradients")
+            version = int(session.run(model.token_op, options=self.run_options))
+            self._phase("wait", pushed, self.now(), clock, "for a token (the other replicas' gradients)")
             applied_at = version - 1
-            self.updates.append(UpdateRecord(w, clock, local, applied_at, applied_at - local, 0.0, self.now(),
-                                             applied_at == local, float(loss)))
+            self.updates.append(UpdateRecord(w, clock, local, applied_at, applied_at - local, self.now() - pushed,
+                                             self.now(), applied_at == local, float(loss)))
             self._straggle(started)
             self._chief_duties(version)
             clock += 1
@@ -122,6 +128,8 @@ class MPIRun:
             new, loss, read = session.run([model.new_version, model.loss, model.global_step], self._feed(clock),
                                           options=self.run_options)
             version = int(new)
+            self._phase("compute", started, self.now(), clock, "pull, compute, push and apply")
+            self._phase("apply", self.now(), self.now(), version - 1, f"from worker {w}", task=PS_TASK)
             computed_on = min(int(read), version - 1)  # the read may land after another worker's update
             self.updates.append(UpdateRecord(w, clock, computed_on, version - 1, version - 1 - computed_on, 0.0,
                                              self.now(), True, float(loss)))
@@ -137,10 +145,13 @@ class MPIRun:
                        f"the slowest worker (staleness bound {s})")
             waited = self.now() - waited_from
             started = self.now()
+            if waited > 0.001:
+                self._phase("wait", waited_from, started, clock, f"staleness bound {s}")
             feed = self._feed(clock)
             feed[model.clock_round] = np.int64(clock // (s + 1))
             _, loss, read = session.run([model.ssp_push[clock % (s + 1)], model.loss, model.global_step], feed,
                                         options=self.run_options)
+            self._phase("compute", started, self.now(), clock, "pull, compute and push the gradients")
             self.updates.append(UpdateRecord(w, clock, int(read), clock, clock - int(read), waited, self.now(),
                                              True, float(loss)))
             self._straggle(started)
@@ -162,12 +173,17 @@ class MPIRun:
                     self.stop.wait(_POLL_S)
                     continue
                 session.run(op, options=self.run_options)
+                self._phase("apply", self.now(), self.now(), version, "the averaged gradients", task=PS_TASK)
                 version += 1
         except errors.OpError as error:
             self.chief_error.append(error)
             self.stop.set()
 
     # -- shared -----------------------------------------------------------------
+    def _phase(self, kind, start_s, end_s, step, detail="", task=None):
+        task = task or f"/job:worker/replica:0/task:{self.model.index}"
+        self.phases.append(PhaseRecord(task, kind, start_s, end_s, step, detail))
+
     def _feed(self, clock):
         xb, yb = self.data.batch(self.model.index, clock)
         return {self.model.x: xb, self.model.y: yb}
@@ -229,19 +245,18 @@ def train_rank(config, make_data, options):
                            options.hooks.checkpoint_every) if index == 0 else options.hooks
     run = MPIRun(model, config, data, options, t0)
     run.initialize()
-    updates = run.run()
-    gathered = world.gather_polling(updates, workers, root=0, timeout_s=TIMEOUT_S)
+    gathered = world.gather_polling(run.run(), workers, root=0, timeout_s=TIMEOUT_S)
     if index != 0:
         model.session.close()
         return None, None
-    updates = [u for part in gathered for u in part]
-    result = _Result(int(model.session.run(model.global_step)), updates, run.now())
+    result = _Result(int(model.session.run(model.global_step)), [u for part, _ in gathered for u in part],
+                     [p for _, part in gathered for p in part], run.now())
     return model, result
 
 
 class _Result:
     """What ``parameter_server._record`` reads of a finished run."""
 
-    def __init__(self, version, updates, time_s):
-        self.version, self.updates, self.time_s = version, updates, time_s
-        self.phases, self.faults, self.failed = [], [], None
+    def __init__(self, version, updates, phases, time_s):
+        self.version, self.updates, self.phases, self.time_s = version, updates, phases, time_s
+        self.faults, self.failed = [], None

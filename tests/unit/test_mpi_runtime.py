@@ -79,3 +79,32 @@ def test_an_op_failing_on_the_ps_fails_the_step_and_changes_nothing(between_grap
 @pytest.mark.timeout(150)
 def test_the_ps_join_returns_once_the_workers_exit(between_graph):
     assert between_graph["ps0"]["joined_after_s"] < 60
+
+
+def _ps_run(mode, steps, extra=()):
+    from dfcore.mpi import run_job
+
+    job = run_job("dfcore.examples.parameter_server", module=True, ps=1, workers=3, timeout_s=150, progress=False,
+                  args=["--execution", "mpi", "--workers", "3", "--mode", mode, "--steps", str(steps), *extra])
+    assert list(job.ranks) == [1], "only the chief (rank 1: ranks 0 is the ps) reports the record"
+    return job.ranks["/job:worker/replica:0/task:0"]["record"]
+
+
+@pytest.mark.timeout(200)
+def test_sync_parameter_server_as_processes_converges_with_no_stale_gradient():
+    run = _ps_run("sync", 120)
+    assert (run.execution, run.clock, run.status, run.final_version) == ("mpi", "wall", "completed", 120)
+    assert run.updates_applied == 3 * 120 and run.updates_dropped == 0
+    assert all(u.staleness == 0 for u in run.updates)
+    assert run.test_accuracy >= 0.9
+    tasks = {p.task for p in run.phases}
+    assert tasks == {"/job:ps/replica:0/task:0"} | {f"/job:worker/replica:0/task:{w}" for w in range(3)}
+    assert sum(p.kind == "apply" for p in run.phases) == 120
+
+
+@pytest.mark.timeout(200)
+def test_ssp_parameter_server_as_processes_keeps_the_staleness_bound():
+    run = _ps_run("ssp", 60, ["--staleness", "1"])
+    assert run.final_version == 60 and run.updates_applied == 3 * 60
+    assert max(u.staleness for u in run.updates) <= 1
+    assert sorted({u.step for u in run.updates if u.worker == 2}) == list(range(60))
