@@ -46,6 +46,16 @@ def parse_size(text):
     return int(float(text[:-1] if scale > 1 else text) * scale)
 
 
+def message_sizes(min_bytes, max_bytes, factor, itemsize):
+    """``(element count, bytes)`` per row of the table: ``min_bytes`` times ``factor`` up to ``max_bytes``
+    (nccl-tests' ``-b``/``-e``/``-f``; ``factor`` 1 gives one row)."""
+    size = min_bytes
+    while size <= max_bytes:
+        count = size // itemsize
+        yield count, count * itemsize
+        size = size * factor if factor > 1 else max_bytes + 1
+
+
 def bus_bandwidth(algbw, n):
     """nccl-tests' all-reduce bus bandwidth: ``algbw · 2(n−1)/n``."""
     return algbw * 2 * (n - 1) / n
@@ -99,10 +109,7 @@ def run(min_bytes, max_bytes, factor, devices, algorithm, type_name="float", red
     out("#")
     out(HEADER)
     busbws = []
-    size = min_bytes
-    while size <= max_bytes:
-        count = size // itemsize
-        nbytes = count * itemsize
+    for count, nbytes in message_sizes(min_bytes, max_bytes, factor, itemsize):
         row = f"{nbytes:12d}  {count:12d}  {type_name:>8}  {redop:>6}  {-1:6d}"
         for in_place in (False, True):
             t, wrong = measure(count, devices, dtype, algorithm, reduction, in_place, iters, warmup,
@@ -112,7 +119,6 @@ def run(min_bytes, max_bytes, factor, devices, algorithm, type_name="float", red
             busbws.append(busbw)
             row += f"  {format_time_us(t * 1e6)}  {algbw:6.2f}  {busbw:6.2f}  {wrong:5d}"
         out(row)
-        size = size * factor if factor > 1 else max_bytes + 1
     average = sum(busbws) / len(busbws) if busbws else 0.0
     out(f"# Avg bus bandwidth    : {average:g}")
     out("#")
@@ -199,10 +205,7 @@ def run_mpi(comm, min_bytes, max_bytes, factor, algorithm, type_name="float", re
     say("#")
     say(MPI_HEADER)
     busbws = []
-    size = min_bytes
-    while size <= max_bytes:
-        count = size // itemsize
-        nbytes = count * itemsize
+    for count, nbytes in message_sizes(min_bytes, max_bytes, factor, itemsize):
         mine = ((np.arange(count, dtype=np.int64) + rank) % 8).astype(dtype)
         ours = lambda: mpi_all_reduce(mine, comm, algorithm, reduction, num_subchunks, trace=False)  # noqa: E731
         theirs = lambda: mpi_allreduce(mine, comm, reduction)  # noqa: E731
@@ -217,7 +220,6 @@ def run_mpi(comm, min_bytes, max_bytes, factor, algorithm, type_name="float", re
             row += f"  {format_time_us(t * 1e6)}  {algbw:6.2f}  {rates[-1]:6.2f}  {wrong:5d}"
         busbws.append(rates[0])
         say(row + f"  {times[0] / times[1] if times[1] > 0 else float('nan'):6.2f}")
-        size = size * factor if factor > 1 else max_bytes + 1
     average = sum(busbws) / len(busbws) if busbws else 0.0
     say(f"# Avg bus bandwidth (dfcore)   : {average:g}")
     say("#")

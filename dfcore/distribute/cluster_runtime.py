@@ -86,16 +86,30 @@ class ClusterVariableStore(VariableStore):
                 del self._refs[key]
 
 
-class InProcessCluster:
+class TaskResources:
+    """Stateful resources (queues, accumulators, mutexes) keyed by ``(task, kind, name)``, made on first use."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._resources = {}
+
+    def resource(self, task, kind, name, factory):
+        with self._lock:
+            found = self._resources.get((task, kind, name))
+            if found is None:
+                found = self._resources[(task, kind, name)] = factory()
+            return found
+
+
+class InProcessCluster(TaskResources):
     """The shared state of one cluster: its tasks' servers, variables and resources."""
 
     def __init__(self, spec):
+        super().__init__()
         self.spec = spec
-        self._lock = threading.Lock()
         self._servers = {}
         self._down = {}
         self.variable_store = ClusterVariableStore()
-        self._resources = {}
 
     def task_names(self):
         """Every task of the spec, by job name then index."""
@@ -124,13 +138,6 @@ class InProcessCluster:
             if task in self._down:
                 return self._down[task]
             return None if task in self._servers else "no server was started for it"
-
-    def resource(self, task, kind, name, factory):
-        with self._lock:
-            found = self._resources.get((task, kind, name))
-            if found is None:
-                found = self._resources[(task, kind, name)] = factory()
-            return found
 
     def cancel_waiters(self, error):
         """Fail every op blocked on any resource of the cluster with ``error`` (state is kept)."""

@@ -14,7 +14,7 @@ stay staged until the master, having heard from every partition, posts ``end_ste
 import concurrent.futures
 import threading
 
-from ..distribute.cluster_runtime import ClusterResources, ClusterVariableStore
+from ..distribute.cluster_runtime import ClusterResources, ClusterVariableStore, TaskResources
 from ..framework import graph as graph_lib
 from ..framework.importer import import_graph_def
 from ..runtime.executor import Executor, StepContext
@@ -23,20 +23,12 @@ from ..runtime.partition_compiler import compile_partition
 
 
 
-class TaskState:
-    """The state of this process's task: variables and resources keyed by ``(task, name)``."""
+class TaskState(TaskResources):
+    """The state of this process's task: variables keyed by ``(task, name)`` and resources."""
 
     def __init__(self):
+        super().__init__()
         self.variable_store = ClusterVariableStore()
-        self._lock = threading.Lock()
-        self._resources = {}
-
-    def resource(self, task, kind, name, factory):
-        with self._lock:
-            found = self._resources.get((task, kind, name))
-            if found is None:
-                found = self._resources[(task, kind, name)] = factory()
-            return found
 
 
 class ValueSummary:
