@@ -13,6 +13,10 @@ import dfcore
 
 THREAD_JOIN_TIMEOUT_S = 2.0
 
+# Rank programs, started by the MPI tests with mpiexec: never collected or imported by pytest itself
+# (`make test` passes --doctest-modules, which would import them).
+collect_ignore_glob = ["unit/mpi_programs/*.py"]
+
 
 @pytest.fixture(autouse=True)
 def _fresh_default_graph():

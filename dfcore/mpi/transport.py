@@ -35,7 +35,7 @@ TAG = 7107  # dfcore's tag on its private communicator
 MIN_POLL_SLEEP_S = 2e-6
 MAX_POLL_SLEEP_S = 0.001
 #: Empty probes a waiting thread makes without sleeping (see :meth:`Transport.progress_until`).
-SPIN_PROBES = 2000
+SPIN_PROBES = 50
 
 
 def _backoff_s(idle_probes):
@@ -92,6 +92,8 @@ class Transport:
         self._goodbyes = set()
         self._busy_probes = []
         self._progress = threading.Lock()
+        self._pollers = 0
+        self._thread_state = threading.local()
         self._stop_seen = False
         self._status = None
         self._goodbye_event = threading.Condition(self._lock)
@@ -151,6 +153,9 @@ class Transport:
         _fine_timer_slack()
         idle = 0
         while not self._stop_seen:
+            if self._pollers:  # a waiting thread is receiving (progress_until): stay out of its way
+                time.sleep(MAX_POLL_SLEEP_S)
+                continue
             with self._progress:
                 got = self._poll_once()
             idle = 0 if got or self._busy() else idle + 1
@@ -165,23 +170,32 @@ class Transport:
         probes as the receive thread does. Only one thread polls at a time.
         """
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        if not getattr(self._thread_state, "fine_slack", False):
+            _fine_timer_slack()
+            self._thread_state.fine_slack = True
         idle = 0
-        while not done():
-            if deadline is not None and time.monotonic() > deadline:
-                return False
-            got = False
-            if self._progress.acquire(blocking=False):
-                try:
-                    got = self._poll_once()
-                finally:
-                    self._progress.release()
-            if got:
-                idle = 0
-            else:
-                idle += 1
-                if idle > SPIN_PROBES:
-                    time.sleep(_backoff_s(idle - SPIN_PROBES))
-        return True
+        with self._lock:
+            self._pollers += 1
+        try:
+            while not done():
+                if deadline is not None and time.monotonic() > deadline:
+                    return False
+                got = False
+                if self._progress.acquire(blocking=False):
+                    try:
+                        got = self._poll_once()
+                    finally:
+                        self._progress.release()
+                if got:
+                    idle = 0
+                else:
+                    idle += 1
+                    if idle > SPIN_PROBES:
+                        time.sleep(_backoff_s(idle - SPIN_PROBES))
+            return True
+        finally:
+            with self._lock:
+                self._pollers -= 1
 
     def _poll_once(self):
         """Dispatch one waiting message, if any (caller holds the progress lock); True if one was handled."""
