@@ -11,16 +11,18 @@ Tensors between tasks move over MPI with the usual rendezvous keys
 The step is all-or-nothing across tasks: the master waits for every partition; the first
 error aborts the step everywhere (each task's rendezvous), then every task commits or
 drops its staged variable writes together (``end_step``). Every wait has a deadline.
+
+The local partitions run as in one process (inline, or on the session's pool when the plan
+pools them), and the calling thread then receives the other tasks' messages itself while it
+waits (:meth:`~dfcore.mpi.transport.Transport.progress_until`), so a ``_Recv`` completes on it.
 """
 
-import concurrent.futures
 import threading
 
 from .. import errors
 from ..runtime import step as step_lib
-from ..runtime.executor import StepContext
+from ..runtime.executor import StepContext, inline_runner
 from ..runtime.device_set import DeviceSet
-from .rendezvous import rank_of_device
 from .service import wire_partition
 
 #: Seconds a session waits for another task to answer ``get_status`` / ``register_graph``.
@@ -54,7 +56,6 @@ class MPIBinding:
         self._registered = {}
         self._sent_graphs = {}
         self._lock = threading.Lock()
-        self._pool = concurrent.futures.ThreadPoolExecutor(4, "dfcore-mpi-master")
 
     def check_step(self, plan):
         """Raise ``UnavailableError`` when a task the plan needs has exited."""
@@ -82,7 +83,8 @@ class MPIBinding:
             for index, rank in remote.items():
                 future = self._transport.request(rank, "run_graph", handles[index], step_handle, step_id, trace)
                 future.add_done_callback(lambda f, i=index: _settle(f, i, replies, barrier))
-            local = {i: (lambda fn: self._pool.submit(fn)) for i in range(len(plan.partitions)) if i not in remote}
+            local = {i: (lambda fn: pool.submit(fn)) if i in plan.pooled else inline_runner
+                     for i in range(len(plan.partitions)) if i not in remote}
             executors = step_lib.start_executors(plan, local, ctx, barrier, timings)
             timeout_s = step_lib.DEFAULT_STEP_TIMEOUT_S if timeout_s is None else timeout_s
             self._transport.progress_until(barrier.finished, timeout_s)
@@ -108,8 +110,8 @@ class MPIBinding:
     # -- partitions on other tasks -------------------------------------------
     def _remote(self, plan):
         """``{partition index: rank}`` of the partitions another process runs."""
-        layout, me = self._transport.layout, self._transport.rank
-        ranks = {i: rank_of_device(layout, p.device) for i, p in enumerate(plan.partitions)}
+        me = self._transport.rank
+        ranks = {i: self._transport.rank_of_device(p.device) for i, p in enumerate(plan.partitions)}
         return {i: r for i, r in ranks.items() if r != me}
 
     def _register(self, plan, remote):

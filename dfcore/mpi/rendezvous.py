@@ -16,16 +16,30 @@ import collections
 import threading
 import time
 
+import numpy as np
+
 from .. import errors
-from ..framework.device import DeviceSpec
 from ..runtime.rendezvous import Rendezvous, TransferRecord, parse_key
 from .transport import error_from_wire, error_to_wire
 
 
-def rank_of_device(layout, device):
-    """The rank of the task that owns ``device`` (``/job:ps/replica:0/task:0/device:CPU:0``)."""
-    spec = DeviceSpec.from_string(device)
-    return layout.rank_of(spec.job, spec.task or 0)
+#: Arrays smaller than this travel as raw bytes (no ndarray pickling, which costs more than the message).
+RAW_BYTES_LIMIT = 64 * 1024
+
+
+def encode_tensor(value):
+    """A tensor as it travels: small numeric arrays as ``("raw", dtype, shape, bytes)``, anything else as is."""
+    if isinstance(value, np.ndarray) and value.dtype.kind in "biufc" and value.nbytes < RAW_BYTES_LIMIT:
+        return ("raw", value.dtype.str, value.shape, value.tobytes())
+    return value
+
+
+def decode_tensor(wire):
+    """The array :func:`encode_tensor` sent: a fresh, writable array (as a fetched value must be)."""
+    if isinstance(wire, tuple) and len(wire) == 4 and wire[0] == "raw":
+        _, dtype, shape, data = wire
+        return np.frombuffer(bytearray(data), dtype=dtype).reshape(shape)
+    return wire
 
 
 class RemoteRendezvous(Rendezvous):
@@ -49,12 +63,12 @@ class RemoteRendezvous(Rendezvous):
     def send(self, key, value, nbytes=None):
         """As :meth:`Rendezvous.send`; a key whose receiving device is in another process is sent there."""
         parsed = parse_key(key)
-        dst = rank_of_device(self._transport.layout, parsed.dst_device)
+        dst = self._transport.rank_of_device(parsed.dst_device)
         if dst == self._transport.rank:
             return super().send(key, value, nbytes)
         self._raise_if_aborted_locked()
         sent = time.perf_counter()
-        self._transport.post(dst, "tensor", self._handle, key, value, sent)
+        self._transport.post(dst, "tensor", self._handle, key, encode_tensor(value), sent)
         return None
 
     def _wait(self, settled, timeout_s):
@@ -136,7 +150,7 @@ class StepTable:
                 return
         rendezvous = self.find_or_create(handle)
         try:
-            rendezvous.receive_remote(key, value, sent_s)
+            rendezvous.receive_remote(key, decode_tensor(value), sent_s)
         except errors.AbortedError:
             pass  # the step was aborted here already; the value is not needed
 

@@ -8,16 +8,17 @@ variables on a ps task (between-graph replication).
 
 dfcore adds its rule that a failed step changes nothing: a partition's variable writes
 stay staged until the master, having heard from every partition, posts ``end_step``
-(commit or abort). Partitions run on a thread pool, never on the receive thread.
+(commit or abort). Partitions run on the receive thread, as far as they can go at once, and
+continue there as their ``_Recv`` s complete: a hand-off to another thread costs more than a
+ps partition's work, and no kernel blocks a thread (queues and accumulators are asynchronous).
 """
 
-import concurrent.futures
 import threading
 
 from ..distribute.cluster_runtime import ClusterResources, ClusterVariableStore, TaskResources
 from ..framework import graph as graph_lib
 from ..framework.importer import import_graph_def
-from ..runtime.executor import Executor, StepContext
+from ..runtime.executor import Executor, StepContext, inline_runner
 from ..runtime.partition import PartitionGraph, PartitionNode
 from ..runtime.partition_compiler import compile_partition
 
@@ -56,13 +57,12 @@ def wire_partition(partition_graph):
 class WorkerService:
     """Serves ``get_status``, ``register_graph``, ``run_graph``, ``end_step`` for this process's task."""
 
-    def __init__(self, transport, steps, state, devices, threads=4):
+    def __init__(self, transport, steps, state, devices):
         self._transport = transport
         self._steps = steps
         self._state = state
         self._devices = tuple(devices)
         self._resources = ClusterResources(state)
-        self._pool = concurrent.futures.ThreadPoolExecutor(threads, "dfcore-mpi-worker")
         self._lock = threading.Lock()
         self._graphs = {}
         self._partitions = {}
@@ -112,8 +112,8 @@ class WorkerService:
                 return
             reply(_trace_reply(executor, timings, rendezvous) if trace else None)
 
-        executor = Executor(partition, ctx, lambda fn: self._pool.submit(fn), done, timings)
-        self._pool.submit(executor.start)
+        executor = Executor(partition, ctx, inline_runner, done, timings)
+        executor.start()
 
     def _end_step(self, source, step_handle, commit):
         with self._lock:

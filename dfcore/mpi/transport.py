@@ -25,6 +25,7 @@ import threading
 import time
 
 from .. import errors
+from ..framework.device import DeviceSpec
 from . import world as world_lib
 
 TAG = 7107  # dfcore's tag on its private communicator
@@ -93,6 +94,7 @@ class Transport:
         self._busy_probes = []
         self._progress = threading.Lock()
         self._pollers = 0
+        self._device_ranks = {}
         self._thread_state = threading.local()
         self._stop_seen = False
         self._status = None
@@ -254,6 +256,14 @@ class Transport:
         for request_id, future in waiting:
             if getattr(future, "dfcore_rank", None) == source and not future.done():
                 future.set_exception(gone)
+
+    def rank_of_device(self, device):
+        """The rank of the task owning ``device`` (``/job:ps/replica:0/task:0/device:CPU:0``), cached."""
+        found = self._device_ranks.get(device)
+        if found is None:
+            spec = DeviceSpec.from_string(device)
+            found = self._device_ranks[device] = self.layout.rank_of(spec.job, spec.task or 0)
+        return found
 
     def gone(self, rank):
         """True once ``rank`` has said goodbye (its process is exiting)."""
