@@ -62,6 +62,7 @@ class MPIRun:
         self.run_options = RunOptions(timeout_in_ms=int(TIMEOUT_S * 1000))
         self.updates = []
         self.phases = []
+        self._next_eval = self._next_checkpoint = 0
         self.stop = threading.Event()
         self.chief_error = []
 
@@ -194,13 +195,17 @@ class MPIRun:
             time.sleep(slow * (self.now() - started))
 
     def _chief_duties(self, version):
-        if self.model.index == 0:
-            report_progress(min(version, self.options.steps), self.options.steps, "updates")
-            hooks = self.options.hooks
-            if hooks.eval_every and version % hooks.eval_every == 0:
-                hooks.evaluate(version, self.now())
-            if hooks.checkpoint_every and version % hooks.checkpoint_every == 0:
-                hooks.checkpoint(version, self.now(), [])
+        """The chief's evaluation, checkpoint and progress report, when the version passes their marks."""
+        if self.model.index != 0:
+            return
+        report_progress(min(version, self.options.steps), self.options.steps, "updates")
+        hooks = self.options.hooks
+        if hooks.eval_every and version >= self._next_eval:
+            hooks.evaluate(version, self.now())
+            self._next_eval = version - version % hooks.eval_every + hooks.eval_every
+        if hooks.checkpoint_every and version >= self._next_checkpoint:
+            hooks.checkpoint(version, self.now(), [])
+            self._next_checkpoint = version - version % hooks.checkpoint_every + hooks.checkpoint_every
 
     def _poll(self, predicate, what):
         deadline = time.monotonic() + TIMEOUT_S

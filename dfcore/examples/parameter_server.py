@@ -49,10 +49,13 @@ def main(argv=None):
     parser.add_argument("--execution", choices=EXECUTIONS, default="simulated")
     parser.add_argument("--ps-strategy", choices=("round_robin", "greedy"), default="round_robin")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--checkpoint-dir", default=None, help="the chief saves checkpoints here")
+    parser.add_argument("--checkpoint-every", type=int, default=0, help="updates between checkpoints")
     args = parser.parse_args(argv)
     record = train(mode=args.mode, staleness=args.staleness, num_ps=args.ps, num_workers=args.workers,
                    replicas_to_aggregate=args.replicas, straggler=args.straggler, steps=args.steps,
-                   execution=args.execution, seed=args.seed, learning_rate=args.lr, ps_strategy=args.ps_strategy)
+                   execution=args.execution, seed=args.seed, learning_rate=args.lr, ps_strategy=args.ps_strategy,
+                   checkpoint_dir=args.checkpoint_dir, checkpoint_every=args.checkpoint_every)
     if record is not None:  # with --execution mpi, only the chief (worker 0) has the record
         print("\n".join(summary_lines(record)), flush=True)
         report(record=record)  # for dfcore.mpi.run_job (a no-op otherwise)

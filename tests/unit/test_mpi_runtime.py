@@ -10,6 +10,8 @@ import json
 import pathlib
 import subprocess
 
+import numpy as np
+
 import pytest
 
 from dfcore.launch import command_and_env
@@ -108,3 +110,18 @@ def test_ssp_parameter_server_as_processes_keeps_the_staleness_bound():
     assert run.final_version == 60 and run.updates_applied == 3 * 60
     assert max(u.staleness for u in run.updates) <= 1
     assert sorted({u.step for u in run.updates if u.worker == 2}) == list(range(60))
+
+
+@pytest.mark.timeout(200)
+def test_the_chief_checkpoints_the_ps_variables_of_a_multi_process_run(tmp_path):
+    from dfcore.train.checkpoint_management import latest_checkpoint
+
+    run = _ps_run("sync", 40, ["--checkpoint-dir", str(tmp_path), "--checkpoint-every", "20"])
+    latest = latest_checkpoint(str(tmp_path))
+    assert latest is not None and latest.endswith("model.ckpt-40"), latest
+    steps = sorted(int(p.name[len("model.ckpt-"):-len(".npz")]) for p in tmp_path.glob("model.ckpt-*.npz"))
+    assert steps == [1, 20, 40]  # after the first update (as the in-process drivers), then every 20
+    with np.load(latest + ".npz") as saved:
+        assert int(saved["global_step"]) == 40
+        for name, value in run.params.items():  # the final parameters, read by the chief after the run
+            np.testing.assert_array_equal(saved[name], value)

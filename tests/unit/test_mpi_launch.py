@@ -1,0 +1,126 @@
+"""The launcher's command line, the job layout (ranks ↔ tasks), and import_graph_def — no MPI needed.
+
+Reference: the rank layout of DESIGN §5 (jobs in order, ranks assigned job by job), TF's
+``TFConfigClusterResolver`` API, and ``tf.import_graph_def`` (names, devices, control inputs kept).
+"""
+
+import numpy as np
+import pytest
+
+import dfcore as tf
+from dfcore import launch
+from dfcore.framework.importer import import_graph_def
+from dfcore.mpi import env as env_lib
+from dfcore.mpi.world import Layout, MPIClusterResolver
+
+
+@pytest.mark.parametrize("argv, options, program", [
+    (["--ps", "1", "--workers", "3", "train.py", "--steps", "5"], ["--ps", "1", "--workers", "3"],
+     ["train.py", "--steps", "5"]),
+    (["-n", "4", "-m", "dfcore.bench.all_reduce", "-b", "8"], ["-n", "4"], ["-m", "dfcore.bench.all_reduce", "-b", "8"]),
+    (["--timeout", "3", "--", "-weird.py"], ["--timeout", "3"], ["-weird.py"]),
+    (["--print-command", "x.py", "--ps", "9"], ["--print-command"], ["x.py", "--ps", "9"]),
+])
+def test_the_program_starts_at_the_first_word_that_is_not_a_launcher_option(argv, options, program):
+    assert launch.split_argv(argv) == (options, program)
+
+
+def test_the_command_runs_every_rank_under_python_m_mpi4py_with_the_layout(monkeypatch):
+    monkeypatch.setattr(env_lib, "find_mpiexec", lambda path=None: "/opt/mpi/bin/mpiexec")
+    monkeypatch.setattr(env_lib, "mpi_flavor", lambda mpiexec: "openmpi")
+    command, env, _ = launch.command_and_env(["--ps", "1", "--workers", "2", "train.py", "--steps", "5"])
+    assert command[:3] == ["/opt/mpi/bin/mpiexec", "-n", "3"]
+    assert "--oversubscribe" in command
+    assert command[-5:] == ["-m", "mpi4py", "train.py", "--steps", "5"]
+    assert env[env_lib.CLUSTER_ENV] == '{"ps": 1, "worker": 2}'
+    assert env["OMPI_MCA_btl_tcp_if_include"] == "lo" and env["OMPI_MCA_btl"] == "self,sm"
+
+
+@pytest.mark.parametrize("argv", [["--ps", "1", "-n", "3", "--workers", "3", "x.py"], ["--ps", "1"],
+                                  ["--workers", "0", "x.py"]])
+def test_inconsistent_or_empty_launches_are_usage_errors(argv, monkeypatch):
+    monkeypatch.setattr(env_lib, "find_mpiexec", lambda path=None: "/opt/mpi/bin/mpiexec")
+    with pytest.raises(SystemExit):
+        launch.command_and_env(argv)
+
+
+def test_root_variables_only_for_root_and_user_settings_win(monkeypatch):
+    monkeypatch.setattr(env_lib.os, "geteuid", lambda: 1000)
+    assert "OMPI_ALLOW_RUN_AS_ROOT" not in env_lib.job_environment({"PATH": "/usr/bin"})
+    monkeypatch.setattr(env_lib.os, "geteuid", lambda: 0)
+    env = env_lib.job_environment({"PATH": "/usr/bin", "OMPI_MCA_btl": "self,tcp"})
+    assert env["OMPI_ALLOW_RUN_AS_ROOT"] == env["PRTE_ALLOW_RUN_AS_ROOT_CONFIRM"] == "1"
+    assert env["OMPI_MCA_btl"] == "self,tcp"
+    assert env["PATH"].split(":")[0] == env_lib.venv_bin()
+    assert "OMPI_MCA_btl_tcp_if_include" not in env_lib.job_environment({"PATH": "/usr/bin"}, loopback=False)
+
+
+def test_ranks_are_assigned_job_by_job():
+    layout = Layout({"ps": 2, "worker": 3})
+    assert [layout.task_of_rank(r) for r in range(5)] == [("ps", 0), ("ps", 1), ("worker", 0), ("worker", 1),
+                                                        ("worker", 2)]
+    assert layout.rank_of("worker", 2) == 4
+    assert layout.cluster_dict() == {"ps": ["localhost:2222", "localhost:2223"],
+                                     "worker": ["localhost:2224", "localhost:2225", "localhost:2226"]}
+    assert Layout.from_json(layout.to_json()) == layout
+
+
+@pytest.mark.parametrize("bad", [{}, {"ps": 0}, {"worker": "2"}, {"": 1}])
+def test_malformed_layouts_are_rejected(bad):
+    with pytest.raises(ValueError):
+        Layout(bad)
+
+
+def test_layout_errors_name_the_task_and_the_env_variable():
+    with pytest.raises(ValueError, match=r"/job:ps/task:3 is not a task .* DFCORE_CLUSTER"):
+        Layout({"ps": 1, "worker": 2}).rank_of("ps", 3)
+    with pytest.raises(ValueError, match="DFCORE_CLUSTER must be a JSON object"):
+        Layout.from_json("[1, 2]")
+
+
+def test_the_resolver_speaks_tf_cluster_resolver_api():
+    resolver = MPIClusterResolver(Layout({"ps": 1, "worker": 2}), rank=0)
+    assert (resolver.task_type, resolver.task_id) == ("ps", 0)
+    assert resolver.master("worker", 1) == "grpc://localhost:2224"
+    assert resolver.cluster_spec() == tf.train.ClusterSpec({"ps": ["localhost:2222"],
+                                                            "worker": ["localhost:2223", "localhost:2224"]})
+
+
+def test_the_resolver_outside_a_job_says_how_to_start_one(monkeypatch):
+    monkeypatch.delenv(env_lib.CLUSTER_ENV, raising=False)
+    with pytest.raises(ValueError, match="python -m dfcore.launch"):
+        MPIClusterResolver()
+
+
+def test_import_graph_def_rebuilds_names_devices_control_inputs_and_values():
+    source = tf.Graph()
+    with source.as_default():
+        with tf.device("/job:ps/task:0"):
+            a = tf.constant([[1.0, 2.0]], name="a")
+        b = tf.matmul(a, a, transpose_b=True, name="b")
+        with tf.control_dependencies([b.op]):
+            c = tf.identity(a * 3.0, name="c")
+    target = tf.Graph()
+    ops = import_graph_def(source.as_graph_def(), name="", graph=target)
+    assert sorted(ops) == sorted(op.name for op in source.get_operations())
+    assert target.get_operation_by_name("a").device == "/job:ps/task:0"
+    for op in source.get_operations():
+        copy = target.get_operation_by_name(op.name)
+        assert (copy.type, [t.name for t in copy.inputs], [c.name for c in copy.control_inputs]) == (
+            op.type, [t.name for t in op.inputs], [c.name for c in op.control_inputs])
+    assert any(op.control_inputs for op in target.get_operations())
+    with tf.Session(graph=target) as sess:
+        np.testing.assert_array_equal(sess.run(["b:0", "c:0"])[0], [[5.0]])
+        np.testing.assert_array_equal(sess.run("c:0"), [[3.0, 6.0]])
+    prefixed = import_graph_def(source.as_graph_def(), name="copy", graph=target)
+    assert prefixed["b"].name == "copy/b" and prefixed["b"].inputs[0].name == "copy/a:0"
+
+
+def test_import_graph_def_rejects_missing_inputs_and_cycles():
+    with pytest.raises(ValueError, match="'x:0', which is not in the GraphDef"):
+        import_graph_def({"node": [{"name": "y", "op": "Identity", "input": ["x:0"], "device": "", "attr": {}}]},
+                         graph=tf.Graph())
+    loop = {"node": [{"name": "p", "op": "Identity", "input": ["q"], "device": "", "attr": {}},
+                     {"name": "q", "op": "Identity", "input": ["p"], "device": "", "attr": {}}]}
+    with pytest.raises(ValueError, match="form a cycle"):
+        import_graph_def(loop, graph=tf.Graph())
