@@ -95,7 +95,7 @@ def test_the_resolver_outside_a_job_says_how_to_start_one(monkeypatch):
 def test_import_graph_def_rebuilds_names_devices_control_inputs_and_values():
     source = tf.Graph()
     with source.as_default():
-        with tf.device("/job:ps/task:0"):
+        with tf.device("/device:GPU:1"):
             a = tf.constant([[1.0, 2.0]], name="a")
         b = tf.matmul(a, a, transpose_b=True, name="b")
         with tf.control_dependencies([b.op]):
@@ -103,7 +103,7 @@ def test_import_graph_def_rebuilds_names_devices_control_inputs_and_values():
     target = tf.Graph()
     ops = import_graph_def(source.as_graph_def(), name="", graph=target)
     assert sorted(ops) == sorted(op.name for op in source.get_operations())
-    assert target.get_operation_by_name("a").device == "/job:ps/task:0"
+    assert target.get_operation_by_name("a").device == "/device:GPU:1"
     for op in source.get_operations():
         copy = target.get_operation_by_name(op.name)
         assert (copy.type, [t.name for t in copy.inputs], [c.name for c in copy.control_inputs]) == (
