@@ -101,6 +101,11 @@ def layout_from_env(environ=None):
     return None if not text else Layout.from_json(text)
 
 
+def _started_by_mpiexec():
+    """True when an MPI launcher started this process (its rank variables are set)."""
+    return any(name in os.environ for name in ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"))
+
+
 def in_mpi_job():
     """True when this process is a rank of a dfcore MPI job (``DFCORE_CLUSTER`` is set)."""
     return bool(os.environ.get(CLUSTER_ENV))
@@ -240,7 +245,8 @@ class MPIClusterResolver:
     {'ps': ['localhost:2222'], 'worker': ['localhost:2223', 'localhost:2224', 'localhost:2225']}
 
     Args:
-        layout: a :class:`Layout` (default: the launcher's, from ``DFCORE_CLUSTER``).
+        layout: a :class:`Layout` (default: the launcher's, from ``DFCORE_CLUSTER``; under a plain
+            ``mpiexec -n N`` without it, N worker tasks).
         rank: this process's rank (default: from MPI).
     Raises:
         ValueError: no layout given and none in the environment.
@@ -249,6 +255,8 @@ class MPIClusterResolver:
     def __init__(self, layout=None, rank=None):
         if layout is None:
             layout = layout_from_env()
+            if layout is None and _started_by_mpiexec():
+                layout = world()[1]  # plain `mpiexec -n N python -m mpi4py script.py`: N workers
             if layout is None:
                 raise ValueError(f"Not inside a dfcore MPI job ({CLUSTER_ENV} is unset): start the script with "
                                  "python -m dfcore.launch --ps 1 --workers 3 script.py")
