@@ -12,10 +12,21 @@ Start jobs with ``python -m dfcore.launch`` (see :mod:`dfcore.launch`). Importin
 package does not import ``mpi4py``; only creating a communicator does.
 """
 
-from .collectives import all_reduce, gather_result, gather_trace, mpi_allreduce
-from .job import JobResult, MPIJobError, run_job
+import importlib
+
 from .report import progress, report
 from .world import Layout, MPIClusterResolver, in_mpi_job, layout_from_env
 
+# Loaded on first use (PEP 562), so that `import dfcore` in every rank of a job stays cheap.
+_LAZY = {"all_reduce": "collectives", "gather_result": "collectives", "gather_trace": "collectives",
+         "mpi_allreduce": "collectives", "JobResult": "job", "MPIJobError": "job", "run_job": "job"}
+
 __all__ = ["JobResult", "Layout", "MPIClusterResolver", "MPIJobError", "all_reduce", "gather_result", "gather_trace",
            "in_mpi_job", "layout_from_env", "mpi_allreduce", "progress", "report", "run_job"]
+
+
+def __getattr__(name):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'dfcore.mpi' has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{module}", __name__), name)
