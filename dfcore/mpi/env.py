@@ -47,6 +47,8 @@ def find_mpiexec(path=None):
 #: Programs installed next to ``mpiexec`` by one MPI only: Open MPI 5's PRRTE launcher and info tool;
 #: MPICH's (and Intel MPI's) Hydra launcher, its proxy, and MPICH's version tool.
 _FLAVOR_MARKERS = {"openmpi": ("ompi_info", "prterun"), "mpich": ("hydra_pmi_proxy", "mpiexec.hydra", "mpichversion")}
+#: ``mpiexec`` flags that start each output line with its rank: Open MPI's ``[1,3]<stderr>: ``, Hydra's ``[3] ``.
+RANK_TAG_FLAGS = {"openmpi": ("--output", "tag"), "mpich": ("-prepend-rank",)}
 
 
 @functools.lru_cache(maxsize=8)
@@ -114,6 +116,9 @@ def mpiexec_command(num_ranks, argv, mpiexec=None, oversubscribe=True, loopback=
         num_ranks: int > 0.
         argv: what follows ``python -m mpi4py``: ``["train.py", "--steps", "10"]`` or
             ``["-m", "dfcore.bench.all_reduce"]``.
+        oversubscribe, loopback: Open MPI gets ``--oversubscribe`` (and always ``--bind-to none``);
+            MPICH's Hydra gets ``-iface lo`` with ``loopback`` (it binds nothing and oversubscribes
+            by default); another MPI gets no flags.
     Raises:
         ValueError: ``num_ranks`` < 1 or an empty ``argv``.
         FileNotFoundError: no ``mpiexec`` (see :func:`find_mpiexec`).

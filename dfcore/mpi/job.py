@@ -11,8 +11,11 @@ exception into ``MPI_Abort``; Open MPI then ends the job in well under a second)
 
 The job is ``python -m dfcore.launch``'s command (:func:`dfcore.launch.command_and_env`),
 run in its own session; its output goes to files and this process only polls (every
-50 ms), so no wait lasts past the deadline. With Open MPI, output lines are tagged with
-their rank (``--output tag``) so a failure names the rank whose traceback it shows.
+50 ms), so no wait lasts past the deadline. Output lines are tagged with their rank (Open
+MPI's ``--output tag``, MPICH's ``-prepend-rank``) so a failure names the rank whose traceback
+it shows. MPICH's Hydra starts its proxy and each rank in a session of their own, out of reach
+of :func:`~dfcore.mpi.processes.kill_job`, so with MPICH the job's processes are found in
+``/proc`` while it runs (ranks by ``PMI_RANK``) and killed with it.
 
 Why :class:`MPIJobError` is an :class:`~dfcore.errors.UnknownError`: TF reports an
 arbitrary Python exception raised inside a step (``py_func``) as ``UNKNOWN``; a job can
@@ -30,16 +33,21 @@ import tempfile
 import time
 
 from .. import errors
-from .env import CLUSTER_ENV, mpi_flavor
-from .processes import kill_job
+from .env import CLUSTER_ENV, RANK_TAG_FLAGS, mpi_flavor
+from .processes import find_descendants, kill_found, kill_job
 from .report import RESULTS_ENV, dumps, read_progress, read_reports
 from .world import Layout
 
 _POLL_S = 0.05
 _CALL_FILE = "call.pkl"
-_TAG = re.compile(r"^\[\d+,(\d+)\]<(stdout|stderr)>: ?(.*)$")
-_ABORTED = re.compile(r"MPI_ABORT was invoked on rank (\d+)")
-_SIGNALED = re.compile(r"process rank (\d+) with PID \d+ on node \S+ exited on\s+signal (\d+)")
+#: A rank-tagged output line: (rank, text).
+_TAG = {"openmpi": re.compile(r"^\[\d+,(\d+)\]<(?:stdout|stderr)>: ?(.*)$"), "mpich": re.compile(r"^\[(\d+)\] ?(.*)$")}
+#: The launcher's report of ``MPI_Abort``: (rank,).
+_ABORTED = {"openmpi": re.compile(r"MPI_ABORT was invoked on rank (\d+)"),
+            "mpich": re.compile(r"^Abort\(\d+\) on node \d+ .*called MPI_Abort\(.*\) - process (\d+)", re.M)}
+#: The launcher's report of a rank killed by a signal: (rank — Hydra: a pid —, signal number).
+_SIGNALED = {"openmpi": re.compile(r"process rank (\d+) with PID \d+ on node \S+ exited on\s+signal (\d+)"),
+             "mpich": re.compile(r"PID (\d+) RUNNING AT .*?EXIT STRING: [^\n]*\(signal (\d+)\)", re.S)}
 _NAMED = {s.value for s in signal.Signals}
 _TASK = re.compile(r"^/job:([^/]+)(?:/replica:0)?/task:(\d+)$")
 
@@ -170,6 +178,8 @@ def run_job(program, ps=0, workers=None, ranks=None, args=(), timeout_s=120, pro
     with tempfile.TemporaryDirectory(prefix="dfcore-job-") as results:
         argv, import_root = _program_argv(program, args, module, results)
         command, env, layout = _command(ps, workers, ranks, argv)
+        flavor = mpi_flavor(command[0])
+        pids = {} if flavor == "mpich" else None  # {pid: (rank or None, start time)} of Hydra's processes
         env[RESULTS_ENV] = results
         env["PYTHONUNBUFFERED"] = "1"
         if import_root:
@@ -179,12 +189,16 @@ def run_job(program, ps=0, workers=None, ranks=None, args=(), timeout_s=120, pro
             process = subprocess.Popen(command, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
                                        start_new_session=True)
             try:
-                finished = _watch(process, start + timeout_s, results, layout, progress)
+                finished = _watch(process, start + timeout_s, results, layout, progress, pids)
             finally:
+                if pids is not None:
+                    find_descendants(process.pid, pids)
                 kill_job(process)
+                if pids is not None:
+                    kill_found(pids)
             wall_s = time.monotonic() - start
-            stdout = _untag(_read(out))[0]
-            stderr, stderr_by_rank = _untag(_read(err))
+            stdout = _untag(_read(out), flavor)[0]
+            stderr, stderr_by_rank = _untag(_read(err), flavor)
         reports = RankReports(layout, read_reports(results, layout.size))
         last_progress = read_progress(results, layout.size)
     if not finished:
@@ -194,7 +208,7 @@ def run_job(program, ps=0, workers=None, ranks=None, args=(), timeout_s=120, pro
         error.partial, error.stdout, error.stderr = reports, stdout, stderr
         raise error
     if process.returncode != 0:
-        raise _job_error(program, layout, process.returncode, reports, stdout, stderr, stderr_by_rank)
+        raise _job_error(program, layout, process.returncode, reports, stdout, stderr, stderr_by_rank, flavor)
     return JobResult(layout, reports, stdout, stderr, wall_s, last_progress)
 
 
@@ -203,7 +217,7 @@ def _describe(program):
 
 
 def _command(ps, workers, ranks, argv):
-    """``(command, env, layout)``; Open MPI's output is tagged with ranks."""
+    """``(command, env, layout)``; the output is tagged with ranks (:data:`~dfcore.mpi.env.RANK_TAG_FLAGS`)."""
     from ..launch import command_and_env  # here: dfcore.launch must not be imported with the package
 
     options = (["--ps", str(ps)] if ps else []) + ([] if workers is None else ["--workers", str(workers)]) \
@@ -212,8 +226,7 @@ def _command(ps, workers, ranks, argv):
         command, env, _ = command_and_env(options + ["--"] + argv)
     except SystemExit:
         raise ValueError(f"not a valid job layout: ps={ps}, workers={workers}, ranks={ranks}") from None
-    if mpi_flavor(command[0]) == "openmpi":
-        command = command[:1] + ["--output", "tag"] + command[1:]
+    command = command[:1] + list(RANK_TAG_FLAGS.get(mpi_flavor(command[0]), ())) + command[1:]
     return command, env, Layout.from_json(env[CLUSTER_ENV])
 
 
@@ -268,8 +281,9 @@ def call_in_rank():
     report(result=function(*args))
 
 
-def _watch(process, deadline, results, layout, show):
-    """Poll until the job exits (True) or the deadline passes (False), updating the bar."""
+def _watch(process, deadline, results, layout, show, pids=None):
+    """Poll until the job exits (True) or the deadline passes (False), updating the bar (and ``pids``, if
+    given, until every rank is in it: :func:`~dfcore.mpi.processes.find_descendants`)."""
     bar = None
     if show:
         from tqdm.auto import tqdm
@@ -282,6 +296,8 @@ def _watch(process, deadline, results, layout, show):
                 return False
             if bar is not None:
                 _update(bar, results, layout.size)
+            if pids is not None and sum(rank is not None for rank, _ in pids.values()) < layout.size:
+                find_descendants(process.pid, pids)
             time.sleep(min(_POLL_S, deadline - now))
         if bar is not None:
             _update(bar, results, layout.size)
@@ -309,13 +325,15 @@ def _read(fileobj):
     return fileobj.read()
 
 
-def _untag(text):
-    """``(text without rank tags, {rank: that rank's lines})`` of Open MPI ``--output tag`` output."""
-    plain, by_rank = [], {}
+def _untag(text, flavor="openmpi"):
+    """``(text without rank tags, {rank: that rank's lines})`` of rank-tagged output (:data:`_TAG`)."""
+    plain, by_rank, tag = [], {}, _TAG.get(flavor)
     for line in text.splitlines():
-        match = _TAG.match(line)
+        match = tag and tag.match(line)
         if match:
-            line = match.group(3)
+            line = match.group(2)
+            if flavor == "mpich":  # Hydra tags each chunk a rank writes, also one continuing a line
+                line = line.replace(f"[{match.group(1)}] ", "")
             by_rank.setdefault(int(match.group(1)), []).append(line)
         plain.append(line)
     return "\n".join(plain) + ("\n" if plain else ""), {rank: "\n".join(lines) for rank, lines in by_rank.items()}
@@ -324,7 +342,8 @@ def _untag(text):
 def _last_traceback(text):
     """The last Python traceback in ``text``, without the frames of ``runpy`` and ``mpi4py`` ("" if none).
 
-    It ends at the exception's message: before a blank line, Open MPI's ``----`` box, or the end.
+    It ends at the exception's message: before a blank line, Open MPI's ``----`` box, MPICH's
+    ``Abort(1) on node ...`` line, or the end.
     """
     start = text.rfind("Traceback (most recent call last):")
     if start < 0:
@@ -336,22 +355,26 @@ def _last_traceback(text):
             skipping = "<frozen runpy>" in line or f"{os.sep}mpi4py{os.sep}" in line
         elif not in_message and not line.startswith("    "):
             in_message, skipping = True, False
-        if in_message and (not line.strip() or line.startswith("-----")):
+        if in_message and (not line.strip() or line.startswith("-----") or _ABORTED["mpich"].match(line)):
             break
         if not skipping:
             kept.append(line)
     return "\n".join(kept)
 
 
-def _job_error(program, layout, status, reports, stdout, stderr, stderr_by_rank):
-    """The :class:`MPIJobError` for a job that exited with ``status``, naming the failing rank."""
-    aborted, signaled = _ABORTED.search(stderr), _SIGNALED.search(stderr)
+def _job_error(program, layout, status, reports, stdout, stderr, stderr_by_rank, flavor="openmpi"):
+    """The :class:`MPIJobError` for a job that exited with ``status``, naming the failing rank (not with
+    MPICH when a signal killed it: Hydra's report names the lowest rank that ended badly, often one that
+    Hydra itself killed while ending the job)."""
+    launcher = stderr + stdout  # Hydra prints its "BAD TERMINATION" box on stdout
+    aborted = _ABORTED[flavor].search(launcher) if flavor in _ABORTED else None
+    signaled = _SIGNALED[flavor].search(launcher) if flavor in _SIGNALED else None
     tracebacks = {rank: tb for rank, text in stderr_by_rank.items() if (tb := _last_traceback(text))}
     rank, how = None, ""
     if aborted:
         rank = int(aborted.group(1))
     elif signaled:
-        rank, number = int(signaled.group(1)), int(signaled.group(2))
+        rank, number = int(signaled.group(1)) if flavor == "openmpi" else None, int(signaled.group(2))
         how = f" was killed by signal {number}" + (f" ({signal.Signals(number).name})" if number in _NAMED else "")
     elif tracebacks:
         rank = min(tracebacks)

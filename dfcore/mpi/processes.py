@@ -1,8 +1,11 @@
 """Ending an ``mpiexec`` job for good: every process it started, not only its process group.
 
-Source: what Open MPI 5 (PRRTE) does with the processes it launches, seen on this project's
-machine: ``prterun`` puts each rank in a process group of its own (in ``prterun``'s session),
-so a SIGKILL to the launcher's process group leaves the ranks running.
+Source: what the launchers do with the processes they start, seen on this project's machine:
+Open MPI 5's ``prterun`` puts each rank in a process group of its own (in ``prterun``'s
+session), so a SIGKILL to the launcher's process group leaves the ranks running
+(:func:`kill_job` kills the whole session); MPICH's Hydra starts its proxy and each rank in a
+session of their own, so they are found as the launcher's descendants while the job runs
+(:func:`find_descendants`) and killed by pid (:func:`kill_found`).
 """
 
 import os
@@ -50,3 +53,56 @@ def session_members(session):
         if fields[0] != "Z" and int(fields[3]) == session and int(name) != os.getpid():
             members.append(int(name))
     return members
+
+
+def proc_stat(pid):
+    """The fields of ``/proc/<pid>/stat`` after the command name (state, ppid, ...), or None."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
+def find_descendants(leader, found):
+    """Add to ``found`` ``{pid: (rank, start time)}`` of the processes descended from the ``mpiexec``
+    ``leader``: MPICH's Hydra starts its proxy, and the proxy each rank, in a session of its own.
+    The rank is a process's ``PMI_RANK`` (None for the proxy). Read from ``/proc`` (elsewhere: nothing)."""
+    if not os.path.isdir("/proc"):
+        return
+    parents = {int(name): (int(fields[1]), fields[19]) for name in filter(str.isdigit, os.listdir("/proc"))
+               if (fields := proc_stat(name)) is not None and fields[0] != "Z"}
+    tree, grown = set(), {leader}
+    while grown:
+        tree |= grown
+        grown = {pid for pid, (ppid, _) in parents.items() if ppid in grown} - tree
+    for pid in tree - {leader}:
+        if found.get(pid, (None,))[0] is None:  # a forked rank gets its PMI_RANK when it execs
+            found[pid] = (pmi_rank(pid), parents[pid][1])
+
+
+def pmi_rank(pid):
+    """The ``PMI_RANK`` in ``pid``'s environment (Hydra sets it for each rank), or None."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            return next((int(v[len(b"PMI_RANK="):]) for v in f.read().split(b"\0") if v.startswith(b"PMI_RANK=")),
+                        None)
+    except (OSError, ValueError):
+        return None
+
+
+def kill_found(pids, grace_s=2.0):
+    """SIGKILL the live processes of ``pids`` that are still those found (same start time), and
+    return once none is left running (at most ``grace_s`` later)."""
+    give_up = time.monotonic() + grace_s
+    while True:
+        left = [pid for pid, (_, started) in pids.items()
+                if (fields := proc_stat(pid)) is not None and fields[0] != "Z" and fields[19] == started]
+        if not left or time.monotonic() >= give_up:
+            return
+        for pid in left:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        time.sleep(0.01)
