@@ -8,7 +8,8 @@ chunking and byte counts; :mod:`dfcore.distribute.cluster` for ``ClusterSpec``/`
 training (``parameter_server.train``) and its run records.
 """
 
-from . import parameter_server
+import importlib
+
 from .all_reduce import all_reduce
 from .cluster import ClusterSpec, Server
 from .collective_cost import PsRingPoint, predicted_time_s, ps_vs_ring_curve, simulate_schedule
@@ -24,3 +25,11 @@ __all__ = ["AllReduceResult", "BatchAllReduceResult", "ChunkTransfer", "ClusterS
            "MirroredStrategy", "PsRingPoint", "RoundRecord", "RunRecord", "Schedule", "Server", "UpdateRecord",
            "all_reduce", "batch_all_reduce", "build_schedule", "collective_all_reduce", "compare_replication",
            "parameter_server", "predicted_time_s", "ps_vs_ring_curve", "ring_bytes_sent", "simulate_schedule"]
+
+
+def __getattr__(name):
+    # parameter_server (its models, drivers and data) loads on first use: `import dfcore` in every
+    # rank of an MPI job stays cheaper (PEP 562).
+    if name == "parameter_server":
+        return importlib.import_module(".parameter_server", __name__)
+    raise AttributeError(f"module 'dfcore.distribute' has no attribute {name!r}")
