@@ -8,7 +8,6 @@ is oversubscribed on the 2-core CI machine and bounded by its own timeout and py
 
 import contextlib
 import os
-import signal
 import subprocess
 import sys
 import threading

@@ -99,7 +99,7 @@ def test_import_graph_def_rebuilds_names_devices_control_inputs_and_values():
             a = tf.constant([[1.0, 2.0]], name="a")
         b = tf.matmul(a, a, transpose_b=True, name="b")
         with tf.control_dependencies([b.op]):
-            c = tf.identity(a * 3.0, name="c")
+            tf.identity(a * 3.0, name="c")
     target = tf.Graph()
     ops = import_graph_def(source.as_graph_def(), name="", graph=target)
     assert sorted(ops) == sorted(op.name for op in source.get_operations())
