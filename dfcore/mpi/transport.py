@@ -35,6 +35,8 @@ TAG = 7107  # dfcore's tag on its private communicator
 #: :data:`MIN_POLL_SLEEP_S` up to :data:`MAX_POLL_SLEEP_S`.
 MIN_POLL_SLEEP_S = 2e-6
 MAX_POLL_SLEEP_S = 0.001
+#: Seconds a closing transport waits for its last messages to leave.
+CLOSE_TIMEOUT_S = 5.0
 #: Empty probes a waiting thread makes without sleeping (see :meth:`Transport.progress_until`).
 SPIN_PROBES = 50
 
@@ -94,6 +96,8 @@ class Transport:
         self._busy_probes = []
         self._progress = threading.Lock()
         self._pollers = 0
+        self._sends = []
+        self._sends_lock = threading.Lock()
         self._device_ranks = {}
         self._thread_state = threading.local()
         self._stop_seen = False
@@ -124,8 +128,22 @@ class Transport:
 
     # -- sending ---------------------------------------------------------------
     def post(self, dst, kind, *payload):
-        """Send ``(kind, *payload)`` to rank ``dst`` (pickled; returns once MPI has taken the message)."""
-        self.comm.send((kind, payload), dest=dst, tag=TAG)
+        """Send ``(kind, *payload)`` to rank ``dst`` (pickled); never waits for the receiver.
+
+        A blocking ``send`` of a message above MPI's eager limit (4 KiB for Open MPI's shared
+        memory) would wait until the receiver matches it; here the send is posted (``isend``) and
+        kept until it completes (:meth:`_reap_sends`, on every poll). Messages to one rank still
+        arrive in the order they were posted (MPI's non-overtaking rule).
+        """
+        request = self.comm.isend((kind, payload), dest=dst, tag=TAG)
+        with self._sends_lock:
+            self._sends.append(request)
+
+    def _reap_sends(self):
+        """Drop the posted sends that have completed (testing them also moves them along)."""
+        with self._sends_lock:
+            self._sends = [request for request in self._sends if not request.test()[0]]
+            return bool(self._sends)
 
     def request(self, dst, kind, *payload):
         """Send a ``kind`` request to rank ``dst``; a Future of the reply's value (or its error)."""
@@ -204,6 +222,8 @@ class Transport:
         from mpi4py import MPI
 
         status = self._status
+        if self._sends:
+            self._reap_sends()
         if not self.comm.Iprobe(MPI.ANY_SOURCE, TAG, status):
             return False
         source = status.Get_source()
@@ -221,7 +241,7 @@ class Transport:
         self._busy_probes.append(probe)
 
     def _busy(self):
-        return bool(self._waiting) or any(probe() for probe in self._busy_probes)
+        return bool(self._waiting) or bool(self._sends) or any(probe() for probe in self._busy_probes)
 
     def _on_request(self, source, request_id, kind, payload):
         def reply(value=None, error=None):
@@ -289,6 +309,9 @@ class Transport:
         if self._thread.is_alive():
             self.post(self.rank, "_stop")
             self._thread.join(timeout=10)
+        deadline = time.monotonic() + CLOSE_TIMEOUT_S
+        while self._reap_sends() and time.monotonic() < deadline:  # every message must leave before MPI ends
+            time.sleep(MIN_POLL_SLEEP_S)
 
 
 def _task_name(layout, rank):
