@@ -228,8 +228,7 @@ def gather_result(name="allreduce", comm=None, root=0):
 
 @functools.lru_cache(maxsize=None)
 def _device_of(world_rank):
-    job, task = world()[1].task_of_rank(world_rank)
-    return f"/job:{job}/replica:0/task:{task}/device:CPU:0"
+    return world()[1].task_name(world_rank) + "/device:CPU:0"
 
 
 def _agree(comm, array, params, name):

@@ -88,8 +88,7 @@ class RankReports:
 
     def task_name(self, rank):
         """``/job:<job>/replica:0/task:<index>`` of ``rank``."""
-        job, index = self.layout.task_of_rank(rank)
-        return f"/job:{job}/replica:0/task:{index}"
+        return self.layout.task_name(rank)
 
     def _rank(self, key):
         if isinstance(key, str):

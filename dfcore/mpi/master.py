@@ -59,7 +59,7 @@ class MPIBinding:
 
     def check_step(self, plan):
         """Raise ``UnavailableError`` when a task the plan needs has exited."""
-        for index, rank in self._remote(plan).items():
+        for index, rank in self._placed(plan)[0].items():
             if self._transport.gone(rank):
                 raise errors.UnavailableError(
                     None, None, f"Task {self._runtime.task_name(rank)} (rank {rank}) has exited; the step needs its "
@@ -68,8 +68,7 @@ class MPIBinding:
     # -- one step ------------------------------------------------------------
     def run_step(self, plan, feed_values, txn, resources, step_id, pool, timeout_s=None, trace=False):
         """Run one step of ``plan`` across the job's tasks; as :func:`dfcore.runtime.step.run_step`."""
-        remote = self._remote(plan)
-        handles = self._register(plan, remote)
+        remote, handles = self._placed(plan)
         step_handle = (self._transport.rank, step_id)
         rendezvous = self._runtime.steps.find_or_create(step_handle, peers=sorted(set(remote.values())))
         replies = {}
@@ -108,33 +107,33 @@ class MPIBinding:
         self._runtime.steps.release(step_handle)
 
     # -- partitions on other tasks -------------------------------------------
-    def _remote(self, plan):
-        """``{partition index: rank}`` of the partitions another process runs."""
-        me = self._transport.rank
-        ranks = {i: self._transport.rank_of_device(p.device) for i, p in enumerate(plan.partitions)}
-        return {i: r for i, r in ranks.items() if r != me}
-
-    def _register(self, plan, remote):
-        """``{partition index: handle}``, registering each remote partition once per plan."""
+    def _placed(self, plan):
+        """``({partition index: rank}, {partition index: handle})`` of the partitions other processes run,
+        worked out and registered with their tasks once per plan."""
         with self._lock:
             entry = self._registered.get(id(plan))
             if entry is not None and entry[0] is plan:
-                return entry[1]
+                return entry[1], entry[2]
+            me = self._transport.rank
+            remote = {i: rank for i, p in enumerate(plan.partitions)
+                      if (rank := self._transport.rank_of_device(p.device)) != me}
             graph = plan.ops[0].graph if plan.ops else None
             graph_key = (id(graph), graph.version if graph is not None else 0)
+            graph_def = None
             futures = {}
             for index, rank in remote.items():
-                graph_def = None
-                if self._sent_graphs.get(rank) != graph_key:
+                new_graph = self._sent_graphs.get(rank) != graph_key
+                if new_graph and graph_def is None:
                     graph_def = graph.as_graph_def()
-                    self._sent_graphs[rank] = graph_key
+                self._sent_graphs[rank] = graph_key
                 partition = wire_partition(plan.graphs[plan.partitions[index].device])
-                futures[index] = self._transport.request(rank, "register_graph", graph_key, graph_def, partition)
+                futures[index] = self._transport.request(rank, "register_graph", graph_key,
+                                                         graph_def if new_graph else None, partition)
             handles = {i: self._transport.wait(f, CONNECT_TIMEOUT_S,
                                                f"register_graph on {self._runtime.task_name(remote[i])}")
                        for i, f in futures.items()}
-            self._registered[id(plan)] = (plan, handles)
-            return handles
+            self._registered[id(plan)] = (plan, remote, handles)
+            return remote, handles
 
 
 def _settle(future, index, replies, barrier):

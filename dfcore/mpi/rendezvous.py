@@ -124,16 +124,16 @@ class StepTable:
         transport.busy_while(lambda: bool(self._steps))
 
     def find_or_create(self, handle, peers=()):
-        """The rendezvous of ``handle`` (created if new; a finished handle gets a fresh, aborted one)."""
+        """The rendezvous of ``handle``, created if new (the master creates its step's before asking any
+        other task to run a partition of it, so ``peers`` is always given to a new one)."""
         with self._lock:
-            found = self._steps.get(handle)
-            if found is None:
-                found = self._steps[handle] = RemoteRendezvous(self._transport, handle, peers)
-                if handle in self._finished_set:
-                    found.start_abort(errors.AbortedError(None, None, f"Step {handle} already ended"))
-            elif peers:
-                found._peers = tuple(peers)
-            return found
+            return self._live(handle, peers)
+
+    def _live(self, handle, peers=()):
+        found = self._steps.get(handle)
+        if found is None:
+            found = self._steps[handle] = RemoteRendezvous(self._transport, handle, peers)
+        return found
 
     def release(self, handle):
         """Forget ``handle``'s rendezvous (late tensors for it are dropped)."""
@@ -148,7 +148,7 @@ class StepTable:
         with self._lock:
             if handle in self._finished_set:
                 return
-        rendezvous = self.find_or_create(handle)
+            rendezvous = self._live(handle)
         try:
             rendezvous.receive_remote(key, decode_tensor(value), sent_s)
         except errors.AbortedError:

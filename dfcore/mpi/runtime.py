@@ -13,6 +13,7 @@ serves until the workers are done, so ``mpiexec`` can end the job); TF's join ne
 import threading
 
 from .. import errors
+from ..distribute.cluster_runtime import ClusterResources
 from ..runtime import session as session_lib
 from ..runtime.device_set import DeviceSet
 from . import transport as transport_lib
@@ -23,7 +24,6 @@ class MPIRuntime:
     """This process's task in the job: transport, step table, task state, worker service."""
 
     def __init__(self, server):
-        from ..distribute.cluster_runtime import ClusterResources
         from .rendezvous import StepTable
         from .service import TaskState, WorkerService
 
@@ -36,18 +36,16 @@ class MPIRuntime:
         job, task = self.layout.task_of_rank(self.rank)
         self.devices = DeviceSet.from_config(server.config, job=job, task=task).devices
         self.service = WorkerService(self.transport, self.steps, self.state, self.devices)
-        self._resources_type = ClusterResources
         self._cluster_devices = None
         self._lock = threading.Lock()
         self.transport.start()
 
     def task_name(self, rank=None):
-        job, task = self.layout.task_of_rank(self.rank if rank is None else rank)
-        return f"/job:{job}/replica:0/task:{task}"
+        return self.layout.task_name(self.rank if rank is None else rank)
 
     def session_resources(self):
         """A session's resources: variables and queues of this task's state (random generators per session)."""
-        return self._resources_type(self.state)
+        return ClusterResources(self.state)
 
     def cluster_devices(self, timeout_s):
         """Every task's devices, in rank order (asked once with ``get_status``)."""
@@ -88,16 +86,15 @@ def start_task(server):
     world_lib.ensure_world()
     comm, layout = world_lib.world()
     rank = comm.Get_rank()
-    job, task = layout.task_of_rank(rank)
     spec = server.cluster_spec
     wanted = {j: spec.num_tasks(j) for j in spec.jobs}
     if wanted != layout.jobs:
         raise errors.InvalidArgumentError(
             None, None, f"The ClusterSpec {spec.as_dict()} has jobs {wanted}, but this MPI job was launched with "
             f"{layout.jobs}; use dfcore.mpi.MPIClusterResolver().cluster_spec() or launch with matching --ps/--workers")
-    if server.task_name != f"/job:{job}/replica:0/task:{task}":
+    if server.task_name != layout.task_name(rank):
         raise errors.InvalidArgumentError(
-            None, None, f"This process is rank {rank}, which runs /job:{job}/replica:0/task:{task}, but its "
+            None, None, f"This process is rank {rank}, which runs {layout.task_name(rank)}, but its "
             f"tf.train.Server asks for {server.task_name}; take job_name and task_index from "
             "dfcore.mpi.MPIClusterResolver()")
     with _LOCK:

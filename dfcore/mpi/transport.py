@@ -148,10 +148,9 @@ class Transport:
     def request(self, dst, kind, *payload):
         """Send a ``kind`` request to rank ``dst``; a Future of the reply's value (or its error)."""
         future = concurrent.futures.Future()
-        future.dfcore_rank = dst
         request_id = next(self._ids)
         with self._lock:
-            self._waiting[request_id] = future
+            self._waiting[request_id] = (dst, future)
         self.post(dst, "_request", request_id, kind, payload)
         return future
 
@@ -258,7 +257,7 @@ class Transport:
 
     def _on_reply(self, source, request_id, value, error):
         with self._lock:
-            future = self._waiting.pop(request_id, None)
+            _, future = self._waiting.pop(request_id, (None, None))
         if future is None:
             return
         if error is not None:
@@ -269,13 +268,12 @@ class Transport:
     def _on_goodbye(self, source):
         with self._lock:
             self._goodbyes.add(source)
-            waiting = list(self._waiting.items())
+            unanswered = [self._waiting.pop(i)[1] for i, (dst, _) in list(self._waiting.items()) if dst == source]
             self._goodbye_event.notify_all()
-        gone = errors.UnavailableError(None, None, f"Task {_task_name(self.layout, source)} (rank {source}) "
+        gone = errors.UnavailableError(None, None, f"Task {self.layout.task_name(source)} (rank {source}) "
                                        "has exited")
-        for request_id, future in waiting:
-            if getattr(future, "dfcore_rank", None) == source and not future.done():
-                future.set_exception(gone)
+        for future in unanswered:
+            future.set_exception(gone)
 
     def rank_of_device(self, device):
         """The rank of the task owning ``device`` (``/job:ps/replica:0/task:0/device:CPU:0``), cached."""
@@ -312,11 +310,6 @@ class Transport:
         deadline = time.monotonic() + CLOSE_TIMEOUT_S
         while self._reap_sends() and time.monotonic() < deadline:  # every message must leave before MPI ends
             time.sleep(MIN_POLL_SLEEP_S)
-
-
-def _task_name(layout, rank):
-    job, task = layout.task_of_rank(rank)
-    return f"/job:{job}/replica:0/task:{task}"
 
 
 _TRANSPORT = None

@@ -77,6 +77,11 @@ class Layout:
             raise ValueError(f"/job:{job}/task:{task_index} is not a task of this MPI job's layout {self.jobs} "
                              f"(set by dfcore.launch in {CLUSTER_ENV})") from None
 
+    def task_name(self, rank):
+        """``/job:<job>/replica:0/task:<index>`` of ``rank`` (raises ValueError out of range)."""
+        job, task = self.task_of_rank(rank)
+        return f"/job:{job}/replica:0/task:{task}"
+
     def address(self, rank):
         """The (fake) address of ``rank``'s task: ``localhost:<2222 + rank>``."""
         return f"localhost:{BASE_PORT + rank}"
