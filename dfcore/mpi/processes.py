@@ -26,15 +26,20 @@ def kill_job(process, grace_s=2.0):
         os.killpg(process.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+    _kill_until_gone(lambda: session_members(process.pid), grace_s)
+    process.wait()
+
+
+def _kill_until_gone(alive, grace_s):
+    """SIGKILL the pids ``alive()`` lists until it lists none, or ``grace_s`` has passed."""
     give_up = time.monotonic() + grace_s
-    while (members := session_members(process.pid)) and time.monotonic() < give_up:
-        for pid in members:
+    while (pids := alive()) and time.monotonic() < give_up:
+        for pid in pids:
             try:
                 os.kill(pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
         time.sleep(0.01)
-    process.wait()
 
 
 def session_members(session):
@@ -43,16 +48,9 @@ def session_members(session):
         listing = subprocess.run(["ps", "-A", "-o", "pid=,sess=,stat="], capture_output=True, text=True, timeout=10)
         rows = [line.split() for line in listing.stdout.splitlines()]
         return [int(pid) for pid, sess, stat in rows if int(sess) == session and not stat.startswith("Z")]
-    members = []
-    for name in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{name}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if fields[0] != "Z" and int(fields[3]) == session and int(name) != os.getpid():
-            members.append(int(name))
-    return members
+    return [int(name) for name in filter(str.isdigit, os.listdir("/proc"))
+            if (fields := proc_stat(name)) is not None and fields[0] != "Z" and int(fields[3]) == session
+            and int(name) != os.getpid()]
 
 
 def proc_stat(pid):
@@ -94,15 +92,6 @@ def pmi_rank(pid):
 def kill_found(pids, grace_s=2.0):
     """SIGKILL the live processes of ``pids`` that are still those found (same start time), and
     return once none is left running (at most ``grace_s`` later)."""
-    give_up = time.monotonic() + grace_s
-    while True:
-        left = [pid for pid, (_, started) in pids.items()
-                if (fields := proc_stat(pid)) is not None and fields[0] != "Z" and fields[19] == started]
-        if not left or time.monotonic() >= give_up:
-            return
-        for pid in left:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-        time.sleep(0.01)
+    _kill_until_gone(lambda: [pid for pid, (_, started) in pids.items()
+                              if (fields := proc_stat(pid)) is not None and fields[0] != "Z" and fields[19] == started],
+                     grace_s)
