@@ -15,7 +15,6 @@ import json
 import os
 import pathlib
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -88,13 +87,11 @@ def startup_main(out_path, with_dfcore):
 
 
 def _job(mode, out_path):
-    from dfcore.launch import command_and_env
+    """Run this file as a job in ``mode``; the wall-clock time it was launched (raises MPIJobError on failure)."""
+    from dfcore.mpi.job import run_job
 
-    command, env, _ = command_and_env(["-n", str(RANKS), str(HERE), mode, str(out_path)])
     launched = time.time()
-    proc = subprocess.run(command, env=env, capture_output=True, text=True, timeout=JOB_TIMEOUT_S)
-    if proc.returncode != 0:
-        raise RuntimeError(f"MPI job {mode} failed ({proc.returncode}):\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
+    run_job(str(HERE), ranks=RANKS, args=[mode, str(out_path)], timeout_s=JOB_TIMEOUT_S, progress=False)
     return launched
 
 

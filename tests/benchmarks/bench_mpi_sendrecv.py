@@ -24,7 +24,6 @@ import json
 import os
 import pathlib
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -131,14 +130,11 @@ def main():
         print(f"skipped: mpi4py is not installed for {sys.executable} (pip install 'dfcore[mpi]')")
         return
     from _timing import median_ratio, report
-    from dfcore.launch import command_and_env
+    from dfcore.mpi.job import run_job
 
     with tempfile.TemporaryDirectory() as tmp:
         out = pathlib.Path(tmp) / "samples"
-        command, env, _ = command_and_env(["--ps", "1", "--workers", "1", str(HERE), "--rank", str(out)])
-        proc = subprocess.run(command, env=env, capture_output=True, text=True, timeout=JOB_TIMEOUT_S)
-        if proc.returncode != 0:
-            raise RuntimeError(f"MPI job failed ({proc.returncode}):\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
+        run_job(str(HERE), ps=1, workers=1, args=["--rank", str(out)], timeout_s=JOB_TIMEOUT_S, progress=False)
         ps, worker = (json.loads(pathlib.Path(f"{out}.{rank}").read_text()) for rank in (0, 1))
     rendezvous, raw, session_run = ps["rendezvous"], ps["raw"], worker["session_run"]
     one_way = np.array(ps["one_way"] + worker["one_way"])
