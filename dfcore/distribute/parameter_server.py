@@ -173,14 +173,16 @@ def train(mode="sync", staleness=0, num_ps=1, num_workers=4, replicas_to_aggrega
 
 def _train_mpi(config, steps, straggler, eval_every, checkpoint_dir, checkpoint_every, unsupported):
     """This rank's part of an MPI run (:mod:`dfcore.distribute.ps_mpi`): the RunRecord on the chief, else None."""
+    from ..mpi.world import world
     from .ps_mpi import train_rank
 
     if unsupported:
         raise ValueError("execution='mpi' runs real processes: restore, kill_worker and kill_ps are for the "
                          "in-process executions (kill a rank with a signal instead)")
-    if config.num_ps + config.num_workers != world_size():
-        raise ValueError(f"{config.num_ps} ps + {config.num_workers} workers need as many MPI ranks, but the job has "
-                         f"{world_size()}: python -m dfcore.launch --ps {config.num_ps} --workers {config.num_workers}")
+    launched = world()[1].jobs
+    if launched != {"ps": config.num_ps, "worker": config.num_workers}:
+        raise ValueError(f"{config.num_ps} ps and {config.num_workers} workers need a job launched with python -m "
+                         f"dfcore.launch --ps {config.num_ps} --workers {config.num_workers}, but this one has {launched}")
     hooks = _Hooks(None, None, eval_every, checkpoint_dir, checkpoint_every)
     options = DriverOptions(int(steps or DEFAULT_STEPS[config.mode]), dict(straggler or {}), {}, {}, 0.0, hooks)
     model, result = train_rank(config, lambda: ShardedDigits(config.num_workers, config.batch_size, config.seed),
@@ -191,13 +193,6 @@ def _train_mpi(config, steps, straggler, eval_every, checkpoint_dir, checkpoint_
         return _record(config, "mpi", [model], options.hooks, result, None)
     finally:
         model.session.close()
-
-
-def world_size():
-    """The number of ranks of the MPI job this process is in."""
-    from ..mpi.world import world
-
-    return world()[0].Get_size()
 
 
 def _initialize(models, config, restore_dir):
