@@ -45,33 +45,29 @@ $(STAMP): pyproject.toml
 	@$(PIP) install --progress-bar off -e '.[lab,test,mpi]'
 	@touch $@
 
-# Debian's graphviz provides `dot`, which the widgets use to lay out graphs.
-system-deps:
-	@if ! command -v dot >/dev/null 2>&1; then \
+# $(call apt_install,<check>,<Debian package>,<what is missing without it>): as root with apt-get,
+# install the package when <check> fails; otherwise say what is missing and how to install it.
+define apt_install
+	@if ! $(1); then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "Installing Debian's graphviz (the dot program)"; \
+	    echo "Installing Debian's $(2)"; \
 	    export DEBIAN_FRONTEND=noninteractive; \
-	    apt-get update -qq && apt-get install -y -qq graphviz >/dev/null \
-	      || { echo "error: apt-get install graphviz failed" >&2; exit 1; }; \
+	    apt-get update -qq && apt-get install -y -qq $(2) >/dev/null \
+	      || { echo "error: apt-get install $(2) failed" >&2; exit 1; }; \
 	  else \
-	    echo "note: the 'dot' program is missing; graph pictures fall back to DOT text."; \
-	    echo "      Install it with: sudo apt-get update && sudo apt-get install -y graphviz"; \
+	    echo "note: $(3)"; \
+	    echo "      Install it with: sudo apt-get update && sudo apt-get install -y $(2)"; \
 	  fi; \
 	fi
+endef
+
+# Debian's graphviz provides `dot`, which the widgets use to lay out graphs.
+system-deps:
+	$(call apt_install,command -v dot >/dev/null 2>&1,graphviz,the 'dot' program is missing; graph pictures fall back to DOT text.)
 
 # Debian's chromium for the browser tests (driven by Playwright's Python package; never `playwright install`).
 browser-deps: $(VENDOR_STAMP)
-	@if ! [ -x $(CHROMIUM) ]; then \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "Installing Debian's chromium (for the browser tests)"; \
-	    export DEBIAN_FRONTEND=noninteractive; \
-	    apt-get update -qq && apt-get install -y -qq chromium >/dev/null \
-	      || { echo "error: apt-get install chromium failed" >&2; exit 1; }; \
-	  else \
-	    echo "note: $(CHROMIUM) is missing; the browser tests will be skipped (and fail in CI)."; \
-	    echo "      Install it with: sudo apt-get update && sudo apt-get install -y chromium"; \
-	  fi; \
-	fi
+	$(call apt_install,[ -x $(CHROMIUM) ],chromium,$(CHROMIUM) is missing; the browser tests will be skipped (and fail in CI).)
 
 $(VENDOR_STAMP):
 	@if command -v npm >/dev/null 2>&1; then \
