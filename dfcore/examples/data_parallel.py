@@ -15,8 +15,8 @@ import argparse
 
 import dfcore as tf
 from dfcore.distribute.mirrored import MirroredStrategy
-from dfcore.examples.digits_data import fit_full_batches, load_digits_split
-from dfcore.examples.multi_tower import mlp_accuracy, mlp_variables, tower_loss
+from dfcore.examples.digits_data import load_digits_split
+from dfcore.examples.multi_tower import fit_and_score, mlp_accuracy, mlp_variables, tower_loss
 
 
 def build_data_parallel(num_devices, batch_size, num_features, num_classes, hidden=64, all_reduce_alg="ring",
@@ -52,14 +52,10 @@ def train(devices=4, all_reduce_alg="ring", epochs=30, batch_size=64, hidden=64,
         tf.set_random_seed(seed)
         model = build_data_parallel(devices, batch_size, data.num_features, data.num_classes, hidden, all_reduce_alg,
                                     optimizer_fn=lambda: tf.train.AdamOptimizer(learning_rate), seed=seed)
-        x_eval, y_eval, accuracy = mlp_accuracy(model["replica_vars"][0], data.num_features)
+        evaluation = mlp_accuracy(model["replica_vars"][0], data.num_features)
         init = tf.global_variables_initializer()
-    config = tf.ConfigProto(device_count={"CPU": 1, "GPU": devices})
-    with tf.Session(graph=graph, config=config) as sess:
-        sess.run(init)
-        fit_full_batches(sess, model["train_op"], model["x"], model["y"], data, epochs, batch_size, seed,
-                         f"{devices} replicas", progress)
-        result = float(sess.run(accuracy, {x_eval: data.x_test, y_eval: data.y_test}))
+    result = fit_and_score(graph, init, model, evaluation, devices, data, epochs, batch_size, seed,
+                           f"{devices} replicas", progress)
     return result, model["strategy"].communication_bytes_per_device(model["replica_vars"])
 
 

@@ -38,6 +38,18 @@ def mlp_accuracy(params, num_features):
     return x, y, tf.reduce_mean(tf.cast(correct, tf.float32))
 
 
+def fit_and_score(graph, init, model, evaluation, num_gpus, data, epochs, batch_size, seed, desc, progress):
+    """Initialize ``graph`` in a session with one CPU and ``num_gpus`` GPUs, fit ``model`` (``train_op``, ``x``,
+    ``y``) over full batches, and return the test accuracy (float) that ``evaluation`` (``mlp_accuracy``) measures."""
+    x_eval, y_eval, accuracy = evaluation
+    config = tf.ConfigProto(device_count={"CPU": 1, "GPU": num_gpus})
+    with tf.Session(graph=graph, config=config) as sess:
+        sess.run(init)
+        fit_full_batches(sess, model["train_op"], model["x"], model["y"], data, epochs, batch_size, seed, desc,
+                         progress)
+        return float(sess.run(accuracy, {x_eval: data.x_test, y_eval: data.y_test}))
+
+
 def tower_loss(x, y, params):
     """Mean sparse softmax cross-entropy of one tower's slice."""
     logits = mlp_logits(x, params)
@@ -100,14 +112,10 @@ def train(towers=4, epochs=30, batch_size=64, hidden=64, learning_rate=0.003, se
         tf.set_random_seed(seed)
         model = build_multi_tower(towers, batch_size, data.num_features, data.num_classes, hidden,
                                   seed=seed, optimizer=tf.train.AdamOptimizer(learning_rate))
-        x_eval, y_eval, accuracy = mlp_accuracy(model["params"], data.num_features)
+        evaluation = mlp_accuracy(model["params"], data.num_features)
         init = tf.global_variables_initializer()
-    config = tf.ConfigProto(device_count={"CPU": 1, "GPU": towers})
-    with tf.Session(graph=graph, config=config) as sess:
-        sess.run(init)
-        fit_full_batches(sess, model["train_op"], model["x"], model["y"], data, epochs, batch_size, seed,
-                         f"{towers} towers", progress)
-        return float(sess.run(accuracy, {x_eval: data.x_test, y_eval: data.y_test}))
+    return fit_and_score(graph, init, model, evaluation, towers, data, epochs, batch_size, seed, f"{towers} towers",
+                         progress)
 
 
 def main(argv=None):
