@@ -29,16 +29,15 @@ import threading
 import numpy as np
 
 from .. import errors
-from ..framework import dtypes, registry
+from ..framework import registry
 from ..framework.device import DeviceSpec
-from ..ops import common_shapes
+from ..ops import common_shapes, math_dtypes
 from ..ops.op_util import graph_of
 from ..runtime.rendezvous import create_key
 from . import schedules
 from .all_reduce import REDUCTIONS, all_reduce
 
 _INSTANCE_KEYS = itertools.count(1)
-_ALLOWED = (dtypes.float16, dtypes.float32, dtypes.float64)
 
 
 def collective_all_reduce(tensors, algorithm="ring", reduction="sum", num_subchunks=1, convention="textbook",
@@ -107,10 +106,7 @@ def _check_group(tensors):
 
 @registry.RegisterShape("CollectiveAllReduce")
 def _shape(op):
-    dtype = op.inputs[0].dtype.base_dtype
-    if dtype not in _ALLOWED:
-        raise TypeError(f"Value passed to parameter 'input' has DataType {dtype.name} not in list of allowed "
-                        "values: float16, float32, float64")
+    math_dtypes.check_input(op, 0, math_dtypes.FLOAT, "input")
     return common_shapes.unchanged(op)
 
 

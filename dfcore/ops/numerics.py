@@ -8,15 +8,14 @@ and ``core/kernels/check_numerics_op.cc`` (the error text).
 import numpy as np
 
 from .. import errors
-from ..framework import dtypes, graph as graph_lib, registry
+from ..framework import graph as graph_lib, registry
 from ..framework.scopes import name_scope
 from ..framework.tensor_conversion import convert_to_tensor
-from . import common_shapes, control_flow_ops
+from . import common_shapes, control_flow_ops, math_dtypes
 from .op_util import apply_op1
 
 __all__ = ["check_numerics", "verify_tensor_all_finite", "add_check_numerics_ops"]
 
-_FLOAT_TYPES = (dtypes.float16, dtypes.float32, dtypes.float64)
 
 
 def check_numerics(tensor, message, name=None):
@@ -32,10 +31,7 @@ def check_numerics(tensor, message, name=None):
 
 @registry.RegisterShape("CheckNumerics")
 def _check_numerics_shape(op):
-    dtype = op.inputs[0].dtype.base_dtype
-    if dtype not in _FLOAT_TYPES:
-        raise TypeError(f"Value passed to parameter 'tensor' has DataType {dtype.name} not in list of allowed values: "
-                        "float16, float32, float64")
+    math_dtypes.check_input(op, 0, math_dtypes.FLOAT, "tensor")
     return common_shapes.unchanged(op)
 
 
@@ -87,7 +83,7 @@ def add_check_numerics_ops():
     graph = graph_lib.get_default_graph()
     for op in graph.get_operations():
         for output in op.outputs:
-            if output.dtype in _FLOAT_TYPES:
+            if output.dtype in math_dtypes.FLOAT:
                 with graph.control_dependencies(check_op):
                     check_op = [check_numerics(output, message=f"{op.name}:{output.value_index}")]
     return control_flow_ops.group(*check_op)
