@@ -18,6 +18,8 @@ import sys
 
 #: The environment variable carrying the job layout, ``{"ps": 1, "worker": 3}`` as JSON (jobs in rank order).
 CLUSTER_ENV = "DFCORE_CLUSTER"
+#: What MPI launchers set to each process's rank (Open MPI, MPICH's Hydra and PMI-1, PMIx).
+RANK_VARIABLES = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK")
 #: First fake port of the generated task addresses (``localhost:2222`` is rank 0); nothing listens on them.
 BASE_PORT = 2222
 

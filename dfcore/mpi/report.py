@@ -36,14 +36,15 @@ import sys
 import tempfile
 import types
 
+from .env import RANK_VARIABLES
+
 #: The environment variable naming the directory the ranks write their reports into.
 RESULTS_ENV = "DFCORE_RESULTS_DIR"
-_RANK_VARIABLES = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK")
 
 
 def current_rank():
     """This process's rank in ``MPI_COMM_WORLD`` (0 for a process started without ``mpiexec``)."""
-    for name in _RANK_VARIABLES:
+    for name in RANK_VARIABLES:
         if os.environ.get(name, "").isdigit():
             return int(os.environ[name])
     mpi = sys.modules.get("mpi4py.MPI")

@@ -17,7 +17,7 @@ import functools
 import json
 import os
 
-from .env import BASE_PORT, CLUSTER_ENV
+from .env import BASE_PORT, CLUSTER_ENV, RANK_VARIABLES
 
 
 class Layout:
@@ -108,7 +108,7 @@ def layout_from_env(environ=None):
 
 def _started_by_mpiexec():
     """True when an MPI launcher started this process (its rank variables are set)."""
-    return any(name in os.environ for name in ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"))
+    return any(name in os.environ for name in RANK_VARIABLES)
 
 
 def in_mpi_job():
@@ -161,8 +161,8 @@ def rank():
 def job_communicator(job=None):
     """A communicator of the ranks of this rank's job, in task order (``comm.Split``).
 
-    Every rank of the job's world must call :func:`world` (Server start does), since the split is
-    made there, collectively.
+    Every rank of the job must have called :func:`ensure_world` (Server start does), since the split
+    is made there, collectively.
 
     Raises:
         ValueError: ``job`` is another job than this rank's.
