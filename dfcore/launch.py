@@ -75,7 +75,8 @@ def layout_from_args(args):
 
 
 def command_and_env(argv):
-    """``(command list, environment)`` for the launcher's ``argv`` (everything after ``dfcore.launch``).
+    """``(command list, environment, parsed launcher options)`` for the launcher's ``argv`` (everything
+    after ``dfcore.launch``).
 
     Raises:
         SystemExit: bad arguments (argparse's usage message).

@@ -34,7 +34,7 @@ import time
 
 from .. import errors
 from .env import CLUSTER_ENV, RANK_TAG_FLAGS, mpi_flavor
-from .processes import find_descendants, kill_found, kill_job
+from .processes import find_descendants, kill_job
 from .report import RESULTS_ENV, dumps, read_progress, read_reports
 from .world import Layout
 
@@ -190,11 +190,7 @@ def run_job(program, ps=0, workers=None, ranks=None, args=(), timeout_s=120, pro
             try:
                 finished = _watch(process, start + timeout_s, results, layout, progress, pids)
             finally:
-                if pids is not None:
-                    find_descendants(process.pid, pids)
-                kill_job(process)
-                if pids is not None:
-                    kill_found(pids)
+                kill_job(process, pids)
             wall_s = time.monotonic() - start
             stdout = _untag(_read(out), flavor)[0]
             stderr, stderr_by_rank = _untag(_read(err), flavor)

@@ -14,19 +14,27 @@ import subprocess
 import time
 
 
-def kill_job(process, grace_s=2.0):
-    """SIGKILL ``process`` (started with ``start_new_session=True``) and every process of its session.
+def kill_job(process, known=None, grace_s=2.0):
+    """SIGKILL ``process`` (started with ``start_new_session=True``), every process of its session and
+    every process descended from it.
 
     Killing ``mpiexec``'s process group is not enough: Open MPI's ``prterun`` puts each rank in
-    a process group of its own (same session), and a rank outlives a killed ``prterun``.
-    Returns once ``process`` is reaped and no other member of the session is left running (at
-    most ``grace_s`` later: SIGKILL cannot be caught, but takes a few milliseconds to land).
+    a process group of its own (same session), and MPICH's Hydra starts its proxy and ranks in
+    sessions of their own. The descendants are looked up before anything is killed (a killed
+    parent's children lose their link to it); ``known`` (``{pid: (rank, start time)}``, as
+    :func:`find_descendants` fills it while the job runs) adds those found earlier, so ranks
+    orphaned before the kill are killed too. Returns once ``process`` is reaped and none of these
+    is left running (at most ``grace_s`` later: SIGKILL cannot be caught, but takes a few
+    milliseconds to land).
     """
+    descendants = dict(known or {})
+    find_descendants(process.pid, descendants)
     try:
         os.killpg(process.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
     _kill_until_gone(lambda: session_members(process.pid), grace_s)
+    kill_found(descendants, grace_s)
     process.wait()
 
 
