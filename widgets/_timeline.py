@@ -25,6 +25,8 @@ from ._format import device_sort_key, format_bytes, format_us, short_device
 MODES = ("simulated", "wall")
 _TRANSFER_OPS = {"_Send": "send", "_HostSend": "send", "_Recv": "recv", "_HostRecv": "recv"}
 LABEL_WIDTH, RIGHT_PAD, CAPTION_HEIGHT, AXIS_HEIGHT = 112, 16, 22, 28
+#: A lane title's width per character: bold sans-serif, 11 px for compute lanes, 10 px for transfers.
+LABEL_PX_PER_CHAR = {"compute": 6.2, "transfers": 5.6}
 ROW_HEIGHT, COMPUTE_PAD, MAX_ROWS = 18, 4, 6
 
 
@@ -177,10 +179,11 @@ class Layout:
     height: float
     end_us: float
     lanes: tuple  # (title, device, kind, top, height, rows {span: row})
+    label_width: float = LABEL_WIDTH  # wider when a lane title would not fit (task-qualified device names)
 
     def x(self, t_us):
-        plot = self.width - LABEL_WIDTH - RIGHT_PAD
-        return LABEL_WIDTH + (plot * t_us / self.end_us if self.end_us > 0 else 0)
+        plot = self.width - self.label_width - RIGHT_PAD
+        return self.label_width + (plot * t_us / self.end_us if self.end_us > 0 else 0)
 
     def row_box(self, lane_index, span):
         """``(top, height)`` of the row where ``span`` sits in lane ``lane_index``."""
@@ -201,12 +204,13 @@ def layout(spans, width=960):
             title = short_device(device) if kind == "compute" else f"transfers → {short_device(device)}"
             lanes.append((title, device, kind, top, height, rows))
             top += height
-    return Layout(width, top + AXIS_HEIGHT, spans.end_us or 1, tuple(lanes))
+    widest = max((len(title) * LABEL_PX_PER_CHAR[kind] for title, _, kind, *_ in lanes), default=0)
+    return Layout(width, top + AXIS_HEIGHT, spans.end_us or 1, tuple(lanes), max(LABEL_WIDTH, widest + 12))
 
 
 def draw(spans, lay):
     """The SVG of the whole step: lanes, op bars, transfer bars and Send→Recv arrows."""
-    body = [_svg.time_axis(LABEL_WIDTH, lay.width - LABEL_WIDTH - RIGHT_PAD, lay.end_us,
+    body = [_svg.time_axis(lay.label_width, lay.width - lay.label_width - RIGHT_PAD, lay.end_us,
                            lay.height - AXIS_HEIGHT + 2, format_us, grid_top=CAPTION_HEIGHT)]
     lane_of = {}
     for index, (title, device, kind, top, height, _) in enumerate(lay.lanes):
@@ -284,7 +288,7 @@ def frame(spans, lay, first, last):
 
 def caption_overlay(lay, caption, body=""):
     """An overlay SVG of the base's size (mouse-transparent): ``body`` and a caption above the lanes."""
-    content = body + _svg.text(LABEL_WIDTH, 15, caption, size=11, weight="bold")
+    content = body + _svg.text(lay.label_width, 15, caption, size=11, weight="bold")
     return _svg.document(lay.width, lay.height, content, style="pointer-events:none")
 
 
