@@ -17,28 +17,60 @@ oversubscription, loopback-only traffic, the venv's ``bin`` on ``PATH``: see
 On a Slurm cluster, skip the launcher and run the same program under ``srun`` with the layout
 set by hand: ``DFCORE_CLUSTER='{"ps": 1, "worker": 3}' srun -n 4 python -m mpi4py train.py``.
 
-Exit status: the job's (non-zero when a rank failed), 124 when ``--timeout`` passed.
+The job lives as long as the launcher: killed (even with SIGKILL), it takes every rank with it
+(:func:`dfcore.mpi.processes.start_job`). A rank whose program ends while the others still run
+``--exit-grace`` seconds later has left early and ends the job (:mod:`dfcore.mpi.departures`). There
+is no deadline unless ``--timeout`` gives one; a job that runs on prints a heartbeat line on stderr
+every ``--heartbeat`` seconds (``dfcore.launch: job running for 120 s, 4/4 ranks alive; --timeout S to
+bound it``). Exit statuses: in ``--help`` (:data:`_EPILOG`).
 """
 
 import argparse
+import math
 import signal
-import subprocess
 import sys
+import tempfile
+import time
 
+from .mpi.departures import DEFAULT_GRACE_S, JOB_DIR_ENV, DepartureWatch
 from .mpi.env import CLUSTER_ENV, job_environment, mpiexec_command
-from .mpi.processes import kill_job
+from .mpi.processes import kill_job, live_ranks, start_job
 from .mpi.world import Layout
+
+#: Seconds between the launcher's looks at its job (exit, departures, deadline, heartbeat).
+POLL_S = 0.1
+#: Default seconds between heartbeat lines.
+DEFAULT_HEARTBEAT_S = 60.0
+#: How the launcher's and ``run_job``'s arguments are spelt, for :func:`check_job_arguments`' errors.
+CLI_NAMES = {"ps": "--ps", "workers": "--workers", "ranks": "-n", "timeout_s": "--timeout",
+             "exit_grace_s": "--exit-grace"}
+API_NAMES = {name: name for name in CLI_NAMES}
+#: The end of ``--help``: the job's lifetime and the launcher's exit statuses.
+_EPILOG = ("The job lives as long as the launcher: killing it (even with SIGKILL) ends every rank. A rank whose "
+           "program ends while other ranks still run --exit-grace seconds later has left early: the job is ended "
+           "and the rank named. Exit status: the job's (non-zero when a rank failed), 1 when a rank left early, "
+           "124 past --timeout, 130 when interrupted (Ctrl-C, SIGTERM), 2 for bad arguments.")
 
 
 def build_parser():
     parser = argparse.ArgumentParser(prog="python -m dfcore.launch", description=__doc__.splitlines()[0],
                                      usage="python -m dfcore.launch [--ps N --workers M | -n N] "
-                                           "(script.py | -m module) [args ...]")
-    parser.add_argument("--ps", type=int, default=0, help="parameter-server tasks (job 'ps', first ranks)")
-    parser.add_argument("--workers", type=int, default=None, help="worker tasks (job 'worker')")
-    parser.add_argument("-n", "--np", dest="ranks", type=int, default=None,
+                                           "(script.py | -m module) [args ...]",
+                                     epilog=_EPILOG)
+    parser.add_argument("--ps", type=int, default=0, metavar="N", help="parameter-server tasks (job 'ps', first ranks)")
+    parser.add_argument("--workers", type=int, default=None, metavar="M", help="worker tasks (job 'worker')")
+    parser.add_argument("-n", "--np", dest="ranks", type=int, default=None, metavar="N",
                         help="ranks, all in job 'worker' (the same as --workers N)")
-    parser.add_argument("--timeout", type=float, default=None, help="seconds before the whole job is killed")
+    parser.add_argument("--timeout", type=float, default=None, metavar="S",
+                        help="seconds (> 0) before the whole job is killed (exit 124); default: no deadline, "
+                             "with a heartbeat line on stderr every --heartbeat seconds")
+    parser.add_argument("--heartbeat", type=float, default=DEFAULT_HEARTBEAT_S, metavar="S",
+                        help=f"seconds between 'job running for N s, R/R ranks alive' lines on stderr "
+                             f"(default {DEFAULT_HEARTBEAT_S:g}; 0: none)")
+    parser.add_argument("--exit-grace", type=float, default=DEFAULT_GRACE_S, metavar="S",
+                        help=f"seconds (> 0) the job may run on after a rank's program ended before that rank "
+                             f"counts as having left early and the job is ended (default {DEFAULT_GRACE_S:g}; "
+                             "inf: never)")
     parser.add_argument("--no-oversubscribe", action="store_true", help="refuse more ranks than cores")
     parser.add_argument("--any-interface", action="store_true",
                         help="let MPI use every network interface (default: loopback only)")
@@ -50,7 +82,7 @@ def build_parser():
 def split_argv(argv):
     """``(launcher options, program)``: the program starts at ``-m`` or at the first word that is
     not an option or an option's value (``--ps 1 --workers 3 train.py --steps 5``)."""
-    takes_value = {"--ps", "--workers", "-n", "--np", "--timeout"}
+    takes_value = {"--ps", "--workers", "-n", "--np", "--timeout", "--heartbeat", "--exit-grace"}
     i = 0
     while i < len(argv):
         word = argv[i]
@@ -62,11 +94,31 @@ def split_argv(argv):
     return argv, []
 
 
+def check_job_arguments(ps=0, workers=None, ranks=None, timeout_s=None, exit_grace_s=DEFAULT_GRACE_S,
+                        names=API_NAMES):
+    """Raise ValueError, naming the argument (as ``names`` spells it) and its allowed range, for a job layout
+    or deadline that makes no sense: ``ps`` < 0, ``workers`` < 1, ``ranks`` < ``ps`` + 1, ``ranks`` not
+    ``ps`` + ``workers``, a ``timeout_s`` or ``exit_grace_s`` that is not > 0 (``timeout_s`` None: no
+    deadline). Shared by ``python -m dfcore.launch`` (``names=CLI_NAMES``) and ``run_job``."""
+    n = names
+    if ps < 0:
+        raise ValueError(f"{n['ps']} must be >= 0 (parameter-server tasks), got {ps}")
+    if workers is not None and workers < 1:
+        raise ValueError(f"{n['workers']} must be >= 1 (a job needs at least one worker task), got {workers}")
+    if ranks is not None and ranks < ps + 1:
+        raise ValueError(f"{n['ranks']} must be >= {ps + 1} (ranks: {n['ps']} {ps} plus at least one worker), "
+                         f"got {ranks}")
+    if ranks is not None and workers is not None and ranks != workers + ps:
+        raise ValueError(f"{n['ranks']} {ranks} disagrees with {n['ps']} {ps} {n['workers']} {workers}")
+    for name, seconds in (("timeout_s", timeout_s), ("exit_grace_s", exit_grace_s)):
+        if seconds is not None and not seconds > 0:
+            raise ValueError(f"{n[name]} must be > 0 seconds, got {seconds}")
+
+
 def layout_from_args(args):
     """The :class:`~dfcore.mpi.world.Layout` of the parsed arguments (raises ValueError when inconsistent)."""
-    if args.ranks is not None and args.workers is not None and args.ranks != args.workers + args.ps:
-        raise ValueError(f"-n {args.ranks} disagrees with --ps {args.ps} --workers {args.workers}")
-    workers = args.workers if args.workers is not None else (args.ranks or 1) - args.ps
+    check_job_arguments(args.ps, args.workers, args.ranks, args.timeout, args.exit_grace, names=CLI_NAMES)
+    workers = args.workers if args.workers is not None else (args.ranks or args.ps + 1) - args.ps
     jobs = {}
     if args.ps:
         jobs["ps"] = args.ps
@@ -91,6 +143,8 @@ def command_and_env(argv):
         layout = layout_from_args(args)
     except ValueError as error:
         parser.error(str(error))
+    if args.heartbeat < 0:
+        parser.error(f"--heartbeat must be >= 0 seconds (0: no heartbeat), got {args.heartbeat}")
     env = job_environment(loopback=not args.any_interface)
     env[CLUSTER_ENV] = layout.to_json()
     command = mpiexec_command(layout.size, program, oversubscribe=not args.no_oversubscribe,
@@ -103,17 +157,43 @@ def main(argv=None):
     if args.print_command:
         print(f"{CLUSTER_ENV}='{env[CLUSTER_ENV]}' " + " ".join(command))
         return 0
-    process = subprocess.Popen(command, env=env, start_new_session=True)
-    signal.signal(signal.SIGTERM, _raise_interrupt)  # `kill` of the launcher ends the whole job too
-    try:
-        return process.wait(timeout=args.timeout)
-    except subprocess.TimeoutExpired:
-        print(f"dfcore.launch: the job ran past --timeout {args.timeout} s; killing it", file=sys.stderr)
-        return_code = 124
-    except KeyboardInterrupt:
-        return_code = 130
-    kill_job(process)
+    layout = Layout.from_json(env[CLUSTER_ENV])
+    with tempfile.TemporaryDirectory(prefix="dfcore-launch-") as job_dir:
+        env[JOB_DIR_ENV] = job_dir
+        process = start_job(command, env=env)
+        signal.signal(signal.SIGTERM, _raise_interrupt)  # `kill` of the launcher ends the whole job too
+        try:
+            return_code = _supervise(process, args, layout.size, DepartureWatch(job_dir, layout, args.exit_grace))
+        except KeyboardInterrupt:
+            return_code = 130
+        if process.returncode is None:
+            kill_job(process)
     return return_code
+
+
+def _supervise(process, args, size, departures):
+    """Wait for the job: its exit status, or 124 (``--timeout``) / 1 (a rank left early) with the job still
+    running; prints the heartbeat and the reason on stderr."""
+    start = time.monotonic()
+    deadline = math.inf if args.timeout is None else start + args.timeout
+    heartbeat_s = args.heartbeat or math.inf
+    next_beat = start + heartbeat_s
+    while (status := process.poll()) is None:
+        now = time.monotonic()
+        if now >= deadline:
+            print(f"dfcore.launch: the job ran past --timeout {args.timeout} s; killing it", file=sys.stderr)
+            return 124
+        departure = departures.overdue()
+        if departure is not None:
+            print(f"dfcore.launch: {departure.describe()}", file=sys.stderr)
+            return 1
+        if now >= next_beat:
+            bound = "--timeout S to bound it" if args.timeout is None else f"killed at --timeout {args.timeout:g} s"
+            print(f"dfcore.launch: job running for {now - start:.0f} s, {len(live_ranks(process.pid))}/{size} "
+                  f"ranks alive; {bound}", file=sys.stderr, flush=True)
+            next_beat += heartbeat_s
+        time.sleep(min(POLL_S, max(0.0, deadline - now)))
+    return status
 
 
 def _raise_interrupt(signum, frame):

@@ -14,6 +14,7 @@ package does not import ``mpi4py``; only creating a communicator does.
 
 import importlib
 
+from . import departures
 from .report import progress, report
 from .world import Layout, MPIClusterResolver, in_mpi_job, layout_from_env
 
@@ -23,6 +24,8 @@ _LAZY = {"all_reduce": "collectives", "gather_result": "collectives", "gather_tr
 
 __all__ = ["JobResult", "Layout", "MPIClusterResolver", "MPIJobError", "all_reduce", "gather_result", "gather_trace",
            "in_mpi_job", "layout_from_env", "mpi_allreduce", "progress", "report", "run_job"]
+
+departures.install()  # a rank of a launched job tells its launcher when its program ends
 
 
 def __getattr__(name):

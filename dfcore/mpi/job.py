@@ -13,65 +13,30 @@ The job is ``python -m dfcore.launch``'s command (:func:`dfcore.launch.command_a
 run in its own session; its output goes to files and this process only polls (every
 50 ms), so no wait lasts past the deadline. Output lines are tagged with their rank (Open
 MPI's ``--output tag``, MPICH's ``-prepend-rank``) so a failure names the rank whose traceback
-it shows. MPICH's Hydra starts its proxy and each rank in a session of their own, out of reach
+it shows (:mod:`~dfcore.mpi.failures`). MPICH's Hydra starts its proxy and each rank in a session of their own, out of reach
 of :func:`~dfcore.mpi.processes.kill_job`, so with MPICH the job's processes are found in
 ``/proc`` while it runs (ranks by ``PMI_RANK``) and killed with it.
-
-Why :class:`MPIJobError` is an :class:`~dfcore.errors.UnknownError`: TF reports an
-arbitrary Python exception raised inside a step (``py_func``) as ``UNKNOWN``; a job can
-fail of anything (an exception of any type, a signal, ``sys.exit``), and neither
-``ABORTED`` nor ``UNAVAILABLE`` fits (both tell the caller that retrying may succeed).
 """
 
 import importlib
 import os
 import re
-import signal
 import subprocess
 import sys
 import tempfile
 import time
 
 from .. import errors
+from .departures import DEFAULT_GRACE_S, JOB_DIR_ENV, DepartureWatch
 from .env import CLUSTER_ENV, RANK_TAG_FLAGS, mpi_flavor
-from .processes import find_descendants, kill_job
+from .failures import MPIJobError, job_error, untag
+from .processes import find_descendants, kill_job, start_job
 from .report import RESULTS_ENV, dumps, read_progress, read_reports
 from .world import Layout
 
 _POLL_S = 0.05
 _CALL_FILE = "call.pkl"
-#: A rank-tagged output line: (rank, text).
-_TAG = {"openmpi": re.compile(r"^\[\d+,(\d+)\]<(?:stdout|stderr)>: ?(.*)$"), "mpich": re.compile(r"^\[(\d+)\] ?(.*)$")}
-#: The launcher's report of ``MPI_Abort``: (rank,).
-_ABORTED = {"openmpi": re.compile(r"MPI_ABORT was invoked on rank (\d+)"),
-            "mpich": re.compile(r"^Abort\(\d+\) on node \d+ .*called MPI_Abort\(.*\) - process (\d+)", re.M)}
-#: The launcher's report of a rank killed by a signal: (rank — Hydra: a pid —, signal number).
-_SIGNALED = {"openmpi": re.compile(r"process rank (\d+) with PID \d+ on node \S+ exited on\s+signal (\d+)"),
-             "mpich": re.compile(r"PID (\d+) RUNNING AT .*?EXIT STRING: [^\n]*\(signal (\d+)\)", re.S)}
-_NAMED = {s.value for s in signal.Signals}
 _TASK = re.compile(r"^/job:([^/]+)(?:/replica:0)?/task:(\d+)$")
-
-
-class MPIJobError(errors.UnknownError):
-    """An MPI job ended with a non-zero status: a rank raised, was killed, or exited early.
-
-    Attributes:
-        rank, task: the failing rank and its task name (None when the output does not say).
-        exit_status: ``mpiexec``'s exit status.
-        traceback: the failing rank's Python traceback text ("" if it printed none).
-        partial: :class:`RankReports` of what the ranks reported before the failure.
-        stdout, stderr: the job's output (rank tags removed).
-    """
-
-    def __init__(self, message, rank=None, task=None, exit_status=None, traceback="", partial=None,
-                 stdout="", stderr=""):
-        super().__init__(None, None, message)
-        self.rank, self.task, self.exit_status, self.traceback = rank, task, exit_status, traceback
-        self.partial, self.stdout, self.stderr = partial, stdout, stderr
-
-    def __reduce__(self):
-        return (type(self), (self.message, self.rank, self.task, self.exit_status, self.traceback,
-                             self.partial, self.stdout, self.stderr))
 
 
 class RankReports:
@@ -149,8 +114,12 @@ class JobResult:
         return f"JobResult({self.layout.jobs}, reported: {reported or 'nothing'})"
 
 
-def run_job(program, ps=0, workers=None, ranks=None, args=(), timeout_s=120, progress=True, module=False):
+def run_job(program, ps=0, workers=None, ranks=None, args=(), timeout_s=120, progress=True, module=False,
+            exit_grace_s=DEFAULT_GRACE_S):
     """Run ``program`` as an MPI job and return what its ranks reported.
+
+    The job dies with the thread that called ``run_job`` (:func:`~dfcore.mpi.processes.start_job`): a
+    notebook kernel that is killed or restarted takes its job with it.
 
     Args:
         program: a script path (``"train.py"``), a module name with ``module=True``, or a function
@@ -161,49 +130,62 @@ def run_job(program, ps=0, workers=None, ranks=None, args=(), timeout_s=120, pro
         ps, workers, ranks: the layout, as ``python -m dfcore.launch --ps/--workers/-n`` (default 1 worker).
         args: the program's command-line words (script or module), or the function's positional
             arguments (any picklable values).
-        timeout_s: the deadline in seconds for the whole job, start-up included.
+        timeout_s: the deadline in seconds (> 0) for the whole job, start-up included.
         progress: show a ``tqdm.auto`` bar (a widget in notebooks): the sum over ranks of
             :func:`dfcore.mpi.report.progress`, or the number of ranks that reported while none does.
+        exit_grace_s: seconds the job may run on after a rank's program ended before that rank counts as
+            having left early (:mod:`dfcore.mpi.departures`; ``math.inf``: never).
     Returns:
         :class:`JobResult`.
     Raises:
-        MPIJobError: the job exited with a non-zero status; names the failing rank and task, its
+        MPIJobError: the job exited with a non-zero status, or a rank left early (its program ended while
+            others still ran ``exit_grace_s`` later; the job is killed); names the failing rank and task, its
             traceback and the exit status; ``error.partial`` holds the reports made before.
         DeadlineExceededError: the job ran past ``timeout_s``; all its processes were SIGKILLed
             (``error.partial`` as above).
-        ValueError: a function that the ranks cannot import, or an inconsistent layout.
+        ValueError: a function that the ranks cannot import, a layout or a number of seconds out of range
+            (names the argument and its range; nothing is started).
         FileNotFoundError: no ``mpiexec``.
     """
+    # here: dfcore.launch must not be imported with the package
+    from ..launch import check_job_arguments
+
+    if timeout_s is None:
+        raise ValueError("timeout_s must be > 0 seconds: run_job always has a deadline, got None")
+    check_job_arguments(ps, workers, ranks, timeout_s, exit_grace_s)
     with tempfile.TemporaryDirectory(prefix="dfcore-job-") as results:
         argv, import_root = _program_argv(program, args, module, results)
         command, env, layout = _command(ps, workers, ranks, argv)
         flavor = mpi_flavor(command[0])
         pids = {} if flavor == "mpich" else None  # {pid: (rank or None, start time)} of Hydra's processes
-        env[RESULTS_ENV] = results
+        env[RESULTS_ENV] = env[JOB_DIR_ENV] = results
         env["PYTHONUNBUFFERED"] = "1"
         if import_root:
             env["PYTHONPATH"] = os.pathsep.join(p for p in (import_root, env.get("PYTHONPATH")) if p)
         with open(os.path.join(results, "stdout"), "w+") as out, open(os.path.join(results, "stderr"), "w+") as err:
             start = time.monotonic()
-            process = subprocess.Popen(command, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
-                                       start_new_session=True)
+            process = start_job(command, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+            departures = DepartureWatch(results, layout, exit_grace_s)
             try:
-                finished = _watch(process, start + timeout_s, results, layout, progress, pids)
+                ended = _watch(process, start + timeout_s, results, layout, progress, pids, departures)
             finally:
                 kill_job(process, pids)
             wall_s = time.monotonic() - start
-            stdout = _untag(_read(out), flavor)[0]
-            stderr, stderr_by_rank = _untag(_read(err), flavor)
+            stdout = untag(_read(out), flavor)[0]
+            stderr, stderr_by_rank = untag(_read(err), flavor)
         reports = RankReports(layout, read_reports(results, layout.size))
         last_progress = read_progress(results, layout.size)
-    if not finished:
+    if ended is _DEADLINE:
         error = errors.DeadlineExceededError(
             None, None, f"The MPI job {_describe(program)} on {layout.size} ranks ran past its deadline of "
             f"timeout_s={timeout_s} s and was killed (ranks that reported: {list(reports)}).")
         error.partial, error.stdout, error.stderr = reports, stdout, stderr
         raise error
+    if ended is not None:
+        raise MPIJobError(f"MPI job {_describe(program)} failed: {ended.describe()}", ended.rank, ended.task,
+                          process.returncode, "", reports, stdout, stderr)
     if process.returncode != 0:
-        raise _job_error(program, layout, process.returncode, reports, stdout, stderr, stderr_by_rank, flavor)
+        raise job_error(_describe(program), layout, process.returncode, reports, stdout, stderr, stderr_by_rank, flavor)
     return JobResult(layout, reports, stdout, stderr, wall_s, last_progress)
 
 
@@ -276,9 +258,13 @@ def call_in_rank():
     report(result=function(*args))
 
 
-def _watch(process, deadline, results, layout, show, pids=None):
-    """Poll until the job exits (True) or the deadline passes (False), updating the bar (and ``pids``, if
-    given, until every rank is in it: :func:`~dfcore.mpi.processes.find_descendants`)."""
+_DEADLINE = "deadline"
+
+
+def _watch(process, deadline, results, layout, show, pids, departures):
+    """Poll until the job exits (None), the deadline passes (:data:`_DEADLINE`) or a rank has left early
+    (its :class:`~dfcore.mpi.departures.Departure`), updating the bar (and ``pids``, if given, until every
+    rank is in it: :func:`~dfcore.mpi.processes.find_descendants`)."""
     bar = None
     if show:
         from tqdm.auto import tqdm
@@ -288,7 +274,10 @@ def _watch(process, deadline, results, layout, show, pids=None):
         while process.poll() is None:
             now = time.monotonic()
             if now >= deadline:
-                return False
+                return _DEADLINE
+            departure = departures.overdue()
+            if departure is not None:
+                return departure
             if bar is not None:
                 _update(bar, results, layout.size)
             if pids is not None and sum(rank is not None for rank, _ in pids.values()) < layout.size:
@@ -296,7 +285,7 @@ def _watch(process, deadline, results, layout, show, pids=None):
             time.sleep(min(_POLL_S, deadline - now))
         if bar is not None:
             _update(bar, results, layout.size)
-        return True
+        return None
     finally:
         if bar is not None:
             bar.close()
@@ -318,70 +307,3 @@ def _read(fileobj):
     fileobj.flush()
     fileobj.seek(0)
     return fileobj.read()
-
-
-def _untag(text, flavor="openmpi"):
-    """``(text without rank tags, {rank: that rank's lines})`` of rank-tagged output (:data:`_TAG`)."""
-    plain, by_rank, tag = [], {}, _TAG.get(flavor)
-    for line in text.splitlines():
-        match = tag and tag.match(line)
-        if match:
-            line = match.group(2)
-            if flavor == "mpich":  # Hydra tags each chunk a rank writes, also one continuing a line
-                line = line.replace(f"[{match.group(1)}] ", "")
-            by_rank.setdefault(int(match.group(1)), []).append(line)
-        plain.append(line)
-    return "\n".join(plain) + ("\n" if plain else ""), {rank: "\n".join(lines) for rank, lines in by_rank.items()}
-
-
-def _last_traceback(text):
-    """The last Python traceback in ``text``, without the frames of ``runpy`` and ``mpi4py`` ("" if none).
-
-    It ends at the exception's message: before a blank line, Open MPI's ``----`` box, MPICH's
-    ``Abort(1) on node ...`` line, or the end.
-    """
-    start = text.rfind("Traceback (most recent call last):")
-    if start < 0:
-        return ""
-    header, *lines = text[start:].splitlines()
-    kept, skipping, in_message = [header], False, False
-    for line in lines:
-        if not in_message and line.startswith("  File "):
-            skipping = "<frozen runpy>" in line or f"{os.sep}mpi4py{os.sep}" in line
-        elif not in_message and not line.startswith("    "):
-            in_message, skipping = True, False
-        if in_message and (not line.strip() or line.startswith("-----") or _ABORTED["mpich"].match(line)):
-            break
-        if not skipping:
-            kept.append(line)
-    return "\n".join(kept)
-
-
-def _job_error(program, layout, status, reports, stdout, stderr, stderr_by_rank, flavor="openmpi"):
-    """The :class:`MPIJobError` for a job that exited with ``status``, naming the failing rank (not with
-    MPICH when a signal killed it: Hydra's report names the lowest rank that ended badly, often one that
-    Hydra itself killed while ending the job)."""
-    launcher = stderr + stdout  # Hydra prints its "BAD TERMINATION" box on stdout
-    aborted = _ABORTED[flavor].search(launcher) if flavor in _ABORTED else None
-    signaled = _SIGNALED[flavor].search(launcher) if flavor in _SIGNALED else None
-    tracebacks = {rank: tb for rank, text in stderr_by_rank.items() if (tb := _last_traceback(text))}
-    rank, how = None, ""
-    if aborted:
-        rank = int(aborted.group(1))
-    elif signaled:
-        rank, number = int(signaled.group(1)) if flavor == "openmpi" else None, int(signaled.group(2))
-        how = f" was killed by signal {number}" + (f" ({signal.Signals(number).name})" if number in _NAMED else "")
-    elif tracebacks:
-        rank = min(tracebacks)
-    traceback = tracebacks.get(rank, "") if stderr_by_rank else _last_traceback(stderr)
-    if not how:
-        raised = [line for line in traceback.splitlines()[1:] if not line.startswith(" ")]
-        how = f" raised {raised[0]}" if raised else " failed"
-    task = RankReports(layout, {}).task_name(rank) if rank is not None and rank < layout.size else None
-    who = f"rank {rank} ({task})" if task else "a rank"
-    message = f"MPI job {_describe(program)} failed: {who}{how}; mpiexec exit status {status}."
-    if traceback:
-        message += f"\nTraceback of {who}:\n{traceback}"
-    elif not task:
-        message += "\nThe job's stderr ends with:\n" + "\n".join(stderr.splitlines()[-20:])
-    return MPIJobError(message, rank, task, status, traceback, reports, stdout, stderr)

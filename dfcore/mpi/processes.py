@@ -5,13 +5,52 @@ Open MPI 5's ``prterun`` puts each rank in a process group of its own (in ``prte
 session), so a SIGKILL to the launcher's process group leaves the ranks running
 (:func:`kill_job` kills the whole session); MPICH's Hydra starts its proxy and each rank in a
 session of their own, so they are found as the launcher's descendants while the job runs
-(:func:`find_descendants`) and killed by pid (:func:`kill_found`).
+(:func:`find_descendants`) and killed by pid (:func:`kill_found`). A job started by
+:func:`start_job` dies with the thread that started it (Linux's ``prctl(PR_SET_PDEATHSIG)``).
 """
 
+import ctypes
 import os
 import signal
 import subprocess
+import sys
 import time
+
+from .env import RANK_VARIABLES
+
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def start_job(command, **popen_kwargs):
+    """Start ``mpiexec`` (``command``) in a session of its own; on Linux it dies with the calling thread.
+
+    When the thread that called this exits (the launcher or the ``run_job`` caller is killed, even with
+    SIGKILL), the kernel sends ``mpiexec`` SIGTERM (``PR_SET_PDEATHSIG``, which survives ``exec``), and
+    ``mpiexec`` ends its ranks (Open MPI's ``prterun`` and MPICH's Hydra both do on SIGTERM; SIGKILL would
+    leave them orphaned). Elsewhere the job outlives a killed launcher. Returns the ``subprocess.Popen``;
+    ``popen_kwargs`` go to it (``env``, ``stdout``, ...).
+    """
+    # preexec_fn runs between fork and exec; it only calls prctl and getppid (no lock, no import).
+    return subprocess.Popen(command, start_new_session=True, preexec_fn=_terminated_with_parent(),  # noqa: PLW1509
+                            **popen_kwargs)
+
+
+def _terminated_with_parent():
+    """A ``preexec_fn`` that asks for SIGTERM when the parent thread dies, or None where Linux's prctl is missing."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def preexec():
+        prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        if os.getppid() != parent:  # the parent died before prctl: nobody will send the signal
+            os._exit(1)
+
+    return preexec
 
 
 def kill_job(process, known=None, grace_s=2.0):
@@ -73,7 +112,7 @@ def proc_stat(pid):
 def find_descendants(leader, found):
     """Add to ``found`` ``{pid: (rank, start time)}`` of the processes descended from the ``mpiexec``
     ``leader``: MPICH's Hydra starts its proxy, and the proxy each rank, in a session of its own.
-    The rank is a process's ``PMI_RANK`` (None for the proxy). Read from ``/proc`` (elsewhere: nothing)."""
+    The rank is the one its launcher gave it (:func:`launched_rank`; None for a proxy or ``prterun``). Read from ``/proc`` (elsewhere: nothing)."""
     if not os.path.isdir("/proc"):
         return
     parents = {int(name): (int(fields[1]), fields[19]) for name in filter(str.isdigit, os.listdir("/proc"))
@@ -84,17 +123,25 @@ def find_descendants(leader, found):
         grown = {pid for pid, (ppid, _) in parents.items() if ppid in grown} - tree
     for pid in tree - {leader}:
         if found.get(pid, (None,))[0] is None:  # a forked rank gets its PMI_RANK when it execs
-            found[pid] = (pmi_rank(pid), parents[pid][1])
+            found[pid] = (launched_rank(pid), parents[pid][1])
 
 
-def pmi_rank(pid):
-    """The ``PMI_RANK`` in ``pid``'s environment (Hydra sets it for each rank), or None."""
+def launched_rank(pid):
+    """The rank in ``pid``'s environment (:data:`~dfcore.mpi.env.RANK_VARIABLES`: Hydra's ``PMI_RANK``, Open
+    MPI's ``OMPI_COMM_WORLD_RANK``), or None."""
+    prefixes = tuple(f"{name}=".encode() for name in RANK_VARIABLES)
     try:
         with open(f"/proc/{pid}/environ", "rb") as f:
-            return next((int(v[len(b"PMI_RANK="):]) for v in f.read().split(b"\0") if v.startswith(b"PMI_RANK=")),
-                        None)
+            return next((int(v.split(b"=", 1)[1]) for v in f.read().split(b"\0") if v.startswith(prefixes)), None)
     except (OSError, ValueError):
         return None
+
+
+def live_ranks(leader):
+    """The ranks of the live processes descended from the ``mpiexec`` ``leader`` (from ``/proc``; else empty)."""
+    found = {}
+    find_descendants(leader, found)
+    return {rank for rank, _ in found.values() if rank is not None}
 
 
 def kill_found(pids, grace_s=2.0):

@@ -71,7 +71,7 @@ def report(**values):
     path = report_path(directory, current_rank())
     merged = load(path) if os.path.exists(path) else {}
     merged.update(values)
-    _atomic_write(path, dumps(merged))
+    atomic_write(path, dumps(merged))
 
 
 def progress(done, total, what="steps"):
@@ -83,7 +83,7 @@ def progress(done, total, what="steps"):
     if not directory:
         return
     text = json.dumps({"done": int(done), "total": int(total), "what": str(what)})
-    _atomic_write(progress_path(directory, current_rank()), text.encode())
+    atomic_write(progress_path(directory, current_rank()), text.encode())
 
 
 def report_path(directory, rank):
@@ -140,7 +140,7 @@ def load(path):
         return pickle.load(f)
 
 
-def _atomic_write(path, data):
+def atomic_write(path, data):
     """Write ``data`` (bytes) to a temp file next to ``path``, then ``os.replace`` it into place."""
     directory = os.path.dirname(path) or "."
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")

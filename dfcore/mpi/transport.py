@@ -326,3 +326,8 @@ def get():
             _TRANSPORT = Transport(comm, layout)
             atexit.register(_TRANSPORT.close)
         return _TRANSPORT
+
+
+def current():
+    """The process's :class:`Transport` if one was made (a ``tf.train.Server`` started), else None."""
+    return _TRANSPORT

@@ -13,8 +13,8 @@ import sys
 import pytest
 
 from dfcore.mpi import env as env_lib
+from dfcore.mpi import failures, processes
 from dfcore.mpi import job as job_lib
-from dfcore.mpi import processes
 from dfcore.mpi.world import Layout
 
 
@@ -107,11 +107,11 @@ def test_run_job_asks_the_launcher_to_tag_lines_with_ranks(monkeypatch, flavor, 
 def test_untag_mpich_lines_including_chunks_that_continue_a_line():
     text = "[3] Traceback (most recent call last):\n[0] hello [0] from 0\n[3] ValueError[3] : [3] bad\n" \
            "[mpiexec@vm] Exit codes: [vm] 0,0,0,1\n"
-    plain, by_rank = job_lib._untag(text, "mpich")
+    plain, by_rank = failures.untag(text, "mpich")
     assert plain == "Traceback (most recent call last):\nhello from 0\nValueError: bad\n" \
                     "[mpiexec@vm] Exit codes: [vm] 0,0,0,1\n"
     assert by_rank == {3: "Traceback (most recent call last):\nValueError: bad", 0: "hello from 0"}
-    assert job_lib._untag("[3] x\n", "openmpi") == ("[3] x\n", {})  # Open MPI's tags look otherwise
+    assert failures.untag("[3] x\n", "openmpi") == ("[3] x\n", {})  # Open MPI's tags look otherwise
 
 
 MPICH_RAISE = """[3] Traceback (most recent call last):
@@ -138,8 +138,8 @@ This typically refers to a problem with your application.
 
 
 def test_mpich_abort_names_the_rank_and_its_traceback_without_the_abort_line():
-    stderr, by_rank = job_lib._untag(MPICH_RAISE, "mpich")
-    error = job_lib._job_error("train.py", Layout({"ps": 1, "worker": 3}), 1, None, "", stderr, by_rank, "mpich")
+    stderr, by_rank = failures.untag(MPICH_RAISE, "mpich")
+    error = failures.job_error("train.py", Layout({"ps": 1, "worker": 3}), 1, None, "", stderr, by_rank, "mpich")
     assert (error.rank, error.task, error.exit_status) == (3, "/job:worker/replica:0/task:2", 1)
     assert "rank 3 (/job:worker/replica:0/task:2) raised ValueError: boom; mpiexec exit status 1" in error.message
     assert error.traceback == 'Traceback (most recent call last):\n  File "train.py", line 20, in <module>\n' \
@@ -147,18 +147,18 @@ def test_mpich_abort_names_the_rank_and_its_traceback_without_the_abort_line():
 
 
 def test_mpich_signal_is_read_from_stdout_and_names_no_rank():
-    error = job_lib._job_error("train.py", Layout({"worker": 4}), 9, None, MPICH_KILLED_STDOUT, "", {}, "mpich")
+    error = failures.job_error("train.py", Layout({"worker": 4}), 9, None, MPICH_KILLED_STDOUT, "", {}, "mpich")
     assert (error.rank, error.task, error.exit_status) == (None, None, 9)
     assert "failed: a rank was killed by signal 9 (SIGKILL); mpiexec exit status 9." in error.message
 
 
-def test_hydra_processes_are_found_by_parent_and_pmi_rank(monkeypatch):
+def test_hydra_processes_are_found_by_parent_and_launched_rank(monkeypatch):
     stats = {10: ["S", "1"], 11: ["S", "10"], 12: ["S", "11"], 13: ["S", "11"], 14: ["Z", "11"], 20: ["S", "1"]}
     ranks = {12: 0}  # 13: forked by the proxy, not yet the rank's program
     monkeypatch.setattr(processes.os, "listdir", lambda path: [str(p) for p in stats] + ["self"])
     monkeypatch.setattr(processes.os.path, "isdir", lambda path: True)
     monkeypatch.setattr(processes, "proc_stat", lambda pid: stats[int(pid)] + ["0"] * 17 + [f"t{pid}"])
-    monkeypatch.setattr(processes, "pmi_rank", ranks.get)
+    monkeypatch.setattr(processes, "launched_rank", ranks.get)
     found = {}
     processes.find_descendants(10, found)
     assert found == {11: (None, "t11"), 12: (0, "t12"), 13: (None, "t13")}
@@ -168,11 +168,11 @@ def test_hydra_processes_are_found_by_parent_and_pmi_rank(monkeypatch):
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
-def test_pmi_rank_is_read_from_the_environment_of_a_process_and_its_stragglers_are_killed():
+def test_the_launched_rank_is_read_from_the_environment_of_a_process_and_its_stragglers_are_killed():
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"], env={"PMI_RANK": "5"})
     other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"], env={})
     try:
-        assert (processes.pmi_rank(child.pid), processes.pmi_rank(other.pid)) == (5, None)
+        assert (processes.launched_rank(child.pid), processes.launched_rank(other.pid)) == (5, None)
         started = processes.proc_stat(child.pid)[19]
         processes.kill_found({child.pid: (5, started), other.pid: (None, "another start time")})
         assert child.wait(timeout=5) == -9
@@ -181,3 +181,19 @@ def test_pmi_rank_is_read_from_the_environment_of_a_process_and_its_stragglers_a
         for process in (child, other):
             process.kill()
             process.wait()
+
+
+OPENMPI_EXITED = """--------------------------------------------------------------------------
+prterun detected that one or more processes exited with non-zero status,
+thus causing the job to be terminated. The first process to do so was:
+
+   Process name: [prterun-vm-10287@1,2]
+   Exit code:    1
+--------------------------------------------------------------------------
+"""
+
+
+def test_openmpi_names_a_rank_that_exited_outside_mpi():
+    error = failures.job_error("train.py", Layout({"ps": 1, "worker": 2}), 1, None, "", OPENMPI_EXITED, {}, "openmpi")
+    assert (error.rank, error.task, error.exit_status) == (2, "/job:worker/replica:0/task:1", 1)
+    assert "rank 2 (/job:worker/replica:0/task:1) exited with status 1 without ending MPI" in error.message

@@ -124,3 +124,36 @@ def test_import_graph_def_rejects_missing_inputs_and_cycles():
                      {"name": "q", "op": "Identity", "input": ["p"], "device": "", "attr": {}}]}
     with pytest.raises(ValueError, match="form a cycle"):
         import_graph_def(loop, graph=tf.Graph())
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["-n", "0", "x.py"], "-n must be >= 1"), (["-n", "-2", "x.py"], "-n must be >= 1"),
+    (["--ps", "2", "-n", "2", "x.py"], "-n must be >= 3"),
+    (["--ps", "-1", "--workers", "2", "x.py"], "--ps must be >= 0"),
+    (["--ps", "0", "--workers", "0", "x.py"], "--workers must be >= 1"),
+    (["--timeout", "0", "x.py"], "--timeout must be > 0 seconds, got 0.0"),
+    (["--timeout", "-5", "x.py"], "--timeout must be > 0 seconds"),
+    (["--exit-grace", "0", "x.py"], "--exit-grace must be > 0 seconds"),
+    (["--heartbeat", "-1", "x.py"], "--heartbeat must be >= 0 seconds")])
+def test_nonsense_counts_and_seconds_are_usage_errors_naming_the_option_and_its_range(argv, message, monkeypatch,
+                                                                                      capsys):
+    monkeypatch.setattr(env_lib, "find_mpiexec", lambda path=None: pytest.fail("looked for mpiexec"))
+    with pytest.raises(SystemExit) as caught:
+        launch.main(argv)
+    assert caught.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"ranks": 0}, "ranks must be >= 1"), ({"ranks": -3}, "ranks must be >= 1"),
+    ({"ps": -1, "workers": 2}, "ps must be >= 0"), ({"ps": 0, "workers": 0}, "workers must be >= 1"),
+    ({"ranks": 2, "timeout_s": 0}, "timeout_s must be > 0 seconds"),
+    ({"ranks": 2, "timeout_s": -1.5}, "timeout_s must be > 0 seconds"),
+    ({"ranks": 2, "timeout_s": None}, "timeout_s must be > 0 seconds: run_job always has a deadline"),
+    ({"ranks": 2, "exit_grace_s": 0}, "exit_grace_s must be > 0 seconds")])
+def test_run_job_refuses_nonsense_counts_and_seconds_before_starting_anything(kwargs, message, monkeypatch):
+    from dfcore.mpi import job as job_lib
+
+    monkeypatch.setattr(job_lib, "start_job", lambda *a, **k: pytest.fail("started a job"))
+    with pytest.raises(ValueError, match=message):
+        job_lib.run_job("x.py", progress=False, **kwargs)

@@ -1,0 +1,133 @@
+"""MPI jobs end cleanly: with their launcher, when a rank leaves early, and with the failing rank named.
+
+Specification: issue "Nothing lost, nothing hangs" (a job dies within 5 s of its launcher, even a SIGKILLed
+one, and of ``run_job``'s caller; a rank whose program ends while the others wait for it ends the job within
+5 s with an error naming the rank and its task, ranks that end about together are not reported; a rank that
+calls ``os._exit(1)`` is named). Rank programs: ``tests/unit/mpi_programs/jobs_*.py``; every job is short,
+bounded by its own deadline and pytest-timeout, and leaves no process behind (checked by command-line marker).
+"""
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+
+pytest.importorskip("mpi4py", reason="the MPI fault tests need mpi4py (pip install 'dfcore[mpi]')")
+
+# test_mpi_jobs skips this module too where there is no mpiexec
+from test_mpi_jobs import alive, launch, processes_with, program
+
+import dfcore as tf
+from dfcore.mpi.job import MPIJobError, run_job
+
+LEFT_TASK = "/job:worker/replica:0/task:2"
+
+
+def wait_for(condition, timeout_s, what):
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, f"{what} within {timeout_s} s"
+        time.sleep(0.02)
+
+
+def kill_leftovers(marker):
+    for pid in processes_with(marker):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def seconds_until_gone(parent, marker, ranks):
+    """SIGKILL ``parent`` (the launcher, or the process that called ``run_job``) once its ``ranks`` ranks run
+    (seen by ``marker``), and return the seconds until no process with ``marker`` is left."""
+    try:
+        wait_for(lambda: len(processes_with(marker)) >= ranks + 2, 30, "the launcher, mpiexec and the ranks start")
+        time.sleep(0.5)
+        start = time.monotonic()
+        parent.kill()
+        parent.wait(timeout=10)
+        wait_for(lambda: not processes_with(marker), 20, "every process of the job ends")
+        return time.monotonic() - start
+    finally:
+        parent.kill()
+        kill_leftovers(marker)
+
+
+@pytest.mark.timeout(90)
+def test_a_sigkilled_launcher_takes_its_whole_job_with_it_within_5_s():
+    marker = f"dfcore-orphan-{uuid.uuid4().hex}"
+    launcher = subprocess.Popen([sys.executable, "-m", "dfcore.launch", "-n", "3", program("jobs_hang.py"), "60",
+                                 marker], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    assert seconds_until_gone(launcher, marker, 3) <= 5.0
+
+
+@pytest.mark.timeout(90)
+def test_a_job_dies_with_the_process_that_called_run_job_within_5_s():
+    marker = f"dfcore-orphan-{uuid.uuid4().hex}"
+    call = (f"from dfcore.mpi import run_job; run_job({program('jobs_hang.py')!r}, ranks=3, args=[60, {marker!r}], "
+            "timeout_s=60, progress=False)")
+    caller = subprocess.Popen([sys.executable, "-c", call], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    assert seconds_until_gone(caller, marker, 3) <= 5.0
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("how", ["exit", "return"])
+def test_a_rank_that_leaves_while_the_others_wait_ends_the_job_within_5_s_naming_it(how):
+    with pytest.raises(MPIJobError) as caught:
+        run_job(program("jobs_leave.py"), ranks=3, args=[how], timeout_s=40, progress=False)
+    error = caught.value
+    assert time.time() - error.partial[2]["left_at"] <= 5.0
+    assert (error.rank, error.task) == (2, LEFT_TASK)
+    assert f"rank 2 ({LEFT_TASK}) ended its program while ranks [0, 1] were still running" in error.message
+    pids = error.partial.gather("pid").values()
+    assert len(pids) == 3 and not any(alive(pid) for pid in pids)
+
+
+@pytest.mark.timeout(60)
+def test_ranks_that_end_within_the_grace_of_each_other_are_not_reported():
+    result = run_job(program("jobs_leave.py"), ranks=3, args=["sooner", 1.0], timeout_s=40, progress=False)
+    assert sorted(result.ranks.gather("pid")) == [0, 1, 2]
+
+
+@pytest.mark.timeout(60)
+def test_launch_ends_a_job_whose_rank_left_early_and_names_it():
+    done, wall_s = launch("-n", "3", program("jobs_leave.py"), "exit", timeout=40)
+    assert done.returncode == 1
+    assert f"dfcore.launch: rank 2 ({LEFT_TASK}) ended its program while ranks [0, 1]" in done.stderr
+    assert wall_s < 30.0
+
+
+@pytest.mark.timeout(60)
+def test_a_rank_that_calls_os_exit_is_named():
+    with pytest.raises(MPIJobError) as caught:
+        run_job(program("jobs_leave.py"), ranks=3, args=["os_exit"], timeout_s=40, progress=False)
+    error = caught.value
+    assert isinstance(error, tf.errors.UnknownError)
+    assert (error.rank, error.task) == (2, LEFT_TASK)
+    assert f"rank 2 ({LEFT_TASK}) exited with status 1 without ending MPI" in error.message
+
+
+@pytest.mark.timeout(60)
+def test_launch_prints_a_heartbeat_while_the_job_runs_without_a_deadline():
+    marker = f"dfcore-beat-{uuid.uuid4().hex}"
+    try:
+        done, _ = launch("--heartbeat", "1", "-n", "2", program("jobs_hang.py"), "3", marker, timeout=40)
+    finally:
+        kill_leftovers(marker)
+    assert done.returncode == 0
+    assert re.search(r"^dfcore.launch: job running for \d+ s, 2/2 ranks alive; --timeout S to bound it$", done.stderr,
+                     re.MULTILINE), done.stderr
+
+
+@pytest.mark.timeout(90)
+def test_tasks_with_servers_may_end_far_apart():
+    """Workers of asynchronous training end when they are done; their ps waits for both (Server.join)."""
+    result = run_job(program("jobs_servers_apart.py"), ps=1, workers=2, args=[4.0], timeout_s=60, progress=False,
+                     exit_grace_s=1.0)
+    assert sorted(result.ranks.gather("pid")) == [0, 1, 2]
