@@ -2,8 +2,12 @@
 
 Source: ``tensorflow/python/framework/errors_impl.py`` and ``error_codes.proto``.
 Every error raised while a step runs is an :class:`OpError` carrying the node
-that failed (``node_def``, ``op``) so a user can find it in the graph.
+that failed (``node_def``, ``op``) so a user can find it in the graph. File
+system failures become the class TF's ``ErrnoToCode`` picks for their errno
+(:func:`error_from_os_error`).
 """
+
+import errno
 
 OK = 0
 CANCELLED = 1
@@ -20,6 +24,7 @@ OUT_OF_RANGE = 11
 UNIMPLEMENTED = 12
 INTERNAL = 13
 UNAVAILABLE = 14
+DATA_LOSS = 15
 
 
 class OpError(Exception):
@@ -87,6 +92,9 @@ OutOfRangeError = _make("OutOfRangeError", OUT_OF_RANGE, "An iterator or queue i
 UnimplementedError = _make("UnimplementedError", UNIMPLEMENTED, "The operation is not implemented.")
 InternalError = _make("InternalError", INTERNAL, "An internal invariant was broken.")
 UnavailableError = _make("UnavailableError", UNAVAILABLE, "A task or service is unavailable.")
+DataLossError = _make(
+    "DataLossError", DATA_LOSS, "Unrecoverable data loss or corruption, e.g. a truncated or corrupt checkpoint file."
+)
 
 _CODE_TO_CLASS = {
     CANCELLED: CancelledError,
@@ -103,12 +111,45 @@ _CODE_TO_CLASS = {
     UNIMPLEMENTED: UnimplementedError,
     INTERNAL: InternalError,
     UNAVAILABLE: UnavailableError,
+    DATA_LOSS: DataLossError,
 }
+
+# errno names by the code TF gives them (``ErrnoToCode`` in ``tensorflow/core/platform/errors.cc``).
+_ERRNO_NAMES_BY_CODE = {
+    INVALID_ARGUMENT: ("EINVAL", "ENAMETOOLONG", "E2BIG", "EDESTADDRREQ", "EDOM", "EFAULT", "EILSEQ", "ENOPROTOOPT",
+                       "ENOTSOCK", "ENOTTY", "EPROTOTYPE", "ESPIPE"),
+    DEADLINE_EXCEEDED: ("ETIMEDOUT",),
+    NOT_FOUND: ("ENODEV", "ENOENT", "ENOMEDIUM", "ENXIO", "ESRCH"),
+    ALREADY_EXISTS: ("EEXIST", "EADDRNOTAVAIL", "EALREADY", "ENOTUNIQ"),
+    PERMISSION_DENIED: ("EPERM", "EACCES", "ENOKEY", "EROFS"),
+    FAILED_PRECONDITION: ("ENOTEMPTY", "EISDIR", "ENOTDIR", "EADDRINUSE", "EBADF", "EBADFD", "EBUSY", "ECHILD",
+                          "EISCONN", "EISNAM", "ENOTBLK", "ENOTCONN", "EPIPE", "ESHUTDOWN", "ETXTBSY", "EUNATCH"),
+    RESOURCE_EXHAUSTED: ("ENOSPC", "EDQUOT", "EMFILE", "EMLINK", "ENFILE", "ENOBUFS", "ENOMEM", "EUSERS"),
+    OUT_OF_RANGE: ("ECHRNG", "EFBIG", "EOVERFLOW", "ERANGE"),
+    UNIMPLEMENTED: ("ENOPKG", "ENOSYS", "ENOTSUP", "EAFNOSUPPORT", "EPFNOSUPPORT", "EPROTONOSUPPORT",
+                    "ESOCKTNOSUPPORT", "EXDEV"),
+    UNAVAILABLE: ("EAGAIN", "ECOMM", "ECONNREFUSED", "ECONNABORTED", "ECONNRESET", "EINTR", "EHOSTDOWN",
+                  "EHOSTUNREACH", "ENETDOWN", "ENETRESET", "ENETUNREACH", "ENOLCK", "ENOLINK", "ENONET"),
+    ABORTED: ("EDEADLK", "ESTALE"),
+    CANCELLED: ("ECANCELED",),
+}
+_ERRNO_TO_CODE = {getattr(errno, name): code for code, names in _ERRNO_NAMES_BY_CODE.items()
+                  for name in names if hasattr(errno, name)}
 
 
 def exception_type_from_error_code(error_code):
     """The OpError subclass for an integer error code (TF's function of the same name)."""
     return _CODE_TO_CLASS[error_code]
+
+
+def error_from_os_error(error: OSError, context: str, advice: str = "") -> OpError:
+    """The OpError TF raises for a failed file operation: class by errno as TF's ``ErrnoToCode``
+    (``ENOSPC`` -> ResourceExhaustedError, ``EACCES``/``EROFS`` -> PermissionDeniedError, ``ENOENT`` ->
+    NotFoundError, unknown -> UnknownError), message ``<context>; <strerror>`` as TF's ``IOError``, then ``advice``.
+    """
+    code = _ERRNO_TO_CODE.get(error.errno, UNKNOWN)
+    message = f"{context}; {error.strerror or error}" + (f". {advice}" if advice else "")
+    return _CODE_TO_CLASS[code](None, None, message)
 
 
 def with_node(error, op):

@@ -25,6 +25,7 @@ import numpy as np
 from .. import errors
 from ..runtime import cost_model
 from ..runtime.config import RunOptions
+from ..train.file_io import atomic_write
 from .staleness import FaultRecord, PhaseRecord, UpdateRecord
 
 _ARRIVE, _PUSH, _START = 0, 1, 2
@@ -271,8 +272,8 @@ def _worker(w):
 
 def save_sidecar(path, version, time_s, clocks):
     """Driver state saved next to a checkpoint: version, simulated time, worker clocks (JSON)."""
-    with open(path + ".driver.json", "w", encoding="utf-8") as f:
-        json.dump({"version": int(version), "time_s": float(time_s), "clocks": [int(c) for c in clocks]}, f)
+    state = {"version": int(version), "time_s": float(time_s), "clocks": [int(c) for c in clocks]}
+    atomic_write(path + ".driver.json", lambda f: f.write(json.dumps(state).encode("utf-8")))
 
 
 def load_sidecar(path, version, num_workers):

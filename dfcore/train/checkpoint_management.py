@@ -4,24 +4,37 @@ Source: ``tensorflow/python/training/checkpoint_management.py``. A directory
 of checkpoints holds one state file (default name ``checkpoint``) in TF's
 ``CheckpointState`` text format::
 
+    # crc32: 0xad09f2b9
     model_checkpoint_path: "model.ckpt-20"
     all_model_checkpoint_paths: "model.ckpt-10"
     all_model_checkpoint_paths: "model.ckpt-20"
 
 and, for each checkpoint prefix ``P``, the file ``P.npz`` written by
-:class:`~dfcore.train.saver.Saver` (dfcore's format, see there). As in TF,
-paths are stored relative to the directory when the directory is given as a
-relative path (or with ``save_relative_paths``), and relative paths read back
-are joined to the directory. Every file is replaced atomically.
+:class:`~dfcore.train.saver.Saver` (dfcore's format, see ``checkpoint_format``)
+and any sidecar files ``P.<name>.json`` written beside it (a parameter-server
+driver's ``P.driver.json``), deleted with it. As in TF, paths are
+stored relative to the directory when the directory is given as a relative path
+(or with ``save_relative_paths``), and relative paths read back are joined to
+the directory. Every file is replaced atomically (``file_io.atomic_write``).
+
+The first line, a text-format comment TF's parser skips, is dfcore's: the CRC-32
+of the lines after it, so a damaged state file is caught even where it still
+parses. Unlike TF, which logs a corrupt state file and goes on as if there were
+no checkpoint (a training job then silently starts over), reading one raises
+``DataLossError``; a state file without the line (written by TF) is read as TF does.
 """
 
 import dataclasses
+import glob
 import logging
 import os
 import re
-import tempfile
+import zlib
 
-CHECKPOINT_SUFFIX = ".npz"
+from .. import errors
+from . import file_io
+from .checkpoint_format import SUFFIX as CHECKPOINT_SUFFIX
+
 _LOG = logging.getLogger(__name__)
 
 
@@ -40,24 +53,35 @@ _UNESCAPES = {"\\": "\\", '"': '"', "'": "'", "n": "\n", "r": "\r", "t": "\t"}
 _LINE = re.compile(r'^\s*(\w+)\s*:\s*"((?:[^"\\]|\\.)*)"\s*$')
 _OCTAL = re.compile(r"[0-7]{1,3}")
 _OTHER_FIELD = re.compile(r"^\s*\w+\s*:\s*[-+0-9.eE]+\s*$")
+_CHECKSUM = re.compile(r"^# crc32: 0x([0-9a-f]{8})\n")
 
 
 def format_checkpoint_state(state):
-    """``state`` as TF's text proto (``field: "value"`` lines, C escapes)."""
+    """``state`` as TF's text proto (``field: "value"`` lines, C escapes) after a CRC-32 comment line."""
     lines = [f'model_checkpoint_path: "{_escape(state.model_checkpoint_path)}"']
     lines += [f'all_model_checkpoint_paths: "{_escape(p)}"' for p in state.all_model_checkpoint_paths]
-    return "\n".join(lines) + "\n"
+    body = "\n".join(lines) + "\n"
+    return f"# crc32: 0x{zlib.crc32(body.encode('utf-8')):08x}\n" + body
 
 
 def parse_checkpoint_state(text):
-    """The :class:`CheckpointState` in ``text``; numeric fields of newer TF versions are skipped.
+    """The :class:`CheckpointState` in ``text``; comments and numeric fields of newer TF versions are skipped.
 
     Raises:
-        ValueError: a line that is not a ``CheckpointState`` field.
+        ValueError: the CRC-32 line does not match the text after it, or a line is not a
+            ``CheckpointState`` field.
     """
+    checksum = _CHECKSUM.match(text)
+    if checksum:
+        body = text[checksum.end():]
+        stored, computed = int(checksum.group(1), 16), zlib.crc32(body.encode("utf-8"))
+        if stored != computed:
+            raise ValueError(f"Checksum does not match: stored 0x{stored:08x} vs. calculated 0x{computed:08x} "
+                             "on the lines after it")
+        text = body
     state = CheckpointState()
     for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip() or _OTHER_FIELD.match(line):
+        if not line.strip() or line.lstrip().startswith("#") or _OTHER_FIELD.match(line):
             continue
         match = _LINE.match(line)
         if match is None or match.group(1) not in _FIELDS:
@@ -94,36 +118,17 @@ def _unescape(text):
 
 
 # -- files ------------------------------------------------------------------------
-def atomic_write(path, write):
-    """Call ``write(fileobj)`` on a temp file next to ``path``, then ``os.replace`` it into place.
-
-    A failure (or crash) during ``write`` leaves any previous ``path`` untouched;
-    the temp file is removed on failure.
-    """
-    directory = os.path.dirname(path) or "."
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
-
-
 def _state_filename(save_dir, latest_filename):
     return os.path.join(save_dir, latest_filename or "checkpoint")
 
 
 def update_checkpoint_state(save_dir, model_checkpoint_path, all_model_checkpoint_paths=None,
                             latest_filename=None, save_relative_paths=False):
-    """Write the state file of ``save_dir``; the newest path is appended to the list if missing.
+    """Write the state file of ``save_dir`` atomically; the newest path is appended to the list if missing.
 
     Raises:
         RuntimeError: the checkpoint path is the state file's own path (TF's wording).
+        PermissionDeniedError, ResourceExhaustedError, ...: the file cannot be written (the old one is kept).
     """
     save_dir = save_dir or "."
     paths = list(all_model_checkpoint_paths or [])
@@ -137,7 +142,7 @@ def update_checkpoint_state(save_dir, model_checkpoint_path, all_model_checkpoin
         raise RuntimeError(f"Save path '{model_checkpoint_path}' conflicts with path used for checkpoint state.  "
                            "Please use a different save path.")
     text = format_checkpoint_state(CheckpointState(model_checkpoint_path, paths))
-    atomic_write(filename, lambda f: f.write(text.encode("utf-8")))
+    file_io.atomic_write(filename, lambda f: f.write(text.encode("utf-8")))
 
 
 def _relative_to(path, save_dir):
@@ -148,20 +153,30 @@ def _relative_to(path, save_dir):
 
 def get_checkpoint_state(checkpoint_dir, latest_filename=None):
     """The :class:`CheckpointState` of ``checkpoint_dir`` (relative paths joined to it), or None
-    if there is no readable state file."""
+    if it has no state file.
+
+    Raises:
+        DataLossError: the state file is corrupt (names it; TF would log it and return None).
+        PermissionDeniedError, ...: the state file cannot be read.
+    """
     filename = _state_filename(checkpoint_dir or ".", latest_filename)
     try:
-        with open(filename, encoding="utf-8") as f:
-            state = parse_checkpoint_state(f.read())
-    except FileNotFoundError:
+        with open(filename, "rb") as f:
+            raw = f.read()
+    except (FileNotFoundError, NotADirectoryError):
         return None
-    except (OSError, ValueError, UnicodeDecodeError) as error:
-        _LOG.warning("%s: Checkpoint ignored", error)
-        return None
-    if not state.model_checkpoint_path:
-        _LOG.warning("Invalid checkpoint state loaded from %s", checkpoint_dir)
-        return None
-    join = lambda p: p if os.path.isabs(p) else os.path.join(checkpoint_dir, p)  # noqa: E731
+    except OSError as error:
+        raise errors.error_from_os_error(error, filename, "Cannot read the checkpoint state file") from error
+    try:
+        state = parse_checkpoint_state(raw.decode("utf-8"))  # UnicodeDecodeError is a ValueError
+        if not state.model_checkpoint_path:
+            raise ValueError("no model_checkpoint_path")
+    except ValueError as error:
+        raise errors.DataLossError(
+            None, None, f"Unable to read checkpoint state file {filename}: Data loss: {error}. The file is "
+            "corrupt; restore it from a backup, or write it anew with tf.train.update_checkpoint_state naming "
+            "the checkpoints in that directory.") from error
+    join = lambda p: p if os.path.isabs(p) else os.path.join(checkpoint_dir, p)
     return CheckpointState(join(state.model_checkpoint_path), [join(p) for p in state.all_model_checkpoint_paths])
 
 
@@ -187,8 +202,17 @@ def get_checkpoint_mtimes(checkpoint_prefixes):
 
 
 def remove_checkpoint(checkpoint_prefix):
-    """Delete the checkpoint file of ``checkpoint_prefix`` (no error if it is already gone)."""
-    try:
-        os.remove(checkpoint_prefix + CHECKPOINT_SUFFIX)
-    except FileNotFoundError:
-        pass
+    """Delete the checkpoint's files: ``<checkpoint_prefix>.npz`` and its sidecars ``<checkpoint_prefix>.<name>.json``,
+    as TF deletes ``.index``, ``.data-*`` and ``.meta`` (no error for a file already gone).
+
+    Raises:
+        PermissionDeniedError, ...: a file cannot be deleted.
+    """
+    prefix = glob.escape(checkpoint_prefix)
+    for path in glob.glob(prefix + CHECKPOINT_SUFFIX) + glob.glob(prefix + ".*.json"):
+        try:
+            os.remove(path)
+        except FileNotFoundError:
+            pass
+        except OSError as error:
+            raise errors.error_from_os_error(error, path, "Cannot delete this file of an old checkpoint") from error

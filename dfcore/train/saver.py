@@ -2,22 +2,22 @@
 
 Source: ``tensorflow/python/training/saver.py``.
 
-Checkpoint format (dfcore's): one file ``<prefix>.npz`` per checkpoint, a
-numpy ``.npz`` archive (uncompressed zip, readable with ``numpy.load``) with
-one array per variable, named by the variable's checkpoint key (its op name,
-``layer1/weights``, or the key of a ``var_list`` dict). A save reads every
-variable in one ``sess.run`` (one consistent snapshot), writes a temp file in
-the same directory and ``os.replace``-s it into place, then updates the
-``checkpoint`` state file the same way, so a crash never leaves a half-written
-checkpoint or state behind. A restore checks names, shapes and dtypes first,
-then assigns every variable in one ``sess.run`` of ``save/restore_all``
-(Assign ops fed by placeholders, built once when the Saver is built).
-dfcore writes no MetaGraphDef: rebuild the graph in code, then restore.
+Checkpoint format (dfcore's, see ``checkpoint_format``): one file
+``<prefix>.npz`` per checkpoint, one array per variable named by its checkpoint
+key (its op name, ``layer1/weights``, or the key of a ``var_list`` dict), each
+with a CRC-32. A save reads every variable in one ``sess.run`` (one consistent
+snapshot), writes the file atomically (temp file, fsync, rename), then updates
+the ``checkpoint`` state file the same way and only then deletes checkpoints
+beyond ``max_to_keep``: a failed, interrupted or killed save leaves the previous
+checkpoint and state intact (the next save removes a killed one's temp file).
+A restore verifies the file (``DataLossError`` if it is corrupt), checks names,
+shapes and dtypes, then assigns every variable in one ``sess.run`` of
+``save/restore_all`` (Assign ops fed by placeholders, built once when the Saver
+is built). dfcore writes no MetaGraphDef: rebuild the graph in code, then restore.
 """
 
 import os
 import time
-import zipfile
 
 import numpy as np
 
@@ -25,7 +25,7 @@ from .. import errors
 from ..framework import dtypes
 from ..ops import array_ops, control_flow_ops, state_ops, variables
 from ..runtime.session import BaseSession
-from . import checkpoint_management, training_util
+from . import checkpoint_format, checkpoint_management, file_io, training_util
 
 
 class Saver:
@@ -34,7 +34,8 @@ class Saver:
     Args:
         var_list: Variables to save: a list (keys are their op names) or a dict
             ``{key: Variable}``; default all global variables.
-        max_to_keep: how many recent checkpoints to keep (None or 0: keep all files).
+        max_to_keep: how many recent checkpoints to keep on disk and in the state file (None or 0:
+            keep every file; the state file then lists only the newest, as TF).
         keep_checkpoint_every_n_hours: also keep one checkpoint per this many hours.
         name: name scope of the restore ops (default ``save``).
         allow_empty: with no variables, make save/restore no-ops instead of raising.
@@ -93,6 +94,8 @@ class Saver:
             TypeError: ``sess`` is not a Session.
             ValueError: the parent directory does not exist, or ``latest_filename`` collides.
             FailedPreconditionError: a variable is uninitialized (nothing is written).
+            PermissionDeniedError, ResourceExhaustedError (disk full), ...: a file cannot be written,
+                naming it; the previous checkpoint and state file are unchanged, no temp file is left.
         """
         if self._is_empty:
             return None
@@ -111,23 +114,32 @@ class Saver:
         if not os.path.isdir(save_dir or "."):
             raise ValueError(f"Parent directory of {save_path} doesn't exist, can't save.")
         values = sess.run(self._save_fetches)
-        checkpoint_management.atomic_write(checkpoint_file + checkpoint_management.CHECKPOINT_SUFFIX,
-                                           lambda f: _write_npz(f, values))
+        file_io.remove_stale_temp_files(save_dir or ".")
+        replaces_a_checkpoint = checkpoint_management.checkpoint_exists(checkpoint_file)
+        file_io.atomic_write(checkpoint_file + checkpoint_format.SUFFIX,
+                             lambda f: checkpoint_format.write_tensors(f, values))
         if write_state:
-            self._record_last_checkpoint(checkpoint_file)
-            checkpoint_management.update_checkpoint_state(
-                save_dir, checkpoint_file, [p for p, _ in self._last_checkpoints], latest_filename,
-                self._save_relative_paths)
+            kept, dropped = self._kept_after_saving(checkpoint_file)
+            try:
+                checkpoint_management.update_checkpoint_state(
+                    save_dir, checkpoint_file, [p for p, _ in kept], latest_filename, self._save_relative_paths)
+            except BaseException:
+                if not replaces_a_checkpoint:  # no state file names it: max_to_keep would never delete it
+                    checkpoint_management.remove_checkpoint(checkpoint_file)
+                raise
+            self._last_checkpoints = kept
+            self._checkpoints_to_be_deleted += dropped
             self._maybe_delete_old_checkpoints()
         return checkpoint_file
 
-    def _record_last_checkpoint(self, path):
+    def _kept_after_saving(self, path):
+        """``(kept, dropped)``: the ``(path, time)`` records to keep once ``path`` is saved, and the
+        oldest beyond ``max_to_keep`` (all of them, also after :meth:`recover_last_checkpoints`)."""
         if not self._max_to_keep:
-            return
-        self._last_checkpoints = [p for p in self._last_checkpoints if p[0] != path]
-        self._last_checkpoints.append((path, time.time()))
-        if len(self._last_checkpoints) > self._max_to_keep:
-            self._checkpoints_to_be_deleted.append(self._last_checkpoints.pop(0))
+            return self._last_checkpoints, []
+        kept = [p for p in self._last_checkpoints if p[0] != path] + [(path, time.time())]
+        excess = max(0, len(kept) - self._max_to_keep)
+        return kept[excess:], kept[:excess]
 
     def _maybe_delete_old_checkpoints(self):
         while self._checkpoints_to_be_deleted:
@@ -154,8 +166,10 @@ class Saver:
 
         Raises:
             ValueError: ``save_path`` is None or not a checkpoint (TF's wording).
+            DataLossError: the checkpoint file is truncated or corrupt (a checksum or its structure).
             NotFoundError: ``Key <name> not found in checkpoint``.
             InvalidArgumentError: a shape or dtype differs from the checkpoint's.
+            Nothing is assigned when any of these is raised.
         """
         if self._is_empty:
             return
@@ -163,17 +177,16 @@ class Saver:
             raise ValueError("Can't load save_path when it is None.")
         if not checkpoint_management.checkpoint_exists(save_path):
             raise ValueError(f"The passed save_path is not a valid checkpoint: {save_path}")
-        with np.load(save_path + checkpoint_management.CHECKPOINT_SUFFIX, allow_pickle=False) as archive:
-            stored = set(archive.files)
+        with checkpoint_format.CheckpointReader(save_path) as reader:
             feed = {}
             for key, var in self._names_to_vars.items():
-                if key not in stored:
+                if not reader.has_tensor(key):
                     raise errors.NotFoundError(
                         None, self._restore_op,
-                        f"Key {key} not found in checkpoint {save_path} (it holds: {', '.join(sorted(stored))}). "
+                        f"Key {key} not found in checkpoint {save_path} (it holds: {', '.join(reader.keys())}). "
                         "Restore needs every variable of the Saver's var_list; pass var_list= to restore a subset.")
                 placeholder, assign = self._restore_inputs[key]
-                feed[placeholder] = _checked(key, var, archive[key], assign)
+                feed[placeholder] = _checked(key, var, reader.get_tensor(key), assign)
         sess.run(self._restore_op, feed)
 
 
@@ -209,11 +222,3 @@ def _checked(key, var, value, op):
             None, op, f"Assign requires shapes of both tensors to match. lhs shape= {var.shape.tf_str()} "
             f"rhs shape= [{','.join(str(d) for d in value.shape)}] (variable {key})")
     return value
-
-
-def _write_npz(fileobj, values):
-    """Write ``{name: array}`` as an uncompressed ``.npz`` archive (``numpy.load`` reads it)."""
-    with zipfile.ZipFile(fileobj, "w", zipfile.ZIP_STORED) as archive:
-        for name, value in values.items():
-            with archive.open(name + ".npy", "w", force_zip64=True) as member:
-                np.lib.format.write_array(member, np.asarray(value), allow_pickle=False)

@@ -1,6 +1,8 @@
 """Saver: round trips, fresh-graph restore, max_to_keep, atomic saves, the checkpoint state file."""
 
+import errno
 import os
+import zlib
 
 import numpy as np
 import pytest
@@ -22,7 +24,7 @@ def _model(w=W, b=B):
 
 
 def _save_one(directory, step=None, **saver_kwargs):
-    w, b, gs = _model()
+    _, _, gs = _model()
     saver = tf.train.Saver(**saver_kwargs)
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())
@@ -62,7 +64,7 @@ def test_restore_into_fresh_graph_and_session(tmp_path):
 
 
 def test_global_step_tensor_names_the_checkpoint(tmp_path):
-    w, b, gs = _model()
+    _, _, gs = _model()
     saver = tf.train.Saver(pad_step_number=True)
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())
@@ -88,19 +90,19 @@ def test_shape_and_dtype_mismatch_are_invalid_argument(tmp_path):
     with tf.Graph().as_default():
         tf.Variable(np.zeros((3, 2), np.float32), name="w")
         saver = tf.train.Saver()
-        with tf.Session() as sess:
-            with pytest.raises(errors.InvalidArgumentError, match=r"lhs shape= \[3,2\] rhs shape= \[2,3\]"):
-                saver.restore(sess, path)
+        with tf.Session() as sess, pytest.raises(errors.InvalidArgumentError,
+                                                 match=r"lhs shape= \[3,2\] rhs shape= \[2,3\]"):
+            saver.restore(sess, path)
     with tf.Graph().as_default():
         tf.Variable(np.zeros((2, 3)), name="w")
         saver = tf.train.Saver()
-        with tf.Session() as sess:
-            with pytest.raises(errors.InvalidArgumentError, match="expected dtype double does not equal original dtype float"):
-                saver.restore(sess, path)
+        with tf.Session() as sess, pytest.raises(
+                errors.InvalidArgumentError, match="expected dtype double does not equal original dtype float"):
+            saver.restore(sess, path)
 
 
 def test_var_list_dict_and_subset(tmp_path):
-    w, b, gs = _model()
+    w, _, _ = _model()
     saver = tf.train.Saver({"weights": w})
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())
@@ -141,6 +143,64 @@ def test_max_to_keep_none_keeps_every_file(tmp_path):
     assert tf.train.get_checkpoint_state(str(tmp_path)).all_model_checkpoint_paths == [str(tmp_path / "m-2")]
 
 
+def _save_with_sidecars(saver, sess, prefix, steps):
+    """Save at each step, and write a sidecar file ``<checkpoint>.driver.json`` beside each checkpoint."""
+    for step in steps:
+        path = saver.save(sess, prefix, global_step=step)
+        with open(path + ".driver.json", "w") as f:
+            f.write("{}")
+
+
+def test_max_to_keep_keeps_exactly_that_many_with_their_sidecars(tmp_path):
+    _model()
+    saver = tf.train.Saver(max_to_keep=3)
+    prefix = str(tmp_path / "m")
+    (tmp_path / "m-0.py").write_text("# a user's file, not part of checkpoint m-0\n")
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        _save_with_sidecars(saver, sess, prefix, range(7))
+    assert sorted(os.listdir(tmp_path)) == ["checkpoint", "m-0.py"] + [f"m-{s}.{ext}" for s in (4, 5, 6)
+                                                                      for ext in ("driver.json", "npz")]
+    assert tf.train.get_checkpoint_state(str(tmp_path)).all_model_checkpoint_paths == [f"{prefix}-{s}" for s in (4, 5, 6)]
+
+
+def test_max_to_keep_zero_keeps_every_file(tmp_path):
+    _model()
+    saver = tf.train.Saver(max_to_keep=0)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        _save_with_sidecars(saver, sess, str(tmp_path / "m"), range(7))
+    assert len(os.listdir(tmp_path)) == 2 * 7 + 1
+
+
+def test_recovered_checkpoints_beyond_max_to_keep_are_deleted_at_the_next_save(tmp_path):
+    _model()
+    prefix = str(tmp_path / "m")
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        _save_with_sidecars(tf.train.Saver(max_to_keep=None), sess, prefix, range(5))
+        saver = tf.train.Saver(max_to_keep=3)
+        saver.recover_last_checkpoints([f"{prefix}-{s}" for s in range(5)])
+        saver.save(sess, prefix, global_step=5)
+    assert sorted(f for f in os.listdir(tmp_path) if f.endswith(".npz")) == ["m-3.npz", "m-4.npz", "m-5.npz"]
+    assert saver.last_checkpoints == [f"{prefix}-{s}" for s in (3, 4, 5)]
+
+
+@pytest.mark.parametrize("umask, mode", [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)], ids=["022", "077", "002"])
+def test_checkpoint_files_respect_the_umask(tmp_path, umask, mode):
+    _model()
+    saver = tf.train.Saver()
+    old_umask = os.umask(umask)
+    try:
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            path = saver.save(sess, str(tmp_path / "m"))
+    finally:
+        os.umask(old_umask)
+    assert oct(os.stat(path + ".npz").st_mode & 0o777) == oct(mode)
+    assert oct(os.stat(tmp_path / "checkpoint").st_mode & 0o777) == oct(mode)
+
+
 def test_keep_checkpoint_every_n_hours_preserves_old_ones(tmp_path):
     _model()
     saver = tf.train.Saver(max_to_keep=1, keep_checkpoint_every_n_hours=1e-12)
@@ -165,12 +225,12 @@ def test_crash_during_save_keeps_previous_checkpoint(tmp_path, monkeypatch):
         def failing_write(*args, **kwargs):
             calls.append(1)
             if len(calls) == 2:
-                raise OSError("disk full (simulated)")
+                raise OSError(errno.EIO, "I/O error (simulated)")
             return real_write(*args, **kwargs)
 
         monkeypatch.setattr(np.lib.format, "write_array", failing_write)
         sess.run(w.assign(np.zeros((2, 3), np.float32)))
-        with pytest.raises(OSError, match="simulated"):
+        with pytest.raises(errors.UnknownError, match=r"model\.ckpt\.npz; I/O error \(simulated\)"):
             saver.save(sess, prefix)
         monkeypatch.undo()
         assert len(calls) == 2  # the crash happened midway through the file
@@ -183,9 +243,8 @@ def test_crash_during_save_keeps_previous_checkpoint(tmp_path, monkeypatch):
 def test_saving_uninitialized_variable_writes_nothing(tmp_path):
     _model()
     saver = tf.train.Saver()
-    with tf.Session() as sess:
-        with pytest.raises(errors.FailedPreconditionError, match="uninitialized"):
-            saver.save(sess, str(tmp_path / "m"))
+    with tf.Session() as sess, pytest.raises(errors.FailedPreconditionError, match="uninitialized"):
+        saver.save(sess, str(tmp_path / "m"))
     assert os.listdir(tmp_path) == []
 
 
@@ -218,8 +277,8 @@ def test_relative_directory_stores_relative_paths(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     os.mkdir("ckpt")
     _save_one("ckpt", step=1)
-    assert (tmp_path / "ckpt" / "checkpoint").read_text() == (
-        'model_checkpoint_path: "model.ckpt-1"\nall_model_checkpoint_paths: "model.ckpt-1"\n')
+    body = 'model_checkpoint_path: "model.ckpt-1"\nall_model_checkpoint_paths: "model.ckpt-1"\n'
+    assert (tmp_path / "ckpt" / "checkpoint").read_text() == f"# crc32: 0x{zlib.crc32(body.encode()):08x}\n{body}"
     assert tf.train.latest_checkpoint("ckpt") == os.path.join("ckpt", "model.ckpt-1")
 
 
@@ -249,8 +308,12 @@ def test_restore_moving_averages_into_variables(tmp_path):
 def test_checkpoint_state_format_round_trip(paths):
     state = cm.CheckpointState(paths[-1], paths)
     text = cm.format_checkpoint_state(state)
-    assert len(text.splitlines()) == len(paths) + 1
+    checksum_line, body = text.split("\n", 1)
+    assert checksum_line == f"# crc32: 0x{zlib.crc32(body.encode()):08x}"
+    assert len(body.splitlines()) == len(paths) + 1
     assert cm.parse_checkpoint_state(text) == state
+    with pytest.raises(ValueError, match="Checksum does not match"):
+        cm.parse_checkpoint_state(text.replace(paths[0][:3], paths[0][:2] + "X", 1))
 
 
 def test_parse_checkpoint_state_as_tf_writes_it():
