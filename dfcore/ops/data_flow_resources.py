@@ -7,9 +7,10 @@ owned by a session (or, on a cluster, by the task its op is placed on).
 Blocking never holds a thread: a blocking op registers a *waiter* (a ``done(error,
 value)`` callback) and returns; the waiter is completed by the op that makes progress
 possible (an enqueue, a gradient, a release), by ``close``, by :meth:`cancel_all`
-(a task going down, a session closing) or by the step's abort — a deadline
-(``RunOptions.timeout_in_ms``) aborts the step's rendezvous, which wakes the waiter
-with that error (:func:`watch_abort`). Callbacks run outside the resource's lock.
+(a task going down, a session closing) or by the step's abort — a failing op, the
+step's deadline (``RunOptions.timeout_in_ms``) or a Ctrl-C in ``Session.run`` aborts the
+step's rendezvous, which withdraws the waiter and fails it with that error
+(:func:`watch_abort`). Callbacks run outside the resource's lock.
 """
 
 import collections
@@ -52,7 +53,7 @@ class Waiter:
 
 
 def watch_abort(ctx, waiter):
-    """Fail ``waiter`` if the step of ``ctx`` is aborted (first error, or its deadline) before it settles."""
+    """Fail ``waiter`` if the step of ``ctx`` is aborted (first error, deadline, interrupt) before it settles."""
     if ctx.rendezvous is None or ctx.device is None:
         return
     key = create_key(ctx.device, 1, ctx.device, f"_blocking_op_{next(_WAITER_IDS)}")

@@ -17,12 +17,15 @@ Source: TF's ``common_runtime/executor.cc`` (``ExecutorState``) and the whitepap
   (a thread pool's ``submit``, or an inline call in tests) — same results either way;
 * the first kernel error ends the step: the executor stops and reports it through
   ``done(error)``; the Session then aborts the rendezvous so every other partition
-  stops too.
+  stops too;
+* before each node the executor stops (reporting the abort) once the step's
+  rendezvous is aborted or the :class:`~dfcore.runtime.cancellation.Deadline` the
+  caller set has passed — on whatever thread it runs, the caller's included;
+* an interrupt (``KeyboardInterrupt``) while a loop runs on the calling thread ends the
+  step with ``CancelledError`` and propagates (see :mod:`dfcore.runtime.step`).
 
-Errors: an ``OpError`` raised by a kernel gets TF's node suffix ``[[node <name>]]``;
-any other exception from a kernel (numpy's ``ValueError`` on a runtime shape
-mismatch, say) becomes an ``InvalidArgumentError`` naming the op, its type and
-its input shapes.
+Errors: a kernel's exception becomes the step's ``OpError`` in one place,
+:func:`dfcore.runtime.kernel_errors.kernel_error`.
 """
 
 import collections
@@ -30,9 +33,9 @@ import operator
 import threading
 import time
 
-import numpy as np
-
 from .. import errors
+from .cancellation import cancelled_error
+from .kernel_errors import kernel_error, with_node
 
 
 class StepContext:
@@ -47,11 +50,14 @@ class StepContext:
         collectives: a dict shared by every device's context of one step, where collective
             ops meet (instance key → instance; see :mod:`dfcore.distribute.collective_ops`).
         tracing: True when the step is traced (``FULL_TRACE``): kernels may keep records.
+        deadline: the :class:`~dfcore.runtime.cancellation.Deadline` executors check before every
+            op, or None (the step's default deadline bounds its waits only).
     """
 
-    __slots__ = ("txn", "resources", "step_id", "rendezvous", "device", "collectives", "tracing")
+    __slots__ = ("collectives", "deadline", "device", "rendezvous", "resources", "step_id", "tracing", "txn")
 
-    def __init__(self, txn, resources, step_id, rendezvous=None, device=None, collectives=None, tracing=False):
+    def __init__(self, txn, resources, step_id, rendezvous=None, device=None, collectives=None, tracing=False,
+                 deadline=None):
         self.txn = txn
         self.resources = resources
         self.step_id = step_id
@@ -59,10 +65,11 @@ class StepContext:
         self.device = device
         self.collectives = {} if collectives is None else collectives
         self.tracing = tracing
+        self.deadline = deadline
 
     def on_device(self, device):
         return StepContext(self.txn, self.resources, self.step_id, self.rendezvous, device, self.collectives,
-                           self.tracing)
+                           self.tracing, self.deadline)
 
 
 class CompiledNode:
@@ -155,6 +162,11 @@ class Executor:
             return
         self._wake()
 
+    def stop(self):
+        """Report now if the step was aborted: an executor not started yet, or idle while it waits for an
+        async node, finishes at once (through the runner); a running loop stops before its next node."""
+        self._wake()
+
     def _wake(self):
         with self._lock:
             if self._running or self._finished:
@@ -163,16 +175,22 @@ class Executor:
         self._runner(self._loop)
 
     def _loop(self):
-        ready = self._ready
-        nodes = self._partition.nodes
-        values = self.values
-        pending = self._pending
-        timings = self._timings
-        ctx = self._ctx
         remaining = self._remaining
-        index = None
         try:
+            ready = self._ready
+            nodes = self._partition.nodes
+            values = self.values
+            pending = self._pending
+            timings = self._timings
+            ctx = self._ctx
+            rendezvous = ctx.rendezvous
+            expiry_s = ctx.deadline.expiry_s if ctx.deadline is not None else None
+            clock = time.perf_counter
+            index = None
             while True:
+                if rendezvous.abort_status is not None or (expiry_s is not None and clock() >= expiry_s):
+                    self._finish(self._stop_error())
+                    return
                 if index is None:
                     try:
                         index = ready.pop()
@@ -194,17 +212,14 @@ class Executor:
                         index = None
                         continue
                     args = node.gather(values)
-                    start = time.perf_counter() if timings is not None else 0.0
+                    start = clock() if timings is not None else 0.0
                     try:
                         if node.needs_context:
                             result = node.compute(ctx, *args)
                         else:
                             result = node.compute(*args)
-                    except errors.OpError as error:
-                        self._finish(_with_node(error, node))
-                        return
-                    except (ValueError, TypeError, IndexError, ArithmeticError, np.linalg.LinAlgError) as error:
-                        self._finish(_as_invalid_argument(error, node, args))
+                    except Exception as error:  # noqa: BLE001 - every kernel failure ends the step as an OpError
+                        self._finish(kernel_error(error, node, args, ctx.device))
                         return
                     n = node.num_outputs
                     if n == 1:
@@ -212,7 +227,7 @@ class Executor:
                     elif n:
                         values[node.out_slot:node.out_slot + n] = result
                     if timings is not None:
-                        timings.append(NodeTiming(ctx.device, index, start, time.perf_counter(),
+                        timings.append(NodeTiming(ctx.device, index, start, clock(),
                                                   threading.get_ident(), values[node.out_slot:node.out_slot + n]))
                 index = None  # the first consumer made ready runs next, without a queue round-trip
                 for consumer in node.consumers:
@@ -226,8 +241,18 @@ class Executor:
                 if remaining == 0:
                     self._finish(None)
                     return
+        except BaseException as interrupt:  # Ctrl-C on the calling thread: cancel the step, let it propagate
+            self._finish(cancelled_error(interrupt))
+            raise
         finally:
             self._remaining = remaining
+
+    def _stop_error(self):
+        """Why the loop stops before its next node: the step's abort, else its deadline."""
+        status = self._ctx.rendezvous.abort_status
+        if status is not None:
+            return errors.AbortedError(None, None, status.message)
+        return self._ctx.deadline.error()
 
     def _complete_async(self, index, node, values):
         """Store an async node's value; False (and the step finished) if it failed."""
@@ -261,17 +286,14 @@ class Executor:
         def completed(error, value):
             if error is not None and not isinstance(error, errors.OpError):
                 error = errors.InternalError(None, None, str(error))
-            results[index] = (_with_node(error, node) if error is not None and "[[node" not in error.message
-                              else error, value)
+            results[index] = (with_node(error, node) if error is not None else error, value)
             self._ready.append(~index)
             self._wake()
 
         try:
             node.compute(self._ctx, completed, *args)
-        except errors.OpError as error:
-            completed(error, None)
-        except (ValueError, TypeError, IndexError, ArithmeticError) as error:
-            completed(_as_invalid_argument(error, node, args), None)
+        except Exception as error:  # noqa: BLE001 - as in _loop
+            completed(kernel_error(error, node, args, self._ctx.device), None)
 
     def _finish(self, error):
         with self._lock:
@@ -279,29 +301,6 @@ class Executor:
                 return
             self._finished = True
         self._done(error)
-
-
-def _with_node(error, node):
-    if "[[node" in error.message:
-        return error
-    source = node.source
-    node_def = source.node_def() if hasattr(source, "node_def") else None
-    op = source if hasattr(source, "graph") else getattr(source, "original", None)
-    return type(error)(node_def, op, f"{error.message}\n\t [[node {node.name}]]")
-
-
-def _as_invalid_argument(error, node, args):
-    shapes = ", ".join(_shape_str(a) for a in args)
-    source = node.source
-    op = source if hasattr(source, "graph") else getattr(source, "original", None)
-    return errors.InvalidArgumentError(
-        None, op, f"{error} (op '{node.name}' of type {node.op_type} with input shapes: {shapes})\n\t [[node {node.name}]]"
-    )
-
-
-def _shape_str(value):
-    shape = getattr(value, "shape", None)
-    return "[" + ",".join(str(d) for d in shape) + "]" if shape is not None else type(value).__name__
 
 
 def _gatherer(slots):

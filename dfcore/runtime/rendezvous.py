@@ -171,14 +171,16 @@ class Rendezvous:
         self._clock = clock
         self._lock = threading.Lock()
         self._table = {}
-        self._status = None
+        #: The ``OpError`` :meth:`start_abort` was first called with, else None (read-only). A plain
+        #: attribute, read without the lock, so executors can test it before every op.
+        self.abort_status = None
         self._transfers = []
 
     @property
     def is_aborted(self):
         """True once :meth:`start_abort` has been called."""
         with self._lock:
-            return self._status is not None
+            return self.abort_status is not None
 
     def transfers(self):
         """The :class:`TransferRecord` of every match so far, in match order (built on demand:
@@ -315,9 +317,9 @@ class Rendezvous:
         if not isinstance(status, errors.OpError):
             raise TypeError(f"start_abort needs an OpError, got {type(status).__name__}")
         with self._lock:
-            if self._status is not None:
+            if self.abort_status is not None:
                 return
-            self._status = status
+            self.abort_status = status
             waiters = [item.waiter for item in self._table.values() if item.waiter is not None]
             self._table.clear()
             error = self._abort_error()
@@ -339,9 +341,9 @@ class Rendezvous:
         self._transfers.append((key, parsed, item.nbytes, item.send_time_s, item.recv_request_time_s, self._clock()))
 
     def _abort_error(self):
-        if self._status is None:
+        if self.abort_status is None:
             return None
-        return errors.AbortedError(None, None, self._status.message)
+        return errors.AbortedError(None, None, self.abort_status.message)
 
     def _raise_if_aborted(self):
         error = self._abort_error()
@@ -350,5 +352,5 @@ class Rendezvous:
 
     def __repr__(self):
         with self._lock:
-            state = "aborted" if self._status is not None else f"{len(self._table)} keys"
+            state = "aborted" if self.abort_status is not None else f"{len(self._table)} keys"
             return f"<Rendezvous {state}, {len(self._transfers)} transfers>"

@@ -119,6 +119,10 @@ class BaseSession:
             RuntimeError: the session is closed.
             TypeError / ValueError: a malformed fetch or feed (TF's wording).
             OpError subclasses: an op failed; no variable was changed by this call.
+            DeadlineExceededError: the step ran past ``options.timeout_in_ms`` (else
+                ``ConfigProto.operation_timeout_in_ms``), wherever its ops ran; nothing was committed.
+            KeyboardInterrupt: Ctrl-C while the step ran or waited; re-raised once the step was cancelled
+                everywhere (its queue waits withdrawn, its executors stopped); nothing was committed.
         """
         if self._closed:
             raise RuntimeError("Attempted to use a closed Session.")

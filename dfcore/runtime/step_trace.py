@@ -24,6 +24,7 @@ from ..framework.device import DeviceSpec
 from ..ops import op_costs
 from . import cost_model, sim_clock
 from .config import RunOptions
+from .device_set import allocator_name
 from .sendrecv_ops import rendezvous_key
 from .step_stats import AllocatorMemoryUsed, NodeExecStats, StepStatsCollector
 
@@ -140,7 +141,7 @@ def _memory(device, partition, executor, timings, machine, allow_growth):
             if users[producer] == 0:
                 live -= sizes[producer]
     spec = DeviceSpec.from_string(device)
-    name = "cpu" if spec.device_type == "CPU" else f"{spec.device_type}_{spec.device_index}_bfc"
+    name = allocator_name(device)
     records = [AllocatorMemoryUsed(name, total, peak, count)]
     if spec.device_type == "GPU" and not allow_growth:
         reserved = machine.device(device).memory_bytes
