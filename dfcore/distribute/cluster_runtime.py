@@ -30,7 +30,7 @@ from .. import errors
 from ..framework.device import DeviceSpec
 from ..runtime import session as session_lib
 from ..runtime.config import ConfigProto
-from ..runtime.device_set import DeviceSet
+from ..runtime.device_set import DeviceSet, passes_device_filters
 from ..runtime.session_resources import SessionResources
 from ..runtime.variable_store import VariableState, VariableStore, VarRef
 
@@ -125,8 +125,10 @@ class InProcessCluster(TaskResources):
             config = ConfigProto(device_count={"CPU": 1, "GPU": 0})
         return DeviceSet.from_config(config, job=spec.job, task=spec.task).devices
 
-    def device_set(self, client_task):
-        devices = [d for task in self.task_names() for d in self.task_devices(task)]
+    def device_set(self, client_task, device_filters=()):
+        """The devices a session on ``client_task`` sees: every task's, or those passing ``device_filters``."""
+        devices = [d for task in self.task_names() if passes_device_filters(task, device_filters, client_task)
+                   for d in self.task_devices(task) if passes_device_filters(d.name, device_filters, client_task)]
         return DeviceSet(devices, client_device=client_task + "/device:CPU:0")
 
     def is_up(self, task):
@@ -202,10 +204,10 @@ class ClusterResources(SessionResources):
 class ClusterBinding:
     """What a Session on a cluster target uses (see ``register_target_resolver``)."""
 
-    def __init__(self, cluster, task):
+    def __init__(self, cluster, task, config=None):
         self.cluster = cluster
         self.task = task
-        self.device_set = cluster.device_set(task)
+        self.device_set = cluster.device_set(task, config.device_filters if config is not None else ())
         self.variable_store = cluster.variable_store
         self.resources = ClusterResources(cluster)
         self._plan_tasks = {}
@@ -285,7 +287,7 @@ def _resolve(target, config):
     if not target.startswith("grpc://"):
         return None
     cluster, task = cluster_for_target(target)
-    return ClusterBinding(cluster, task)
+    return ClusterBinding(cluster, task, config)
 
 
 session_lib.register_target_resolver(_resolve)

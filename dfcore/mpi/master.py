@@ -42,15 +42,18 @@ class MPIBinding:
     Args:
         runtime: the process's :class:`~dfcore.mpi.runtime.MPIRuntime`.
         task: this process's task name (``/job:worker/replica:0/task:0``).
+        config: the session's ``ConfigProto`` or None; its ``device_filters`` name the tasks it uses.
     Raises:
         DeadlineExceededError: a task did not answer ``get_status`` within :data:`CONNECT_TIMEOUT_S`.
     """
 
-    def __init__(self, runtime, task):
+    def __init__(self, runtime, task, config=None):
         self._runtime = runtime
         self._transport = runtime.transport
         self.task = task
-        self.device_set = DeviceSet(runtime.cluster_devices(CONNECT_TIMEOUT_S), client_device=task + "/device:CPU:0")
+        filters = config.device_filters if config is not None else ()
+        self.device_set = DeviceSet(runtime.cluster_devices(CONNECT_TIMEOUT_S, filters),
+                                    client_device=task + "/device:CPU:0")
         self.variable_store = runtime.state.variable_store
         self.resources = runtime.session_resources()
         self._registered = {}

@@ -15,7 +15,7 @@ import threading
 from .. import errors
 from ..distribute.cluster_runtime import ClusterResources
 from ..runtime import session as session_lib
-from ..runtime.device_set import DeviceSet
+from ..runtime.device_set import DeviceSet, passes_device_filters
 from . import transport as transport_lib
 from . import world as world_lib
 
@@ -36,7 +36,7 @@ class MPIRuntime:
         job, task = self.layout.task_of_rank(self.rank)
         self.devices = DeviceSet.from_config(server.config, job=job, task=task).devices
         self.service = WorkerService(self.transport, self.steps, self.state, self.devices)
-        self._cluster_devices = None
+        self._task_devices = {}  # rank -> that task's devices (its get_status reply)
         self._lock = threading.Lock()
         self.transport.start()
 
@@ -47,21 +47,32 @@ class MPIRuntime:
         """A session's resources: variables and queues of this task's state (random generators per session)."""
         return ClusterResources(self.state)
 
-    def cluster_devices(self, timeout_s):
-        """Every task's devices, in rank order (asked once with ``get_status``)."""
+    def cluster_devices(self, timeout_s, device_filters=()):
+        """The devices of this task and of every task matching ``device_filters``, in rank order.
+
+        Each task is asked once with ``get_status``. Source: ``device_filters`` in TF's
+        ``core/protobuf/config.proto`` (a session's master contacts only the matching tasks).
+
+        Args:
+            timeout_s: seconds to wait for each task's reply.
+            device_filters: partial device names (``"/job:ps"``, ``"/job:worker/task:1"``); empty = all.
+        Raises:
+            DeadlineExceededError: a task did not answer within ``timeout_s``.
+            UnavailableError: a task has already exited.
+        """
+        own = self.task_name()
+        ranks = [r for r in range(self.layout.size) if passes_device_filters(self.task_name(r), device_filters, own)]
         with self._lock:
-            if self._cluster_devices is None:
-                futures = {r: self.transport.request(r, "get_status") for r in range(self.layout.size)
-                           if r != self.rank}
-                devices = []
-                for rank in range(self.layout.size):
-                    if rank == self.rank:
-                        devices.extend(self.devices)
-                    else:
-                        devices.extend(self.transport.wait(futures[rank], timeout_s,
-                                                           f"get_status of {self.task_name(rank)}"))
-                self._cluster_devices = devices
-            return self._cluster_devices
+            missing = [r for r in ranks if r != self.rank and r not in self._task_devices]
+            futures = {r: self.transport.request(r, "get_status") for r in missing}
+            for rank in missing:
+                self._task_devices[rank] = self.transport.wait(futures[rank], timeout_s,
+                                                               f"get_status of {self.task_name(rank)}")
+        devices = []
+        for rank in ranks:
+            found = self.devices if rank == self.rank else self._task_devices[rank]
+            devices.extend(d for d in found if passes_device_filters(d.name, device_filters, own))
+        return devices
 
     def join(self, timeout_s=None):
         """Wait until every task of the other jobs has exited; False on timeout."""
@@ -121,7 +132,7 @@ def _resolve(target, config):
             f"({runtime.task_name()}, target grpc://{own}), not {target}")
     from .master import MPIBinding
 
-    return MPIBinding(runtime, runtime.task_name())
+    return MPIBinding(runtime, runtime.task_name(), config)
 
 
 session_lib.register_target_resolver(_resolve, first=True)

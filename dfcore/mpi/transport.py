@@ -150,6 +150,9 @@ class Transport:
         future = concurrent.futures.Future()
         request_id = next(self._ids)
         with self._lock:
+            if dst in self._goodbyes:
+                future.set_exception(self._gone_error(dst))
+                return future
             self._waiting[request_id] = (dst, future)
         self.post(dst, "_request", request_id, kind, payload)
         return future
@@ -270,10 +273,12 @@ class Transport:
             self._goodbyes.add(source)
             unanswered = [self._waiting.pop(i)[1] for i, (dst, _) in list(self._waiting.items()) if dst == source]
             self._goodbye_event.notify_all()
-        gone = errors.UnavailableError(None, None, f"Task {self.layout.task_name(source)} (rank {source}) "
-                                       "has exited")
+        gone = self._gone_error(source)
         for future in unanswered:
             future.set_exception(gone)
+
+    def _gone_error(self, rank):
+        return errors.UnavailableError(None, None, f"Task {self.layout.task_name(rank)} (rank {rank}) has exited")
 
     def rank_of_device(self, device):
         """The rank of the task owning ``device`` (``/job:ps/replica:0/task:0/device:CPU:0``), cached."""

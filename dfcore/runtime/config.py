@@ -42,7 +42,10 @@ class ConfigProto(_Message):
     Fields: ``device_count`` ({"CPU": c, "GPU": g}), ``log_device_placement``,
     ``allow_soft_placement``, ``inter_op_parallelism_threads`` (0 = number of
     cores), ``intra_op_parallelism_threads``, ``gpu_options``, ``graph_options``,
-    ``operation_timeout_in_ms`` (0 = no deadline beyond the runtime's default).
+    ``operation_timeout_in_ms`` (0 = no deadline beyond the runtime's default),
+    ``device_filters`` (list of partial device names such as ``"/job:ps"`` or
+    ``"/job:worker/task:1"``: a session on a cluster sees, and waits for, only the tasks and devices
+    that match one of them — its own task always; empty = every task).
     """
 
     _FIELDS = {
@@ -54,6 +57,7 @@ class ConfigProto(_Message):
         "gpu_options": GPUOptions,
         "graph_options": GraphOptions,
         "operation_timeout_in_ms": 0,
+        "device_filters": list,
     }
 
 

@@ -69,6 +69,13 @@ def incarnation_of(device_name):
     return int.from_bytes(digest[:8], "big") or 1
 
 
+def allocator_name(device_name):
+    """The name TF gives the allocator of a device: ``cpu`` for a CPU, ``GPU_<i>_bfc`` for GPU ``i``
+    (``gpu/gpu_device.cc``'s BFC allocator); it appears in StepStats and in OOM messages."""
+    spec = DeviceSpec.from_string(device_name)
+    return "cpu" if spec.device_type == "CPU" else f"{spec.device_type}_{spec.device_index}_bfc"
+
+
 def local_gpu_profiles():
     """The profiles of this host's GPUs when ``device_count`` does not name ``"GPU"``.
 
@@ -94,6 +101,24 @@ def make_device(job, replica, task, device_type, index, profile_name=None):
         profile_name = profile_name or DEFAULT_GPU_PROFILE
         desc = simulated_gpu_desc(index, profile_name)
     return Device(name, device_type, index, profile_name, True, incarnation_of(name), desc)
+
+
+def passes_device_filters(name, device_filters, own_task):
+    """True if a session with ``device_filters`` on ``own_task`` sees (and waits for) the task or device ``name``.
+
+    Source: ``device_filters`` in TF's ``core/protobuf/config.proto``: with filters, a session ignores the
+    devices (and tasks) matching none of them; the session's own task always stays.
+
+    Args:
+        name: a task (``/job:ps/replica:0/task:0``) or device name.
+        device_filters: partial device names (``"/job:ps"``, ``"/job:worker/task:1"``); empty = everything.
+        own_task: the session's task (``/job:worker/replica:0/task:1``).
+    """
+    spec = DeviceSpec.from_string(name)
+    own = DeviceSpec.from_string(own_task)
+    if not device_filters or (spec.job, spec.replica or 0, spec.task or 0) == (own.job, own.replica or 0, own.task or 0):
+        return True
+    return any(DeviceSpec.from_string(f).matches(name) for f in device_filters)
 
 
 def _task_of(device):

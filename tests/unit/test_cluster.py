@@ -216,3 +216,21 @@ def test_each_task_contributes_the_devices_of_its_config():
     finally:
         for server in servers:
             server.stop()
+
+
+def test_device_filters_limit_what_a_session_sees_and_places_on(cluster):
+    """TF's ``ConfigProto.device_filters``: worker 1's session sees only the ps and itself (its own task
+    always), and placing an op on a filtered-out task fails as on a device that does not exist."""
+    spec, servers = cluster
+    config = tf.ConfigProto(device_filters=["/job:ps"])
+    with tf.Graph().as_default():
+        with tf.device("/job:worker/task:0"):
+            c = tf.constant(1.0, name="on_worker0")
+        with tf.Session(servers[("worker", 1)].target, config=config) as sess:
+            assert [d.name for d in sess.list_devices()] == ["/job:ps/replica:0/task:0/device:CPU:0",
+                                                             "/job:worker/replica:0/task:1/device:CPU:0"]
+            with pytest.raises(tf.errors.InvalidArgumentError, match="on_worker0"):
+                sess.run(c)
+        with tf.Session(servers[("worker", 1)].target) as sess:
+            assert len(sess.list_devices()) == 3
+            assert sess.run(c) == 1.0

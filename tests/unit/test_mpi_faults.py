@@ -131,3 +131,22 @@ def test_tasks_with_servers_may_end_far_apart():
     result = run_job(program("jobs_servers_apart.py"), ps=1, workers=2, args=[4.0], timeout_s=60, progress=False,
                      exit_grace_s=1.0)
     assert sorted(result.ranks.gather("pid")) == [0, 1, 2]
+
+
+def test_session_on_a_task_that_has_exited_fails_at_once_naming_it():
+    """Worker 1 opens its session after worker 0 exited: asking worker 0 for its devices fails at once
+    with UnavailableError naming it (it used to wait the whole 60 s connect deadline for a reply)."""
+    result = run_job(program("late_worker.py"), ps=1, workers=2, timeout_s=60, progress=False)
+    late = result.ranks["/job:worker/replica:0/task:1"]
+    assert late["outcome"] == "UnavailableError"
+    assert "/job:worker/replica:0/task:0" in late["message"] and "has exited" in late["message"]
+    assert late["after_s"] < 10
+
+
+def test_device_filters_let_a_late_worker_ignore_a_task_that_has_exited():
+    """TF's ``ConfigProto.device_filters``: worker 1's session sees and asks only the ps and itself."""
+    result = run_job(program("late_worker.py"), ps=1, workers=2, args=["/job:ps", "/job:worker/task:1"],
+                     timeout_s=60, progress=False)
+    late = result.ranks["/job:worker/replica:0/task:1"]
+    assert late["outcome"] == "ran"
+    assert late["devices"] == ["/job:ps/replica:0/task:0/device:CPU:0", "/job:worker/replica:0/task:1/device:CPU:0"]
