@@ -13,9 +13,9 @@ import dataclasses
 import ipywidgets as widgets
 import numpy as np
 
-from dfcore.distribute import all_reduce
+from dfcore.distribute import all_reduce, schedules
 
-from . import _bandwidth, _html, _palette, _svg
+from . import _bandwidth, _check, _html, _palette, _svg
 from ._format import count, format_bytes
 
 DEFAULT_ALGORITHMS = ("ring", "reduce_to_one", "tree")
@@ -52,13 +52,18 @@ class AllReduceComparison(widgets.VBox):
         devices: the full device names; size_bytes: S, one rank's tensor.
 
     Raises:
-        ValueError: no algorithm, or what ``all_reduce`` raises for the input.
+        TypeError: ``values`` is not a list or tuple (or what ``all_reduce`` raises for it).
+        ValueError: no algorithm, or what ``all_reduce`` raises for the input, every algorithm
+            checked before the first runs.
     """
 
     def __init__(self, values, devices=None, algorithms=DEFAULT_ALGORITHMS, reduction="sum", num_subchunks=1,
                  machine=None, width_px=960, **kwargs):
+        _check.expect("AllReduceComparison", "values", values, _check.DEVICE_VALUES)
         if not algorithms:
             raise ValueError("AllReduceComparison needs at least one algorithm")
+        for alg in algorithms if values else ():  # all checked before the first runs (all_reduce names [])
+            schedules.check_arguments(alg, len(values), int(np.size(values[0])), num_subchunks, reduction=reduction)
         self.results = {alg: all_reduce(values, devices, algorithm=alg, reduction=reduction,
                                         num_subchunks=num_subchunks, machine=machine, name=f"compare/{alg}")
                         for alg in algorithms}

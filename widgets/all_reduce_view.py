@@ -19,7 +19,9 @@ import html
 import ipywidgets as widgets
 import numpy as np
 
-from . import _bandwidth, _chunk_state, _chunk_svg, _html, _palette
+from dfcore.distribute.trace import AllReduceResult
+
+from . import _bandwidth, _check, _chunk_state, _chunk_svg, _html, _palette
 from ._format import count, format_bytes
 
 
@@ -135,14 +137,12 @@ class AllReduceView(widgets.VBox):
 
 
 def _unpack(source):
-    trace = getattr(source, "trace", None)
-    if hasattr(source, "outputs") and hasattr(source, "simulated_time_s"):
-        if trace is None:
-            raise ValueError("This AllReduceResult has no trace: run all_reduce(..., trace=True)")
-        return trace, source
-    if hasattr(source, "rounds") and hasattr(source, "chunk_ranges"):
+    _check.expect("AllReduceView", "result_or_trace", source, _check.ALL_REDUCE)
+    if not isinstance(source, AllReduceResult):
         return source, None
-    raise TypeError(f"AllReduceView takes an AllReduceResult or a CollectiveTrace, got {type(source).__name__}")
+    if source.trace is None:
+        raise ValueError("This AllReduceResult has no trace: run all_reduce(..., trace=True)")
+    return source.trace, source
 
 
 def _describe(record):

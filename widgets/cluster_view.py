@@ -22,7 +22,7 @@ from dfcore.errors import UnavailableError
 from dfcore.framework.device import DeviceSpec
 from dfcore.train.device_setter import STANDARD_PS_OPS, byte_size_load_fn, ps_load_table
 
-from . import _html, _palette, _ps_charts, _svg
+from . import _check, _html, _palette, _ps_charts, _svg
 from ._format import count, format_bytes
 
 _BOX_W, _GAP_X, _GAP_Y, _LINE, _MAX_VARS = 250, 70, 12, 15, 6
@@ -59,10 +59,13 @@ class ClusterView(widgets.VBox):
         (empty without a ``ps`` job or variables); picture: the ``HTML`` with the SVG.
 
     Raises:
-        TypeError: anything else (what ``ClusterSpec`` raises for a malformed dict).
+        TypeError: anything else, naming what it accepts (or what ``ClusterSpec`` raises for a
+            malformed dict); a ``graph`` that is not a Graph.
     """
 
     def __init__(self, cluster_spec_or_session, graph=None, width_px=960, **kwargs):
+        _check.expect("ClusterView", "cluster_spec_or_session", cluster_spec_or_session, _check.CLUSTER)
+        _check.expect("ClusterView", "graph", graph, _check.GRAPH, optional=True)
         self.spec, self.tasks, self.client_task, session = _resolve(cluster_spec_or_session)
         if graph is None and session is not None:
             graph = session.graph

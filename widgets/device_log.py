@@ -11,7 +11,7 @@
 import ipywidgets as widgets
 from dfcore.runtime.placer import placement_log_lines
 
-from . import _html
+from . import _check, _html
 from ._format import count, device_sort_key, format_bytes, format_us, short_device
 
 ALL = ""
@@ -61,12 +61,17 @@ class DeviceLog(widgets.VBox):
         session: a ``dfcore.Session`` that has run (or built a plan with ``partitions``).
         run_metadata: optional ``RunMetadata`` of a run with ``FULL_TRACE``.
 
+    Raises:
+        TypeError: ``session`` is not a Session, or ``run_metadata`` not a RunMetadata.
+
     Attributes:
         device_filter, op_type_filter: the ``Dropdown`` filters (value ``""`` = all).
         placements: ``HTML`` with the filtered table. transfers, memory: ``HTML`` tables.
     """
 
     def __init__(self, session, run_metadata=None, **kwargs):
+        _check.expect("DeviceLog", "session", session, _check.SESSION)
+        _check.expect("DeviceLog", "run_metadata", run_metadata, _check.RUN_METADATA, optional=True)
         self._records = session.placement_records()
         lines = placement_log_lines(session.device_set, self._records)
         self.mapping_lines = lines[:len(lines) - len(self._records)]

@@ -13,7 +13,7 @@ import itertools
 
 import ipywidgets as widgets
 
-from . import _dot, _html, _palette, _render
+from . import _check, _dot, _html, _palette, _render
 from ._format import count, device_sort_key, format_attr
 
 _PREFIXES = itertools.count(1)
@@ -31,9 +31,14 @@ class GraphView(widgets.VBox):
     Attributes:
         dot: the DOT text drawn. picture: the ``HTML`` with the SVG (or the DOT fallback).
         picker: the ``Dropdown`` of op names. details: the ``HTML`` describing the picked op.
+
+    Raises:
+        TypeError: ``graph`` is not a Graph, or ``session`` not a Session.
     """
 
     def __init__(self, graph, session=None, **kwargs):
+        _check.expect("GraphView", "graph", graph, _check.GRAPH)
+        _check.expect("GraphView", "session", session, _check.SESSION, optional=True)
         self._ops = list(graph.get_operations())
         records = session.placement_records() if session is not None else []
         self._records = {r.node_name: r for r in records}

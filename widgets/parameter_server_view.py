@@ -19,7 +19,7 @@ to them with ``jslink``, so stepping works in a static HTML export with no kerne
 
 import ipywidgets as widgets
 
-from . import _html, _palette, _ps_charts, _ps_lanes
+from . import _check, _html, _palette, _ps_charts, _ps_lanes
 from ._format import count, format_us
 
 
@@ -183,27 +183,25 @@ def run_name(record):
 
 
 def _named_runs(source):
+    _check.expect("ParameterServerView", "run_or_runs", source, _check.RUN_RECORDS)
     if isinstance(source, dict):
         runs = {str(k): v for k, v in source.items()}
     elif isinstance(source, (list, tuple)):
         runs = {}
         for record in source:
-            _check(record)
+            _record(record)
             name, k = run_name(record), 2
             while name in runs:
                 name, k = f"{run_name(record)} ({k})", k + 1
             runs[name] = record
     else:
-        runs = {run_name(_check(source)): source}
+        runs = {run_name(source): source}
     if not runs:
         raise ValueError("ParameterServerView needs at least one run record")
     for record in runs.values():
-        _check(record)
+        _record(record)
     return runs
 
 
-def _check(record):
-    if not all(hasattr(record, a) for a in ("phases", "updates", "evals", "ps_load")):
-        raise TypeError(f"ParameterServerView takes RunRecords from parameter_server.train, got "
-                        f"{type(record).__name__}")
-    return record
+def _record(record):
+    return _check.expect("ParameterServerView", "run_or_runs", record, _check.RUN_RECORD)

@@ -11,7 +11,7 @@ de-duplication) and a table of the pairs.
 import ipywidgets as widgets
 from dfcore.runtime.sendrecv_ops import rendezvous_key
 
-from . import _dot, _html, _render
+from . import _check, _dot, _html, _render
 from ._format import count, device_sort_key, short_device
 
 _ROW = widgets.Layout(display="flex", flex_flow="row wrap", align_items="flex-start", width="100%")
@@ -53,9 +53,13 @@ class PartitionView(widgets.VBox):
         partitions: the ``Partitions`` shown (``{device: PartitionGraph}`` with ``.stats``).
         before_dot: DOT text of the user graph. dots: ``{device: DOT text}`` per partition.
         panels: the ``HBox`` of pictures. counts: ``HTML`` with the numbers. pairs: ``HTML`` table.
+
+    Raises:
+        TypeError: ``session`` is not a Session.
     """
 
     def __init__(self, session, fetches, feed_dict=None, **kwargs):
+        _check.expect("PartitionView", "session", session, _check.SESSION)
         self.partitions = session.partitions(fetches, feed_dict)
         self.stats = self.partitions.stats
         originals = {node.original for g in self.partitions.values() for node in g.nodes if node.original is not None}

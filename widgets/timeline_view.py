@@ -15,7 +15,9 @@ compute/communication overlap in % (see :func:`widgets._timeline.overlap`).
 
 import ipywidgets as widgets
 
-from . import _html, _palette, _timeline
+from dfcore.runtime.step_stats import StepStats
+
+from . import _check, _html, _palette, _timeline
 from ._format import count, format_bytes, format_us
 
 _MODE_LABELS = {"simulated": "simulated time", "wall": "wall time"}
@@ -25,7 +27,8 @@ class TimelineView(widgets.VBox):
     """Lanes of one step on the simulated or the wall clock, and a step-through.
 
     Args:
-        run_metadata: ``RunMetadata`` of a run with ``RunOptions(trace_level=FULL_TRACE)``.
+        run_metadata: ``RunMetadata`` of a run with ``RunOptions(trace_level=FULL_TRACE)``, or
+            its ``StepStats``.
         max_frames: at most this many step-through frames (consecutive ops are grouped
             when the step has more); one more frame shows the whole step.
         width_px: width of the drawing.
@@ -37,11 +40,13 @@ class TimelineView(widgets.VBox):
         spans: ``{mode: StepSpans}``; overlap_percent: ``{mode: float}``; links: the ``jslink``s.
 
     Raises:
+        TypeError: neither a ``RunMetadata`` nor a ``StepStats``.
         ValueError: ``run_metadata`` has no ``step_stats`` (the run was not traced).
     """
 
     def __init__(self, run_metadata, max_frames=200, width_px=960, **kwargs):
-        step_stats = getattr(run_metadata, "step_stats", None)
+        _check.expect("TimelineView", "run_metadata", run_metadata, _check.STEP_TRACE)
+        step_stats = run_metadata if isinstance(run_metadata, StepStats) else run_metadata.step_stats
         if step_stats is None:
             raise ValueError("run_metadata has no step_stats: run with "
                              "options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE), run_metadata=...")

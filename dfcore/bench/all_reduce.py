@@ -12,7 +12,9 @@ both placements. Unlike nccl-tests, ``-n`` is the number of devices (``--iters``
 iterations); ``--time simulated`` reports the simulated clock's time on the default
 machine (deterministic, for docs) instead of the measured wall time. ``--compare``
 prints, per algorithm, the α-β prediction, the simulated time and the wall time of
-the largest size.
+the largest size. Settings out of range (``-n 0``, ``-b`` > ``-e``, ``--iters 0``,
+``--num-subchunks`` above the smallest size's elements per chunk …) are usage errors (exit
+status 2) naming the flag and its range, before anything runs (:func:`check_options`).
 
 Inside an MPI job of more than one rank (:mod:`dfcore.launch`), the devices are the ranks
 (``-n`` and ``--time`` are ignored): per size it measures, alternately, dfcore's
@@ -29,10 +31,15 @@ import time
 import numpy as np
 
 from ..distribute import all_reduce
-from ..distribute.schedules import ALGORITHMS
+from ..distribute.arguments import check_count
+from ..distribute.schedules import ALGORITHMS, max_subchunks
 
 _TYPES = {"half": np.float16, "float": np.float32, "double": np.float64}
 _REDOPS = {"sum": "sum", "avg": "mean", "max": "max"}
+#: The command-line flag of each checked argument, for :func:`check_options`' messages.
+FLAGS = {"min_bytes": "-b/--minbytes", "max_bytes": "-e/--maxbytes", "factor": "-f/--stepfactor",
+         "devices": "-n/--devices", "iters": "--iters", "warmup": "-w/--warmup_iters",
+         "num_subchunks": "--num-subchunks"}
 HEADER = (
     "#                                                              out-of-place                       in-place\n"
     "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
@@ -40,10 +47,48 @@ HEADER = (
 
 
 def parse_size(text):
-    """``"1K"`` → 1024, ``"16M"`` → 16·2^20, ``"1G"``, or plain bytes (nccl-tests' suffixes)."""
-    text = text.strip().upper()
-    scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
-    return int(float(text[:-1] if scale > 1 else text) * scale)
+    """``"1K"`` → 1024, ``"16M"`` → 16·2^20, ``"1G"``, or plain bytes (nccl-tests' suffixes).
+
+    Raises:
+        argparse.ArgumentTypeError: not a number with an optional K/M/G suffix (the range is
+            :func:`check_options`' job).
+    """
+    size = text.strip().upper()
+    scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(size[-1:], 1)
+    try:
+        return int(float(size[:-1] if scale > 1 else size) * scale)
+    except (ValueError, OverflowError):
+        raise argparse.ArgumentTypeError(f"expected a size in bytes with an optional K, M or G suffix, "
+                                         f"got {text!r}") from None
+
+
+def check_options(min_bytes, max_bytes, factor, devices, algorithm="ring", itemsize=4, iters=1, warmup=0,
+                  num_subchunks=1, names=None):
+    """Check the table's settings before anything runs (:func:`run`, :func:`run_mpi` and the CLI call it).
+
+    ``min_bytes`` ≥ 1 and ≤ ``max_bytes``; ``factor`` ≥ 1 (1: one row); ``devices`` (ranks),
+    ``iters`` ≥ 1; ``warmup`` ≥ 0; ``num_subchunks`` in ``[1, max_subchunks]`` of the smallest
+    size (:func:`dfcore.distribute.schedules.max_subchunks`). ``names`` maps an argument to the
+    name the message uses (the CLI passes :data:`FLAGS`).
+
+    Raises:
+        TypeError: a non-integer. ValueError: a value out of range, naming it and the range.
+    """
+    names = names or {}
+
+    def label(argument):
+        return names.get(argument, argument)
+
+    check_count(label("min_bytes"), min_bytes, 1)
+    check_count(label("max_bytes"), max_bytes, min_bytes, why=f"(the largest size, at least {label('min_bytes')})")
+    check_count(label("factor"), factor, 1, why="(1 gives one row)")
+    check_count(label("devices"), devices, 1)
+    check_count(label("iters"), iters, 1)
+    check_count(label("warmup"), warmup, 0)
+    count = min_bytes // itemsize
+    check_count(label("num_subchunks"), num_subchunks, 1, max_subchunks(algorithm, devices, count),
+                why=f"for the smallest size ({count} elements) on {devices} ranks with {algorithm} "
+                    "(at most one segment per element of a chunk)")
 
 
 def message_sizes(min_bytes, max_bytes, factor, itemsize):
@@ -100,10 +145,15 @@ def format_time_us(us):
 
 def run(min_bytes, max_bytes, factor, devices, algorithm, type_name="float", redop="sum", iters=20, warmup=5,
         time_mode="wall", num_subchunks=1, out=print):
-    """Print the table; return the average bus bandwidth (GB/s)."""
+    """Print the table; return the average bus bandwidth (GB/s).
+
+    Raises:
+        TypeError, ValueError: as :func:`check_options`; KeyError: an unknown type or redop.
+    """
     dtype = _TYPES[type_name]
     itemsize = np.dtype(dtype).itemsize
     reduction = _REDOPS[redop]
+    check_options(min_bytes, max_bytes, factor, devices, algorithm, itemsize, iters, warmup, num_subchunks)
     out(f"# dfcore all_reduce: algorithm {algorithm}, {devices} devices (simulated GPUs), time {time_mode}, "
         f"iters {iters}, warmup {warmup}, num_subchunks {num_subchunks}")
     out("#")
@@ -126,8 +176,13 @@ def run(min_bytes, max_bytes, factor, devices, algorithm, type_name="float", red
 
 
 def compare(nbytes, devices, type_name="float", redop="sum", iters=5, out=print):
-    """Per algorithm: α-β prediction, simulated time and wall time (µs) of one all-reduce of ``nbytes``."""
+    """Per algorithm: α-β prediction, simulated time and wall time (µs) of one all-reduce of ``nbytes``.
+
+    Raises:
+        TypeError, ValueError: as :func:`check_options` (``nbytes`` ≥ 1, ``devices`` and ``iters`` ≥ 1).
+    """
     dtype = _TYPES[type_name]
+    check_options(nbytes, nbytes, 1, devices, itemsize=np.dtype(dtype).itemsize, iters=iters)
     count = nbytes // np.dtype(dtype).itemsize
     inputs = inputs_for(count, devices, dtype)
     out(f"# {count * np.dtype(dtype).itemsize} B per device, {devices} devices: predicted (alpha-beta), "
@@ -192,13 +247,14 @@ def _wrong_on_rank(out, count, n, dtype, reduction):
 def run_mpi(comm, min_bytes, max_bytes, factor, algorithm, type_name="float", redop="sum", iters=20, warmup=5,
             num_subchunks=1, out=print):
     """Print (rank 0) the MPI table of dfcore's ``algorithm`` vs ``MPI.Allreduce``; return rank 0's average busbw
-    of dfcore's rows (None on other ranks). Collective: call on every rank."""
+    of dfcore's rows (None on other ranks). Collective: call on every rank; raises as :func:`run`."""
     from ..mpi.collectives import all_reduce as mpi_all_reduce, mpi_allreduce
 
     dtype = _TYPES[type_name]
     itemsize = np.dtype(dtype).itemsize
     reduction = _REDOPS[redop]
     rank, n = comm.Get_rank(), comm.Get_size()
+    check_options(min_bytes, max_bytes, factor, n, algorithm, itemsize, iters, warmup, num_subchunks)
     say = out if rank == 0 else (lambda text: None)
     say(f"# dfcore all_reduce over MPI: algorithm {algorithm}, {n} ranks, iters {iters}, warmup {warmup}, "
         f"num_subchunks {num_subchunks}; reference MPI.Allreduce")
@@ -228,8 +284,8 @@ def run_mpi(comm, min_bytes, max_bytes, factor, algorithm, type_name="float", re
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("-b", "--minbytes", default="32M")
-    parser.add_argument("-e", "--maxbytes", default="32M")
+    parser.add_argument("-b", "--minbytes", type=parse_size, default="32M")
+    parser.add_argument("-e", "--maxbytes", type=parse_size, default="32M")
     parser.add_argument("-f", "--stepfactor", type=int, default=2)
     parser.add_argument("-n", "--devices", type=int, default=4, help="number of devices (ranks)")
     parser.add_argument("--algo", "--algorithm", dest="algo", default="ring", choices=ALGORITHMS)
@@ -242,14 +298,21 @@ def main(argv=None):
     parser.add_argument("--compare", action="store_true", help="also compare the algorithms at the largest size")
     args = parser.parse_args(argv)
     comm = _mpi_comm()
+    ranks = args.devices if comm is None else comm.Get_size()
+    try:
+        check_options(args.minbytes, args.maxbytes, args.stepfactor, ranks, args.algo,
+                      np.dtype(_TYPES[args.datatype]).itemsize, args.iters, args.warmup_iters, args.num_subchunks,
+                      FLAGS)
+    except (TypeError, ValueError) as error:
+        parser.error(str(error))
     if comm is not None:
-        run_mpi(comm, parse_size(args.minbytes), parse_size(args.maxbytes), args.stepfactor, args.algo,
+        run_mpi(comm, args.minbytes, args.maxbytes, args.stepfactor, args.algo,
                 args.datatype, args.op, args.iters, args.warmup_iters, args.num_subchunks)
         return
-    run(parse_size(args.minbytes), parse_size(args.maxbytes), args.stepfactor, args.devices, args.algo,
+    run(args.minbytes, args.maxbytes, args.stepfactor, args.devices, args.algo,
         args.datatype, args.op, args.iters, args.warmup_iters, args.time, args.num_subchunks)
     if args.compare:
-        compare(parse_size(args.maxbytes), args.devices, args.datatype, args.op)
+        compare(args.maxbytes, args.devices, args.datatype, args.op)
 
 
 if __name__ == "__main__":

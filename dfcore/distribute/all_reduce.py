@@ -34,7 +34,6 @@ from ..runtime.rendezvous import Rendezvous, create_key
 from . import collective_cost, schedules
 from .trace import AllReduceResult, ChunkTransfer, CollectiveTrace, RoundRecord
 
-REDUCTIONS = ("sum", "mean", "max")
 _REDUCE_UFUNC = {"sum": np.add, "mean": np.add, "max": np.maximum}
 _DTYPES = (np.float16, np.float32, np.float64)
 _LOCAL = "/job:localhost/replica:0/task:0"
@@ -52,7 +51,8 @@ def all_reduce(values, devices=None, algorithm="ring", reduction="sum", num_subc
             ``/job:localhost/replica:0/task:0``); default ``GPU:0`` … ``GPU:N−1``.
         algorithm: ``"ring"``, ``"reduce_to_one"``, ``"tree"`` or ``"recursive_halving_doubling"``.
         reduction: ``"sum"``, ``"mean"`` (sum, then divided by N) or ``"max"``.
-        num_subchunks: segments per tensor, each moved as its own messages.
+        num_subchunks: segments per tensor, each moved as its own messages: an integer in
+            ``[1, ⌈K/pieces⌉]`` (:func:`~dfcore.distribute.schedules.max_subchunks`).
         convention: ring chunk labels, ``"textbook"`` or ``"nccl"`` (see schedules).
         rendezvous: the :class:`Rendezvous` to move chunks through (a new one if None); on
             an error it is aborted with the first error.
@@ -65,7 +65,7 @@ def all_reduce(values, devices=None, algorithm="ring", reduction="sum", num_subc
             device of fresh memory: at 16 MiB that, not the bookkeeping, is what tracing costs.
         name: first part of the rendezvous tensor names (unique per collective in one rendezvous).
         in_place: write the results into ``values`` (writeable contiguous arrays of the dtype).
-        root: the reducing rank of ``reduce_to_one``.
+        root: the reducing rank of ``reduce_to_one``, in ``[0, N)``.
         check_numerics: raise ``InvalidArgumentError`` if an input holds NaN or Inf.
 
     Returns:
@@ -73,15 +73,15 @@ def all_reduce(values, devices=None, algorithm="ring", reduction="sum", num_subc
 
     Raises:
         ValueError: an empty list, different shapes, a device listed twice, the wrong number
-            of devices, an unknown algorithm/reduction/convention, or a bad ``num_subchunks``.
-        TypeError: different dtypes, or a dtype other than float16/32/64.
+            of devices, an unknown algorithm/reduction/convention, or ``num_subchunks`` or
+            ``root`` out of range (:func:`~dfcore.distribute.schedules.check_arguments`).
+        TypeError: different dtypes, a dtype other than float16/32/64, or a non-integer count.
         InvalidArgumentError: ``check_numerics`` found NaN or Inf.
         AbortedError: the rendezvous was aborted (by this collective's error or another's).
     """
     arrays = _check_values(values, in_place)
     devices = canonical_devices(devices, len(arrays))
-    if reduction not in REDUCTIONS:
-        raise ValueError(f"Unknown reduction {reduction!r}; use one of {', '.join(REDUCTIONS)}")
+    schedules.check_arguments(algorithm, len(arrays), arrays[0].size, num_subchunks, convention, root, reduction)
     if check_numerics:
         _check_numerics(arrays, devices)
     shape, dtype = arrays[0].shape, arrays[0].dtype

@@ -18,6 +18,7 @@ any number of devices (non-powers of two fold first, see schedules).
 from ..framework.scopes import device as device_scope
 from ..ops import array_ops
 from . import schedules
+from .arguments import check_count
 
 
 def build_ring_all_reduce(input_tensors, num_workers, num_subchunks, gpu_perm, red_op, un_op=None):
@@ -36,10 +37,13 @@ def build_ring_all_reduce(input_tensors, num_workers, num_subchunks, gpu_perm, r
         N output Tensors, in input order, each on its input's device.
     Raises:
         ValueError: no inputs, N not divisible by ``num_workers``, ``gpu_perm`` not a
-            permutation of ``range(G)``, or shapes not fully known / not equal.
+            permutation of ``range(G)``, shapes not fully known / not equal, or ``num_subchunks``
+            outside ``[1, ⌈K/N⌉]`` (:func:`~dfcore.distribute.schedules.check_arguments`), all
+            before any op is built.
     """
     n = len(input_tensors)
-    if n == 0 or num_workers < 1 or n % num_workers:
+    check_count("num_workers", num_workers, 1)
+    if n == 0 or n % num_workers:
         raise ValueError(f"{n} input tensors cannot be spread over {num_workers} workers")
     per_worker = n // num_workers
     if sorted(gpu_perm) != list(range(per_worker)):
@@ -78,13 +82,19 @@ def build_shuffle_all_reduce(input_tensors, gather_devices, red_op, un_op=None):
     return [_join(reduced, shape, d) for d in devices]
 
 
-def _flatten(input_tensors):
+def _common_shape(input_tensors):
+    """The inputs' one fully known shape (checked before any op is built)."""
     if not input_tensors:
         raise ValueError("tensors cannot be empty")
     shape = input_tensors[0].shape
     for t in input_tensors:
         if not t.shape.is_fully_defined() or t.shape != shape:
             raise ValueError(f"All-reduce inputs need one fully known shape, got {shape} and {t.shape}")
+    return shape
+
+
+def _flatten(input_tensors):
+    shape = _common_shape(input_tensors)
     devices = [t.device for t in input_tensors]
     flats = []
     for t, d in zip(input_tensors, devices):
@@ -106,9 +116,10 @@ def _join(chunks, shape, device):
 
 def _build(input_tensors, order, algorithm, num_subchunks, red_op, un_op):
     """Emit ops for ``schedules.build_schedule(algorithm, …)``; rank k is input ``order[k]``."""
+    schedule = schedules.build_schedule(algorithm, len(order), _common_shape(input_tensors).num_elements(),
+                                        num_subchunks)
     flats, shape, devices = _flatten(input_tensors)
     devices = [devices[i] for i in order]
-    schedule = schedules.build_schedule(algorithm, len(order), int(flats[0].shape[0]), num_subchunks)
     chunks = [_split(flats[i], schedule.chunk_ranges, d) for i, d in zip(order, devices)]
     for step in schedule.steps:
         if isinstance(step, schedules.Finalize):

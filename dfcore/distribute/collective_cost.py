@@ -120,10 +120,10 @@ def predicted_time_s(algorithm, num_elements, itemsize, devices, machine, num_su
     those between ``devices[0]`` and ``devices[1]`` (homogeneous machines).
 
     Raises:
-        ValueError: unknown algorithm.
+        TypeError, ValueError: as :func:`~dfcore.distribute.schedules.check_arguments` (unknown
+            algorithm or reduction, no device, ``num_subchunks`` out of range).
     """
-    if algorithm not in schedules.ALGORITHMS:
-        raise ValueError(f"Unknown all-reduce algorithm {algorithm!r}; use one of {', '.join(schedules.ALGORITHMS)}")
+    schedules.check_arguments(algorithm, len(devices), num_elements, num_subchunks, reduction=reduction)
     n = len(devices)
     device = machine.device(devices[0])
     if n == 1:

@@ -35,7 +35,7 @@ from ..ops import common_shapes, math_dtypes
 from ..ops.op_util import graph_of
 from ..runtime.rendezvous import create_key
 from . import schedules
-from .all_reduce import REDUCTIONS, all_reduce
+from .all_reduce import all_reduce
 
 _INSTANCE_KEYS = itertools.count(1)
 
@@ -56,24 +56,22 @@ def collective_all_reduce(tensors, algorithm="ring", reduction="sum", num_subchu
 
     Raises:
         ValueError: an empty list, incompatible static shapes, two inputs explicitly on one
-            device, or an unknown algorithm, reduction or convention.
-        TypeError: different dtypes, or a dtype other than float16/32/64.
+            device, an unknown algorithm, reduction or convention, or ``num_subchunks`` out of
+            range (:func:`~dfcore.distribute.schedules.check_arguments`; its upper bound once the
+            static shape is fully known, else at run time as ``InvalidArgumentError``).
+        TypeError: different dtypes, a dtype other than float16/32/64, or a non-integer count.
     """
     from ..framework.tensor_conversion import convert_to_tensor
 
     if not tensors:
         raise ValueError("collective_all_reduce needs at least one tensor, got an empty list")
-    if algorithm not in schedules.ALGORITHMS:
-        raise ValueError(f"Unknown all-reduce algorithm {algorithm!r}; use one of {', '.join(schedules.ALGORITHMS)}")
-    if reduction not in REDUCTIONS:
-        raise ValueError(f"Unknown reduction {reduction!r}; use one of {', '.join(REDUCTIONS)}")
-    if convention not in schedules.CONVENTIONS:
-        raise ValueError(f"Unknown ring convention {convention!r}; use 'textbook' or 'nccl'")
     graph = graph_of(tensors)
     instance_key = next(_INSTANCE_KEYS) if instance_key is None else int(instance_key)
     with graph.as_default():
         tensors = [convert_to_tensor(t) for t in tensors]
         _check_group(tensors)
+        schedules.check_arguments(algorithm, len(tensors), tensors[0].shape.num_elements(), num_subchunks,
+                                  convention, reduction=reduction)
         attrs = {"T": tensors[0].dtype.base_dtype, "group_size": len(tensors), "group_key": int(group_key),
                  "instance_key": instance_key, "algorithm": algorithm, "reduction": reduction,
                  "num_subchunks": int(num_subchunks), "convention": convention}

@@ -71,7 +71,8 @@ def batch_all_reduce(per_device_tensors, devices=None, fusion_threshold_bytes=DE
         devices: as :func:`dfcore.distribute.all_reduce`.
         fusion_threshold_bytes: the fusion buffer's size (0: no fusion).
         machine: the machine profile for simulated time.
-        **kwargs: passed to :func:`dfcore.distribute.all_reduce` (algorithm, reduction, trace …).
+        **kwargs: passed to :func:`dfcore.distribute.all_reduce` (algorithm, reduction, trace …);
+            ``num_subchunks`` is an upper bound per buffer (:func:`~dfcore.distribute.schedules.capped_subchunks`).
 
     Returns:
         :class:`BatchAllReduceResult`.
@@ -93,7 +94,11 @@ def batch_all_reduce(per_device_tensors, devices=None, fusion_threshold_bytes=DE
     outputs = [[None] * len(arrays[0]) for _ in arrays]
     groups = fusion_groups(arrays[0], fusion_threshold_bytes)
     results = []
+    requested = kwargs.pop("num_subchunks", 1)
     for group in groups:
+        size = sum(arrays[0][j].size for j in group)
+        kwargs["num_subchunks"] = schedules.capped_subchunks(kwargs.get("algorithm", "ring"), len(devices), size,
+                                                             requested)
         if len(group) == 1:
             result = all_reduce([a[group[0]] for a in arrays], devices, machine=machine, **kwargs)
             for d, out in enumerate(result.outputs):

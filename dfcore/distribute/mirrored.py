@@ -31,9 +31,11 @@ class MirroredStrategy:
     Args:
         devices: distinct device names, one replica each.
         all_reduce_alg: an algorithm of :mod:`dfcore.distribute.schedules`.
-        num_subchunks: passed to the all-reduce.
+        num_subchunks: at most this many segments per gradient all-reduce (fewer for a gradient
+            too small to cut, :func:`~dfcore.distribute.schedules.capped_subchunks`); an integer ≥ 1.
     Raises:
-        ValueError: no devices, a device listed twice, or an unknown algorithm.
+        ValueError: no devices, a device listed twice, an unknown algorithm, or ``num_subchunks`` < 1.
+        TypeError: a non-integer ``num_subchunks``.
     """
 
     def __init__(self, devices, all_reduce_alg="ring", num_subchunks=1):
@@ -41,9 +43,7 @@ class MirroredStrategy:
         if not devices:
             raise ValueError("MirroredStrategy needs at least one device")
         canonical_devices(devices, len(devices))
-        if all_reduce_alg not in schedules.ALGORITHMS:
-            raise ValueError(f"Unknown all-reduce algorithm {all_reduce_alg!r}; "
-                             f"use one of {', '.join(schedules.ALGORITHMS)}")
+        schedules.check_arguments(all_reduce_alg, len(devices), num_subchunks=num_subchunks)
         self.devices = devices
         self.all_reduce_alg = all_reduce_alg
         self.num_subchunks = num_subchunks
@@ -77,10 +77,18 @@ class MirroredStrategy:
         reduced = [[None] * len(per_replica_grads[0]) for _ in per_replica_grads]
         for j, grads in enumerate(zip(*per_replica_grads)):
             outs = collective_all_reduce(list(grads), algorithm=self.all_reduce_alg, reduction="mean",
-                                         num_subchunks=self.num_subchunks, name=f"allreduce_grad_{j}")
+                                         num_subchunks=self._subchunks(grads[0].shape.num_elements()),
+                                         name=f"allreduce_grad_{j}")
             for i, out in enumerate(outs):
                 reduced[i][j] = out
         return reduced
+
+    def _subchunks(self, num_elements):
+        """The segments for one gradient of ``num_elements`` (None: unknown, not capped)."""
+        if num_elements is None:
+            return self.num_subchunks
+        return schedules.capped_subchunks(self.all_reduce_alg, self.num_replicas_in_sync, num_elements,
+                                          self.num_subchunks)
 
     def minimize(self, optimizer_fn, loss_fn, per_replica_inputs, replica_vars):
         """Build one training step: each replica's loss and gradients on its device, the
@@ -106,7 +114,7 @@ class MirroredStrategy:
         n = self.num_replicas_in_sync
         for var in replica_vars[0]:
             size = int(var.shape.num_elements())
-            schedule = schedules.build_schedule(self.all_reduce_alg, n, size, self.num_subchunks)
+            schedule = schedules.build_schedule(self.all_reduce_alg, n, size, self._subchunks(size))
             for rank, nbytes in schedules.bytes_sent_per_rank(schedule, itemsize).items():
                 sent[self.devices[rank]] += nbytes
         return sent

@@ -25,12 +25,12 @@ import numpy as np
 from .. import errors
 from ..examples.digits_data import load_digits_split
 from ..runtime import cost_model
+from .arguments import check_count
+from .ps_arguments import check_train_arguments
 from .ps_model import ModelConfig, build_worker, start_cluster, step_costs
 from .ps_simulation import SimulatedRun, load_sidecar, save_sidecar
 from .staleness import EvalPoint, RunRecord
 
-MODES = ("sync", "async", "ssp")
-EXECUTIONS = ("simulated", "threads", "mpi")
 #: Default updates and learning rates, chosen so ``sync`` and ``ssp`` reach ≥ 0.95 test accuracy.
 DEFAULT_STEPS = {"sync": 300, "ssp": 300, "async": 1200}
 DEFAULT_LEARNING_RATE = {"sync": 0.5, "ssp": 0.5, "async": 0.15}
@@ -41,10 +41,17 @@ class ShardedDigits:
 
     ``batch(w, clock)`` is a function of ``(seed, w, clock)`` only, so a restored run reads
     the same batches as an uninterrupted one.
+
+    Raises:
+        ArgumentRangeError: ``batch_size`` larger than the smallest shard (batches are drawn
+            without replacement).
     """
 
     def __init__(self, num_workers, batch_size, seed):
         split = load_digits_split(seed=seed)
+        smallest_shard = len(range(num_workers - 1, len(split.x_train), num_workers))
+        check_count("batch_size", batch_size, 1, smallest_shard,
+                    f"(the examples of the smallest of {num_workers} worker shards)")
         self.x_train, self.y_train = split.x_train, split.y_train
         self.x_test, self.y_test = split.x_test, split.y_test
         self.num_workers, self.batch_size, self.seed = num_workers, batch_size, seed
@@ -110,11 +117,11 @@ def train(mode="sync", staleness=0, num_ps=1, num_workers=4, replicas_to_aggrega
         num_ps, num_workers: the cluster's tasks.
         replicas_to_aggregate: ``sync`` only; fewer than ``num_workers`` adds backup workers.
         straggler: ``{worker: speed factor}``, e.g. ``{3: 4.0}`` makes worker 3's compute 4× slower.
-        steps: parameter updates to run (default :data:`DEFAULT_STEPS`).
+        steps: parameter updates to run, ≥ 1 (None: :data:`DEFAULT_STEPS`).
         execution: ``"simulated"`` (deterministic), ``"threads"`` (free-running) or ``"mpi"`` (this
             process is one rank of ``python -m dfcore.launch --ps P --workers W``; returns the
             record on the chief, worker 0, and None on every other rank).
-        learning_rate: SGD rate (default :data:`DEFAULT_LEARNING_RATE`); batch_size, hidden: per worker.
+        learning_rate: SGD rate > 0 (None: :data:`DEFAULT_LEARNING_RATE`); batch_size, hidden: per worker.
         ps_strategy: ``"round_robin"`` or ``"greedy"`` (by bytes) placement of the variables.
         ema_decay: keep ExponentialMovingAverage shadows (on the ps) with this decay.
         eval_every: evaluate the test set every this many updates (and at the end).
@@ -126,24 +133,24 @@ def train(mode="sync", staleness=0, num_ps=1, num_workers=4, replicas_to_aggrega
         kill_ps: ``{ps task: version}``: that ps task dies once the global step reaches it.
         fault_timeout_s: the deadline of the blocking ops that find a peer gone.
     Raises:
-        ValueError: an unknown mode, execution or strategy, or inconsistent counts.
+        ArgumentRangeError (a ValueError): an argument out of its range or choices, before anything
+            starts (:func:`~dfcore.distribute.ps_arguments.check_train_arguments`: e.g. ``steps`` ≥ 1,
+            stragglers and killed tasks that exist, speed factors and ``learning_rate`` > 0,
+            ``batch_size`` in ``[1, smallest shard]``, a ``checkpoint_dir`` for ``checkpoint_every``
+            and ``restore``); ``.argument`` names it.
+        TypeError: a count that is not an integer or a rate that is not a number.
     """
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-    if execution not in EXECUTIONS:
-        raise ValueError(f"execution must be one of {EXECUTIONS}, got {execution!r}")
-    if num_ps < 1 or num_workers < 1:
-        raise ValueError(f"num_ps and num_workers must be >= 1, got {num_ps} and {num_workers}")
-    replicas = num_workers if replicas_to_aggregate is None or mode != "sync" else int(replicas_to_aggregate)
-    if not 1 <= replicas <= num_workers:
-        raise ValueError(f"replicas_to_aggregate must be in 1..{num_workers}, got {replicas}")
-    if mode == "ssp" and (staleness is None or staleness < 0):
-        raise ValueError(f"ssp needs a staleness bound >= 0, got {staleness!r}")
-    if (checkpoint_every or restore) and not checkpoint_dir:
-        raise ValueError("checkpoint_every and restore need a checkpoint_dir")
-    config = ModelConfig(mode, num_ps, num_workers, replicas, int(staleness or 0) if mode == "ssp" else 0,
-                         float(learning_rate or DEFAULT_LEARNING_RATE[mode]), hidden, batch_size, seed, ps_strategy,
-                         ema_decay)
+    check_train_arguments(
+        mode=mode, execution=execution, num_ps=num_ps, num_workers=num_workers,
+        replicas_to_aggregate=replicas_to_aggregate, staleness=staleness, steps=steps, learning_rate=learning_rate,
+        batch_size=batch_size, hidden=hidden, ps_strategy=ps_strategy, seed=seed, eval_every=eval_every,
+        checkpoint_dir=checkpoint_dir, checkpoint_every=checkpoint_every, restore=restore, straggler=straggler,
+        kill_worker=kill_worker, kill_ps=kill_ps, fault_timeout_s=fault_timeout_s)
+    replicas = num_workers if replicas_to_aggregate is None or mode != "sync" else replicas_to_aggregate
+    steps = DEFAULT_STEPS[mode] if steps is None else steps
+    learning_rate = DEFAULT_LEARNING_RATE[mode] if learning_rate is None else float(learning_rate)
+    config = ModelConfig(mode, num_ps, num_workers, replicas, staleness if mode == "ssp" else 0,
+                         learning_rate, hidden, batch_size, seed, ps_strategy, ema_decay)
     if execution == "mpi":
         return _train_mpi(config, steps, straggler, eval_every, checkpoint_dir, checkpoint_every,
                           restore or kill_worker or kill_ps)
@@ -153,7 +160,7 @@ def train(mode="sync", staleness=0, num_ps=1, num_workers=4, replicas_to_aggrega
     try:
         models = [build_worker(w, config, spec, worker_servers[w], runner) for w in range(num_workers)]
         hooks = _Hooks(models[0], data, eval_every, checkpoint_dir, checkpoint_every)
-        options = DriverOptions(int(steps or DEFAULT_STEPS[mode]), dict(straggler or {}), dict(kill_worker or {}),
+        options = DriverOptions(steps, dict(straggler or {}), dict(kill_worker or {}),
                              dict(kill_ps or {}), fault_timeout_s, hooks)
         start = _initialize(models, config, checkpoint_dir if restore else None)
         if execution == "simulated":
@@ -184,7 +191,7 @@ def _train_mpi(config, steps, straggler, eval_every, checkpoint_dir, checkpoint_
         raise ValueError(f"{config.num_ps} ps and {config.num_workers} workers need a job launched with python -m "
                          f"dfcore.launch --ps {config.num_ps} --workers {config.num_workers}, but this one has {launched}")
     hooks = _Hooks(None, None, eval_every, checkpoint_dir, checkpoint_every)
-    options = DriverOptions(int(steps or DEFAULT_STEPS[config.mode]), dict(straggler or {}), {}, {}, 0.0, hooks)
+    options = DriverOptions(steps, dict(straggler or {}), {}, {}, 0.0, hooks)
     model, result = train_rank(config, lambda: ShardedDigits(config.num_workers, config.batch_size, config.seed),
                                options)
     if model is None:

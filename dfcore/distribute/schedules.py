@@ -15,7 +15,10 @@ chunks (``pieces`` = N for ring, the largest power of two ≤ N for recursive
 halving-doubling, 1 for tree and reduce-to-one), both cuts as ``np.array_split`` does:
 of ``m`` parts of a length ``L``, the first ``L mod m`` have ``⌈L/m⌉`` elements and the
 rest ``⌊L/m⌋``. Chunk id ``s·pieces + j`` is piece ``j`` of segment ``s``. No padding is
-sent, so a chunk may be empty (K < N): it still moves, as a 0-byte message.
+sent, so a chunk may be empty (K < N): it still moves, as a 0-byte message. ``num_subchunks``
+ranges over ``[1, ⌈K/pieces⌉]`` (at least 1): more segments than a chunk has elements would
+only add empty messages, and :func:`check_arguments`, which every entry point calls first,
+rejects them (a 10⁹-segment schedule would exhaust memory before the first message).
 
 **Ring, textbook convention** (DESIGN §3; Baidu/Horovod): in scatter-reduce step s
 (0-based) rank i sends chunk (i−s) mod N to rank (i+1) mod N, which adds it to its own;
@@ -51,8 +54,11 @@ rounds send the owned blocks back; finally ranks r−p unfold the result to rank
 import dataclasses
 import functools
 
+from .arguments import check_count, check_rank
+
 ALGORITHMS = ("ring", "reduce_to_one", "tree", "recursive_halving_doubling")
 CONVENTIONS = ("textbook", "nccl")
+REDUCTIONS = ("sum", "mean", "max")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -122,6 +128,75 @@ def _split(start, length, parts):
     return out
 
 
+def pieces_per_segment(algorithm, num_ranks):
+    """Chunks per segment (the module's chunking rule): N for ring, the largest power of two ≤ N for
+    recursive halving-doubling, 1 for tree and reduce-to-one."""
+    if algorithm == "ring":
+        return num_ranks
+    if algorithm == "recursive_halving_doubling":
+        return _largest_power_of_two(num_ranks)
+    return 1
+
+
+def _largest_power_of_two(n):
+    return 1 << (n.bit_length() - 1)
+
+
+def max_subchunks(algorithm, num_ranks, num_elements):
+    """The largest ``num_subchunks`` for ``num_elements``: one segment per element of a chunk,
+    ``⌈K / pieces⌉`` (at least 1, so an empty tensor or one shorter than N still has a segment)."""
+    return max(1, -(-num_elements // pieces_per_segment(algorithm, num_ranks)))
+
+
+def capped_subchunks(algorithm, num_ranks, num_elements, num_subchunks):
+    """``num_subchunks`` (checked ≥ 1) capped at :func:`max_subchunks`: for APIs that all-reduce many
+    tensors with one setting (``MirroredStrategy``, ``batch_all_reduce``), where it is an upper bound."""
+    check_count("num_subchunks", num_subchunks, 1)
+    return min(num_subchunks, max_subchunks(algorithm, num_ranks, num_elements))
+
+
+def check_arguments(algorithm, num_ranks, num_elements=None, num_subchunks=1, convention="textbook", root=0,
+                    reduction=None):
+    """The one check of an all-reduce's arguments, before any work (every all-reduce entry point calls it).
+
+    Args:
+        algorithm: one of :data:`ALGORITHMS`. num_ranks: devices or MPI ranks, ≥ 1.
+        num_elements: elements of the flattened tensor, ≥ 0 (None: not known yet, e.g. a graph
+            tensor of unknown shape; the upper bound of ``num_subchunks`` is then not checked).
+        num_subchunks: segments per tensor, in ``[1, max_subchunks(algorithm, num_ranks, num_elements)]``.
+        convention: one of :data:`CONVENTIONS`. root: a rank in ``[0, num_ranks)``.
+        reduction: one of :data:`REDUCTIONS` (None: not checked).
+
+    Raises:
+        TypeError: a count that is not an integer.
+        ValueError: an unknown algorithm, convention or reduction, or a count out of its range
+            (the message names the argument and the range).
+    """
+    if algorithm not in ALGORITHMS:
+        raise ValueError(f"Unknown all-reduce algorithm {algorithm!r}; use one of {', '.join(ALGORITHMS)}")
+    if convention not in CONVENTIONS:
+        raise ValueError(f"Unknown ring convention {convention!r}; use 'textbook' or 'nccl'")
+    if reduction is not None:
+        check_reduction(reduction)
+    check_count("num_ranks", num_ranks, 1)
+    if num_elements is not None:
+        check_count("num_elements", num_elements, 0)
+    check_rank("root", root, num_ranks)
+    if num_elements is None:
+        check_count("num_subchunks", num_subchunks, 1)
+        return
+    most = max_subchunks(algorithm, num_ranks, num_elements)
+    check_count("num_subchunks", num_subchunks, 1, most,
+                f"for a {algorithm} all-reduce of {num_elements} elements on {num_ranks} ranks "
+                "(at most one segment per element of a chunk)")
+
+
+def check_reduction(reduction):
+    """Raise ValueError unless ``reduction`` is one of :data:`REDUCTIONS`."""
+    if reduction not in REDUCTIONS:
+        raise ValueError(f"Unknown reduction {reduction!r}; use one of {', '.join(REDUCTIONS)}")
+
+
 @functools.lru_cache(maxsize=512)
 def build_schedule(algorithm, num_ranks, num_elements, num_subchunks=1, convention="textbook", root=0,
                    root_input=True):
@@ -131,22 +206,13 @@ def build_schedule(algorithm, num_ranks, num_elements, num_subchunks=1, conventi
     tensor of its own (a parameter server): the first message into it per segment is a copy.
 
     Raises:
-        ValueError: unknown algorithm or convention, ``num_ranks < 1``, ``num_subchunks < 1``,
-            ``num_elements < 0``, or ``root`` outside ``[0, num_ranks)``.
+        TypeError, ValueError: as :func:`check_arguments` (checked before anything is built).
     """
-    if algorithm not in ALGORITHMS:
-        raise ValueError(f"Unknown all-reduce algorithm {algorithm!r}; use one of {', '.join(ALGORITHMS)}")
-    if convention not in CONVENTIONS:
-        raise ValueError(f"Unknown ring convention {convention!r}; use 'textbook' or 'nccl'")
-    for label, value, low in (("num_ranks", num_ranks, 1), ("num_subchunks", num_subchunks, 1),
-                              ("num_elements", num_elements, 0)):
-        if int(value) != value or value < low:
-            raise ValueError(f"{label} must be an integer >= {low}, got {value!r}")
-    if not 0 <= root < num_ranks:
-        raise ValueError(f"root must be a rank in [0, {num_ranks}), got {root!r}")
+    check_arguments(algorithm, num_ranks, num_elements, num_subchunks, convention, root)
     builder = {"ring": _ring, "reduce_to_one": _reduce_to_one, "tree": _tree,
                "recursive_halving_doubling": _halving_doubling}[algorithm]
-    pieces, steps = builder(num_ranks, num_subchunks, convention, root)
+    steps = builder(num_ranks, num_subchunks, convention, root)
+    pieces = pieces_per_segment(algorithm, num_ranks)
     if not root_input:
         steps = _root_copies_first(steps, root)
     ranges = chunk_layout(num_elements, num_subchunks, pieces)
@@ -179,7 +245,7 @@ def _ring(n, subchunks, convention, root):
         for i in range(n):
             for seg in range(subchunks):
                 steps.append(_msg(n - 1 + s, "allgather", i, (i + 1) % n, [seg * n + (i + 1 - s - off) % n], "copy"))
-    return n, steps
+    return steps
 
 
 def _whole(subchunks, pieces=1):
@@ -197,7 +263,7 @@ def _reduce_to_one(n, subchunks, convention, root):
     for seg in _whole(subchunks):
         for r in others:
             steps.append(_msg(1, "broadcast", root, r, seg, "copy"))
-    return 1, steps
+    return steps
 
 
 def _root_copies_first(steps, root):
@@ -232,11 +298,11 @@ def _tree(n, subchunks, convention, root):
                 if tree_depth(r) == depth:
                     steps.append(_msg(rnd, "broadcast", (r - 1) // 2, r, seg, "copy"))
         rnd += 1
-    return 1, steps
+    return steps
 
 
 def _halving_doubling(n, subchunks, convention, root):
-    p = 1 << (n.bit_length() - 1)
+    p = _largest_power_of_two(n)
     extra = n - p
     steps = []
     rnd = 0
@@ -275,7 +341,7 @@ def _halving_doubling(n, subchunks, convention, root):
         for seg in _whole(subchunks, p):
             for r in range(p, n):
                 steps.append(_msg(rnd, "unfold", r - p, r, seg, "copy"))
-    return p, steps
+    return steps
 
 
 def bytes_sent_per_rank(schedule, itemsize):

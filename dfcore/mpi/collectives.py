@@ -38,7 +38,8 @@ import numpy as np
 
 from .. import errors
 from ..distribute import collective_cost, schedules
-from ..distribute.all_reduce import REDUCTIONS, build_trace, machine_for_devices, message_keys
+from ..distribute.arguments import check_rank
+from ..distribute.all_reduce import build_trace, machine_for_devices, message_keys
 from ..distribute.trace import AllReduceResult
 from ..runtime.rendezvous import TransferRecord
 from .world import world
@@ -109,17 +110,19 @@ def all_reduce(value, comm=None, algorithm="ring", reduction="sum", num_subchunk
     Raises:
         InvalidArgumentError: the ranks disagree on shape, dtype or algorithm parameters (every
             rank raises, naming each rank's value).
-        TypeError: a dtype other than float16/32/64.
-        ValueError: unknown algorithm/reduction/convention or a bad ``num_subchunks``.
+        TypeError: a dtype other than float16/32/64, or a non-integer ``num_subchunks``.
+        ValueError: unknown algorithm/reduction/convention or ``num_subchunks`` out of range —
+            the in-process all-reduce's :func:`~dfcore.distribute.schedules.check_arguments`,
+            run on every rank after the agreement (so a rank that alone got a bad value cannot
+            leave the others waiting) and before any data moves.
         ImportError: mpi4py is missing.
     """
     comm = world()[0] if comm is None else comm
     array = np.asarray(value)
-    if reduction not in REDUCTIONS:
-        raise ValueError(f"Unknown reduction {reduction!r}; use one of {', '.join(REDUCTIONS)}")
     devices = _agree(comm, array, (algorithm, reduction, num_subchunks, convention), name)
-    flat = np.ascontiguousarray(array).reshape(-1)
     me, n = comm.Get_rank(), comm.Get_size()
+    schedules.check_arguments(algorithm, n, array.size, num_subchunks, convention, reduction=reduction)
+    flat = np.ascontiguousarray(array).reshape(-1)
     schedule = schedules.build_schedule(algorithm, n, flat.size, num_subchunks, convention)
     plan = _plan(schedule, me, reduction == "mean")
     out = np.empty_like(flat)
@@ -148,8 +151,7 @@ def mpi_allreduce(value, comm=None, reduction="sum"):
     from mpi4py import MPI
 
     comm = world()[0] if comm is None else comm
-    if reduction not in REDUCTIONS:
-        raise ValueError(f"Unknown reduction {reduction!r}; use one of {', '.join(REDUCTIONS)}")
+    schedules.check_reduction(reduction)
     array = np.ascontiguousarray(value)
     if array.dtype.type not in _DTYPES:
         raise TypeError(f"mpi_allreduce supports float16, float32 and float64, got {array.dtype}")
@@ -187,8 +189,10 @@ def gather_result(name="allreduce", comm=None, root=0):
     Raises:
         FailedPreconditionError: on ``root``, when a rank has no traced all-reduce ``name``
             or the ranks' traces are of different collectives.
+        ValueError: ``root`` is not a rank of ``comm`` (checked before the gather).
     """
     comm = world()[0] if comm is None else comm
+    check_rank("root", root, comm.Get_size())
     ranks = comm.gather(_last.get(name), root=root)
     if comm.Get_rank() != root:
         return None

@@ -90,6 +90,16 @@ def test_mismatched_shapes_and_dtypes_raise_on_every_rank_naming_ranks(job):
         assert "rank 1: float64" in rank_checks["error/dtype"][1]
 
 
+def test_bad_arguments_raise_the_in_process_error_on_every_rank(job):
+    checks, _ = job
+    _assert_group(job, "argument/", 2)
+    _assert_group(job, "sum/after_argument_errors/", 3)
+    for rank_checks in checks:
+        assert "num_subchunks must be an integer in [1, 2] for a ring all-reduce of 5 elements on 4 ranks" in \
+            rank_checks["argument/num_subchunks"][1]
+        assert "root must be an integer in [0, 3] (one of 4 ranks), got 4" in rank_checks["argument/root"][1]
+
+
 def test_gathered_result_shows_in_all_reduce_view(job):
     pytest.importorskip("ipywidgets")
     from widgets import AllReduceView

@@ -184,7 +184,7 @@ def test_one_device_has_no_rounds_and_no_bandwidth():
 def test_bad_sources_are_rejected():
     with pytest.raises(ValueError, match="trace=True"):
         AllReduceView(all_reduce(_inputs(2), trace=False))
-    with pytest.raises(TypeError, match="AllReduceResult or a CollectiveTrace"):
+    with pytest.raises(TypeError, match="an AllReduceResult .* or a CollectiveTrace as result_or_trace, got ndarray"):
         AllReduceView(np.ones(3))
 
 

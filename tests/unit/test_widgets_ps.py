@@ -216,9 +216,9 @@ def test_repr_is_stable_and_names_runs(runs):
 
 
 def test_bad_inputs_raise(runs):
-    with pytest.raises(TypeError, match="takes RunRecords"):
+    with pytest.raises(TypeError, match="expects a RunRecord .* got str"):
         ParameterServerView("sync")
-    with pytest.raises(TypeError, match="takes RunRecords"):
+    with pytest.raises(TypeError, match="expects a RunRecord .* got int"):
         ParameterServerView({"a": 1})
     with pytest.raises(ValueError, match="at least one run"):
         ParameterServerView({})

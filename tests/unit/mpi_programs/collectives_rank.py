@@ -100,6 +100,18 @@ def error_case(label, shape, dtype):
         check(f"error/{label}", False, "no error raised")
 
 
+def argument_case(label, call):
+    """``call`` must raise ValueError on every rank (the same check as in-process, before any message)."""
+    try:
+        call()
+    except ValueError as error:
+        check(f"argument/{label}", True, str(error))
+    except Exception as error:  # noqa: BLE001 - recorded for the test to report
+        check(f"argument/{label}", False, f"{type(error).__name__}: {error}")
+    else:
+        check(f"argument/{label}", False, "no error raised")
+
+
 def main(out_dir):
     global RANK, N, DEVICES
     comm = world()[0]
@@ -133,6 +145,9 @@ def main(out_dir):
                 pickle.dump(dataclasses.replace(result, trace=trace), f)
     error_case("shape", (5,) if RANK == 2 else (4,), np.float32)
     error_case("dtype", (4,), np.float64 if RANK == 1 else np.float32)
+    argument_case("num_subchunks", lambda: collectives.all_reduce(np.ones(5, np.float32), num_subchunks=3))
+    argument_case("root", lambda: collectives.gather_result(root=N))
+    run_case(case + 1, "sum/after_argument_errors", (6,), np.float32, "ring")  # the ranks are still in step
     with open(os.path.join(out_dir, f"rank{RANK}.json"), "w") as f:
         json.dump({"checks": checks}, f)
 
