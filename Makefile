@@ -5,6 +5,8 @@
 #   make notebooks  re-run every lesson in place and strip its widget state (do this before committing one)
 #   make html       export every lesson to build/html/ (executed, widget state kept: steps without a kernel)
 #   make bench      set up .venv (once) and print the performance ratios
+#   make soak       chaos soak: train PS and ring all-reduce MPI jobs while killing ranks (SOAK_S seconds, 600)
+#   make binder-check  build Binder's environment from binder/ alone and run every lesson in it under nbval
 # Everything runs non-interactively (CI=true, no stdin).
 
 PYTHON ?= python3
@@ -21,6 +23,7 @@ NBVAL_CELL_TIMEOUT_S ?= 300
 NBVAL_ARGS     := $(if $(NOTEBOOKS),--nbval-lax --nbval-current-env --nbval-sanitize-with notebooks/nbval_sanitize.cfg \
                   --nbval-cell-timeout=$(NBVAL_CELL_TIMEOUT_S) $(NOTEBOOKS))
 PYTEST_ARGS    ?=
+SOAK_S         ?= 600
 
 # The browser tests: Debian's chromium, and pinned copies of what nbconvert's HTML export loads from
 # CDNs (the widget renderer and require.js), packed from the npm registry so the test runs offline.
@@ -33,7 +36,7 @@ VENDOR_STAMP         := $(VENDOR)/.html-manager-$(HTML_MANAGER_VERSION)-requirej
 LAB_PORT ?= 8888
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 
-.PHONY: setup system-deps browser-deps test notebooks html lab bench clean
+.PHONY: setup system-deps browser-deps test notebooks html lab bench soak binder-check clean
 
 setup: $(STAMP) system-deps browser-deps
 
@@ -107,6 +110,14 @@ lab: setup
 bench: setup
 	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 \
 	  $(PY) tests/benchmarks/run_all.py $(BENCH)
+
+# Not part of `make test`: CI runs a 2-minute soak (SOAK_S=120) after it.
+soak: setup
+	$(PY) tests/soak/run_soak.py --duration-s $(SOAK_S)
+
+# Binder parity: what binder/ installs must import everything the lessons import (CI runs it after `make test`).
+binder-check: system-deps
+	$(PYTHON) tests/binder/check_binder.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache $(VENDOR) tests/browser/screenshots
