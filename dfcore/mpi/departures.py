@@ -30,6 +30,7 @@ import os
 import sys
 import time
 
+from .. import errors
 from .report import atomic_write, current_rank
 
 #: The environment variable naming the directory where ranks note their departure.
@@ -57,7 +58,7 @@ def _note_departure(directory):
     record = {"left_at": time.time(), "served": served}
     try:
         atomic_write(departure_path(directory, current_rank()), json.dumps(record).encode())
-    except OSError:
+    except errors.OpError:
         pass  # the launcher is gone with its directory: nobody is left to tell
 
 

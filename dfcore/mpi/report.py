@@ -33,9 +33,9 @@ import json
 import os
 import pickle
 import sys
-import tempfile
 import types
 
+from ..train import file_io
 from .env import RANK_VARIABLES
 
 #: The environment variable naming the directory the ranks write their reports into.
@@ -141,14 +141,5 @@ def load(path):
 
 
 def atomic_write(path, data):
-    """Write ``data`` (bytes) to a temp file next to ``path``, then ``os.replace`` it into place."""
-    directory = os.path.dirname(path) or "."
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
+    """Replace the file at ``path`` by ``data`` (bytes) in one step, unsynced (progress and report notes)."""
+    file_io.atomic_write(path, lambda f: f.write(data), sync=False)

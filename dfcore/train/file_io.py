@@ -24,11 +24,13 @@ _NOTHING_WRITTEN = "Nothing was written: an earlier file at that path is unchang
                    "directory writable, or write elsewhere"
 
 
-def atomic_write(path: str, write: Callable[[BinaryIO], object]) -> None:
+def atomic_write(path: str, write: Callable[[BinaryIO], object], sync: bool = True) -> None:
     """Call ``write(fileobj)`` on a new temp file beside ``path``, sync it, then rename it to ``path``.
 
     The file gets the mode a plain ``open(path, "wb")`` would (0666 less the umask), and
-    the directory is synced after the rename so the new file survives a power cut.
+    the directory is synced after the rename so the new file survives a power cut. With
+    ``sync=False`` (files rewritten every step, such as progress notes) nothing is synced: a
+    reader still sees the old file or the new one, but a power cut may lose the latest.
     Raises:
         PermissionDeniedError, ResourceExhaustedError, ...: an ``OSError`` on the way, as
             :func:`dfcore.errors.error_from_os_error` maps it, naming ``path``; nothing changed.
@@ -40,8 +42,9 @@ def atomic_write(path: str, write: Callable[[BinaryIO], object]) -> None:
         tmp, fd = _create_temp(directory, os.path.basename(path))
         with os.fdopen(fd, "wb") as f:
             write(f)
-            f.flush()
-            os.fsync(f.fileno())
+            if sync:
+                f.flush()
+                os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException as error:
         if tmp is not None:
@@ -49,7 +52,8 @@ def atomic_write(path: str, write: Callable[[BinaryIO], object]) -> None:
         if isinstance(error, OSError):
             raise errors.error_from_os_error(error, path, _NOTHING_WRITTEN) from error
         raise
-    _sync_directory(directory)
+    if sync:
+        _sync_directory(directory)
 
 
 def _create_temp(directory, name):
