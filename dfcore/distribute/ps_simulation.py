@@ -277,10 +277,22 @@ def save_sidecar(path, version, time_s, clocks):
 
 
 def load_sidecar(path, version, num_workers):
-    """The state :func:`save_sidecar` wrote, or one inferred from ``version`` if there is none."""
-    if os.path.exists(path + ".driver.json"):
-        with open(path + ".driver.json", encoding="utf-8") as f:
-            state = json.load(f)
-        if len(state["clocks"]) == num_workers:
+    """The state :func:`save_sidecar` wrote, or one inferred from ``version`` if there is none.
+
+    Raises:
+        DataLossError: the sidecar is not the JSON :func:`save_sidecar` writes (truncated or corrupt).
+    """
+    sidecar = path + ".driver.json"
+    if os.path.exists(sidecar):
+        try:
+            with open(sidecar, encoding="utf-8") as f:
+                state = json.load(f)
+            clocks = [int(c) for c in state["clocks"]]
+            state = {"version": int(state["version"]), "time_s": float(state["time_s"]), "clocks": clocks}
+        except (ValueError, KeyError, TypeError) as error:
+            raise errors.DataLossError(None, None, f"Unable to read the training driver's state {sidecar} next to "
+                                       f"checkpoint {path}: {error}. Delete it to restart the workers' clocks "
+                                       "at the checkpoint's version.") from error
+        if len(clocks) == num_workers:
             return state
     return {"version": version, "time_s": 0.0, "clocks": [version] * num_workers}

@@ -285,3 +285,18 @@ def test_temp_file_of_a_live_process_is_left_alone(model, tmp_path):
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait()
+
+
+@pytest.mark.parametrize("text", ['{"version": 3, "time_s": 1.5, "clo', "\x00\x01", '{"version": 3}',
+                                  '{"version": 3, "time_s": 1.5, "clocks": ["x"]}'])
+def test_corrupt_parameter_server_sidecar_is_data_loss(tmp_path, text):
+    """The PS driver's ``.driver.json`` beside a checkpoint: truncated or mangled -> DataLossError naming it
+    (it used to be a JSONDecodeError or KeyError); a well-formed one round-trips."""
+    from dfcore.distribute.ps_simulation import load_sidecar, save_sidecar
+
+    path = str(tmp_path / "model.ckpt-3")
+    save_sidecar(path, 3, 1.5, [3, 2])
+    assert load_sidecar(path, 3, 2) == {"version": 3, "time_s": 1.5, "clocks": [3, 2]}
+    (tmp_path / "model.ckpt-3.driver.json").write_text(text)
+    with pytest.raises(errors.DataLossError, match="model.ckpt-3.driver.json"):
+        load_sidecar(path, 3, 2)
