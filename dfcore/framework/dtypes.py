@@ -161,3 +161,38 @@ def tf_type_name(dtype):
     """TF's short name in messages: ``float`` for float32, ``double`` for float64."""
     base = as_dtype(dtype).base_dtype
     return {"float32": "float", "float64": "double", "float16": "half"}.get(base.name, base.name)
+
+
+def check_integers_fit(value, array, dtype, where):
+    """Raise unless every value of ``array`` (a numpy array about to become ``dtype``) fits in it.
+
+    One rule for constants and feeds: integers — and integral floats — that do not fit an integer
+    ``dtype`` would wrap silently in numpy (``2**40`` as int32 is 0); TF refuses them. Other
+    conversions are left to the caller.
+
+    Args:
+        value: what the user gave (named in the message).
+        array: ``np.asarray(value)`` (an object array holds Python ints too big for int64).
+        dtype: the target :class:`DType`; where: e.g. ``" for Tensor 'x:0'"``.
+    Raises:
+        ValueError: ``Can't convert Python int 1099511627776 to int32 ...: outside int32's range
+            [-2147483648, 2147483647]`` (names the first value that does not fit).
+    """
+    target = np.dtype(dtype.as_numpy_dtype)
+    if target.kind not in "iu" or array.size == 0 or array.dtype.kind not in "iufO":
+        return
+    info = np.iinfo(target)
+    flat = array.reshape(-1)
+    if array.dtype.kind == "f":
+        outside = ~np.isfinite(flat) | (flat < info.min) | (flat > info.max)
+        bad = flat[outside]
+    elif array.dtype.kind == "O":
+        bad = [v for v in flat if isinstance(v, (builtins.int, np.integer)) and not info.min <= v <= info.max]
+    else:
+        low, high = builtins.int(flat.min()), builtins.int(flat.max())
+        bad = [] if info.min <= low and high <= info.max else flat[(flat < info.min) | (flat > info.max)]
+    if len(bad):
+        first = bad[0].item() if isinstance(bad[0], np.generic) else bad[0]
+        kind = "Python int" if isinstance(value, builtins.int) else f"{array.dtype.name} value"
+        raise ValueError(f"Can't convert {kind} {first!r} to {dtype.name}{where}: it is outside {dtype.name}'s range "
+                         f"[{info.min}, {info.max}]")

@@ -79,7 +79,8 @@ class Graph:
             attrs: a dict of attributes.
             name: the base name; made unique within the name scope.
         Raises:
-            ValueError: an input belongs to another graph.
+            ValueError: an input belongs to another graph, or the name is not a valid node name
+                (TF's ``_VALID_OP_NAME_REGEX``: letters, digits, ``.`` first, then also ``_-/>\\``).
             InvalidArgumentError: the shape function rejects the inputs.
         """
         with self._lock:
@@ -90,6 +91,8 @@ class Graph:
                 if tensor.graph is not self:
                     raise ValueError(f"Tensor {tensor!r} must be from the same graph as the op '{op_type}' being created.")
             unique = self._op_name(name or op_type)
+            if not _VALID_OP_NAME.match(unique):
+                raise ValueError(f"'{unique}' is not a valid node name")
             input_ops = {t.op for t in inputs}
             controls = self._control_dependencies_for_inputs(input_ops)
             attrs = dict(attrs or {})

@@ -85,6 +85,7 @@ def to_numpy(value, dtype, op_name="Const"):
 
     Raises:
         TypeError: TF's ``Expected <dtype>, got <value> of type '<type>' instead.``
+        ValueError: an integer that does not fit ``dtype`` (:func:`~dfcore.framework.dtypes.check_integers_fit`).
     """
     if dtype is dtypes.string:
         return np.asarray(value, dtype=object)
@@ -96,5 +97,6 @@ def to_numpy(value, dtype, op_name="Const"):
             raise TypeError(f"Expected {dtype.name}, got {value!r} of type '{type(value).__name__}' instead.")
         if array.dtype.kind in "US":
             raise TypeError(f"Expected {dtype.name}, got {value!r} of type '{type(value).__name__}' instead.")
+        dtypes.check_integers_fit(value, array, dtype, f" (op '{op_name}')")
         array = array.astype(target)
     return array

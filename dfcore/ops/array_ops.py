@@ -197,7 +197,8 @@ def reshape(tensor, shape, name=None):
     """``tensor`` with a new shape; one dimension may be -1 (inferred).
 
     Raises:
-        InvalidArgumentError: the element counts differ (TF's wording).
+        InvalidArgumentError: the element counts differ, two sizes are -1, or a size is below -1 (TF's
+            wording, from ``core/kernels/reshape_op.h``); at graph construction when the shape is known.
     """
     return scoped_op("Reshape", name, [("tensor", tensor, None), ("shape", shape, INDEX_TYPES)]).outputs[0]
 
@@ -209,6 +210,7 @@ def _reshape_shape(op):
     if target is None:
         return [(x.dtype.base_dtype, constant_value_as_shape(shape_tensor))]
     target = [int(d) for d in target]
+    _check_reshape_sizes(op, target, common_shapes.shape_error)
     known = x.shape.num_elements()
     if -1 in target:
         rest = int(np.prod([d for d in target if d != -1]))
@@ -227,9 +229,25 @@ def _reshape_shape(op):
     return [(x.dtype.base_dtype, TensorShape(target))]
 
 
+def _check_reshape_sizes(op, sizes, error):
+    """TF's ``ReshapeOp`` checks of the requested sizes: at most one -1, no other negative size.
+
+    ``error(op, message)`` builds the exception (the shape function's or the kernel's)."""
+    unknown = None
+    for i, size in enumerate(sizes):
+        if size == -1:
+            if unknown is not None:
+                raise error(op, f"Only one input size may be -1, not both {unknown} and {i}")
+            unknown = i
+        elif size < 0:
+            raise error(op, f"Size {i} must be non-negative, not {size}")
+
+
 @registry.RegisterKernel("Reshape")
 def _reshape_kernel(op):
     def compute(x, shape):
+        _check_reshape_sizes(op, [int(d) for d in shape],
+                             lambda op, message: errors.InvalidArgumentError(None, op, message))
         try:
             return np.reshape(x, shape)
         except ValueError:

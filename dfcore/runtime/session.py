@@ -20,7 +20,7 @@ import threading
 import numpy as np
 
 from .. import errors
-from ..framework import graph as graph_lib
+from ..framework import dtypes, graph as graph_lib
 from ..framework.default_stack import DefaultStack
 from ..framework.tensor import Tensor
 from . import placer, step as step_lib, step_plan
@@ -339,6 +339,7 @@ def _feed_value(tensor, value):
             raise TypeError(
                 f"Cannot feed value of dtype {array.dtype} for Tensor '{tensor.name}', which has dtype {dtype.name}"
             )
+        dtypes.check_integers_fit(value, array, dtype, f" for Tensor '{tensor.name}'")
         array = array.astype(target)
     if not tensor.shape.is_compatible_with(array.shape):
         raise ValueError(
