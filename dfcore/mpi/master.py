@@ -21,6 +21,7 @@ import threading
 
 from .. import errors
 from ..runtime import step as step_lib
+from ..runtime.cancellation import DEFAULT_STEP_TIMEOUT_S, Deadline
 from ..runtime.executor import StepContext, inline_runner
 from ..runtime.device_set import DeviceSet
 from .service import wire_partition
@@ -70,7 +71,12 @@ class MPIBinding:
 
     # -- one step ------------------------------------------------------------
     def run_step(self, plan, feed_values, txn, resources, step_id, pool, timeout_s=None, trace=False):
-        """Run one step of ``plan`` across the job's tasks; as :func:`dfcore.runtime.step.run_step`."""
+        """Run one step of ``plan`` across the job's tasks; as :func:`dfcore.runtime.step.run_step`.
+
+        A ``timeout_s`` the caller set travels with each ``run_graph`` request (the seconds left), so
+        every task's partition checks it between ops; at expiry the step is aborted everywhere with
+        ``DeadlineExceededError`` and no task commits.
+        """
         remote, handles = self._placed(plan)
         step_handle = (self._transport.rank, step_id)
         rendezvous = self._runtime.steps.find_or_create(step_handle, peers=sorted(set(remote.values())))
@@ -80,17 +86,20 @@ class MPIBinding:
                 if key is not None:
                     rendezvous.send(key, value)
             timings = [] if trace else None
-            barrier = step_lib.Barrier(len(plan.partitions), rendezvous)
-            ctx = StepContext(txn, resources, step_id, rendezvous, tracing=trace)
+            deadline = Deadline(DEFAULT_STEP_TIMEOUT_S if timeout_s is None else timeout_s)
+            barrier = step_lib.Barrier(len(plan.partitions), rendezvous, deadline)
+            # as in-process (step.run_step): a deadline the caller set holds between ops, on every task
+            ctx = StepContext(txn, resources, step_id, rendezvous, tracing=trace,
+                              deadline=None if timeout_s is None else deadline)
             for index, rank in remote.items():
-                future = self._transport.request(rank, "run_graph", handles[index], step_handle, step_id, trace)
+                future = self._transport.request(rank, "run_graph", handles[index], step_handle, step_id, trace,
+                                                 None if timeout_s is None else deadline.remaining_s())
                 future.add_done_callback(lambda f, i=index: _settle(f, i, replies, barrier))
             local = {i: (lambda fn: pool.submit(fn)) if i in plan.pooled else inline_runner
                      for i in range(len(plan.partitions)) if i not in remote}
             executors = step_lib.start_executors(plan, local, ctx, barrier, timings)
-            timeout_s = step_lib.DEFAULT_STEP_TIMEOUT_S if timeout_s is None else timeout_s
-            self._transport.progress_until(barrier.finished, timeout_s)
-            barrier.wait(0)
+            self._transport.progress_until(barrier.finished, deadline.remaining_s())
+            barrier.wait()
             values = [step_lib.fetch_value(s, feed_values, rendezvous, txn) for s in plan.fetch_sources]
         except BaseException:
             self._end(remote, step_handle, commit=False)

@@ -18,6 +18,7 @@ import threading
 from ..distribute.cluster_runtime import ClusterResources, ClusterVariableStore, TaskResources
 from ..framework import graph as graph_lib
 from ..framework.importer import import_graph_def
+from ..runtime.cancellation import Deadline
 from ..runtime.executor import Executor, StepContext, inline_runner
 from ..runtime.partition import PartitionGraph, PartitionNode
 from ..runtime.partition_compiler import compile_partition
@@ -95,13 +96,17 @@ class WorkerService:
             self._partitions[handle] = compiled
         reply(handle)
 
-    def _run_graph(self, source, reply, handle, step_handle, step_id, trace):
+    def _run_graph(self, source, reply, handle, step_handle, step_id, trace, timeout_s=None):
+        """Run a registered partition for a step; ``timeout_s``: the seconds its master's deadline has left
+        (None: it set none), checked here between ops as the master checks it."""
         partition = self._partitions[handle]
         rendezvous = self._steps.find_or_create(step_handle)
         txn = self._state.variable_store.begin()
         with self._lock:
             self._live[step_handle] = (txn, step_id)
-        ctx = StepContext(txn, self._resources, step_id, rendezvous, partition.device, tracing=trace)
+        deadline = None if timeout_s is None else Deadline(timeout_s)
+        ctx = StepContext(txn, self._resources, step_id, rendezvous, partition.device, tracing=trace,
+                          deadline=deadline)
         timings = [] if trace else None
         executor = None
 
