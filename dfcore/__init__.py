@@ -24,6 +24,8 @@ from .ops.control_flow_ops import group, no_op, tuple, with_dependencies  # noqa
 from .ops.gradients_impl import gradients
 from .ops.math_ops import *  # noqa: F401,F403
 from .ops.state_ops import assign, assign_add, assign_sub, is_variable_initialized
+from .ops.init_ops import *  # noqa: F401,F403
+from .ops.variable_scope import AUTO_REUSE, VariableScope, get_variable, get_variable_scope, variable_scope
 from .ops.variables import (Variable, all_variables, global_variables, global_variables_initializer,
                             initialize_all_variables, initialize_variables, local_variables,
                             local_variables_initializer, moving_average_variables, trainable_variables,
@@ -36,7 +38,7 @@ from .ops.numerics import *  # noqa: F401,F403
 from .ops.linalg_ops import matrix_determinant, matrix_inverse
 from .ops.data_flow_ops import *  # noqa: F401,F403
 from .ops import nn_grad as _nn_grad  # noqa: F401 - register gradients
-from . import compat, debugging, linalg, losses, math, nn, queue, random, test, train  # noqa: E402,A004
+from . import compat, debugging, initializers, linalg, losses, math, nn, queue, random, test, train  # noqa: E402,A004
 from . import distribute  # noqa: E402
 
 __version__ = "0.1.0"

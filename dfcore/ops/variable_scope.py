@@ -1,0 +1,261 @@
+"""``tf.get_variable`` and ``tf.variable_scope``: variables named by scope, created once, shared on reuse.
+
+Source: ``tensorflow/python/ops/variable_scope.py`` (TF 1.x). A graph keeps one store of the
+variables ``get_variable`` made, by full name (``"scope/inner/w"``), and a stack of
+:class:`VariableScope` objects. ``get_variable`` ignores the name scope (only variable scopes
+name variables); it creates the variable when the scope does not reuse, returns the stored one
+when it does (``reuse=True``), and either with ``reuse=AUTO_REUSE``. A scope's initializer,
+regularizer, dtype and custom getter are defaults for the variables made in it and in the scopes
+inside it; ``reuse`` is inherited (a scope inside a reusing scope reuses). Regularization losses go
+to ``GraphKeys.REGULARIZATION_LOSSES``, as in TF.
+"""
+
+import contextlib
+import enum
+
+from ..framework import dtypes
+from ..framework import graph as graph_lib
+from ..framework.graph import GraphKeys
+from ..framework.tensor import Tensor
+from ..framework.tensor_shape import TensorShape
+from . import init_ops
+from .variables import Variable
+
+_STORE_KEY = ("__variable_store",)
+_SCOPE_KEY = ("__varscope",)
+
+
+class _ReuseMode(enum.Enum):
+    AUTO_REUSE = 1
+
+
+#: ``reuse=tf.AUTO_REUSE``: create the variable if it does not exist, else return it.
+AUTO_REUSE = _ReuseMode.AUTO_REUSE
+
+
+class VariableScope:
+    """The defaults of one variable scope: ``name`` (``"outer/inner"``), ``reuse`` (False, True or
+    :data:`AUTO_REUSE`), ``initializer``, ``regularizer``, ``dtype``, ``custom_getter``, and
+    ``original_name_scope`` (the name scope its ops went into)."""
+
+    def __init__(self, reuse, name="", initializer=None, regularizer=None, dtype=dtypes.float32,
+                 custom_getter=None, original_name_scope="", partitioner=None):
+        self.name, self._reuse = name, reuse
+        self.initializer, self.regularizer, self.custom_getter = initializer, regularizer, custom_getter
+        self.dtype, self.original_name_scope = dtypes.as_dtype(dtype).base_dtype, original_name_scope
+        _refuse_partitioner(partitioner)
+
+    @property
+    def reuse(self):
+        return self._reuse
+
+    def reuse_variables(self):
+        """Make this scope reuse variables from now on (``tf.get_variable_scope().reuse_variables()``)."""
+        self._reuse = True
+
+    def set_initializer(self, initializer):
+        self.initializer = initializer
+
+    def set_regularizer(self, regularizer):
+        self.regularizer = regularizer
+
+    def get_variable(self, name, shape=None, dtype=None, initializer=None, regularizer=None, trainable=True,
+                     collections=None, custom_getter=None, validate_shape=True, **kwargs):
+        """:func:`get_variable` in this scope."""
+        full_name = f"{self.name}/{name}" if self.name else name
+        dtype = dtypes.as_dtype(dtype).base_dtype if dtype is not None else self.dtype
+        initializer = self.initializer if initializer is None else initializer
+        regularizer = self.regularizer if regularizer is None else regularizer
+        getter = _store().get_variable
+        for outer in (self.custom_getter, custom_getter):  # the scope's getter, then the call's, innermost last
+            if outer is not None:
+                getter = _wrap_getter(outer, getter)
+        graph = graph_lib.get_default_graph()
+        with graph.name_scope(""):  # variable names depend on variable scopes only, not on name scopes
+            return getter(full_name, shape=shape, dtype=dtype, initializer=initializer, regularizer=regularizer,
+                          reuse=self.reuse, trainable=trainable, collections=collections,
+                          validate_shape=validate_shape, **kwargs)
+
+
+def _wrap_getter(custom_getter, getter):
+    def wrapped(name, *args, **kwargs):
+        return custom_getter(getter, name, *args, **kwargs)
+
+    return wrapped
+
+
+def _refuse_partitioner(partitioner):
+    if partitioner is not None:
+        raise NotImplementedError("dfcore does not implement partitioned variables (tf.fixed_size_partitioner, "
+                                  "PartitionedVariable) yet; create one variable per shard instead.")
+
+
+class _VariableStore:
+    """The variables ``get_variable`` made in one graph, by full name."""
+
+    def __init__(self):
+        self.variables = {}
+
+    def get_variable(self, name, shape=None, dtype=dtypes.float32, initializer=None, regularizer=None,
+                     reuse=None, trainable=True, collections=None, validate_shape=True, partitioner=None, **_):
+        _refuse_partitioner(partitioner)
+        shape = None if shape is None else TensorShape(shape)
+        found = self.variables.get(name)
+        if found is not None:
+            if reuse is None or reuse is False:
+                raise ValueError(f"Variable {name} already exists, disallowed. Did you mean to set reuse=True or "
+                                 "reuse=tf.AUTO_REUSE in VarScope?")
+            if shape is not None and not shape.is_compatible_with(found.shape):
+                raise ValueError(f"Trying to share variable {name}, but specified shape {shape} and found shape "
+                                 f"{found.shape}.")
+            if dtype is not None and dtype is not found.dtype.base_dtype:
+                raise ValueError(f"Trying to share variable {name}, but specified dtype {dtype.name} and found dtype "
+                                 f"{found.dtype.base_dtype.name}.")
+            return found
+        if reuse is True:
+            raise ValueError(f"Variable {name} does not exist, or was not created with tf.get_variable(). Did you "
+                             "mean to set reuse=tf.AUTO_REUSE in VarScope?")
+        variable = Variable(_initial_value(name, shape, dtype, initializer), name=name, trainable=trainable,
+                            collections=collections, validate_shape=validate_shape, dtype=dtype)
+        self.variables[name] = variable
+        if regularizer is not None:
+            graph = graph_lib.get_default_graph()
+            with graph.colocate_with(variable.op), graph.name_scope(name + "/Regularizer/"):
+                loss = regularizer(variable)
+            if loss is not None:
+                graph.add_to_collection(GraphKeys.REGULARIZATION_LOSSES, loss)
+        return variable
+
+
+def _initial_value(name, shape, dtype, initializer):
+    """The variable's initial value (a Tensor/array) or a callable making it inside its name scope.
+
+    Raises:
+        ValueError: a shape given with a Tensor initializer, or a new variable's shape not fully defined.
+    """
+    if initializer is not None and not callable(initializer):  # a Tensor or a value: it carries its shape
+        if shape is not None and isinstance(initializer, Tensor):
+            raise ValueError("If initializer is a constant, do not specify shape.")
+        return initializer
+    if shape is None or not shape.is_fully_defined():
+        raise ValueError(f"Shape of a new variable ({name}) must be fully defined, but instead was {shape}.")
+    if initializer is None:
+        if dtype.is_floating:
+            initializer = init_ops.GlorotUniform()
+        elif dtype.is_integer or dtype.is_bool:
+            initializer = init_ops.Zeros()
+        else:
+            raise ValueError(f"An initializer for variable {name} of {dtype.name} is required")
+    dims = shape.as_list()
+    return lambda: initializer(dims, dtype=dtype)
+
+
+def _store():
+    graph = graph_lib.get_default_graph()
+    found = graph.get_collection(_STORE_KEY)
+    if not found:
+        graph.add_to_collection(_STORE_KEY, _VariableStore())
+        found = graph.get_collection(_STORE_KEY)
+    return found[0]
+
+
+def get_variable_scope() -> VariableScope:
+    """The innermost variable scope of the default graph (the root scope, named ``""``, outside any)."""
+    graph = graph_lib.get_default_graph()
+    scopes = graph.get_collection_ref(_SCOPE_KEY)
+    if not scopes:
+        scopes.append(VariableScope(False))
+    return scopes[-1]
+
+
+def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=None, trainable=True,
+                 collections=None, caching_device=None, partitioner=None, validate_shape=True, use_resource=None,
+                 custom_getter=None, constraint=None, **kwargs):
+    """The variable ``<scope>/<name>``: created in a scope that does not reuse, returned in one that does.
+
+    Args:
+        shape: the variable's shape (needed unless ``initializer`` is a value or Tensor).
+        dtype: default the scope's (float32). initializer: an initializer, a value or a Tensor; default the
+            scope's, else ``glorot_uniform_initializer`` for floats and zeros for integers and bools.
+        regularizer: ``f(variable) -> loss`` added to ``GraphKeys.REGULARIZATION_LOSSES``.
+    Raises:
+        ValueError: TF's messages — the variable exists and the scope does not reuse; it does not exist and
+            the scope reuses; shape or dtype differ from the shared variable's; a new variable's shape is
+            not fully defined.
+        NotImplementedError: a ``partitioner`` (partitioned variables are not in dfcore yet).
+    """
+    return get_variable_scope().get_variable(
+        name, shape=shape, dtype=dtype, initializer=initializer, regularizer=regularizer, trainable=trainable,
+        collections=collections, custom_getter=custom_getter, validate_shape=validate_shape, partitioner=partitioner)
+
+
+@contextlib.contextmanager
+def variable_scope(name_or_scope, default_name=None, values=None, initializer=None, regularizer=None,
+                   caching_device=None, partitioner=None, custom_getter=None, reuse=None, dtype=None,
+                   use_resource=None, constraint=None, auxiliary_name_scope=True):
+    """Enter a variable scope (and a name scope of the same name); yields its :class:`VariableScope`.
+
+    ``name_or_scope``: a name (nested under the current scope) or a :class:`VariableScope` to re-enter;
+    None with ``default_name``: a fresh name (``default_name``, ``default_name_1``, …). ``reuse``: True or
+    :data:`AUTO_REUSE` to share; None inherits the enclosing scope's (``False`` cannot turn reuse off
+    inside a reusing scope, as in TF).
+    Raises:
+        ValueError: neither ``name_or_scope`` nor ``default_name``; ``reuse=True`` with ``default_name`` only.
+    """
+    if name_or_scope is None and default_name is None:
+        raise ValueError("If default_name is None then scope (name_or_scope) is required")
+    if name_or_scope is None and reuse is True:
+        raise ValueError("reuse=True cannot be used without a name_or_scope")
+    graph = graph_lib.get_default_graph()
+    outer = get_variable_scope()
+    if isinstance(name_or_scope, VariableScope):
+        name, name_scope = name_or_scope.name, name_or_scope.original_name_scope
+        base = name_or_scope
+    else:
+        relative = name_or_scope if name_or_scope is not None else _unique_scope_name(outer, default_name)
+        name = f"{outer.name}/{relative}" if outer.name else relative
+        name_scope, base = relative, outer
+    inherited = outer.reuse if reuse is None or reuse is False else reuse
+    if isinstance(name_or_scope, VariableScope) and reuse is None:
+        inherited = outer.reuse or name_or_scope.reuse
+    scope = VariableScope(
+        inherited, name,
+        initializer=initializer if initializer is not None else base.initializer,
+        regularizer=regularizer if regularizer is not None else base.regularizer,
+        dtype=dtype if dtype is not None else base.dtype,
+        custom_getter=_compose(base.custom_getter, custom_getter), partitioner=partitioner)
+    scopes = graph.get_collection_ref(_SCOPE_KEY)
+    with (graph.name_scope(name_scope) if auxiliary_name_scope else contextlib.nullcontext(name_scope)) as opened:
+        scope.original_name_scope = opened if isinstance(opened, str) else name_scope
+        get_variable_scope()  # make sure the root scope is at the bottom of the stack
+        scopes.append(scope)
+        try:
+            yield scope
+        finally:
+            scopes.pop()
+
+
+def _compose(outer_getter, inner_getter):
+    """The custom getter of a scope inside another: the inner one calls the outer one as its getter."""
+    if outer_getter is None or inner_getter is None:
+        return inner_getter or outer_getter
+
+    def composed(getter, name, *args, **kwargs):
+        return inner_getter(_wrap_getter(outer_getter, getter), name, *args, **kwargs)
+
+    return composed
+
+
+def _unique_scope_name(outer, default_name):
+    """``default_name``, or ``default_name_<n>`` if a scope of that name was already opened here."""
+    graph = graph_lib.get_default_graph()
+    counts = graph.get_collection_ref(("__varscope_counts",))
+    if not counts:
+        counts.append({})
+    key = f"{outer.name}/{default_name}" if outer.name else default_name
+    count = counts[0].get(key, 0)
+    counts[0][key] = count + 1
+    return default_name if count == 0 else f"{default_name}_{count}"
+
+
+__all__ = ["AUTO_REUSE", "VariableScope", "get_variable", "get_variable_scope", "variable_scope"]
