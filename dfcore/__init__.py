@@ -25,6 +25,7 @@ from .ops.gradients_impl import gradients
 from .ops.math_ops import *  # noqa: F401,F403
 from .ops.state_ops import assign, assign_add, assign_sub, is_variable_initialized
 from .ops.init_ops import *  # noqa: F401,F403
+from .ops.partitioned_variables import *  # noqa: F401,F403
 from .ops.variable_scope import AUTO_REUSE, VariableScope, get_variable, get_variable_scope, variable_scope
 from .ops.variables import (Variable, all_variables, global_variables, global_variables_initializer,
                             initialize_all_variables, initialize_variables, local_variables,

@@ -7,7 +7,8 @@ name variables); it creates the variable when the scope does not reuse, returns 
 when it does (``reuse=True``), and either with ``reuse=AUTO_REUSE``. A scope's initializer,
 regularizer, dtype and custom getter are defaults for the variables made in it and in the scopes
 inside it; ``reuse`` is inherited (a scope inside a reusing scope reuses). Regularization losses go
-to ``GraphKeys.REGULARIZATION_LOSSES``, as in TF.
+to ``GraphKeys.REGULARIZATION_LOSSES``, as in TF. With a partitioner, the variable is made of shards
+(:mod:`dfcore.ops.partitioned_variables`).
 """
 
 import contextlib
@@ -19,6 +20,12 @@ from ..framework.graph import GraphKeys
 from ..framework.tensor import Tensor
 from ..framework.tensor_shape import TensorShape
 from . import init_ops
+from .partitioned_variables import (
+    PartitionedVariable,
+    PartitionInfo,
+    SaveSliceInfo,
+    shard_slices,
+)
 from .variables import Variable
 
 _STORE_KEY = ("__variable_store",)
@@ -36,14 +43,14 @@ AUTO_REUSE = _ReuseMode.AUTO_REUSE
 class VariableScope:
     """The defaults of one variable scope: ``name`` (``"outer/inner"``), ``reuse`` (False, True or
     :data:`AUTO_REUSE`), ``initializer``, ``regularizer``, ``dtype``, ``custom_getter``, and
-    ``original_name_scope`` (the name scope its ops went into)."""
+    ``partitioner`` and ``original_name_scope`` (the name scope its ops went into)."""
 
     def __init__(self, reuse, name="", initializer=None, regularizer=None, dtype=dtypes.float32,
                  custom_getter=None, original_name_scope="", partitioner=None):
         self.name, self._reuse = name, reuse
         self.initializer, self.regularizer, self.custom_getter = initializer, regularizer, custom_getter
         self.dtype, self.original_name_scope = dtypes.as_dtype(dtype).base_dtype, original_name_scope
-        _refuse_partitioner(partitioner)
+        self.partitioner = partitioner
 
     @property
     def reuse(self):
@@ -66,6 +73,8 @@ class VariableScope:
         dtype = dtypes.as_dtype(dtype).base_dtype if dtype is not None else self.dtype
         initializer = self.initializer if initializer is None else initializer
         regularizer = self.regularizer if regularizer is None else regularizer
+        if kwargs.get("partitioner") is None:
+            kwargs["partitioner"] = self.partitioner
         getter = _store().get_variable
         for outer in (self.custom_getter, custom_getter):  # the scope's getter, then the call's, innermost last
             if outer is not None:
@@ -84,12 +93,6 @@ def _wrap_getter(custom_getter, getter):
     return wrapped
 
 
-def _refuse_partitioner(partitioner):
-    if partitioner is not None:
-        raise NotImplementedError("dfcore does not implement partitioned variables (tf.fixed_size_partitioner, "
-                                  "PartitionedVariable) yet; create one variable per shard instead.")
-
-
 class _VariableStore:
     """The variables ``get_variable`` made in one graph, by full name."""
 
@@ -98,8 +101,10 @@ class _VariableStore:
 
     def get_variable(self, name, shape=None, dtype=dtypes.float32, initializer=None, regularizer=None,
                      reuse=None, trainable=True, collections=None, validate_shape=True, partitioner=None, **_):
-        _refuse_partitioner(partitioner)
         shape = None if shape is None else TensorShape(shape)
+        if partitioner is not None:
+            return self._partitioned(name, shape, dtype, initializer, regularizer, reuse, partitioner,
+                                     trainable=trainable, collections=collections, validate_shape=validate_shape)
         found = self.variables.get(name)
         if found is not None:
             if reuse is None or reuse is False:
@@ -118,13 +123,61 @@ class _VariableStore:
         variable = Variable(_initial_value(name, shape, dtype, initializer), name=name, trainable=trainable,
                             collections=collections, validate_shape=validate_shape, dtype=dtype)
         self.variables[name] = variable
-        if regularizer is not None:
-            graph = graph_lib.get_default_graph()
-            with graph.colocate_with(variable.op), graph.name_scope(name + "/Regularizer/"):
-                loss = regularizer(variable)
-            if loss is not None:
-                graph.add_to_collection(GraphKeys.REGULARIZATION_LOSSES, loss)
+        _regularize(variable, regularizer)
         return variable
+
+    def _partitioned(self, name, shape, dtype, initializer, regularizer, reuse, partitioner, **variable_args):
+        """The :class:`PartitionedVariable` ``name``: shards ``name/part_<i>`` made by ``partitioner``.
+
+        Raises:
+            ValueError: TF's messages, as for one variable; a shape not fully defined; an initializer that
+                is a value rather than a callable.
+        """
+        found = self.variables.get(name)
+        if found is not None:
+            if reuse is None or reuse is False:
+                raise ValueError(f"Partitioned variable with name {name} already exists. Did you mean to set "
+                                 "reuse=True or reuse=tf.AUTO_REUSE in VarScope?")
+            if not isinstance(found, PartitionedVariable):
+                raise ValueError(f"Trying to reuse partitioned variable {name}, but an unpartitioned variable of "
+                                 "that name exists.")
+            if shape is not None and not shape.is_compatible_with(found.shape):
+                raise ValueError(f"Trying to reuse partitioned variable {name}, but specified shape {shape} and "
+                                 f"found shape {found.shape}.")
+            return found
+        if reuse is True:
+            raise ValueError(f"PartitionedVariable {name} does not exist, or was not created with "
+                             "tf.get_variable(). Did you mean to set reuse=False or reuse=tf.AUTO_REUSE in VarScope?")
+        if shape is None or not shape.is_fully_defined():
+            raise ValueError(f"Shape of a new partitioned variable ({name}) must be fully defined, but instead "
+                             f"was {shape}.")
+        if initializer is not None and not callable(initializer):
+            raise ValueError(f"Partitioned variable {name} needs an initializer it can call per shard, not a value.")
+        full = shape.as_list()
+        partitions = [int(p) for p in partitioner(full, dtype)]
+        initializer = _default_initializer(name, dtype, initializer)
+        shards = []
+        for i, (offset, shard_shape) in enumerate(shard_slices(full, partitions)):
+            info = PartitionInfo(full, offset)
+            shard = Variable(lambda s=shard_shape, p=info: initializer(s, dtype=dtype, partition_info=p),
+                             name=f"{name}/part_{i}", dtype=dtype, **variable_args)
+            shard._save_slice_info = SaveSliceInfo(name, full, offset, shard_shape)
+            _regularize(shard, regularizer)
+            shards.append(shard)
+        self.variables[name] = PartitionedVariable(name, full, dtype, shards, partitions)
+        return self.variables[name]
+
+
+def _regularize(variable, regularizer):
+    """Add ``regularizer(variable)`` to ``REGULARIZATION_LOSSES`` (colocated, in ``<name>/Regularizer/``); a
+    partitioned variable's shards are regularized one by one, which sums to the whole for the usual L1/L2."""
+    if regularizer is None:
+        return
+    graph = graph_lib.get_default_graph()
+    with graph.colocate_with(variable.op), graph.name_scope(variable.op.name + "/Regularizer/"):
+        loss = regularizer(variable)
+    if loss is not None:
+        graph.add_to_collection(GraphKeys.REGULARIZATION_LOSSES, loss)
 
 
 def _initial_value(name, shape, dtype, initializer):
@@ -139,15 +192,20 @@ def _initial_value(name, shape, dtype, initializer):
         return initializer
     if shape is None or not shape.is_fully_defined():
         raise ValueError(f"Shape of a new variable ({name}) must be fully defined, but instead was {shape}.")
-    if initializer is None:
-        if dtype.is_floating:
-            initializer = init_ops.GlorotUniform()
-        elif dtype.is_integer or dtype.is_bool:
-            initializer = init_ops.Zeros()
-        else:
-            raise ValueError(f"An initializer for variable {name} of {dtype.name} is required")
+    initializer = _default_initializer(name, dtype, initializer)
     dims = shape.as_list()
     return lambda: initializer(dims, dtype=dtype)
+
+
+def _default_initializer(name, dtype, initializer):
+    """``initializer``, or TF's default: ``glorot_uniform_initializer`` for floats, zeros for ints and bools."""
+    if initializer is not None:
+        return initializer
+    if dtype.is_floating:
+        return init_ops.GlorotUniform()
+    if dtype.is_integer or dtype.is_bool:
+        return init_ops.Zeros()
+    raise ValueError(f"An initializer for variable {name} of {dtype.name} is required")
 
 
 def _store():
@@ -182,7 +240,9 @@ def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=Non
         ValueError: TF's messages — the variable exists and the scope does not reuse; it does not exist and
             the scope reuses; shape or dtype differ from the shared variable's; a new variable's shape is
             not fully defined.
-        NotImplementedError: a ``partitioner`` (partitioned variables are not in dfcore yet).
+    Returns:
+        A ``Variable``, or with a ``partitioner`` (``tf.fixed_size_partitioner(n)``; default the scope's) a
+        :class:`~dfcore.ops.partitioned_variables.PartitionedVariable` of shards ``<name>/part_<i>``.
     """
     return get_variable_scope().get_variable(
         name, shape=shape, dtype=dtype, initializer=initializer, regularizer=regularizer, trainable=trainable,
@@ -223,7 +283,8 @@ def variable_scope(name_or_scope, default_name=None, values=None, initializer=No
         initializer=initializer if initializer is not None else base.initializer,
         regularizer=regularizer if regularizer is not None else base.regularizer,
         dtype=dtype if dtype is not None else base.dtype,
-        custom_getter=_compose(base.custom_getter, custom_getter), partitioner=partitioner)
+        custom_getter=_compose(base.custom_getter, custom_getter),
+        partitioner=partitioner if partitioner is not None else base.partitioner)
     scopes = graph.get_collection_ref(_SCOPE_KEY)
     with (graph.name_scope(name_scope) if auxiliary_name_scope else contextlib.nullcontext(name_scope)) as opened:
         scope.original_name_scope = opened if isinstance(opened, str) else name_scope

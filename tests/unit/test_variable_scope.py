@@ -170,6 +170,48 @@ def test_get_variable_under_replica_device_setter_goes_to_the_ps():
     assert a.device == "/job:ps/task:0" and b.device == "/job:ps/task:1"
 
 
-def test_partitioners_are_refused_clearly():
-    with pytest.raises(NotImplementedError, match="partitioned variables"):
-        tf.get_variable("e", [10, 2], partitioner=lambda shape, dtype: [2, 1])
+def test_a_partitioned_variable_is_shards_spread_over_the_ps_tasks():
+    """TF's way to put one large embedding on several parameter servers: 10 rows in 3 shards of 4, 3, 3
+    rows (the first d % n shards get one more), each shard on the next ps task."""
+    with tf.device(tf.train.replica_device_setter(ps_tasks=3)):
+        embedding = tf.get_variable("embedding", [10, 2], initializer=tf.ones_initializer(),
+                                    partitioner=tf.fixed_size_partitioner(3))
+    shards = list(embedding)
+    assert [v.op.name for v in shards] == ["embedding/part_0", "embedding/part_1", "embedding/part_2"]
+    assert [v.shape.as_list() for v in shards] == [[4, 2], [3, 2], [3, 2]]
+    assert [v.device for v in shards] == ["/job:ps/task:0", "/job:ps/task:1", "/job:ps/task:2"]
+    assert [v._save_slice_info.var_offset for v in shards] == [[0, 0], [4, 0], [7, 0]]
+    assert embedding.shape.as_list() == [10, 2]
+
+
+def test_a_partitioned_variable_reads_as_the_concatenation_of_its_shards():
+    embedding = tf.get_variable("embedding", [10, 2], initializer=tf.ones_initializer(),
+                                partitioner=tf.fixed_size_partitioner(3))
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        full = sess.run(tf.convert_to_tensor(embedding))
+        doubled = sess.run(embedding.as_tensor() * 2.0)
+    np.testing.assert_array_equal(full, np.ones([10, 2]))
+    np.testing.assert_array_equal(doubled, np.full([10, 2], 2.0))
+
+
+def test_partitioned_variables_are_reused_and_their_shapes_checked():
+    with tf.variable_scope("s", partitioner=tf.fixed_size_partitioner(2)):
+        first = tf.get_variable("w", [6, 3])
+    with tf.variable_scope("s", reuse=True):
+        assert tf.get_variable("w", [6, 3], partitioner=tf.fixed_size_partitioner(2)) is first
+        with pytest.raises(ValueError, match=r"Trying to reuse partitioned variable s/w, but specified shape "
+                                             r"\(4, 3\) and found shape \(6, 3\)"):
+            tf.get_variable("w", [4, 3], partitioner=tf.fixed_size_partitioner(2))
+    with tf.variable_scope("s"), pytest.raises(ValueError, match="Partitioned variable with name s/w already exists"):
+        tf.get_variable("w", [6, 3], partitioner=tf.fixed_size_partitioner(2))
+
+
+def test_partitioners_split_one_axis_and_never_more_shards_than_rows():
+    assert tf.fixed_size_partitioner(5)([3, 4], tf.float32) == [3, 1]
+    assert tf.fixed_size_partitioner(2, axis=1)([3, 4], tf.float32) == [1, 2]
+    # 1024 x 256 float32 = 1 MiB: at least 256 KiB per shard gives 4, capped by max_partitions
+    assert tf.min_max_variable_partitioner(8)([1024, 256], tf.float32) == [4, 1]
+    assert tf.min_max_variable_partitioner(2)([1024, 256], tf.float32) == [2, 1]
+    with pytest.raises(ValueError, match="Can only slice a variable along one dimension"):
+        tf.get_variable("x", [4, 4], partitioner=lambda shape, dtype: [2, 2])
