@@ -9,9 +9,9 @@ import pytest
 
 pytest.importorskip("mpi4py", reason="the MPI tests need mpi4py (pip install 'dfcore[mpi]')")
 
-from test_mpi_jobs import program  # noqa: E402 - skips this module too where there is no mpiexec
+from test_mpi_jobs import program
 
-from dfcore.mpi import run_job  # noqa: E402
+from dfcore.mpi import run_job
 
 #: generous bounds for a loaded 2-core machine: 20 slow ops take 2 s, the deadline is 0.5 s
 MAX_ELAPSED_S = 1.5
