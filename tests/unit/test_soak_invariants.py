@@ -8,6 +8,7 @@ checkpoint that does not restore, a process left behind, memory that grows.
 import os
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -91,6 +92,9 @@ def test_a_process_of_the_job_left_behind_is_a_violation(tmp_path):
     job_dir = str(tmp_path / "job0001")
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", job_dir])
     try:
+        started = time.monotonic()  # until the child has exec'd, /proc shows the parent's command line
+        while sleeper.pid not in invariants.processes_mentioning(job_dir) and time.monotonic() - started < 30:
+            time.sleep(0.01)
         assert invariants.leftover_problems(job_dir, wait_s=0.2)
     finally:
         sleeper.kill()
