@@ -36,6 +36,8 @@ class GraphKeys:
     TRAIN_OP = "train_op"
     UPDATE_OPS = "update_ops"
     INIT_OP = "init_op"
+    LOCAL_INIT_OP = "local_init_op"
+    READY_OP = "ready_op"
     SAVERS = "savers"
     VARIABLES = GLOBAL_VARIABLES
 

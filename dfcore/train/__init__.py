@@ -1,5 +1,6 @@
 """``tf.train``: optimizers, global step, moving averages, Saver; clusters (``ClusterSpec``,
-``Server``), ``replica_device_setter``, ``SyncReplicasOptimizer``, ``QueueRunner``/``Coordinator``.
+``Server``), ``replica_device_setter``, ``SyncReplicasOptimizer``, ``QueueRunner``/``Coordinator``,
+``MonitoredTrainingSession`` and its hooks.
 
 Source: ``tensorflow/python/training/``; names as TF1's ``tf.train``.
 """
@@ -17,4 +18,9 @@ from .saver import Saver
 from .device_setter import GreedyLoadBalancingStrategy, byte_size_load_fn, ps_load_table, replica_device_setter
 from .queue_runner import Coordinator, QueueRunner
 from .sync_replicas import SyncReplicasOptimizer
+from .session_run_hook import SessionRunArgs, SessionRunContext, SessionRunHook, SessionRunValues
+from .basic_session_run_hooks import (CheckpointSaverHook, FeedFnHook, FinalOpsHook, LoggingTensorHook,
+                                      NanLossDuringTrainingError, NanTensorHook, SecondOrStepTimer, StopAtStepHook)
+from .monitored_session import (ChiefSessionCreator, MonitoredSession, MonitoredTrainingSession, Scaffold,
+                                SingularMonitoredSession, WorkerSessionCreator)
 from ..distribute.cluster import ClusterSpec, Server
