@@ -10,7 +10,8 @@ Tensors between tasks move over MPI with the usual rendezvous keys
 
 The step is all-or-nothing across tasks: the master waits for every partition; the first
 error aborts the step everywhere (each task's rendezvous), then every task commits or
-drops its staged variable writes together (``end_step``). Every wait has a deadline.
+drops its staged variable writes together (``end_step``; a commit is acknowledged before ``run``
+returns). Every wait has a deadline.
 
 The local partitions run as in one process (inline, or on the session's pool when the plan
 pools them), and the calling thread then receives the other tasks' messages itself while it
@@ -113,10 +114,15 @@ class MPIBinding:
         return step_lib.StepResult(values, executors, timings, rendezvous, ctx.collectives)
 
     def _end(self, remote, step_handle, commit):
-        for rank in sorted(set(remote.values())):
-            if not self._transport.gone(rank):
-                self._transport.post(rank, "end_step", step_handle, commit)
+        """Tell every task of the step to commit (or drop) its writes; on commit, wait until each has: once
+        ``run`` returns, any task must see the step's writes (a read sent after an MPI barrier could
+        otherwise overtake the commit)."""
+        acks = {rank: self._transport.request(rank, "end_step", step_handle, commit)
+                for rank in sorted(set(remote.values())) if not self._transport.gone(rank)}
         self._runtime.steps.release(step_handle)
+        if commit:
+            for rank, ack in acks.items():
+                self._transport.wait(ack, CONNECT_TIMEOUT_S, f"end_step on {self._runtime.task_name(rank)}")
 
     # -- partitions on other tasks -------------------------------------------
     def _placed(self, plan):

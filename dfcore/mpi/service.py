@@ -7,8 +7,9 @@ accumulators) outlives steps and masters — so every worker's session sees the 
 variables on a ps task (between-graph replication).
 
 dfcore adds its rule that a failed step changes nothing: a partition's variable writes
-stay staged until the master, having heard from every partition, posts ``end_step``
-(commit or abort). Partitions run on the receive thread, as far as they can go at once, and
+stay staged until the master, having heard from every partition, sends ``end_step``
+(commit or abort); it waits for each task's reply to a commit, so that once ``Session.run``
+returns every task sees the step's writes, as TF's in-place updates are seen. Partitions run on the receive thread, as far as they can go at once, and
 continue there as their ``_Recv`` s complete: a hand-off to another thread costs more than a
 ps partition's work, and no kernel blocks a thread (queues and accumulators are asynchronous).
 """
@@ -71,7 +72,7 @@ class WorkerService:
         transport.on_request("get_status", self._get_status)
         transport.on_request("register_graph", self._register_graph)
         transport.on_request("run_graph", self._run_graph)
-        transport.on_message("end_step", self._end_step)
+        transport.on_request("end_step", self._end_step)
 
     def _get_status(self, source, reply):
         reply(self._devices)
@@ -120,7 +121,8 @@ class WorkerService:
         executor = Executor(partition, ctx, inline_runner, done, timings)
         executor.start()
 
-    def _end_step(self, source, step_handle, commit):
+    def _end_step(self, source, reply, step_handle, commit):
+        """Commit or drop the step's writes on this task, then reply (the master waits for commits)."""
         with self._lock:
             txn, step_id = self._live.pop(step_handle, (None, None))
         if txn is not None:
@@ -130,6 +132,7 @@ class WorkerService:
                 txn.abort()
             self._resources.end_step(step_id, committed=commit)
         self._steps.release(step_handle)
+        reply(None)
 
 
 def _trace_reply(executor, timings, rendezvous):

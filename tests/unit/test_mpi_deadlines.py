@@ -30,3 +30,4 @@ def test_a_step_past_its_deadline_stops_between_ops_on_every_task_and_commits_no
     assert worker["next"] == 1.0  # and the session goes on
     slow_ops_run = (worker if where == "worker" else ps)["slow_ops_run"]
     assert 1 <= slow_ops_run <= MAX_SLOW_OPS, f"the partition on the {where} ran {slow_ops_run} of 20 slow ops"
+

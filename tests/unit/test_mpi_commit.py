@@ -1,0 +1,17 @@
+"""A step's writes on other tasks are visible to every task once its Session.run returns (as in TF,
+which applies updates in place during the step)."""
+
+import pytest
+
+pytest.importorskip("mpi4py", reason="the MPI tests need mpi4py (pip install 'dfcore[mpi]')")
+
+from test_mpi_jobs import program  # noqa: E402 - skips this module too where there is no mpiexec
+
+from dfcore.mpi import run_job  # noqa: E402
+
+
+def test_a_steps_writes_on_other_tasks_are_visible_once_its_run_returns():
+    """Worker 1's increment on the ps, then an MPI barrier, then worker 0's read: the read sees it every
+    time (the commit on the ps used to be posted, not awaited, so the read could overtake it)."""
+    result = run_job(program("read_after_commit.py"), ps=1, workers=2, timeout_s=120, progress=False)
+    assert result.ranks["/job:worker/replica:0/task:0"]["stale"] == []
