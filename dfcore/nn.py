@@ -1,3 +1,5 @@
-"""``tf.nn``: neural-network ops (activations, softmax, cross-entropy, dropout)."""
+"""``tf.nn``: neural-network ops (activations, softmax, cross-entropy, dropout, convolution, pooling)."""
 
+from .ops.nn_conv import *  # noqa: F401,F403
 from .ops.nn_ops import *  # noqa: F401,F403
+from .ops.nn_pool import *  # noqa: F401,F403

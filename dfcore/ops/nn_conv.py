@@ -1,0 +1,220 @@
+"""``tf.nn.conv2d`` (NHWC) and its two backprop ops, with TF's padding arithmetic.
+
+Source: ``tensorflow/python/ops/nn_ops.py`` and ``core/kernels/conv_ops.cc`` /
+``conv_grad_input_ops.cc`` / ``conv_grad_filter_ops.cc`` (TF 1.x); the output size and
+padding of ``SAME``/``VALID`` follow ``core/framework/kernel_shape_util.cc``
+(``GetWindowedOutputSize``). The kernels gather every output position's input window with
+``numpy.lib.stride_tricks.sliding_window_view`` and contract it with the filter (one
+``tensordot``), so a convolution costs one BLAS call, not a Python loop per position.
+"""
+
+import math
+
+import numpy as np
+
+from .. import errors
+from ..framework import registry
+from ..framework.scopes import name_scope
+from ..framework.tensor_shape import TensorShape
+from . import array_ops, common_shapes
+from .array_ops_util import constant_value_as_shape, with_rank
+from .op_util import apply_op1, convert_same_dtype
+
+__all__ = ["conv2d", "conv2d_backprop_filter", "conv2d_backprop_input"]
+
+
+def output_size(in_size, kernel, stride, dilation, padding):
+    """``(output size, padding before)`` of one spatial dimension (TF's ``GetWindowedOutputSize``)."""
+    effective = (kernel - 1) * dilation + 1
+    if padding == "VALID":
+        return max(0, math.ceil((in_size - effective + 1) / stride)), 0
+    out = math.ceil(in_size / stride)
+    total = max((out - 1) * stride + effective - in_size, 0)
+    return out, total // 2
+
+
+def _check_attrs(op_name, strides, padding, dilations, data_format):
+    if data_format != "NHWC":
+        raise ValueError(f"{op_name}: dfcore supports data_format='NHWC' only, got {data_format!r}")
+    if padding not in ("SAME", "VALID"):
+        raise ValueError(f"{op_name}: padding must be 'SAME' or 'VALID', got {padding!r}")
+    for name, value in (("strides", strides), ("dilations", dilations)):
+        if len(value) != 4 or value[0] != 1 or value[3] != 1 or min(value) < 1:
+            raise ValueError(f"{op_name}: {name} must be 4 positive ints [1, h, w, 1] (no striding over the batch "
+                             f"or the depth), got {list(value)}")
+
+
+def _geometry(op, input_shape, filter_shape):
+    """``(out_h, out_w, pad_top, pad_left)`` of ``op`` for an NHWC input and an HWIO filter."""
+    sh, sw = op.get_attr("strides")[1:3]
+    dh, dw = op.get_attr("dilations")[1:3]
+    padding = op.get_attr("padding")
+    out_h, top = output_size(input_shape[1], filter_shape[0], sh, dh, padding)
+    out_w, left = output_size(input_shape[2], filter_shape[1], sw, dw, padding)
+    return out_h, out_w, top, left
+
+
+def _padded_size(op, input_shape, filter_shape, out_h, out_w, top, left):
+    """``(height, width)`` of the input zero-padded so that every window of ``op`` fits."""
+    sh, sw = op.get_attr("strides")[1:3]
+    dh, dw = op.get_attr("dilations")[1:3]
+    need_h = (out_h - 1) * sh + (filter_shape[0] - 1) * dh + 1
+    need_w = (out_w - 1) * sw + (filter_shape[1] - 1) * dw + 1
+    return max(need_h, input_shape[1] + top), max(need_w, input_shape[2] + left)
+
+
+def _padded(x, op, filter_shape, out_h, out_w, top, left):
+    """``x`` zero-padded so every window of ``op`` fits (rows past the last window are never read)."""
+    height, width = _padded_size(op, x.shape, filter_shape, out_h, out_w, top, left)
+    return np.pad(x, ((0, 0), (top, height - x.shape[1] - top), (left, width - x.shape[2] - left), (0, 0)))
+
+
+def _windows(xp, op, filter_shape, out_h, out_w):
+    """Every output position's input window: ``[N, out_h, out_w, C, kh, kw]`` (a strided view)."""
+    sh, sw = op.get_attr("strides")[1:3]
+    dh, dw = op.get_attr("dilations")[1:3]
+    kh, kw = filter_shape[0], filter_shape[1]
+    view = np.lib.stride_tricks.sliding_window_view(xp, ((kh - 1) * dh + 1, (kw - 1) * dw + 1), axis=(1, 2))
+    return view[:, ::sh, ::sw, :, ::dh, ::dw][:, :out_h, :out_w]
+
+
+# -- Conv2D ---------------------------------------------------------------------------
+@registry.RegisterShape("Conv2D")
+def _conv2d_shape(op):
+    x, f = op.inputs
+    common_shapes.require_same_dtype(op)
+    xs, fs = with_rank(op, x.shape, 4).as_list(), with_rank(op, f.shape, 4).as_list()
+    if xs[3] is not None and fs[2] is not None and xs[3] != fs[2]:
+        raise common_shapes.shape_error(op, f"Depth of input ({xs[3]}) is not a multiple of input depth of filter "
+                                            f"({fs[2]})" if xs[3] % fs[2] else
+                                        f"Depth of input ({xs[3]}) differs from the filter's input depth ({fs[2]}): "
+                                        "dfcore has no grouped convolutions")
+    spatial = [None, None]
+    if None not in (xs[1], xs[2], fs[0], fs[1]):
+        out_h, out_w, _, _ = _geometry(op, xs, fs)
+        spatial = [out_h, out_w]
+    return [(x.dtype.base_dtype, TensorShape([xs[0], *spatial, fs[3]]))]
+
+
+@registry.RegisterKernel("Conv2D")
+def _conv2d_kernel(op):
+    def compute(x, f):
+        if x.shape[3] != f.shape[2]:
+            raise errors.InvalidArgumentError(None, op, f"input and filter must have the same depth: {x.shape[3]} vs "
+                                                        f"{f.shape[2]}")
+        out_h, out_w, top, left = _geometry(op, x.shape, f.shape)
+        windows = _windows(_padded(x, op, f.shape, out_h, out_w, top, left), op, f.shape, out_h, out_w)
+        return np.tensordot(windows, f, axes=([4, 5, 3], [0, 1, 2])).astype(x.dtype, copy=False)
+
+    return compute
+
+
+def conv2d(input, filter=None, strides=None, padding=None, use_cudnn_on_gpu=True,  # noqa: A002
+           data_format="NHWC", dilations=(1, 1, 1, 1), name=None):
+    """2-D convolution of ``input`` ``[batch, height, width, in_channels]`` with ``filter``
+    ``[filter_height, filter_width, in_channels, out_channels]``, float16/32/64.
+
+    Output ``[batch, out_height, out_width, out_channels]``: with ``"SAME"`` ``ceil(in / stride)``, with
+    ``"VALID"`` ``ceil((in - (k - 1) * dilation) / stride)`` per spatial dimension.
+    Raises:
+        ValueError: strides or dilations not ``[1, h, w, 1]``, a padding other than SAME/VALID, ``NCHW``.
+        InvalidArgumentError: ranks other than 4, or input and filter depths that differ (names the op).
+    """
+    strides, dilations = [int(s) for s in strides], [int(d) for d in dilations]
+    _check_attrs("Conv2D", strides, padding, dilations, data_format)
+    with name_scope(name, "Conv2D", [input, filter]) as scope:
+        x, f = convert_same_dtype([input, filter], "Conv2D")
+        attrs = {"strides": strides, "padding": padding, "dilations": dilations, "data_format": data_format}
+        return apply_op1("Conv2D", [x, f], attrs, scope)
+
+
+# -- backprop ops ----------------------------------------------------------------------
+def _backprop_attrs(op):
+    return {name: op.get_attr(name) for name in ("strides", "padding", "dilations", "data_format")}
+
+
+@registry.RegisterShape("Conv2DBackpropInput")
+def _backprop_input_shape(op):
+    sizes = constant_value_as_shape(op.inputs[0])
+    return [(op.inputs[1].dtype.base_dtype, sizes if sizes.ndims is not None else TensorShape([None] * 4))]
+
+
+@registry.RegisterKernel("Conv2DBackpropInput")
+def _backprop_input_kernel(op):
+    sh, sw = op.get_attr("strides")[1:3]
+    dh, dw = op.get_attr("dilations")[1:3]
+
+    def compute(input_sizes, f, dy):
+        shape = tuple(int(d) for d in input_sizes)
+        out_h, out_w, top, left = _geometry(op, shape, f.shape)
+        height, width = _padded_size(op, shape, f.shape, out_h, out_w, top, left)
+        dxp = np.zeros((shape[0], height, width, shape[3]), dtype=dy.dtype)
+        columns = np.tensordot(dy, f, axes=([3], [3]))  # [N, out_h, out_w, kh, kw, C]
+        for i in range(f.shape[0]):
+            for j in range(f.shape[1]):
+                dxp[:, i * dh: i * dh + sh * (out_h - 1) + 1: sh, j * dw: j * dw + sw * (out_w - 1) + 1: sw] += \
+                    columns[:, :, :, i, j]
+        return dxp[:, top: top + shape[1], left: left + shape[2]]
+
+    return compute
+
+
+@registry.RegisterShape("Conv2DBackpropFilter")
+def _backprop_filter_shape(op):
+    sizes = constant_value_as_shape(op.inputs[1])
+    return [(op.inputs[0].dtype.base_dtype, sizes if sizes.ndims is not None else TensorShape([None] * 4))]
+
+
+@registry.RegisterKernel("Conv2DBackpropFilter")
+def _backprop_filter_kernel(op):
+    def compute(x, filter_sizes, dy):
+        shape = tuple(int(d) for d in filter_sizes)
+        out_h, out_w, top, left = _geometry(op, x.shape, shape)
+        windows = _windows(_padded(x, op, shape, out_h, out_w, top, left), op, shape, out_h, out_w)
+        grad = np.tensordot(windows, dy, axes=([0, 1, 2], [0, 1, 2]))  # [C, kh, kw, O]
+        return grad.transpose(1, 2, 0, 3).astype(x.dtype, copy=False)
+
+    return compute
+
+
+def conv2d_backprop_input(input_sizes, filter, out_backprop, strides, padding, use_cudnn_on_gpu=True,  # noqa: A002
+                          data_format="NHWC", dilations=(1, 1, 1, 1), name=None):
+    """The gradient of :func:`conv2d` with respect to its input (shape ``input_sizes``)."""
+    attrs = {"strides": list(strides), "padding": padding, "dilations": list(dilations), "data_format": data_format}
+    return apply_op1("Conv2DBackpropInput", [input_sizes, filter, out_backprop], attrs, name or "Conv2DBackpropInput")
+
+
+def conv2d_backprop_filter(input, filter_sizes, out_backprop, strides, padding, use_cudnn_on_gpu=True,  # noqa: A002
+                           data_format="NHWC", dilations=(1, 1, 1, 1), name=None):
+    """The gradient of :func:`conv2d` with respect to its filter (shape ``filter_sizes``)."""
+    attrs = {"strides": list(strides), "padding": padding, "dilations": list(dilations), "data_format": data_format}
+    return apply_op1("Conv2DBackpropFilter", [input, filter_sizes, out_backprop], attrs,
+                     name or "Conv2DBackpropFilter")
+
+
+@registry.RegisterGradient("Conv2D")
+def _conv2d_grad(op, grad):
+    x, f = op.inputs
+    attrs = _backprop_attrs(op)
+    return (apply_op1("Conv2DBackpropInput", [array_ops.shape(x), f, grad], attrs, "Conv2DBackpropInput"),
+            apply_op1("Conv2DBackpropFilter", [x, array_ops.shape(f), grad], attrs, "Conv2DBackpropFilter"))
+
+
+# -- cost: 2 flops (multiply, add) per filter tap per output element, as TF's flops registry ---------------
+@registry.RegisterCost("Conv2D")
+def _conv2d_cost(input_shapes, output_shapes, attrs):
+    (n, oh, ow, o), (kh, kw, c, _) = output_shapes[0], input_shapes[1]
+    elements = sum(math.prod(s) for s in input_shapes) + math.prod(output_shapes[0])
+    return 2 * n * oh * ow * o * kh * kw * c, elements
+
+
+@registry.RegisterCost("Conv2DBackpropInput")
+def _backprop_input_cost(input_shapes, output_shapes, attrs):
+    (kh, kw, c, _), (n, oh, ow, o) = input_shapes[1], input_shapes[2]
+    return 2 * n * oh * ow * o * kh * kw * c, math.prod(output_shapes[0]) + math.prod(input_shapes[2])
+
+
+@registry.RegisterCost("Conv2DBackpropFilter")
+def _backprop_filter_cost(input_shapes, output_shapes, attrs):
+    (kh, kw, c, _), (n, oh, ow, o) = output_shapes[0], input_shapes[2]
+    return 2 * n * oh * ow * o * kh * kw * c, math.prod(input_shapes[0]) + math.prod(input_shapes[2])
