@@ -39,6 +39,8 @@ from dfcore.errors import DeadlineExceededError
 from dfcore.mpi import MPIJobError, run_job
 
 JOB_TIMEOUT_S = 120.0
+#: How many times in a row a job that Open MPI failed to start at all is started again.
+LAUNCH_RETRIES = 3
 #: A job needing this long past the deadline of the soak is not started.
 MIN_JOB_S = 5.0
 
@@ -68,6 +70,7 @@ class Soak:
         self.detect_s, self.recover_s = [], []
         self.violations = []
         self.rss = []
+        self.launch_failures = []
         self.jobs = 0
         self.thread_baseline = threading.active_count()
 
@@ -94,16 +97,9 @@ class Soak:
         plan.update(kind.plan_params(), state_dir=state.state_dir, seed=self.seed, timeout_s=JOB_TIMEOUT_S)
         jobfiles.write_json(os.path.join(job_dir, jobfiles.PLAN), plan)
 
-        injector = chaos.Injector(job_dir, plan)
-        error = None
-        try:
-            run_job(kind.program, args=[job_dir], timeout_s=JOB_TIMEOUT_S, progress=False, **kind.layout)
-        except (MPIJobError, DeadlineExceededError) as caught:
-            error = caught
-        ended_at = time.time()
-        injector.stop()
+        error, ended_at, injected_at = self._launch(kind, job_dir, plan)
 
-        fault_at = injector.injected_at or _float_or_none(jobfiles.read_text(os.path.join(job_dir, jobfiles.FAULT_AT)))
+        fault_at = injected_at or _float_or_none(jobfiles.read_text(os.path.join(job_dir, jobfiles.FAULT_AT)))
         self._record_recovery(state, job_dir)
         self._check(state, job_dir, plan, expected_step, error)
         if fault_at is not None:
@@ -117,6 +113,31 @@ class Soak:
                 self.violations.append(f"job {job_dir} ({plan['fault']} never injected) failed: {error}")
         self.last = (kind.name, plan, error, fault_at, ended_at)
         return error is not None
+
+    def _launch(self, kind, job_dir: str, plan: dict):
+        """Run the job with its fault injector: ``(error or None, time.time() at its end, time.time() of the
+        injected signal or None)``.
+
+        A job that Open MPI could not start (no rank began, none named as failing: e.g. "The PMIx server's
+        listener thread failed to start") is started again and counted — the launcher's failure, not one
+        the soak injected or dfcore caused — up to :data:`LAUNCH_RETRIES` times in a row; then the failure
+        stands (and is a violation)."""
+        retries = 0
+        while True:
+            injector = chaos.Injector(job_dir, plan)
+            error = None
+            try:
+                run_job(kind.program, args=[job_dir], timeout_s=JOB_TIMEOUT_S, progress=False, **kind.layout)
+            except (MPIJobError, DeadlineExceededError) as caught:
+                error = caught
+            ended_at = time.time()
+            injector.stop()
+            never_started = (isinstance(error, MPIJobError) and error.rank is None
+                             and not jobfiles.rank_values(job_dir, "pid"))
+            if not never_started or retries == LAUNCH_RETRIES:
+                return error, ended_at, injector.injected_at
+            retries += 1
+            self.launch_failures.append(str(error))
 
     def _record_recovery(self, state: KindState, job_dir: str) -> None:
         if state.pending_fault_at is None:
@@ -162,6 +183,7 @@ class Soak:
                 ("fault planned, job ended first", ", ".join(f"{k} {v}" for k, v in sorted(self.not_injected.items())
                                                              if k != "none") or "0"),
                 ("jobs run", str(self.jobs)),
+                ("jobs Open MPI failed to start (started again)", str(len(self.launch_failures))),
                 ("recoveries (restart from the latest checkpoint)", str(self.recoveries)),
                 ("time to detect, p50 / p99", _percentiles(self.detect_s)),
                 ("time to recover, p50 / p99", _percentiles(self.recover_s)),
