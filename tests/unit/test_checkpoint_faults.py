@@ -42,6 +42,12 @@ def _temp_files(directory):
     return [name for name in os.listdir(directory) if name.endswith(".tmp")]
 
 
+def _stuck_temp_files(directory):
+    """The temp files of _KILLED_SAVER's second save (step 2), which never finishes; its first save's
+    temp file exists only for a moment before it is renamed."""
+    return [name for name in _temp_files(directory) if "-2." in name]
+
+
 def _flip(data, offset, bit=0x01):
     flipped = bytearray(data)
     flipped[offset] ^= bit
@@ -258,9 +264,9 @@ def test_temp_file_of_a_killed_save_is_removed_by_the_next_save(model, tmp_path)
     proc = subprocess.Popen([sys.executable, "-c", _KILLED_SAVER, prefix])
     try:
         deadline = time.monotonic() + 60
-        while not _temp_files(tmp_path) and proc.poll() is None and time.monotonic() < deadline:
+        while not _stuck_temp_files(tmp_path) and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert _temp_files(tmp_path), "the child never started its second save"
+        assert _stuck_temp_files(tmp_path), "the child never started its second save"
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait()
@@ -277,9 +283,9 @@ def test_temp_file_of_a_live_process_is_left_alone(model, tmp_path):
     proc = subprocess.Popen([sys.executable, "-c", _KILLED_SAVER, str(tmp_path / "other")])
     try:
         deadline = time.monotonic() + 60
-        while not _temp_files(tmp_path) and proc.poll() is None and time.monotonic() < deadline:
+        while not _stuck_temp_files(tmp_path) and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
-        (live,) = _temp_files(tmp_path)
+        (live,) = _stuck_temp_files(tmp_path)
         model.saver.save(model.sess, str(tmp_path / "m"), global_step=2)
         assert _temp_files(tmp_path) == [live]
     finally:
