@@ -163,36 +163,35 @@ def tf_type_name(dtype):
     return {"float32": "float", "float64": "double", "float16": "half"}.get(base.name, base.name)
 
 
-def check_integers_fit(value, array, dtype, where):
-    """Raise unless every value of ``array`` (a numpy array about to become ``dtype``) fits in it.
+def first_value_outside(value, array, dtype):
+    """The first element of ``array`` that an integer ``dtype`` cannot hold, or None when all fit.
 
-    One rule for constants and feeds: integers — and integral floats — that do not fit an integer
-    ``dtype`` would wrap silently in numpy (``2**40`` as int32 is 0); TF refuses them. Other
-    conversions are left to the caller.
+    The one rule for constants and feeds: numpy would wrap such values silently (``2**40`` as int32
+    is 0, -1 as uint8 is 255); TF refuses them. Floats count by value (3e9, inf and nan do not fit int32);
+    non-integer dtypes and non-numeric arrays are left to the caller.
 
     Args:
-        value: what the user gave (named in the message).
+        value: what the user gave; a Python scalar or list gets the element back as a Python number.
         array: ``np.asarray(value)`` (an object array holds Python ints too big for int64).
-        dtype: the target :class:`DType`; where: e.g. ``" for Tensor 'x:0'"``.
-    Raises:
-        ValueError: ``Can't convert Python int 1099511627776 to int32 ...: outside int32's range
-            [-2147483648, 2147483647]`` (names the first value that does not fit).
+        dtype: the target :class:`DType`.
+    Returns:
+        the offending element (``int``/``float`` for Python input, a numpy scalar for numpy input), or None.
     """
     target = np.dtype(dtype.as_numpy_dtype)
     if target.kind not in "iu" or array.size == 0 or array.dtype.kind not in "iufO":
-        return
+        return None
     info = np.iinfo(target)
     flat = array.reshape(-1)
+    if array.dtype.kind == "O":
+        outside = [v for v in flat if isinstance(v, (builtins.int, np.integer)) and not info.min <= v <= info.max]
+        return outside[0] if outside else None
+    if array.dtype.kind != "f" and info.min <= builtins.int(flat.min()) and builtins.int(flat.max()) <= info.max:
+        return None
+    outside = (flat < info.min) | (flat > info.max)
     if array.dtype.kind == "f":
-        outside = ~np.isfinite(flat) | (flat < info.min) | (flat > info.max)
-        bad = flat[outside]
-    elif array.dtype.kind == "O":
-        bad = [v for v in flat if isinstance(v, (builtins.int, np.integer)) and not info.min <= v <= info.max]
-    else:
-        low, high = builtins.int(flat.min()), builtins.int(flat.max())
-        bad = [] if info.min <= low and high <= info.max else flat[(flat < info.min) | (flat > info.max)]
-    if len(bad):
-        first = bad[0].item() if isinstance(bad[0], np.generic) else bad[0]
-        kind = "Python int" if isinstance(value, builtins.int) else f"{array.dtype.name} value"
-        raise ValueError(f"Can't convert {kind} {first!r} to {dtype.name}{where}: it is outside {dtype.name}'s range "
-                         f"[{info.min}, {info.max}]")
+        outside |= ~np.isfinite(flat)
+    outside = np.flatnonzero(outside)
+    if not outside.size:
+        return None
+    first = flat[outside[0]]
+    return first if isinstance(value, (np.ndarray, np.generic)) else first.item()

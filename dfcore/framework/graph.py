@@ -221,17 +221,19 @@ class Graph:
 
     @contextlib.contextmanager
     def name_scope(self, name):
-        """Enter a name scope; returns ``"scope/"``. A name ending in ``/`` re-enters it as is."""
+        """Enter a name scope; returns ``"scope/"``. A name ending in ``/`` re-enters it as is.
+
+        Raises ValueError ``'<name>' is not a valid scope name`` (TF's ``ops.py``: ``_VALID_SCOPE_NAME_REGEX``
+        inside a scope, the stricter ``_VALID_OP_NAME_REGEX`` at the root).
+        """
         old = self._name_stack
+        if name and not (_VALID_SCOPE_NAME if old else _VALID_OP_NAME).match(name):
+            raise ValueError(f"'{name}' is not a valid scope name")
         if not name:
             new = ""
         elif name.endswith("/"):
-            if not _VALID_SCOPE_NAME.match(name):
-                raise ValueError(f"'{name}' is not a valid scope name")
             new = name[:-1]
         else:
-            if not _VALID_OP_NAME.match(name) and not (old and _VALID_SCOPE_NAME.match(name)):
-                raise ValueError(f"'{name}' is not a valid scope name")
             new = self.unique_name(name)
         self._name_stack = new
         try:

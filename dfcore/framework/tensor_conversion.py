@@ -66,10 +66,17 @@ def _constant(value, dtype, name):
 
 
 def infer_dtype(value):
-    """The DType TF gives a Python or numpy value: float → float32, int → int32."""
-    if isinstance(value, np.ndarray) or isinstance(value, np.generic):
+    """The DType TF gives a Python or numpy value: float → float32, int → int32 (int64 when it does not fit).
+
+    Raises:
+        TypeError: a Python int beyond int64's range (TF's ``Failed to convert object of type ...``).
+    """
+    if isinstance(value, (np.ndarray, np.generic)):
         return dtypes.as_dtype(value.dtype)
     array = np.asarray(value)
+    if array.dtype == np.object_ and any(isinstance(v, int) for v in array.reshape(-1)):
+        raise TypeError(f"Failed to convert object of type {type(value)} to Tensor. Contents: {value}. Consider casting "
+                        "elements to a supported type (an integer beyond int64's range needs a float dtype).")
     if array.dtype == np.float64:
         return dtypes.float32
     if array.dtype == np.int64:
@@ -81,22 +88,31 @@ def infer_dtype(value):
 
 
 def to_numpy(value, dtype, op_name="Const"):
-    """``value`` as a numpy array of ``dtype``; refuses lossy kinds (float → int).
+    """``value`` as a numpy array of ``dtype``; refuses lossy kinds (float → int) and integers that do not fit.
 
     Raises:
-        TypeError: TF's ``Expected <dtype>, got <value> of type '<type>' instead.``
-        ValueError: an integer that does not fit ``dtype`` (:func:`~dfcore.framework.dtypes.check_integers_fit`).
+        TypeError: TF's ``Expected <dtype>, got <value> of type '<type>' instead.``: a string for a
+            number, a float that is not a whole number, or a value outside the dtype's range
+            (:func:`~dfcore.framework.dtypes.first_value_outside`), whose message adds the range.
     """
     if dtype is dtypes.string:
         return np.asarray(value, dtype=object)
     array = np.asarray(value)
     target = np.dtype(dtype.as_numpy_dtype)
-    if array.dtype != target:
-        lossy = (array.dtype.kind == "f" and target.kind in "iub") or (array.dtype.kind in "c" and target.kind != "c")
-        if lossy and not np.all(np.equal(np.mod(array, 1), 0)):
-            raise TypeError(f"Expected {dtype.name}, got {value!r} of type '{type(value).__name__}' instead.")
-        if array.dtype.kind in "US":
-            raise TypeError(f"Expected {dtype.name}, got {value!r} of type '{type(value).__name__}' instead.")
-        dtypes.check_integers_fit(value, array, dtype, f" (op '{op_name}')")
-        array = array.astype(target)
-    return array
+    if array.dtype == target:
+        return array
+    if array.dtype.kind in "US" or (array.dtype.kind == "c" and target.kind != "c"):
+        raise _expected(dtype, value)
+    outside = dtypes.first_value_outside(value, array, dtype)
+    if outside is not None:
+        raise _expected(dtype, outside, f": {dtype.name} holds integers in [{dtype.min}, {dtype.max}] (op '{op_name}'). "
+                                        "Use a wider dtype or values in range.")
+    if array.dtype.kind == "f" and target.kind in "iub" and not np.all(np.equal(np.mod(array, 1), 0)):
+        raise _expected(dtype, value)
+    return array.astype(target)
+
+
+def _expected(dtype, value, detail=""):
+    """TF's ``make_tensor_proto`` TypeError: ``Expected int32, got 2.5 of type 'float' instead.``"""
+    shown = str(value) if isinstance(value, np.generic) else repr(value)
+    return TypeError(f"Expected {dtype.name}, got {shown} of type '{type(value).__name__}' instead{detail or '.'}")

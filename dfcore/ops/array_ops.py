@@ -198,7 +198,8 @@ def reshape(tensor, shape, name=None):
 
     Raises:
         InvalidArgumentError: the element counts differ, two sizes are -1, or a size is below -1 (TF's
-            wording, from ``core/kernels/reshape_op.h``); at graph construction when the shape is known.
+            wording, from ``core/ops/array_ops.cc`` and ``core/kernels/reshape_op.h``); at graph
+            construction when the shapes are known, else when the step runs.
     """
     return scoped_op("Reshape", name, [("tensor", tensor, None), ("shape", shape, INDEX_TYPES)]).outputs[0]
 
@@ -214,11 +215,9 @@ def _reshape_shape(op):
     known = x.shape.num_elements()
     if -1 in target:
         rest = int(np.prod([d for d in target if d != -1]))
-        if known is not None:
-            if rest == 0 or known % rest:
-                raise common_shapes.shape_error(
-                    op, f"Cannot reshape a tensor with {known} elements to shape [{','.join(map(str, target))}] "
-                    f"({rest} elements)")
+        if known is not None and rest > 0:
+            if known % rest:
+                raise common_shapes.shape_error(op, f"Dimension size must be evenly divisible by {rest} but is {known}")
             target = [known // rest if d == -1 else d for d in target]
         else:
             target = [None if d == -1 else d for d in target]
@@ -246,14 +245,21 @@ def _check_reshape_sizes(op, sizes, error):
 @registry.RegisterKernel("Reshape")
 def _reshape_kernel(op):
     def compute(x, shape):
-        _check_reshape_sizes(op, [int(d) for d in shape],
-                             lambda op, message: errors.InvalidArgumentError(None, op, message))
-        try:
-            return np.reshape(x, shape)
-        except ValueError:
+        sizes = [int(d) for d in shape]
+        _check_reshape_sizes(op, sizes, lambda op, message: errors.InvalidArgumentError(None, op, message))
+        known = int(np.prod([d for d in sizes if d != -1]))
+        if -1 in sizes and known == 0:
             raise errors.InvalidArgumentError(
-                None, op, f"Input to reshape is a tensor with {np.size(x)} values, but the requested shape has "
-                f"{int(np.prod(shape))}") from None
+                None, op, "Reshape cannot infer the missing input size for an empty tensor unless all specified input "
+                "sizes are non-zero")
+        if -1 in sizes and np.size(x) % known:
+            raise errors.InvalidArgumentError(
+                None, op, f"Input to reshape is a tensor with {np.size(x)} values, but the requested shape requires a "
+                f"multiple of {known}")
+        if -1 not in sizes and np.size(x) != known:
+            raise errors.InvalidArgumentError(
+                None, op, f"Input to reshape is a tensor with {np.size(x)} values, but the requested shape has {known}")
+        return np.reshape(x, sizes)
 
     return compute
 

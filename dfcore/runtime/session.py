@@ -322,7 +322,14 @@ def _client_value(value):
 
 
 def _feed_value(tensor, value):
-    """Convert a fed value to the tensor's dtype and check its shape (TF's messages)."""
+    """Convert a fed value to the tensor's dtype and check its shape (TF's messages, ``client/session.py``).
+
+    Raises:
+        TypeError: a Tensor, a dtype that cannot be cast safely, or an integer the dtype cannot hold
+            (TF's ``Type of feed value ... is not compatible with Tensor type ...``; TF checks Python ints,
+            dfcore numpy values too, as numpy would wrap them silently).
+        ValueError: a shape the tensor's static shape does not allow.
+    """
     if isinstance(value, Tensor):
         raise TypeError(
             "The value of a feed cannot be a tf.Tensor object. Acceptable feed values include Python scalars, "
@@ -339,7 +346,13 @@ def _feed_value(tensor, value):
             raise TypeError(
                 f"Cannot feed value of dtype {array.dtype} for Tensor '{tensor.name}', which has dtype {dtype.name}"
             )
-        dtypes.check_integers_fit(value, array, dtype, f" for Tensor '{tensor.name}'")
+        outside = dtypes.first_value_outside(value, array, dtype)
+        if outside is not None:
+            raise TypeError(
+                f"Type of feed value {outside} with type {type(outside)} is not compatible with Tensor type "
+                f"{dtype.as_numpy_dtype}. Try explicitly setting the type of the feed tensor to a larger type (e.g. "
+                f"int64). (Tensor '{tensor.name}' holds {dtype.name} values in [{dtype.min}, {dtype.max}].)"
+            )
         array = array.astype(target)
     if not tensor.shape.is_compatible_with(array.shape):
         raise ValueError(
