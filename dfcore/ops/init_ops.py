@@ -36,30 +36,31 @@ class Initializer:
         return {}
 
 
-class Zeros(Initializer):
+class _Filled(Initializer):
+    """Every element the same: ``fill(shape, dtype)``."""
+
+    fill = None
+
+    def __init__(self, dtype=dtypes.float32):
+        self.dtype = dtypes.as_dtype(dtype).base_dtype
+
+    def __call__(self, shape, dtype=None, partition_info=None):
+        return type(self).fill(shape, dtype or self.dtype)
+
+    def get_config(self):
+        return {"dtype": self.dtype.name}
+
+
+class Zeros(_Filled):
     """All zeros (``tf.zeros_initializer``)."""
 
-    def __init__(self, dtype=dtypes.float32):
-        self.dtype = dtypes.as_dtype(dtype).base_dtype
-
-    def __call__(self, shape, dtype=None, partition_info=None):
-        return array_ops.zeros(shape, dtype or self.dtype)
-
-    def get_config(self):
-        return {"dtype": self.dtype.name}
+    fill = staticmethod(array_ops.zeros)
 
 
-class Ones(Initializer):
+class Ones(_Filled):
     """All ones (``tf.ones_initializer``)."""
 
-    def __init__(self, dtype=dtypes.float32):
-        self.dtype = dtypes.as_dtype(dtype).base_dtype
-
-    def __call__(self, shape, dtype=None, partition_info=None):
-        return array_ops.ones(shape, dtype or self.dtype)
-
-    def get_config(self):
-        return {"dtype": self.dtype.name}
+    fill = staticmethod(array_ops.ones)
 
 
 class Constant(Initializer):

@@ -33,14 +33,16 @@ def output_size(in_size, kernel, stride, dilation, padding):
     return out, total // 2
 
 
-def _check_attrs(op_name, strides, padding, dilations, data_format):
+def check_window_attrs(op_name, padding, data_format, **windows):
+    """Raise ``ValueError`` naming ``op_name`` unless ``padding`` is SAME/VALID, the format NHWC, and each of
+    ``windows`` (``strides=[1, 2, 2, 1]`` …) four positive ints that leave the batch and depth alone."""
     if data_format != "NHWC":
         raise ValueError(f"{op_name}: dfcore supports data_format='NHWC' only, got {data_format!r}")
     if padding not in ("SAME", "VALID"):
         raise ValueError(f"{op_name}: padding must be 'SAME' or 'VALID', got {padding!r}")
-    for name, value in (("strides", strides), ("dilations", dilations)):
+    for name, value in windows.items():
         if len(value) != 4 or value[0] != 1 or value[3] != 1 or min(value) < 1:
-            raise ValueError(f"{op_name}: {name} must be 4 positive ints [1, h, w, 1] (no striding over the batch "
+            raise ValueError(f"{op_name}: {name} must be 4 positive ints [1, h, w, 1] (nothing across the batch "
                              f"or the depth), got {list(value)}")
 
 
@@ -121,7 +123,7 @@ def conv2d(input, filter=None, strides=None, padding=None, use_cudnn_on_gpu=True
         InvalidArgumentError: ranks other than 4, or input and filter depths that differ (names the op).
     """
     strides, dilations = [int(s) for s in strides], [int(d) for d in dilations]
-    _check_attrs("Conv2D", strides, padding, dilations, data_format)
+    check_window_attrs("Conv2D", padding, data_format, strides=strides, dilations=dilations)
     with name_scope(name, "Conv2D", [input, filter]) as scope:
         x, f = convert_same_dtype([input, filter], "Conv2D")
         attrs = {"strides": strides, "padding": padding, "dilations": dilations, "data_format": data_format}

@@ -13,21 +13,10 @@ from ..framework.scopes import name_scope
 from ..framework.tensor_conversion import convert_to_tensor
 from ..framework.tensor_shape import TensorShape
 from .array_ops_util import with_rank
-from .nn_conv import output_size
+from .nn_conv import check_window_attrs, output_size
 from .op_util import apply_op1
 
 __all__ = ["avg_pool", "max_pool"]
-
-
-def _check(op_name, ksize, strides, padding, data_format):
-    if data_format != "NHWC":
-        raise ValueError(f"{op_name}: dfcore supports data_format='NHWC' only, got {data_format!r}")
-    if padding not in ("SAME", "VALID"):
-        raise ValueError(f"{op_name}: padding must be 'SAME' or 'VALID', got {padding!r}")
-    for name, value in (("ksize", ksize), ("strides", strides)):
-        if len(value) != 4 or value[0] != 1 or value[3] != 1 or min(value) < 1:
-            raise ValueError(f"{op_name}: {name} must be 4 positive ints [1, h, w, 1] (pooling over the batch or "
-                             f"the depth is not supported), got {list(value)}")
 
 
 def _geometry(op, shape):
@@ -143,7 +132,7 @@ def _avg_pool_grad(op, grad):
 
 def _pool(op_type, value, ksize, strides, padding, data_format, name):
     ksize, strides = [int(k) for k in ksize], [int(s) for s in strides]
-    _check(op_type, ksize, strides, padding, data_format)
+    check_window_attrs(op_type, padding, data_format, ksize=ksize, strides=strides)
     with name_scope(name, op_type, [value]) as scope:
         attrs = {"ksize": ksize, "strides": strides, "padding": padding, "data_format": data_format}
         return apply_op1(op_type, [convert_to_tensor(value)], attrs, scope)

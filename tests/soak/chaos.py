@@ -15,6 +15,7 @@ import threading
 import time
 
 import jobfiles
+from invariants import command_line
 
 #: Faults the driver sends from outside, with their signal.
 SIGNALS = {"sigkill": signal.SIGKILL, "sigterm": signal.SIGTERM}
@@ -35,14 +36,6 @@ def plan_fault(rng, faults, trigger_ranks, victims, local_steps) -> dict:
     return {"fault": fault, "rank": rng.choice(trigger_ranks), "step": rng.randint(2, local_steps - 2),
             "victim": rng.choice(victims), "where": rng.choice(("ps", "worker")),
             "delay_s": rng.uniform(0.0, _MAX_DELAY_S)}
-
-
-def _cmdline(pid: int) -> bytes:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return f.read()
-    except OSError:
-        return b""
 
 
 class Injector:
@@ -72,7 +65,7 @@ class Injector:
         if self._stop.wait(plan["delay_s"]):
             return
         pid = jobfiles.read_text(os.path.join(self.job_dir, f"pid.{plan['victim']}"))
-        if pid is None or self.job_dir.encode() not in _cmdline(int(pid)):  # gone (or its pid reused)
+        if pid is None or self.job_dir.encode() not in command_line(int(pid)):  # gone (or its pid reused)
             return
         self.injected_at = time.time()
         try:

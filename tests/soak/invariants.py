@@ -63,7 +63,8 @@ def checkpoint_restore_problems(path: str, check) -> list:
         return [f"{path} does not restore: {type(error).__name__}: {error}"]
 
 
-def _cmdline(pid: int) -> bytes:
+def command_line(pid: int) -> bytes:
+    """The raw command line of process ``pid`` (empty once it is gone)."""
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
             return f.read()
@@ -74,7 +75,7 @@ def _cmdline(pid: int) -> bytes:
 def processes_mentioning(text: str) -> list:
     """Pids of live processes whose command line contains ``text`` (a job's directory)."""
     needle = text.encode()
-    return [int(name) for name in os.listdir("/proc") if name.isdigit() and needle in _cmdline(int(name))]
+    return [int(name) for name in os.listdir("/proc") if name.isdigit() and needle in command_line(int(name))]
 
 
 def leftover_problems(job_dir: str, wait_s: float = _LEFTOVER_WAIT_S) -> list:
