@@ -11,6 +11,9 @@ from .framework.device import DeviceSpec
 from .framework.dtypes import (DType, as_dtype, bool, double, float16, float32, float64, half,  # noqa: A004
                                int8, int16, int32, int64, string, uint8)
 from .framework.graph import Graph, GraphKeys, get_default_graph, reset_default_graph
+from .framework.importer import import_graph_def
+from .framework.protos import (AttrValue, Event, GraphDef, HistogramProto, MetaGraphDef, NameAttrList,  # noqa: F401
+                               NodeDef, SessionLog, Summary, TensorShapeProto)
 from .framework.operation import Operation
 from .framework.registry import NotDifferentiable, NoGradient, RegisterGradient
 from .framework.scopes import (add_to_collection, add_to_collections, colocate_with, container,

@@ -31,7 +31,7 @@ class OpError(Exception):
     """An error raised while running or building an op.
 
     Args:
-        node_def: the NodeDef-like dict of the failing node, or None.
+        node_def: the failing node's ``NodeDef`` message, or None.
         op: the failing :class:`~dfcore.framework.graph.Operation`, or None.
         message: the human-readable message (TF's wording where TF has one).
         error_code: one of the integer codes above.
@@ -155,4 +155,4 @@ def error_from_os_error(error: OSError, context: str, advice: str = "") -> OpErr
 def with_node(error, op):
     """Return ``error`` re-raised as the same class with TF's node suffix ``[[node <name>]]``."""
     message = f"{error.message}\n\t [[node {op.name} (defined as {op.type})]]"
-    return type(error)(op.node_def(), op, message)
+    return type(error)(op.node_def, op, message)

@@ -46,6 +46,11 @@ class DType:
         return self if self._is_ref else _BY_NAME[self._name + "_ref"]
 
     @property
+    def as_datatype_enum(self):
+        """TF's ``DataType`` enum value (``types.proto``: ``DT_FLOAT`` = 1; a ref type adds 100)."""
+        return _ENUM_BY_NAME[self.base_dtype._name] + (100 if self._is_ref else 0)
+
+    @property
     def is_floating(self):
         return np.issubdtype(self._np, np.floating)
 
@@ -100,21 +105,23 @@ class DType:
         return as_dtype, (self._name,)
 
 
+# (TF name, numpy type, TF's DataType enum from tensorflow/core/framework/types.proto)
 _BASE = [
-    ("float16", np.float16),
-    ("float32", np.float32),
-    ("float64", np.float64),
-    ("int8", np.int8),
-    ("int16", np.int16),
-    ("int32", np.int32),
-    ("int64", np.int64),
-    ("uint8", np.uint8),
-    ("bool", np.bool_),
-    ("string", np.object_),
+    ("float16", np.float16, 19),
+    ("float32", np.float32, 1),
+    ("float64", np.float64, 2),
+    ("int8", np.int8, 6),
+    ("int16", np.int16, 5),
+    ("int32", np.int32, 3),
+    ("int64", np.int64, 9),
+    ("uint8", np.uint8, 4),
+    ("bool", np.bool_, 10),
+    ("string", np.object_, 7),
 ]
 
 _BY_NAME = {}
-for _name, _np_type in _BASE:
+_ENUM_BY_NAME = {name: enum for name, _, enum in _BASE}
+for _name, _np_type, _ in _BASE:
     _BY_NAME[_name] = DType(_name, _np_type)
     _BY_NAME[_name + "_ref"] = DType(_name + "_ref", _np_type, is_ref=True)
 
@@ -129,13 +136,16 @@ uint8 = _BY_NAME["uint8"]
 bool = _BY_NAME["bool"]  # noqa: A001 - TF's public name
 string = _BY_NAME["string"]
 
-_BY_NUMPY = {np.dtype(t): _BY_NAME[n] for n, t in _BASE if n != "string"}
+_BY_NUMPY = {np.dtype(t): _BY_NAME[n] for n, t, _ in _BASE if n != "string"}
+_BY_ENUM = {enum: _BY_NAME[name] for name, enum in _ENUM_BY_NAME.items()}
+_BY_ENUM.update({enum + 100: _BY_NAME[name + "_ref"] for name, enum in _ENUM_BY_NAME.items()})
 _BY_NUMPY[np.dtype(np.object_)] = string
 _BY_PYTHON = {builtins.float: float32, builtins.int: int32, builtins.bool: bool}
 
 
 def as_dtype(type_value):
-    """Convert a DType, numpy dtype or type, TF name (``"float32"``) or Python type to a DType.
+    """Convert a DType, numpy dtype or type, TF name (``"float32"``), Python type or TF ``DataType`` enum
+    value (``1`` is float32) to a DType.
 
     Raises:
         TypeError: if the value names no supported type.
@@ -150,6 +160,10 @@ def as_dtype(type_value):
             return aliases[type_value]
     if type_value in _BY_PYTHON:
         return _BY_PYTHON[type_value]
+    if isinstance(type_value, (int, np.integer)) and not isinstance(type_value, builtins.bool):
+        if int(type_value) in _BY_ENUM:
+            return _BY_ENUM[int(type_value)]
+        raise TypeError(f"Cannot convert value {type_value!r} to a TensorFlow DType.")
     try:
         return _BY_NUMPY[np.dtype(type_value)]
     except (TypeError, KeyError):

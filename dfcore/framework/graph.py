@@ -12,7 +12,9 @@ import re
 import threading
 
 from . import device as device_lib
+from .attr_value import to_attr_value
 from .default_stack import DefaultStack
+from .graph_def import make_graph_def
 from .operation import Operation
 from .tensor import Tensor
 
@@ -167,10 +169,24 @@ class Graph:
             return self.as_graph_element(as_element(), allow_tensor, allow_operation)
         raise TypeError(f"Can not convert a {type(obj).__name__} into a Tensor or Operation.")
 
-    def as_graph_def(self):
-        """A GraphDef-like dict ``{"node": [NodeDef, ...], "versions": {"producer": ...}}``."""
+    def as_graph_def(self, from_version=None, add_shapes=False):
+        """This graph as TF's ``GraphDef`` message (ops in creation order).
+
+        Args:
+            from_version: only ops added after ``graph.version`` was this value (TF's incremental export).
+            add_shapes: also write each node's output shapes as the ``_output_shapes`` attr (list of shapes).
+        Returns:
+            a ``GraphDef`` (:mod:`dfcore.framework.protos`).
+        """
         with self._lock:
-            return {"node": [op.node_def() for op in self._ops], "versions": {"producer": 27}}
+            ops = self._ops if from_version is None else [op for op in self._ops if op._id > from_version]
+            nodes = []
+            for op in ops:
+                node = op.node_def
+                if add_shapes:
+                    node.attr["_output_shapes"].CopyFrom(to_attr_value([t.shape for t in op.outputs]))
+                nodes.append(node)
+            return make_graph_def(nodes)
 
     # -- finalization ---------------------------------------------------------
     def finalize(self):

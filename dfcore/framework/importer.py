@@ -1,49 +1,102 @@
-"""``import_graph_def``: rebuild a Graph from the GraphDef-like dict ``Graph.as_graph_def()`` gives.
+"""``tf.import_graph_def``: add the nodes of a ``GraphDef`` message to a Graph.
 
-Source: ``tensorflow/python/framework/importer.py`` (``import_graph_def``: nodes keep their
-names under an optional prefix, inputs are ``"op"``, ``"op:1"`` or ``"^op"``, requested
-devices and attrs are kept). dfcore uses it to ship a partition's ops to another process:
-the receiving task rebuilds the ops and compiles their kernels from the same attrs.
+Source: ``tensorflow/python/framework/importer.py`` (``import_graph_def``: nodes keep their names under a
+prefix, default ``"import"``; inputs are ``"op"``, ``"op:1"`` or ``"^op"``; ``input_map`` replaces inputs by
+existing tensors; ``return_elements`` names what to hand back; requested devices and attrs are kept). A
+GraphDef written by TensorFlow imports as long as dfcore has its op types; TF's ``_output_shapes`` attr is
+dropped (dfcore infers shapes). dfcore's MPI tasks use :func:`import_nodes` to rebuild the master's graph.
 """
 
+from .. import errors
 from . import graph as graph_lib
+from . import registry
+from .graph_def import node_attrs
+from .protos import GraphDef
+
+_DROPPED_ATTRS = ("_output_shapes",)
 
 
-def import_graph_def(graph_def, name="import", graph=None):
-    """Add the nodes of ``graph_def`` to ``graph`` (default: the default graph).
+def import_graph_def(graph_def: GraphDef, input_map=None, return_elements=None, name=None, op_dict=None,
+                     producer_op_list=None):
+    """Import ``graph_def`` into the default graph.
 
     Args:
-        graph_def: ``{"node": [{"name", "op", "input", "device", "attr"}, ...]}`` (any node order).
-        name: a prefix for the imported names (``"import/w"``); ``""`` keeps the names as they are.
-        graph: the Graph to add to.
+        graph_def: a ``GraphDef`` message.
+        input_map: ``{"name:0" or "name": Tensor}``: inputs of imported nodes that name a key read that
+            existing tensor instead.
+        return_elements: names of imported ops (``"op"``) or tensors (``"op:0"``) to return.
+        name: prefix for the imported names, a name scope made unique as TF does (default ``"import"``, then
+            ``"import_1"``…); ``""`` keeps the names as they are.
+        op_dict, producer_op_list: accepted for TF's signature; unused (dfcore's op registry is fixed).
     Returns:
-        ``{original node name: Operation}``.
+        the Operations/Tensors named by ``return_elements``, in order; None without it.
     Raises:
-        ValueError: a name clashes with an op already in the graph, an input names a node that is
-            not in ``graph_def``, or the inputs form a cycle.
+        TypeError: ``graph_def`` is not a GraphDef.
+        NotFoundError: a node's op type is not registered in dfcore (naming the op type and node).
+        ValueError: an input names a node that is not in ``graph_def`` (nor in ``input_map``), the inputs form
+            a cycle, a name clashes, or a return element is not in ``graph_def``.
         InvalidArgumentError: an op's shape function rejects its inputs (as when it was built).
     """
-    graph = graph_lib.get_default_graph() if graph is None else graph
-    nodes = {node["name"]: node for node in graph_def["node"]}
+    del op_dict, producer_op_list
+    graph = graph_lib.get_default_graph()
+    if name == "":
+        created = import_nodes(graph_def, "", graph, input_map)
+    else:
+        with graph.name_scope(name or "import") as scope:
+            created = import_nodes(graph_def, scope[:-1], graph, input_map)
+    if return_elements is None:
+        return None
+    return [_element(created, text) for text in return_elements]
+
+
+def import_nodes(graph_def: GraphDef, prefix: str, graph, input_map=None) -> dict:
+    """Add the nodes of ``graph_def`` to ``graph`` with names ``<prefix>/<name>``; returns
+    ``{original node name: Operation}``. Raises as :func:`import_graph_def`."""
+    if not isinstance(graph_def, GraphDef):
+        raise TypeError(f"import_graph_def() argument 'graph_def' must be a GraphDef proto; got "
+                        f"{type(graph_def).__name__}")
+    input_map = {_tensor_key(k): v for k, v in (input_map or {}).items()}
+    nodes = {node.name: node for node in graph_def.node}
+    for node in graph_def.node:
+        if node.op not in registry.registered_op_types():
+            raise errors.NotFoundError(node, None, f"Op type not registered '{node.op}' in binary running on "
+                                                   f"dfcore (node '{node.name}'). Run python -m "
+                                                   "dfcore.compat_report to see which ops dfcore has.")
     created = {}
-    for node_name in _topological(nodes):
+    for node_name in _topological(nodes, input_map):
         node = nodes[node_name]
         data, control = [], []
-        for text in node["input"]:
+        for text in node.input:
             if text.startswith("^"):
                 control.append(created[text[1:]])
+            elif _tensor_key(text) in input_map:
+                data.append(input_map[_tensor_key(text)])
             else:
                 source, _, port = text.partition(":")
                 data.append(created[source].outputs[int(port) if port else 0])
-        full_name = f"{name}/{node_name}" if name else node_name
-        op = graph.create_op(node["op"], data, dict(node["attr"]), name=full_name + "/")
-        op._set_device(node.get("device", ""))
+        attrs = {k: v for k, v in node_attrs(node).items() if k not in _DROPPED_ATTRS}
+        full_name = f"{prefix}/{node_name}" if prefix else node_name
+        op = graph.create_op(node.op, data, attrs, name=full_name + "/")
+        op._set_device(node.device)
         op._add_control_inputs(control)
         created[node_name] = op
     return created
 
 
-def _topological(nodes):
+def _tensor_key(text):
+    """``"op"`` and ``"op:0"`` name the same tensor."""
+    return text if ":" in text else f"{text}:0"
+
+
+def _element(created, text):
+    source, _, port = text.partition(":")
+    if source not in created:
+        raise ValueError(f"Requested return_element '{text}' not found in graph_def.")
+    op = created[source]
+    return op.outputs[int(port)] if port else op
+
+
+def _topological(nodes, input_map):
     """Node names in an order where every input comes first (raises ValueError on cycles / missing inputs)."""
     order, state = [], {}
     for root in nodes:
@@ -62,7 +115,9 @@ def _topological(nodes):
                 raise ValueError(f"import_graph_def: the inputs of node '{current}' form a cycle")
             state[current] = "open"
             stack.append((current, True))
-            for text in nodes[current]["input"]:
+            for text in nodes[current].input:
+                if not text.startswith("^") and _tensor_key(text) in input_map:
+                    continue
                 source = text.lstrip("^").partition(":")[0]
                 if source not in nodes:
                     raise ValueError(f"import_graph_def: node '{current}' has input '{text}', which is not in "

@@ -7,6 +7,7 @@ Source: ``tensorflow/python/framework/ops.py`` (class ``Operation``) and
 """
 
 from . import registry
+from .graph_def import make_node_def
 from .tensor import Tensor
 
 
@@ -113,16 +114,12 @@ class Operation:
         tensor._consumers.append(self)
 
     # -- export and running ---------------------------------------------------
+    @property
     def node_def(self):
-        """A NodeDef-like dict: ``name``, ``op``, ``input`` (``^ctrl`` for control), ``device``, ``attr``."""
+        """This op as TF's ``NodeDef`` message (``input`` lists ``^ctrl`` for control inputs; ``device`` is the
+        assigned device once placed, else the requested one)."""
         inputs = [_input_name(t) for t in self._inputs] + [f"^{op.name}" for op in self._control_inputs]
-        return {
-            "name": self._name,
-            "op": self._type,
-            "input": inputs,
-            "device": self._assigned_device or self._device,
-            "attr": dict(self._attrs),
-        }
+        return make_node_def(self._name, self._type, inputs, self._assigned_device or self._device, self._attrs)
 
     def run(self, feed_dict=None, session=None):
         """Run this op in ``session`` (default: the default session)."""
@@ -134,12 +131,7 @@ class Operation:
         return f"<tf.Operation '{self._name}' type={self._type}>"
 
     def __str__(self):
-        node = self.node_def()
-        lines = [f'name: "{node["name"]}"', f'op: "{node["op"]}"']
-        lines += [f'input: "{i}"' for i in node["input"]]
-        if node["device"]:
-            lines.append(f'device: "{node["device"]}"')
-        return "\n".join(lines) + "\n"
+        return str(self.node_def)
 
 
 def _input_name(tensor):

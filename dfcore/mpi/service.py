@@ -18,7 +18,7 @@ import threading
 
 from ..distribute.cluster_runtime import ClusterResources, ClusterVariableStore, TaskResources
 from ..framework import graph as graph_lib
-from ..framework.importer import import_graph_def
+from ..framework.importer import import_nodes
 from ..runtime.cancellation import Deadline
 from ..runtime.executor import Executor, StepContext, inline_runner
 from ..runtime.partition import PartitionGraph, PartitionNode
@@ -82,7 +82,7 @@ class WorkerService:
         with self._lock:
             if graph_def is not None:
                 graph = graph_lib.Graph()
-                ops = import_graph_def(graph_def, name="", graph=graph)
+                ops = import_nodes(graph_def, "", graph)
                 self._graphs[source] = (graph_key, ops)
             known_key, ops = self._graphs[source]
         if known_key != graph_key:

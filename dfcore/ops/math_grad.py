@@ -61,6 +61,7 @@ registry.NotDifferentiable("BroadcastGradientArgs")
 
 
 # -- binary -------------------------------------------------------------------------
+@registry.RegisterGradient("AddV2")
 @registry.RegisterGradient("Add")
 def _add_grad(op, grad):
     x, y = op.inputs

@@ -76,6 +76,7 @@ def _integer_division(fn):
 # op type -> (kernel factory, allowed dtypes or None for any); output has the inputs' dtype
 BINARY = {
     "Add": (_plain(np.add), None),
+    "AddV2": (_plain(np.add), REAL),  # what TF 1.15+ writes for `+`; found in GraphDefs TF wrote
     "Sub": (_plain(np.subtract), REAL),
     "Mul": (_plain(np.multiply), REAL),
     "RealDiv": (_quiet(np.true_divide), REAL),

@@ -44,7 +44,7 @@ def with_node(error: errors.OpError, node) -> errors.OpError:
     if "[[node" in error.message:
         return error
     source = node.source
-    node_def = source.node_def() if hasattr(source, "node_def") else None
+    node_def = getattr(source, "node_def", None)
     return type(error)(node_def, _op(node), f"{error.message}\n\t [[node {node.name}]]")
 
 

@@ -35,6 +35,7 @@ import numpy as np
 
 from .. import errors
 from ..framework import dtypes
+from ..framework.graph_def import make_graph_def, make_node_def
 from .device_set import incarnation_of
 
 CLIENT_DEVICE = "/job:localhost/replica:0/task:0/device:CPU:0"
@@ -62,10 +63,10 @@ class PartitionNode:
         except KeyError:
             raise ValueError(f"Node '{self.name}' has no attr named '{name}'.") from None
 
+    @property
     def node_def(self):
-        """The NodeDef-like dict ``Operation.node_def()`` gives."""
-        return {"name": self.name, "op": self.op, "input": list(self.inputs), "device": self.device,
-                "attr": dict(self.attrs)}
+        """This node as TF's ``NodeDef`` message, as ``Operation.node_def``."""
+        return make_node_def(self.name, self.op, self.inputs, self.device, self.attrs)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,8 +77,8 @@ class PartitionGraph:
     nodes: tuple
 
     def as_graph_def(self):
-        """A GraphDef-like dict, as ``Graph.as_graph_def()``."""
-        return {"node": [n.node_def() for n in self.nodes], "versions": {"producer": 27}}
+        """This partition as TF's ``GraphDef`` message (what ``RunMetadata.partition_graphs`` holds)."""
+        return make_graph_def(n.node_def for n in self.nodes)
 
     def node(self, name):
         """The node called ``name``; raises KeyError."""

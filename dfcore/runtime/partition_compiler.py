@@ -70,7 +70,7 @@ def _compile_node(node, in_slots, out_slot):
     kernel_def = registry.kernel(node.op)
     if kernel_def is None:
         raise errors.NotFoundError(
-            node.node_def(), node.original,
+            node.node_def, node.original,
             f"No registered kernel for op '{node.name}' of type '{node.op}' on the numpy backend.")
     compute = kernel_def.factory(source)
     needs_context = kernel_def.needs_context

@@ -72,7 +72,7 @@ def check_feeds_cover_placeholders(ops):
         if op.type == "Placeholder":
             tensor = op.outputs[0]
             raise errors.InvalidArgumentError(
-                op.node_def(),
+                op.node_def,
                 op,
                 f"You must feed a value for placeholder tensor '{op.name}' with dtype "
                 f"{dtypes.tf_type_name(tensor.dtype)} and shape {tensor.shape.tf_str()}\n\t [[node {op.name}]]",

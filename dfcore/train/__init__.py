@@ -11,6 +11,7 @@ from .momentum import MomentumOptimizer
 from .optimizer import Optimizer
 from .training_util import (assert_global_step, create_global_step, get_global_step, get_or_create_global_step,
                             global_step)
+from .graph_io import write_graph
 from .checkpoint_management import (CheckpointState, checkpoint_exists, get_checkpoint_mtimes, get_checkpoint_state,
                                     latest_checkpoint, remove_checkpoint, update_checkpoint_state)
 from .moving_averages import ExponentialMovingAverage

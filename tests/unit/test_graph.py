@@ -125,11 +125,14 @@ def test_graph_def_export():
     b = tf.matmul(a, a, transpose_b=True, name="mm")
     with tf.control_dependencies([a]):
         tf.no_op(name="n")
-    nodes = {n["name"]: n for n in tf.get_default_graph().as_graph_def()["node"]}
-    assert nodes["mm"]["op"] == "MatMul" and nodes["mm"]["input"] == ["a", "a"]
-    assert nodes["mm"]["attr"]["transpose_b"] is True
-    assert nodes["a"]["device"] == "/device:CPU:0"
-    assert nodes["n"]["input"] == ["^a"]
+    graph_def = tf.get_default_graph().as_graph_def()
+    assert isinstance(graph_def, tf.GraphDef)
+    nodes = {n.name: n for n in graph_def.node}
+    assert nodes["mm"].op == "MatMul" and list(nodes["mm"].input) == ["a", "a"]
+    assert nodes["mm"].attr["transpose_b"].b is True
+    assert nodes["a"].device == "/device:CPU:0"
+    assert list(nodes["n"].input) == ["^a"]
+    assert tf.GraphDef.FromString(graph_def.SerializeToString()) == graph_def
     assert b.shape.as_list() == [1, 1]
 
 

@@ -9,7 +9,8 @@ import pytest
 
 import dfcore as tf
 from dfcore import launch
-from dfcore.framework.importer import import_graph_def
+from dfcore.framework.graph_def import make_graph_def, make_node_def
+from dfcore.framework.importer import import_nodes
 from dfcore.mpi import env as env_lib
 from dfcore.mpi.world import Layout, MPIClusterResolver
 
@@ -101,7 +102,7 @@ def test_import_graph_def_rebuilds_names_devices_control_inputs_and_values():
         with tf.control_dependencies([b.op]):
             tf.identity(a * 3.0, name="c")
     target = tf.Graph()
-    ops = import_graph_def(source.as_graph_def(), name="", graph=target)
+    ops = import_nodes(source.as_graph_def(), "", target)
     assert sorted(ops) == sorted(op.name for op in source.get_operations())
     assert target.get_operation_by_name("a").device == "/device:GPU:1"
     for op in source.get_operations():
@@ -112,18 +113,17 @@ def test_import_graph_def_rebuilds_names_devices_control_inputs_and_values():
     with tf.Session(graph=target) as sess:
         np.testing.assert_array_equal(sess.run(["b:0", "c:0"])[0], [[5.0]])
         np.testing.assert_array_equal(sess.run("c:0"), [[3.0, 6.0]])
-    prefixed = import_graph_def(source.as_graph_def(), name="copy", graph=target)
-    assert prefixed["b"].name == "copy/b" and prefixed["b"].inputs[0].name == "copy/a:0"
+    with target.as_default():
+        b_copy, c_copy = tf.import_graph_def(source.as_graph_def(), return_elements=["b", "c:0"], name="copy")
+    assert b_copy.name == "copy/b" and b_copy.inputs[0].name == "copy/a:0" and c_copy.name == "copy/c:0"
 
 
 def test_import_graph_def_rejects_missing_inputs_and_cycles():
     with pytest.raises(ValueError, match="'x:0', which is not in the GraphDef"):
-        import_graph_def({"node": [{"name": "y", "op": "Identity", "input": ["x:0"], "device": "", "attr": {}}]},
-                         graph=tf.Graph())
-    loop = {"node": [{"name": "p", "op": "Identity", "input": ["q"], "device": "", "attr": {}},
-                     {"name": "q", "op": "Identity", "input": ["p"], "device": "", "attr": {}}]}
+        import_nodes(make_graph_def([make_node_def("y", "Identity", ["x:0"], "", {})]), "", tf.Graph())
+    loop = make_graph_def([make_node_def("p", "Identity", ["q"], "", {}), make_node_def("q", "Identity", ["p"], "", {})])
     with pytest.raises(ValueError, match="form a cycle"):
-        import_graph_def(loop, graph=tf.Graph())
+        import_nodes(loop, "", tf.Graph())
 
 
 @pytest.mark.parametrize("argv, message", [

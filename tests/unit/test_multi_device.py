@@ -45,18 +45,18 @@ def test_partition_graphs_have_one_send_recv_pair_per_cross_device_edge():
     metadata = tf.RunMetadata()
     with tf.Session() as sess:
         sess.run(total, options=tf.RunOptions(output_partition_graphs=True), run_metadata=metadata)
-    graphs = {g["node"][0]["device"]: g["node"] for g in metadata.partition_graphs}
+    graphs = {g.node[0].device: g.node for g in metadata.partition_graphs}
     assert set(graphs) == {_P + "CPU:0", _P + "GPU:2", _P + "GPU:3"}
-    sends = [n for nodes in graphs.values() for n in nodes if n["op"] == "_Send"]
-    recvs = [n for nodes in graphs.values() for n in nodes if n["op"] == "_Recv"]
-    cross = [n for n in sends if not n["attr"]["client_terminated"]]
+    sends = [n for nodes in graphs.values() for n in nodes if n.op == "_Send"]
+    recvs = [n for nodes in graphs.values() for n in nodes if n.op == "_Recv"]
+    cross = [n for n in sends if not n.attr["client_terminated"].b]
     assert len(cross) == 2 and len(recvs) == 2
     for send in cross:
-        assert re.fullmatch(r"edge_\d+_MatMul(_1)?", send["attr"]["tensor_name"])
-        match = [r for r in recvs if r["attr"]["tensor_name"] == send["attr"]["tensor_name"]]
-        assert len(match) == 1 and match[0]["device"] == send["attr"]["recv_device"] == _P + "CPU:0"
-    fetch = [n for n in sends if n["attr"]["client_terminated"]]
-    assert [n["name"] for n in fetch] == ["_send_AddN_0"]
+        assert re.fullmatch(r"edge_\d+_MatMul(_1)?", send.attr["tensor_name"].s.decode())
+        match = [r for r in recvs if r.attr["tensor_name"] == send.attr["tensor_name"]]
+        assert len(match) == 1 and match[0].device == send.attr["recv_device"].s.decode() == _P + "CPU:0"
+    fetch = [n for n in sends if n.attr["client_terminated"].b]
+    assert [n.name for n in fetch] == ["_send_AddN_0"]
 
 
 def _two_tower_graph(n=64):

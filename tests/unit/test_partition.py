@@ -4,6 +4,8 @@ import numpy as np
 import pytest
 
 import dfcore as tf
+from dfcore.framework.graph_def import node_attrs
+from dfcore.framework.protos import GRAPH_DEF_VERSION
 from seed_programs import placement_program
 from dfcore.runtime.device_set import DeviceSet, incarnation_of
 from dfcore.runtime.partition import PartitionStats, partition
@@ -167,9 +169,13 @@ def test_seeds_program_partitions_as_tf():
     assert parts[CPU0].node("MatMul_1/_3").get_attr("tensor_name") == "edge_5_MatMul_1"
     assert parts.stats.vlog_line() == "Added send/recv: controls=0, data=2"
     graph_def = parts[GPU2].as_graph_def()
-    assert graph_def["versions"] == {"producer": 27}
-    assert graph_def["node"][3] == {"name": "MatMul/_0", "op": "_Send", "input": ["MatMul"], "device": GPU2,
-                                    "attr": dict(parts[GPU2].node("MatMul/_0").attrs)}
+    assert isinstance(graph_def, tf.GraphDef) and graph_def.versions.producer == GRAPH_DEF_VERSION
+    send = graph_def.node[3]
+    assert (send.name, send.op, list(send.input), send.device) == ("MatMul/_0", "_Send", ["MatMul"], GPU2)
+    incarnation = incarnation_of(GPU2)
+    assert node_attrs(send) == {"T": tf.float32, **_pair_attrs("edge_4_MatMul", GPU2, CPU0, "MatMul", "AddN"),
+                                "send_device_incarnation": incarnation - (2 ** 64 if incarnation >= 2 ** 63 else 0)}
+    assert tf.GraphDef.FromString(graph_def.SerializeToString()) == graph_def
 
 
 def test_reference_edges_are_never_shared_and_wait_for_the_other_inputs():
@@ -192,9 +198,9 @@ def test_the_users_graph_is_not_changed():
         a = tf.constant([1.0, 2.0], name="a")
     with tf.device("/gpu:1"):
         b = tf.identity(a, name="b")
-    before = [(n["name"], n["input"], n["device"]) for n in tf.get_default_graph().as_graph_def()["node"]]
+    before = tf.get_default_graph().as_graph_def()
     _partition(fetches=[b])
-    after = [(n["name"], n["input"], n["device"]) for n in tf.get_default_graph().as_graph_def()["node"]]
+    after = tf.get_default_graph().as_graph_def()
     assert before == after and b.op.assigned_device is None
 
 

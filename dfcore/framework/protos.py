@@ -1,0 +1,49 @@
+"""TensorFlow's own protobuf messages, as the ``tensorboard`` package ships them.
+
+Source: ``tensorflow/core/framework/*.proto`` and ``tensorflow/core/protobuf/*.proto``, compiled
+into ``tensorboard.compat.proto.*_pb2`` (wire-compatible with TensorFlow's, without TensorFlow).
+dfcore writes no ``.proto`` files and no look-alikes: this is the one module that names where TF's
+messages come from; everything else imports them from here.
+"""
+
+from tensorboard.compat.proto.attr_value_pb2 import AttrValue, NameAttrList
+from tensorboard.compat.proto.cluster_pb2 import ClusterDef, JobDef
+from tensorboard.compat.proto.config_pb2 import (
+    ConfigProto,
+    GPUOptions,
+    GraphOptions,
+    OptimizerOptions,
+    RunMetadata,
+    RunOptions,
+)
+from tensorboard.compat.proto.cost_graph_pb2 import CostGraphDef
+from tensorboard.compat.proto.event_pb2 import Event, SessionLog, TaggedRunMetadata
+from tensorboard.compat.proto.graph_pb2 import GraphDef
+from tensorboard.compat.proto.meta_graph_pb2 import CollectionDef, MetaGraphDef
+from tensorboard.compat.proto.node_def_pb2 import NodeDef
+from tensorboard.compat.proto.saver_pb2 import SaverDef
+from tensorboard.compat.proto.step_stats_pb2 import (
+    AllocatorMemoryUsed,
+    DeviceStepStats,
+    NodeExecStats,
+    NodeOutput,
+    StepStats,
+)
+from tensorboard.compat.proto.summary_pb2 import HistogramProto, Summary
+from tensorboard.compat.proto.tensor_pb2 import TensorProto
+from tensorboard.compat.proto.tensor_shape_pb2 import TensorShapeProto
+from tensorboard.compat.proto.types_pb2 import DataType
+from tensorboard.compat.proto.versions_pb2 import VersionDef
+
+__all__ = [
+    "AllocatorMemoryUsed", "AttrValue", "ClusterDef", "CollectionDef", "ConfigProto", "CostGraphDef", "DataType",
+    "DeviceStepStats", "Event", "GPUOptions", "GraphDef", "GraphOptions", "HistogramProto", "JobDef",
+    "MetaGraphDef", "NameAttrList", "NodeDef", "NodeExecStats", "NodeOutput", "OptimizerOptions", "RunMetadata",
+    "RunOptions", "SaverDef", "SessionLog", "StepStats", "Summary", "TaggedRunMetadata", "TensorProto",
+    "TensorShapeProto", "VersionDef",
+]
+
+# The producer version dfcore writes into its GraphDefs (``versions.producer``; TF 1.x-era graphs). TensorFlow
+# accepts any producer at or above its ``GRAPH_DEF_VERSION_MIN_PRODUCER`` (0): see
+# ``tensorflow/core/public/version.h``.
+GRAPH_DEF_VERSION = 134
