@@ -5,6 +5,8 @@ protobufs; unknown keyword arguments raise ``ValueError`` naming the field, as
 protobuf constructors do.
 """
 
+from ..framework import protos
+
 
 class _Message:
     _FIELDS = {}
@@ -81,3 +83,14 @@ class RunMetadata(_Message):
 
     _FIELDS = {"step_stats": None, "partition_graphs": list, "cost_graph": None, "transfers": list,
                "collective_traces": list}
+
+
+def run_metadata_proto(run_metadata) -> "protos.RunMetadata":
+    """TF's ``RunMetadata`` message of a step: ``step_stats`` (wall clock, :meth:`StepStats.to_proto`) and
+    ``partition_graphs``; the one conversion FileWriter and the tools that want TF's format call."""
+    if isinstance(run_metadata, protos.RunMetadata):
+        return run_metadata
+    proto = protos.RunMetadata(partition_graphs=list(run_metadata.partition_graphs))
+    if run_metadata.step_stats is not None:
+        proto.step_stats.CopyFrom(run_metadata.step_stats.to_proto())
+    return proto

@@ -22,6 +22,8 @@ import re
 import threading
 
 from .. import errors
+from ..framework import protos
+from .device_set import allocator_name
 
 _LABEL = re.compile(r"^(?P<node>.*?) = (?P<op>[^\s(]+)\((?P<body>.*)\)$")
 
@@ -92,6 +94,33 @@ class StepStats:
                 for dev in self.dev_stats
             ]
         }
+
+    def to_proto(self):
+        """TF's ``StepStats`` message of the wall-clock times (what TensorBoard and TF's tools read).
+
+        Each node's outputs become ``NodeOutput`` records and one ``AllocatorMemoryUsed`` on its device's
+        allocator (TensorBoard's graph colours nodes by that ``total_bytes``). The simulated-clock times and
+        the per-device allocator totals have no field in TF's message and stay in this record.
+        """
+        proto = protos.StepStats()
+        for dev in self.dev_stats:
+            allocator = allocator_name(dev.device)
+            dev_proto = proto.dev_stats.add(device=dev.device)
+            for ns in dev.node_stats:
+                node = dev_proto.node_stats.add(
+                    node_name=ns.node_name, all_start_micros=ns.all_start_micros,
+                    op_start_rel_micros=ns.op_start_rel_micros, op_end_rel_micros=ns.op_end_rel_micros,
+                    all_end_rel_micros=ns.all_end_rel_micros, timeline_label=ns.timeline_label,
+                    thread_id=ns.thread_id % 2 ** 32)  # uint32 in TF; dfcore keeps Python thread idents
+                for slot, size in enumerate(ns.output_bytes):
+                    output = node.output.add(slot=slot)
+                    output.tensor_description.allocation_description.requested_bytes = size
+                    output.tensor_description.allocation_description.allocated_bytes = size
+                    output.tensor_description.allocation_description.allocator_name = allocator
+                if ns.output_bytes:
+                    node.memory.add(allocator_name=allocator, total_bytes=sum(ns.output_bytes),
+                                    peak_bytes=max(ns.output_bytes))
+        return proto
 
     @classmethod
     def from_dict(cls, data):

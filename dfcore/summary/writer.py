@@ -1,0 +1,115 @@
+"""``tf.summary.FileWriter``: TF's event files, which ``tensorboard --logdir`` reads.
+
+Source: ``tensorflow/python/summary/writer/writer.py`` (``SummaryToEventTransformer``: ``add_summary``,
+``add_graph``, ``add_run_metadata``, ``add_session_log``) and ``event.proto``. The records are written by
+``tensorboard``'s own ``EventFileWriter`` (TFRecord framing with masked CRC-32C, ``events.out.tfevents.*``
+file names, a background writer thread flushed every ``flush_secs``).
+"""
+
+import os
+import time
+
+from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+from .. import errors
+from ..framework.protos import Event, SessionLog, Summary, TaggedRunMetadata
+from ..runtime.config import run_metadata_proto
+
+
+class FileWriter:
+    """Writes ``Event`` records (summaries, graphs, run metadata) to an event file in ``logdir``.
+
+    Args:
+        logdir: directory for the event file (created if missing).
+        graph: a Graph to write at once (as ``add_graph``); ``graph_def`` likewise for a GraphDef.
+        max_queue: events held before a write; flush_secs: seconds between flushes.
+        filename_suffix: appended to the event file's name.
+    Raises:
+        PermissionDeniedError, NotFoundError, ...: ``logdir`` cannot be created or written (naming it).
+    """
+
+    def __init__(self, logdir: str, graph=None, max_queue: int = 10, flush_secs: float = 120,
+                 graph_def=None, filename_suffix: str = "", session=None):
+        del session  # TF 2's writer resource; TF 1.x graph mode writes from Python, as here
+        logdir = os.fspath(logdir)
+        try:
+            os.makedirs(logdir, exist_ok=True)
+            if not os.access(logdir, os.W_OK | os.X_OK):
+                raise PermissionError(13, "Permission denied", logdir)
+        except OSError as error:
+            raise errors.error_from_os_error(error, f"Cannot write event files to {logdir}") from None
+        self._options = (max_queue, flush_secs, filename_suffix or "")
+        self._writer = EventFileWriter(logdir, *self._options)
+        self._closed = False
+        if graph is not None or graph_def is not None:
+            self.add_graph(graph, graph_def=graph_def)
+
+    def get_logdir(self) -> str:
+        return self._writer.get_logdir()
+
+    def add_event(self, event: Event) -> None:
+        """Write ``event`` (an ``Event`` message) as it is."""
+        if self._closed:
+            raise RuntimeError("FileWriter is closed; call reopen() before adding events.")
+        self._writer.add_event(event)
+
+    def add_summary(self, summary, global_step=None) -> None:
+        """Write a ``Summary`` (the message, or the serialized string a summary op returns) at ``global_step``."""
+        if isinstance(summary, bytes):
+            summary = Summary.FromString(summary)
+        elif hasattr(summary, "item") and not isinstance(summary, Summary):
+            summary = Summary.FromString(summary.item())
+        if not isinstance(summary, Summary):
+            raise TypeError(f"add_summary() expects a Summary or its serialized bytes; got {type(summary).__name__}")
+        self._add(Event(summary=summary), global_step)
+
+    def add_graph(self, graph, global_step=None, graph_def=None) -> None:
+        """Write a Graph's GraphDef (TensorBoard's Graphs dashboard; devices show in its "Device" colouring)."""
+        if graph is not None:
+            graph_def = graph.as_graph_def(add_shapes=True)
+        if graph_def is None:
+            raise ValueError("add_graph() needs a graph or a graph_def")
+        self._add(Event(graph_def=graph_def.SerializeToString()), global_step)
+
+    def add_run_metadata(self, run_metadata, tag: str, global_step=None) -> None:
+        """Write one step's ``RunMetadata`` under ``tag`` (TensorBoard's per-node compute time and memory).
+
+        Raises:
+            ValueError: ``tag`` is empty.
+        """
+        if not tag:
+            raise ValueError("add_run_metadata() needs a non-empty tag, such as 'step%d' % step")
+        tagged = TaggedRunMetadata(tag=tag, run_metadata=run_metadata_proto(run_metadata).SerializeToString())
+        self._add(Event(tagged_run_metadata=tagged), global_step)
+
+    def add_session_log(self, session_log: SessionLog, global_step=None) -> None:
+        """Write a ``SessionLog`` (``START``, ``STOP`` or ``CHECKPOINT``)."""
+        self._add(Event(session_log=session_log), global_step)
+
+    def _add(self, event: Event, global_step) -> None:
+        event.wall_time = time.time()
+        if global_step is not None:
+            event.step = int(global_step)
+        self.add_event(event)
+
+    def flush(self) -> None:
+        """Write every pending event to disk."""
+        self._writer.flush()
+
+    def close(self) -> None:
+        """Flush, stop the writer thread and close the file (idempotent)."""
+        if not self._closed:
+            self._writer.close()
+            self._closed = True
+
+    def reopen(self) -> None:
+        """After :meth:`close`, start a new event file in the same logdir."""
+        if self._closed:
+            self._writer = EventFileWriter(self.get_logdir(), *self._options)
+            self._closed = False
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self.close()
