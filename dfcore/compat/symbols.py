@@ -43,3 +43,9 @@ def tf_source() -> str:
 def namespace_of(name: str) -> str:
     """``"tf.nn"`` for ``"tf.nn.conv2d"``: the module a name lives in."""
     return name.rpartition(".")[0]
+
+
+@functools.cache
+def listed_namespaces() -> frozenset[str]:
+    """The namespaces whose contents ``tf_v1_symbols.txt`` lists (``tf.nn``, not ``tf.keras``)."""
+    return frozenset(namespace_of(name) for name in tf_v1_symbols())
