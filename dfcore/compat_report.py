@@ -12,7 +12,7 @@ only in part, with why, are kept in ``dfcore/compat/partial.txt``.
     python -m dfcore.compat_report --json                # all of it, for programs
     python -m dfcore.compat_report --check my_model.py   # the TF names a program uses that dfcore lacks
 
-``--check`` exits with status 1 when the program uses a name dfcore lacks.
+``--check`` exits with status 1 when the program uses a name dfcore lacks, 2 when it cannot read it.
 """
 
 import argparse
@@ -78,7 +78,11 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _check(path: str, as_json: bool) -> int:
-    uses = check_file(path)
+    try:
+        uses = check_file(path)
+    except (OSError, SyntaxError, UnicodeDecodeError) as error:
+        print(f"cannot check {path}: {error}", file=sys.stderr)
+        return 2
     if as_json:
         print(json.dumps({"file": path, "source": tf_source(), "runs_unchanged": runs_unchanged(uses),
                           "uses": [dataclasses.asdict(use) for use in uses]}, indent=1))

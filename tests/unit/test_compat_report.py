@@ -122,6 +122,7 @@ def test_check_command_reports_missing_names_and_fails(tmp_path, capsys):
     assert compat_report.main(["--check", str(program), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["runs_unchanged"] and {use["name"] for use in report["uses"]} == {"tf.Session", "tf.constant"}
+    assert compat_report.main(["--check", str(tmp_path / "absent.py")]) == 2
 
 
 def test_json_output_parses_and_agrees_with_the_counts(capsys):
