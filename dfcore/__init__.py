@@ -48,3 +48,9 @@ from absl import flags  # noqa: E402 - tf.flags is absl's, as in TF 1.x
 from . import distribute  # noqa: E402
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    """A TF 1.x name dfcore lacks: an AttributeError that says so (PEP 562; see dfcore.compat.missing)."""
+    from .compat.missing import missing_attribute
+    raise missing_attribute(__name__, "tf", name)

@@ -27,3 +27,9 @@ def run(main=None, argv=None):
     """
     main = main or sys.modules["__main__"].main
     _absl_app.run(main=main, argv=argv, flags_parser=_parse_flags_tolerate_undef)
+
+
+def __getattr__(name: str):
+    """A TF 1.x name dfcore lacks: an AttributeError that says so (PEP 562; see dfcore.compat.missing)."""
+    from .compat.missing import missing_attribute
+    raise missing_attribute(__name__, "tf.app", name)

@@ -1,3 +1,9 @@
 """``tf.debugging``: numeric checks (``check_numerics``)."""
 
 from .ops.numerics import *  # noqa: F401,F403
+
+
+def __getattr__(name: str):
+    """A TF 1.x name dfcore lacks: an AttributeError that says so (PEP 562; see dfcore.compat.missing)."""
+    from .compat.missing import missing_attribute
+    raise missing_attribute(__name__, "tf.debugging", name)

@@ -156,3 +156,9 @@ def with_node(error, op):
     """Return ``error`` re-raised as the same class with TF's node suffix ``[[node <name>]]``."""
     message = f"{error.message}\n\t [[node {op.name} (defined as {op.type})]]"
     return type(error)(op.node_def, op, message)
+
+
+def __getattr__(name: str):
+    """A TF 1.x name dfcore lacks: an AttributeError that says so (PEP 562; see dfcore.compat.missing)."""
+    from .compat.missing import missing_attribute
+    raise missing_attribute(__name__, "tf.errors", name)

@@ -2,3 +2,9 @@
 
 from .ops.math_ops import *  # noqa: F401,F403
 from .ops.array_ops_gather import unsorted_segment_sum  # noqa: F401
+
+
+def __getattr__(name: str):
+    """A TF 1.x name dfcore lacks: an AttributeError that says so (PEP 562; see dfcore.compat.missing)."""
+    from .compat.missing import missing_attribute
+    raise missing_attribute(__name__, "tf.math", name)

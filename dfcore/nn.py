@@ -3,3 +3,9 @@
 from .ops.nn_conv import *  # noqa: F401,F403
 from .ops.nn_ops import *  # noqa: F401,F403
 from .ops.nn_pool import *  # noqa: F401,F403
+
+
+def __getattr__(name: str):
+    """A TF 1.x name dfcore lacks: an AttributeError that says so (PEP 562; see dfcore.compat.missing)."""
+    from .compat.missing import missing_attribute
+    raise missing_attribute(__name__, "tf.nn", name)

@@ -93,3 +93,9 @@ def get_verbosity():
 def set_verbosity(level):
     """Show messages at ``level`` and above (``tf.logging.INFO`` …)."""
     get_logger().setLevel(level)
+
+
+def __getattr__(name: str):
+    """A TF 1.x name dfcore lacks: an AttributeError that says so (PEP 562; see dfcore.compat.missing)."""
+    from .compat.missing import missing_attribute
+    raise missing_attribute(__name__, "tf.logging", name)

@@ -32,4 +32,5 @@ def __getattr__(name):
     # rank of an MPI job stays cheaper (PEP 562).
     if name == "parameter_server":
         return importlib.import_module(".parameter_server", __name__)
-    raise AttributeError(f"module 'dfcore.distribute' has no attribute {name!r}")
+    from ..compat.missing import missing_attribute  # a TF 1.x name dfcore lacks says so
+    raise missing_attribute(__name__, "tf.distribute", name)

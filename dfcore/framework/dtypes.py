@@ -209,3 +209,9 @@ def first_value_outside(value, array, dtype):
         return None
     first = flat[outside[0]]
     return first if isinstance(value, (np.ndarray, np.generic)) else first.item()
+
+
+def __getattr__(name: str):
+    """A TF 1.x name dfcore lacks: an AttributeError that says so (PEP 562; see dfcore.compat.missing)."""
+    from ..compat.missing import missing_attribute
+    raise missing_attribute(__name__, "tf.dtypes", name)

@@ -25,3 +25,9 @@ from .basic_session_run_hooks import (CheckpointSaverHook, FeedFnHook, FinalOpsH
 from .monitored_session import (ChiefSessionCreator, MonitoredSession, MonitoredTrainingSession, Scaffold,
                                 SingularMonitoredSession, WorkerSessionCreator)
 from ..distribute.cluster import ClusterSpec, Server
+
+
+def __getattr__(name: str):
+    """A TF 1.x name dfcore lacks: an AttributeError that says so (PEP 562; see dfcore.compat.missing)."""
+    from ..compat.missing import missing_attribute
+    raise missing_attribute(__name__, "tf.train", name)

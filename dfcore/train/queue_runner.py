@@ -107,3 +107,9 @@ class QueueRunner:
         if not coord.should_stop():
             self.exceptions_raised.append(error)
             coord.request_stop(error)
+
+
+def __getattr__(name: str):
+    """A TF 1.x name dfcore lacks: an AttributeError that says so (PEP 562; see dfcore.compat.missing)."""
+    from ..compat.missing import missing_attribute
+    raise missing_attribute(__name__, "tf.train.queue_runner", name)

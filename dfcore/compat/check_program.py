@@ -1,0 +1,129 @@
+"""Which TensorFlow 1.x names a Python program uses, and whether dfcore has them.
+
+The program is parsed, never run. Modules bound by ``import dfcore as tf``, ``import tensorflow as tf``,
+``import tensorflow.compat.v1 as tf``, ``from tensorflow.compat import v1 as tf``, ``from tensorflow
+import nn`` (any local name; ``dfcore`` and ``tensorflow`` alike) are roots; every attribute chain
+that starts at a root (``tf.nn.conv2d``, ``tf.compat.v1.train.Saver``) is mapped to its TF 1.x name
+(``compat.v1`` dropped) and looked up in TF's API as listed in ``tf_v1_symbols.txt`` (TF's golden
+API files at v1.15.0). Names bound in other ways (``getattr(tf, "nn")``, ``nn = tf.nn``) are not
+followed.
+"""
+
+import ast
+import dataclasses
+from pathlib import Path
+
+from .coverage import HAVE, LACK, resolves, symbol
+from .symbols import listed_namespaces, tf_v1_symbols
+
+UNKNOWN = "unknown"  # not in TF 1.x's API as listed (tf.contrib, tf.python …) and not in dfcore
+_ROOTS = ("tensorflow", "dfcore")
+
+
+@dataclasses.dataclass(frozen=True)
+class NameUse:
+    """A TF name the program uses, on which lines, with dfcore's status (have, partial, lack, unknown)."""
+
+    name: str
+    status: str
+    lines: tuple[int, ...]
+    note: str = ""
+
+
+def _api_parts(module: str) -> list[str] | None:
+    """``["nn"]`` for ``"tensorflow.nn"`` or ``"dfcore.compat.v1.nn"``; None for other modules."""
+    parts = module.split(".")
+    return parts[1:] if parts[0] in _ROOTS else None
+
+
+def _strip_compat_v1(parts: list[str]) -> list[str]:
+    return parts[2:] if parts[:2] == ["compat", "v1"] else parts
+
+
+def _tf_name(parts: list[str]) -> str:
+    """The TF 1.x name an attribute chain (after ``tf``) refers to: it stops at a class, function or
+    constant (``tf.Session.run`` → ``tf.Session``), and at a module whose contents are not listed
+    (``tf.keras.layers.Dense`` → ``tf.keras``)."""
+    symbols, name = tf_v1_symbols(), "tf"
+    for part in _strip_compat_v1(parts):
+        candidate = f"{name}.{part}"
+        if candidate in symbols:
+            name = candidate
+            if symbols[name] != "module":
+                break
+            continue
+        return candidate if name in listed_namespaces() else name
+    return name
+
+
+class _Collector(ast.NodeVisitor):
+    def __init__(self) -> None:
+        self.roots: dict[str, list[str]] = {}  # local name -> its TF parts after "tf"
+        self.uses: dict[str, list[int]] = {}
+        self._inner: set[int] = set()
+
+    def _use(self, parts: list[str], line: int) -> None:
+        if _strip_compat_v1(parts):
+            self.uses.setdefault(_tf_name(parts), []).append(line)
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            parts = _api_parts(alias.name)
+            if parts is None:
+                continue
+            if alias.asname:
+                self.roots[alias.asname] = parts
+                self._use(parts, node.lineno)
+            else:  # `import tensorflow.compat.v1` binds `tensorflow`
+                self.roots[alias.name.split(".")[0]] = []
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        parts = _api_parts(node.module or "") if node.level == 0 else None
+        if parts is None:
+            return
+        for alias in node.names:
+            if alias.name != "*":
+                self.roots[alias.asname or alias.name] = parts + [alias.name]
+                self._use(parts + [alias.name], node.lineno)
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        if id(node) not in self._inner:
+            chain, inner = [], node
+            while isinstance(inner, ast.Attribute):
+                chain.append(inner.attr)
+                self._inner.add(id(inner))
+                inner = inner.value
+            if isinstance(inner, ast.Name) and inner.id in self.roots:
+                self._use(self.roots[inner.id] + chain[::-1], node.lineno)
+        self.generic_visit(node)
+
+
+def check_source(source: str, filename: str = "<program>") -> list[NameUse]:
+    """The TF names ``source`` uses, sorted by name.
+
+    Raises:
+        SyntaxError: ``source`` is not valid Python.
+    """
+    collector = _Collector()
+    collector.visit(ast.parse(source, filename))
+    uses = []
+    for name, lines in sorted(collector.uses.items()):
+        if name in tf_v1_symbols():
+            found = symbol(name)
+            uses.append(NameUse(name, found.status, tuple(sorted(set(lines))), found.reason))
+        elif resolves(name):
+            uses.append(NameUse(name, HAVE, tuple(sorted(set(lines))), "dfcore's own, not in TF 1.x's API"))
+        else:
+            uses.append(NameUse(name, UNKNOWN, tuple(sorted(set(lines))), "not in TF 1.x's API (tf.contrib?) "
+                                                                          "nor in dfcore"))
+    return uses
+
+
+def check_file(path: str | Path) -> list[NameUse]:
+    """:func:`check_source` of a file."""
+    return check_source(Path(path).read_text(encoding="utf-8"), str(path))
+
+
+def runs_unchanged(uses: list[NameUse]) -> bool:
+    """Whether dfcore has (at least in part) every TF name in ``uses``."""
+    return all(use.status not in (LACK, UNKNOWN) for use in uses)
