@@ -34,6 +34,7 @@ class GraphKeys:
     LOSSES = "losses"
     REGULARIZATION_LOSSES = "regularization_losses"
     SUMMARIES = "summaries"
+    SUMMARY_OP = "summary_op"
     QUEUE_RUNNERS = "queue_runners"
     TRAIN_OP = "train_op"
     UPDATE_OPS = "update_ops"

@@ -3,6 +3,7 @@
 from ..framework.protos import Event, SessionLog, Summary, TaggedRunMetadata  # noqa: F401
 from .summary import histogram, image, merge, merge_all, scalar, text  # noqa: F401
 from .writer import FileWriter  # noqa: F401
+from .writer_cache import FileWriterCache  # noqa: F401
 
 
 def __getattr__(name: str):

@@ -8,8 +8,9 @@ call. An ``AbortedError`` or ``UnavailableError`` (a task restarted or gone) clo
 creates a new one — restoring the latest checkpoint — and runs the call again, as TF's
 ``_RecoverableSession`` does. ``OutOfRangeError`` ends a ``with`` block quietly (input exhausted).
 
-dfcore differs in two places, both for want of ``tf.summary`` so far: no ``SummarySaverHook`` and no
-``StepCounterHook`` are added (``save_summaries_*`` and ``log_step_count_steps`` are accepted and unused).
+The chief also writes TensorBoard summaries to ``summary_dir`` (default ``checkpoint_dir``): a
+``StepCounterHook`` every ``log_step_count_steps`` and a ``SummarySaverHook`` every ``save_summaries_steps``
+(default 100) or ``save_summaries_secs``.
 """
 
 import logging
@@ -22,7 +23,9 @@ from ..ops import control_flow_ops, state_ops, variables
 from ..runtime.config import RunMetadata, RunOptions
 from ..runtime.session import Session
 from . import checkpoint_management
+from .. import summary
 from .basic_session_run_hooks import CheckpointSaverHook
+from .summary_hooks import StepCounterHook, SummarySaverHook
 from .queue_runner import Coordinator
 from .saver import Saver
 from .session_run_hook import SessionRunArgs, SessionRunContext, SessionRunValues
@@ -37,13 +40,14 @@ USE_DEFAULT = object()
 class Scaffold:
     """The ops a monitored session needs, made by :meth:`finalize` where not given: ``init_op`` (every global
     variable's initializer), ``local_init_op``, ``ready_op`` (one ``IsVariableInitialized`` per global
-    variable) and ``saver`` (a ``Saver`` of every global variable). ``init_fn(scaffold, session)`` runs
+    variable), ``summary_op`` (``tf.summary.merge_all()``, None without summaries) and ``saver`` (a ``Saver`` of every global variable). ``init_fn(scaffold, session)`` runs
     after ``init_op``. ``finalize`` also finalizes the graph, as TF does."""
 
     def __init__(self, init_op=None, init_feed_dict=None, init_fn=None, ready_op=None, local_init_op=None,
-                 saver=None):
+                 summary_op=None, saver=None):
         self.init_op, self.init_feed_dict, self._init_fn = init_op, init_feed_dict, init_fn
         self.ready_op, self.local_init_op, self.saver = ready_op, local_init_op, saver
+        self.summary_op = summary_op
 
     def finalize(self):
         """Make the missing ops — or take those an earlier scaffold of this graph made, from the graph's
@@ -57,6 +61,8 @@ class Scaffold:
         self.local_init_op = self.local_init_op or _get_or_default(
             graph, GraphKeys.LOCAL_INIT_OP,
             lambda: control_flow_ops.group(variables.local_variables_initializer(), name="local_init_op"))
+        if self.summary_op is None:
+            self.summary_op = _get_or_default(graph, GraphKeys.SUMMARY_OP, summary.merge_all)
         self.saver = self.saver or _get_or_default(graph, GraphKeys.SAVERS, lambda: Saver(allow_empty=True))
         if not graph.finalized:
             graph.finalize()
@@ -80,7 +86,8 @@ def _get_or_default(graph, key, make):
     if found:
         return found[0]
     made = make()
-    graph.add_to_collection(key, made)
+    if made is not None:
+        graph.add_to_collection(key, made)
     return made
 
 
@@ -278,7 +285,8 @@ def MonitoredTrainingSession(master="", is_chief=True, checkpoint_dir=None, scaf
     """A :class:`MonitoredSession` for training, set up as TF 1.x sets it up.
 
     The chief restores or initializes and, with a ``checkpoint_dir``, saves checkpoints every
-    ``save_checkpoint_secs`` (default 600) or ``save_checkpoint_steps`` with a ``CheckpointSaverHook``;
+    ``save_checkpoint_secs`` (default 600) or ``save_checkpoint_steps`` with a ``CheckpointSaverHook``, and
+    writes summaries to ``summary_dir`` (default ``checkpoint_dir``; see the module docstring);
     ``chief_only_hooks`` run on the chief only. Other workers wait for the chief (``max_wait_secs``).
     """
     if save_checkpoint_steps is USE_DEFAULT and save_checkpoint_secs is USE_DEFAULT:
@@ -292,6 +300,19 @@ def MonitoredTrainingSession(master="", is_chief=True, checkpoint_dir=None, scaf
         creator = WorkerSessionCreator(scaffold, master, config, max_wait_secs)
         return MonitoredSession(creator, hooks, stop_grace_period_secs)
     all_hooks = list(chief_only_hooks or []) + list(hooks or [])
+    if save_summaries_steps is USE_DEFAULT and save_summaries_secs is USE_DEFAULT:
+        save_summaries_steps, save_summaries_secs = 100, None
+    elif save_summaries_secs is USE_DEFAULT:
+        save_summaries_secs = None
+    elif save_summaries_steps is USE_DEFAULT:
+        save_summaries_steps = None
+    summary_dir = summary_dir or checkpoint_dir
+    if summary_dir:
+        if log_step_count_steps and log_step_count_steps > 0:
+            all_hooks.append(StepCounterHook(output_dir=summary_dir, every_n_steps=log_step_count_steps))
+        if (save_summaries_steps and save_summaries_steps > 0) or (save_summaries_secs and save_summaries_secs > 0):
+            all_hooks.append(SummarySaverHook(scaffold=scaffold, save_steps=save_summaries_steps,
+                                              save_secs=save_summaries_secs, output_dir=summary_dir))
     if checkpoint_dir and (save_checkpoint_secs or save_checkpoint_steps):
         all_hooks.append(CheckpointSaverHook(checkpoint_dir, save_secs=save_checkpoint_secs,
                                              save_steps=save_checkpoint_steps, scaffold=scaffold))

@@ -1,0 +1,62 @@
+"""MonitoredTrainingSession writes TensorBoard summaries as TF 1.x does: SummarySaverHook at TF's steps with
+the values of plain gradient descent, StepCounterHook's global_step/sec, a SessionLog START; bad hook
+arguments are TF's ValueErrors."""
+
+import numpy as np
+import pytest
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+import dfcore as tf
+
+
+@pytest.fixture(autouse=True)
+def _close_cached_writers():
+    yield
+    tf.summary.FileWriterCache.clear()
+
+
+def _train(logdir, **kwargs):
+    step = tf.train.get_or_create_global_step()
+    w = tf.Variable([5.0], name="w")
+    loss = tf.reduce_sum(tf.square(w))
+    tf.summary.scalar("loss", loss)
+    train = tf.train.GradientDescentOptimizer(0.1).minimize(loss, global_step=step)
+    with tf.train.MonitoredTrainingSession(checkpoint_dir=str(logdir), hooks=[tf.train.StopAtStepHook(last_step=7)],
+                                           **kwargs) as sess:
+        while not sess.should_stop():
+            sess.run(train)
+    tf.summary.FileWriterCache.clear()
+    accumulator = EventAccumulator(str(logdir))
+    accumulator.Reload()
+    return accumulator
+
+
+def test_summaries_are_written_every_n_steps_at_the_global_step(tmp_path):
+    accumulator = _train(tmp_path, save_summaries_steps=2, log_step_count_steps=3)
+    events = accumulator.Scalars("loss")
+    assert [e.step for e in events] == [1, 3, 5, 7]  # TF: the first run, then every 2 steps of the global step
+    w = 5.0 * 0.8 ** np.array([0, 2, 4, 6])  # w <- w - 0.1 * 2w; each summary saw w before its run's update
+    np.testing.assert_allclose([e.value for e in events], w ** 2, rtol=1e-5)
+    rates = accumulator.Scalars("global_step/sec")
+    assert [e.step for e in rates] == [4, 7] and all(e.value > 0 for e in rates)
+
+
+def test_no_summary_dir_means_no_summary_hooks(tmp_path):
+    step = tf.train.get_or_create_global_step()
+    train = tf.assign_add(step, 1)
+    with tf.train.MonitoredTrainingSession(hooks=[tf.train.StopAtStepHook(last_step=2)]) as sess:
+        assert not any(isinstance(h, (tf.train.SummarySaverHook, tf.train.StepCounterHook)) for h in sess._hooks)
+        while not sess.should_stop():
+            sess.run(train)
+
+
+def test_bad_hook_arguments_are_tfs_value_errors(tmp_path):
+    summary = tf.summary.scalar("x", tf.constant(1.0))
+    with pytest.raises(ValueError, match="Exactly one of scaffold or summary_op"):
+        tf.train.SummarySaverHook(save_steps=1, output_dir=str(tmp_path))
+    with pytest.raises(ValueError, match="exactly one of every_steps and every_secs"):
+        tf.train.SummarySaverHook(save_steps=1, save_secs=1, output_dir=str(tmp_path), summary_op=summary)
+    with pytest.raises(ValueError, match="exactly one of every_n_steps and every_n_secs"):
+        tf.train.StepCounterHook(every_n_steps=None, output_dir=str(tmp_path))
+    with pytest.raises(RuntimeError, match="Global step should be created to use SummarySaverHook"):
+        tf.train.SummarySaverHook(save_steps=1, output_dir=str(tmp_path), summary_op=summary).begin()
