@@ -7,3 +7,4 @@ from .ops.nn_ops import *  # noqa: F401,F403
 from .ops.nn_pool import *  # noqa: F401,F403
 from .ops.nn_topk import *  # noqa: F401,F403
 from .ops.embedding_ops import *  # noqa: F401,F403
+from .ops.nn_batch_norm import *  # noqa: F401,F403
