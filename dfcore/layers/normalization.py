@@ -78,7 +78,11 @@ def batch_normalization(inputs, axis=-1, momentum=0.99, epsilon=1e-3, center=Tru
         moving_mean = weight("moving_mean", moving_mean_initializer or init_ops.zeros_initializer(), False)
         moving_variance = weight("moving_variance", moving_variance_initializer or init_ops.ones_initializer(), False)
         statistics = _fused if fuse else _moments_based
-        training_value = constant_value(training) if isinstance(training, Tensor) else training
+        if isinstance(training, bool):
+            training_value = training
+        else:
+            training = convert_to_tensor(training, name="training")
+            training_value = constant_value(training)
         if training_value is not None and not training_value:
             return statistics(inputs, axis, gamma, beta, epsilon, moving_mean, moving_variance)[0]
         output, mean, variance = statistics(inputs, axis, gamma, beta, epsilon)

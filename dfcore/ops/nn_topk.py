@@ -105,10 +105,9 @@ def in_top_k(predictions, targets, k, name=None) -> Tensor:
         InvalidArgumentError: ranks other than 2 and 1, or batch sizes that differ (names the op).
     Source: ``tensorflow/python/ops/nn_ops.py``.
     """
-    targets_tensor = targets if isinstance(targets, Tensor) else None
-    index_dtype = targets_tensor.dtype.base_dtype if targets_tensor is not None else dtypes.int32
+    index_dtype = dtypes.as_dtype(getattr(targets, "dtype", dtypes.int32)).base_dtype  # k takes the targets' type
     inputs = [("predictions", predictions, (dtypes.float32,)), ("targets", targets, INDEX_TYPES),
-              ("k", k, (index_dtype,))]
+              ("k", k, index_dtype)]
     return scoped_op("InTopKV2", name, inputs).outputs[0]
 
 
