@@ -2,6 +2,7 @@
 
 from .ops.math_ops import *  # noqa: F401,F403
 from .ops.array_ops_gather import unsorted_segment_sum  # noqa: F401
+from .ops.nn_topk import in_top_k, top_k  # noqa: F401 - tf.math.top_k / in_top_k, as in TF 1.13+
 
 
 def __getattr__(name: str):

@@ -7,7 +7,7 @@ where differentiable, a gradient in :mod:`dfcore.ops.array_grad`. The other arra
 ops live in ``array_ops_layout`` (transpose, expand_dims, squeeze, tile, pad),
 ``array_ops_join`` (concat, split, stack, unstack), ``array_ops_slice`` (slice,
 strided_slice, ``Tensor.__getitem__``) and ``array_ops_gather`` (gather,
-unsorted_segment_sum, one_hot); this module re-exports them.
+unsorted_segment_sum, one_hot) and ``array_ops_where`` (where); this module re-exports them.
 """
 
 import numpy as np
@@ -389,10 +389,12 @@ def _size_value(tensor):
 
 
 # -- the other array-op modules (they use the helpers above) ----------------------------
-from . import array_ops_gather, array_ops_join, array_ops_layout, array_ops_slice  # noqa: E402
+from . import array_ops_gather, array_ops_join, array_ops_layout, array_ops_slice, array_ops_where  # noqa: E402
 from .array_ops_gather import *  # noqa: E402,F401,F403
 from .array_ops_join import *  # noqa: E402,F401,F403
 from .array_ops_layout import *  # noqa: E402,F401,F403
 from .array_ops_slice import *  # noqa: E402,F401,F403
+from .array_ops_where import *  # noqa: E402,F401,F403
 
-__all__ += array_ops_gather.__all__ + array_ops_join.__all__ + array_ops_layout.__all__ + array_ops_slice.__all__
+__all__ += (array_ops_gather.__all__ + array_ops_join.__all__ + array_ops_layout.__all__ + array_ops_slice.__all__
+            + array_ops_where.__all__)

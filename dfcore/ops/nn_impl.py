@@ -1,4 +1,5 @@
-"""nn functions built from other ops: ``sigmoid_cross_entropy_with_logits``, ``moments``.
+"""nn functions built from other ops: ``sigmoid_cross_entropy_with_logits``, ``moments``,
+``batch_normalization``, ``l2_normalize``.
 
 Source: ``tensorflow/python/ops/nn_impl.py``. No op types of their own: their
 gradients come from the ops they are built of.
@@ -8,10 +9,9 @@ from ..framework import dtypes
 from ..framework.scopes import name_scope
 from ..framework.tensor_conversion import convert_to_tensor
 from . import array_ops, math_ops
-from .nn_ops import relu
 from .nn_ops_xent import ensure_xent_args
 
-__all__ = ["sigmoid_cross_entropy_with_logits", "moments"]
+__all__ = ["sigmoid_cross_entropy_with_logits", "moments", "batch_normalization", "l2_normalize"]
 
 
 def sigmoid_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None, name=None):
@@ -28,8 +28,12 @@ def sigmoid_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None, 
         labels = convert_to_tensor(labels, dtype=logits.dtype.base_dtype, name="labels")
         if not labels.shape.is_compatible_with(logits.shape):
             raise ValueError(f"logits and labels must have the same shape ({logits.shape} vs {labels.shape})")
-        log_term = math_ops.log1p(math_ops.exp(math_ops.negative(math_ops.abs(logits))))
-        return math_ops.add(math_ops.subtract(relu(logits), math_ops.multiply(logits, labels)), log_term, name=scope)
+        zeros = array_ops.zeros_like(logits)
+        cond = math_ops.greater_equal(logits, zeros)  # TF's two-tap where: the gradient at 0 is sigmoid(0) - z
+        relu_logits = array_ops.where(cond, logits, zeros)
+        neg_abs_logits = array_ops.where(cond, math_ops.negative(logits), logits)
+        return math_ops.add(math_ops.subtract(relu_logits, math_ops.multiply(logits, labels)),
+                            math_ops.log1p(math_ops.exp(neg_abs_logits)), name=scope)
 
 
 def moments(x, axes, shift=None, name=None, keep_dims=None, keepdims=None):
@@ -53,3 +57,41 @@ def moments(x, axes, shift=None, name=None, keep_dims=None, keepdims=None):
         if x.dtype == dtypes.float16:
             return math_ops.cast(mean, dtypes.float16), math_ops.cast(variance, dtypes.float16)
         return mean, variance
+
+
+def batch_normalization(x, mean, variance, offset, scale, variance_epsilon, name=None):
+    """``(x - mean) * scale / sqrt(variance + variance_epsilon) + offset``, built as TF does:
+    ``x * inv + (offset - mean * inv)`` with ``inv = rsqrt(variance + variance_epsilon) * scale``.
+
+    ``mean``, ``variance``, ``offset`` and ``scale`` broadcast against ``x`` (e.g. ``[C]`` for NHWC, or the
+    ``keep_dims`` output of :func:`moments`); ``offset`` or ``scale`` may be None. The result has x's shape
+    and dtype. Raises ``InvalidArgumentError`` where shapes do not broadcast.
+    Source: ``tensorflow/python/ops/nn_impl.py``.
+    """
+    with name_scope(name, "batchnorm", [x, mean, variance, scale, offset]):
+        x = convert_to_tensor(x, name="x")
+        inv = math_ops.rsqrt(math_ops.add(variance, variance_epsilon))
+        if scale is not None:
+            inv = math_ops.multiply(inv, scale)
+        mean_inv = math_ops.multiply(mean, inv)
+        shift = math_ops.subtract(offset, mean_inv) if offset is not None else math_ops.negative(mean_inv)
+        dtype = x.dtype.base_dtype
+        return math_ops.add(math_ops.multiply(x, math_ops.cast(inv, dtype)), math_ops.cast(shift, dtype))
+
+
+def l2_normalize(x, axis=None, epsilon=1e-12, name=None, dim=None):
+    """``x / sqrt(max(sum(x ** 2, axis), epsilon))``: unit L2 norm along ``axis`` (an int or a list;
+    None: all axes); the result has x's shape and dtype.
+
+    Raises:
+        ValueError: both ``axis`` and its old name ``dim`` given (TF's wording).
+    Source: ``tensorflow/python/ops/nn_impl.py``.
+    """
+    if axis is not None and dim is not None:
+        raise ValueError("Cannot specify both 'axis' and 'dim'")
+    axis = dim if axis is None else axis
+    with name_scope(name, "l2_normalize", [x]) as scope:
+        x = convert_to_tensor(x, name="x")
+        square_sum = math_ops.reduce_sum(math_ops.square(x), axis, keepdims=True)
+        x_inv_norm = math_ops.rsqrt(math_ops.maximum(square_sum, epsilon))
+        return math_ops.multiply(x, x_inv_norm, name=scope)

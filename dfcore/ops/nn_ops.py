@@ -1,6 +1,8 @@
 """Neural-network ops (``tf.nn``): activations, softmax, ``bias_add``, ``l2_loss``, dropout;
 this module also gathers the softmax cross-entropies (:mod:`nn_ops_xent`) and the
-composite functions of :mod:`nn_impl` (sigmoid cross-entropy, moments).
+composite functions of :mod:`nn_impl` (sigmoid cross-entropy, moments, batch_normalization,
+l2_normalize). Normalization ops, top-k and embeddings have modules of their own (``nn_lrn``,
+``nn_batch_norm``, ``nn_topk``, ``embedding_ops``), gathered by :mod:`dfcore.nn`.
 
 Source: ``tensorflow/python/ops/nn_ops.py`` and ``core/ops/nn_ops.cc``. Each op
 has a shape function and a numpy kernel here; gradients (and the ``*Grad`` ops
