@@ -62,9 +62,9 @@ def test_a_missing_tf_name_says_dfcore_does_not_implement_it_yet():
         tf.nn.ctc_loss  # noqa: B018
     assert str(caught.value) == f"module 'dfcore.nn' has no attribute 'ctc_loss': tf.nn.ctc_loss {NOT_YET}"
     assert caught.value.name == "ctc_loss"
-    with pytest.raises(AttributeError, match=re.escape(f"tf.layers {NOT_YET}")):
-        tf.compat.v1.layers  # noqa: B018
-    assert not hasattr(tf, "layers") and not hasattr(tf.train, "AdagradOptimizer")
+    with pytest.raises(AttributeError, match=re.escape(f"tf.estimator {NOT_YET}")):
+        tf.compat.v1.estimator  # noqa: B018
+    assert not hasattr(tf, "estimator") and not hasattr(tf.train, "ProximalAdagradOptimizer")
 
 
 def test_every_missing_name_on_a_namespace_dfcore_has_gets_the_message():
