@@ -35,7 +35,7 @@ from .ops.variables import (Variable, all_variables, global_variables, global_va
                             local_variables_initializer, moving_average_variables, trainable_variables,
                             variables_initializer)
 from .ops import array_grad as _array_grad, math_grad as _math_grad  # noqa: F401 - register gradients
-from .runtime.config import ConfigProto, GPUOptions, GraphOptions, RunMetadata, RunOptions
+from .runtime.config import ConfigProto, GPUOptions, GraphOptions, RunMetadata, RunOptions, StepRecords, step_records
 from .runtime.session import InteractiveSession, Session, get_default_session
 from .ops.random_ops import *  # noqa: F401,F403
 from .ops.numerics import *  # noqa: F401,F403

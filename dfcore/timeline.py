@@ -40,7 +40,8 @@ import json
 import re
 
 from . import errors
-from .runtime.step_stats import TimelineLabel, parse_timeline_label
+from .framework import protos
+from .runtime.step_stats import StepStats, TimelineLabel, parse_timeline_label
 
 _PARTITION_SUFFIX = re.compile(r"/_\d+$")
 
@@ -152,11 +153,15 @@ class Timeline:
     """A step's timeline, exportable to Chrome Trace Format (TF ``timeline.Timeline``).
 
     Args:
-        step_stats: a :class:`~dfcore.runtime.step_stats.StepStats`.
+        step_stats: TF's ``StepStats`` message (``run_metadata.step_stats``, wall clock, as in TF programs) or
+            dfcore's :class:`~dfcore.runtime.step_stats.StepStats` (``step_records(run_metadata).step_stats``,
+            which also has the simulated clock).
         graph: optional ``Graph`` (or iterable of partition graphs) telling the data edges.
     """
 
     def __init__(self, step_stats, graph=None):
+        if isinstance(step_stats, protos.StepStats):
+            step_stats = StepStats.from_proto(step_stats)
         self._step_stats = step_stats
         self._graph_inputs = _graph_inputs(graph)
 

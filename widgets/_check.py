@@ -9,13 +9,14 @@ from dfcore.distribute.cluster import ClusterDef, ClusterSpec, Server
 from dfcore.distribute.staleness import RunRecord
 from dfcore.distribute.trace import AllReduceResult, CollectiveTrace
 from dfcore.runtime.session import BaseSession
+from dfcore.framework.protos import StepStats as StepStatsProto
 from dfcore.runtime.step_stats import StepStats
 
 #: What each kind of argument may be, and how the message describes it.
 SESSION = ((BaseSession,), "a Session (dfcore.Session(...))")
 GRAPH = ((Graph,), "a Graph (tf.Graph(), or tf.get_default_graph())")
 RUN_METADATA = ((RunMetadata,), "a RunMetadata (from Session.run(..., run_metadata=...)) or None")
-STEP_TRACE = ((RunMetadata, StepStats),
+STEP_TRACE = ((RunMetadata, StepStats, StepStatsProto),
               ("a RunMetadata or StepStats (from Session.run(..., options=tf.RunOptions("
                "trace_level=tf.RunOptions.FULL_TRACE), run_metadata=...))"))
 ALL_REDUCE = ((AllReduceResult, CollectiveTrace),

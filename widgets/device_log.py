@@ -9,6 +9,7 @@
 """
 
 import ipywidgets as widgets
+from dfcore.runtime.config import step_records
 from dfcore.runtime.placer import placement_log_lines
 
 from . import _check, _html
@@ -85,9 +86,10 @@ class DeviceLog(widgets.VBox):
         self.placements = widgets.HTML(self._placements_html())
         for control in (self.device_filter, self.op_type_filter):
             control.observe(self._on_filter, names=["value"])
-        self._transfers = list(getattr(run_metadata, "transfers", None) or [])
-        step_stats = getattr(run_metadata, "step_stats", None)
-        self.transfers = widgets.HTML(self._transfers_html(run_metadata))
+        traced = _traced(run_metadata)
+        self._transfers = list(traced.transfers) if traced is not None else []
+        step_stats = traced.step_stats if traced is not None else None
+        self.transfers = widgets.HTML(self._transfers_html(traced))
         self.memory = widgets.HTML(_html.heading("Memory per device") + (
             _html.table(["device", "allocator", "allocated", "peak", "allocations"], memory_rows(step_stats),
                         numeric=(2, 3, 4)) if step_stats is not None else _html.note(_TRACE_HINT)))
@@ -108,9 +110,9 @@ class DeviceLog(widgets.VBox):
         return (_html.note(f"{len(shown)} of {len(self._records)} nodes") + _html.table(
             ["node", "op type", "requested", "assigned", "why", "colocation group"], rows, max_height_px=320))
 
-    def _transfers_html(self, run_metadata):
+    def _transfers_html(self, traced):
         title = _html.heading("Rendezvous events of the step")
-        if run_metadata is None or getattr(run_metadata, "step_stats", None) is None:
+        if traced is None:
             return title + _html.note(_TRACE_HINT)
         if not self._transfers:
             return title + _html.note("No tensor went through the rendezvous in this step.")
@@ -121,3 +123,13 @@ class DeviceLog(widgets.VBox):
     def __repr__(self):
         return (f"<DeviceLog: {count(len(self._records), 'node')} on {count(len(self.devices), 'device')}, "
                 f"{count(len(self._transfers), 'transfer')}>")
+
+
+def _traced(run_metadata):
+    """dfcore's step records of ``run_metadata``, or None when there is none or the run was not traced."""
+    if run_metadata is None:
+        return None
+    try:
+        return step_records(run_metadata)
+    except ValueError:
+        return None

@@ -15,6 +15,8 @@ compute/communication overlap in % (see :func:`widgets._timeline.overlap`).
 
 import ipywidgets as widgets
 
+from dfcore.framework import protos
+from dfcore.runtime.config import step_records
 from dfcore.runtime.step_stats import StepStats
 
 from . import _check, _html, _palette, _timeline
@@ -27,8 +29,9 @@ class TimelineView(widgets.VBox):
     """Lanes of one step on the simulated or the wall clock, and a step-through.
 
     Args:
-        run_metadata: ``RunMetadata`` of a run with ``RunOptions(trace_level=FULL_TRACE)``, or
-            its ``StepStats``.
+        run_metadata: ``RunMetadata`` of a run with ``RunOptions(trace_level=FULL_TRACE)`` (its dfcore
+            :func:`~dfcore.runtime.config.step_records`, with the simulated clock), dfcore's ``StepStats``, or
+            TF's ``StepStats`` message (wall clock only).
         max_frames: at most this many step-through frames (consecutive ops are grouped
             when the step has more); one more frame shows the whole step.
         width_px: width of the drawing.
@@ -41,15 +44,17 @@ class TimelineView(widgets.VBox):
 
     Raises:
         TypeError: neither a ``RunMetadata`` nor a ``StepStats``.
-        ValueError: ``run_metadata`` has no ``step_stats`` (the run was not traced).
+        ValueError: ``run_metadata`` has no step records (the run was not traced).
     """
 
     def __init__(self, run_metadata, max_frames=200, width_px=960, **kwargs):
         _check.expect("TimelineView", "run_metadata", run_metadata, _check.STEP_TRACE)
-        step_stats = run_metadata if isinstance(run_metadata, StepStats) else run_metadata.step_stats
-        if step_stats is None:
-            raise ValueError("run_metadata has no step_stats: run with "
-                             "options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE), run_metadata=...")
+        if isinstance(run_metadata, StepStats):
+            step_stats = run_metadata
+        elif isinstance(run_metadata, protos.StepStats):
+            step_stats = StepStats.from_proto(run_metadata)
+        else:
+            step_stats = step_records(run_metadata).step_stats
         modes = _timeline.MODES if _timeline.has_simulated_times(step_stats) else ("wall",)
         self.spans = {m: _timeline.step_spans(step_stats, m) for m in modes}
         self.overlap_percent = {m: _timeline.overlap(self.spans[m])[0] for m in modes}

@@ -15,32 +15,18 @@ shared by every session on the cluster (see the runtime module).
 import dataclasses
 import itertools
 import threading
-import types
 
 from .. import errors
 from ..mpi.world import in_mpi_job
+from ..framework.protos import ClusterDef, JobDef
 from ..runtime.config import ConfigProto
 from . import cluster_runtime
 
 
 @dataclasses.dataclass(frozen=True)
-class JobDef:
-    """One job of a :class:`ClusterDef`: its name and ``{task index: address}`` (TF's ``JobDef``)."""
-
-    name: str
-    tasks: types.MappingProxyType
-
-
-@dataclasses.dataclass(frozen=True)
-class ClusterDef:
-    """TF's ``ClusterDef`` as a record: the jobs sorted by name, tasks by index."""
-
-    job: tuple
-
-
-@dataclasses.dataclass(frozen=True)
 class ServerDef:
-    """TF's ``ServerDef``: the cluster, this server's job and task, protocol and session config."""
+    """TF's ``ServerDef`` (``tensorflow_server.proto``) as a record, as ``tensorboard`` does not ship that message:
+    the cluster (TF's ``ClusterDef`` message), this server's job and task, protocol and session config."""
 
     cluster: ClusterDef
     job_name: str
@@ -73,7 +59,7 @@ class ClusterSpec:
                     raise TypeError(f"The tasks for job {job_name!r} must be a list or a dictionary "
                                     "from integers to strings.")
         elif isinstance(cluster, ClusterDef):
-            spec = {job.name: dict(job.tasks) for job in cluster.job}
+            spec = {job.name: dict(sorted(job.tasks.items())) for job in cluster.job}
         elif isinstance(cluster, ClusterSpec):
             spec = {job: dict(tasks) for job, tasks in cluster._spec.items()}
         else:
@@ -139,9 +125,9 @@ class ClusterSpec:
         return result
 
     def as_cluster_def(self):
-        """A :class:`ClusterDef`: jobs sorted by name, tasks by index (TF's ``_make_cluster_def``)."""
-        return ClusterDef(tuple(JobDef(name, types.MappingProxyType(dict(sorted(tasks.items()))))
-                                for name, tasks in sorted(self._spec.items())))
+        """TF's ``ClusterDef`` message: jobs sorted by name (TF's ``_make_cluster_def``), ``tasks`` a map from
+        task index to address."""
+        return ClusterDef(job=[JobDef(name=name, tasks=tasks) for name, tasks in sorted(self._spec.items())])
 
     def _job(self, job_name):
         try:

@@ -1,96 +1,77 @@
-"""``ConfigProto``, ``GPUOptions``, ``RunOptions`` and ``RunMetadata`` with TF's field names.
+"""``ConfigProto``, ``GPUOptions``, ``GraphOptions``, ``RunOptions`` and ``RunMetadata``: TF's own messages.
 
-Source: ``tensorflow/core/protobuf/config.proto``. Plain Python objects, not
-protobufs; unknown keyword arguments raise ``ValueError`` naming the field, as
-protobuf constructors do.
+Source: ``tensorflow/core/protobuf/config.proto`` (the classes are TF's, from :mod:`dfcore.framework.protos`).
+A session reads ``device_count``, ``log_device_placement``, ``allow_soft_placement``,
+``inter_op_parallelism_threads``, ``gpu_options.allow_growth``, ``operation_timeout_in_ms`` and
+``device_filters``; a run reads ``trace_level``, ``timeout_in_ms`` and ``output_partition_graphs``.
+
+``Session.run`` fills a ``RunMetadata`` as TF does: ``partition_graphs`` (GraphDefs) and ``step_stats``
+(TF's ``StepStats``, wall clock). What dfcore records beyond TF's message — the step stats on the
+simulated clock, the rendezvous transfers, the collectives' round-by-round traces — is kept beside it as a
+:class:`StepRecords`, found with :func:`step_records` (the widgets and lessons use it).
 """
 
-from ..framework import protos
+import collections
+import dataclasses
+import threading
+
+from ..framework.protos import ConfigProto, GPUOptions, GraphOptions, RunMetadata, RunOptions
+
+__all__ = ["ConfigProto", "GPUOptions", "GraphOptions", "RunMetadata", "RunOptions", "StepRecords", "step_records"]
+
+# How many traced RunMetadata messages keep their records (oldest forgotten first). TF's message cannot
+# hold a reference, so dfcore keeps (message, records) pairs; holding the message keeps its id() unique.
+RECORDS_KEPT = 256
 
 
-class _Message:
-    _FIELDS = {}
+@dataclasses.dataclass(frozen=True)
+class StepRecords:
+    """dfcore's records of one traced step, beside TF's ``RunMetadata``.
 
-    def __init__(self, **kwargs):
-        for name, default in self._FIELDS.items():
-            setattr(self, name, default() if callable(default) else default)
-        for name, value in kwargs.items():
-            if name not in self._FIELDS:
-                raise ValueError(f'Protocol message {type(self).__name__} has no "{name}" field.')
-            setattr(self, name, value)
-
-    def __repr__(self):
-        fields = ", ".join(f"{n}={getattr(self, n)!r}" for n in self._FIELDS if getattr(self, n) not in (None, 0, False, {}, []))
-        return f"{type(self).__name__}({fields})"
-
-
-class GPUOptions(_Message):
-    """``allow_growth``: allocate device memory as needed instead of preallocating."""
-
-    _FIELDS = {
-        "allow_growth": False,
-        "per_process_gpu_memory_fraction": 0.0,
-        "visible_device_list": "",
-    }
-
-
-class GraphOptions(_Message):
-    _FIELDS = {"build_cost_model": 0, "infer_shapes": False, "place_pruned_graph": False}
-
-
-class ConfigProto(_Message):
-    """Session configuration.
-
-    Fields: ``device_count`` ({"CPU": c, "GPU": g}), ``log_device_placement``,
-    ``allow_soft_placement``, ``inter_op_parallelism_threads`` (0 = number of
-    cores), ``intra_op_parallelism_threads``, ``gpu_options``, ``graph_options``,
-    ``operation_timeout_in_ms`` (0 = no deadline beyond the runtime's default),
-    ``device_filters`` (list of partial device names such as ``"/job:ps"`` or
-    ``"/job:worker/task:1"``: a session on a cluster sees, and waits for, only the tasks and devices
-    that match one of them — its own task always; empty = every task).
+    ``step_stats``: :class:`~dfcore.runtime.step_stats.StepStats` with wall and simulated-clock times;
+    ``transfers``: the rendezvous :class:`~dfcore.runtime.rendezvous.TransferRecord` list (sent, requested,
+    matched, bytes); ``collective_traces``: one :class:`~dfcore.distribute.trace.CollectiveTrace` per
+    collective instance that ran, by instance key.
     """
 
-    _FIELDS = {
-        "device_count": dict,
-        "log_device_placement": False,
-        "allow_soft_placement": False,
-        "inter_op_parallelism_threads": 0,
-        "intra_op_parallelism_threads": 0,
-        "gpu_options": GPUOptions,
-        "graph_options": GraphOptions,
-        "operation_timeout_in_ms": 0,
-        "device_filters": list,
-    }
+    step_stats: object
+    transfers: tuple
+    collective_traces: tuple
 
 
-class RunOptions(_Message):
-    """Per-call options: ``trace_level``, ``timeout_in_ms``, ``output_partition_graphs``."""
-
-    NO_TRACE = 0
-    SOFTWARE_TRACE = 1
-    HARDWARE_TRACE = 2
-    FULL_TRACE = 3
-
-    _FIELDS = {"trace_level": 0, "timeout_in_ms": 0, "output_partition_graphs": False}
+_lock = threading.Lock()
+_records: "collections.OrderedDict[int, tuple[RunMetadata, StepRecords]]" = collections.OrderedDict()
 
 
-class RunMetadata(_Message):
-    """Filled by ``Session.run``: ``step_stats``, ``partition_graphs``, ``cost_graph``, and
-    (dfcore, with FULL_TRACE) ``transfers``: the step's rendezvous
-    :class:`~dfcore.runtime.rendezvous.TransferRecord` list (sent, requested, matched, bytes),
-    and ``collective_traces``: one :class:`~dfcore.distribute.trace.CollectiveTrace` per
-    collective instance that ran in the step, by instance key."""
-
-    _FIELDS = {"step_stats": None, "partition_graphs": list, "cost_graph": None, "transfers": list,
-               "collective_traces": list}
+def attach_step_records(run_metadata: RunMetadata, records: StepRecords) -> None:
+    """Keep ``records`` for ``run_metadata`` (replacing earlier ones; the oldest beyond RECORDS_KEPT go)."""
+    with _lock:
+        _records.pop(id(run_metadata), None)
+        _records[id(run_metadata)] = (run_metadata, records)
+        while len(_records) > RECORDS_KEPT:
+            _records.popitem(last=False)
 
 
-def run_metadata_proto(run_metadata) -> "protos.RunMetadata":
-    """TF's ``RunMetadata`` message of a step: ``step_stats`` (wall clock, :meth:`StepStats.to_proto`) and
-    ``partition_graphs``; the one conversion FileWriter and the tools that want TF's format call."""
-    if isinstance(run_metadata, protos.RunMetadata):
-        return run_metadata
-    proto = protos.RunMetadata(partition_graphs=list(run_metadata.partition_graphs))
-    if run_metadata.step_stats is not None:
-        proto.step_stats.CopyFrom(run_metadata.step_stats.to_proto())
-    return proto
+def forget_step_records(run_metadata: RunMetadata) -> None:
+    """Drop the records of ``run_metadata`` (it is being refilled by an untraced run)."""
+    with _lock:
+        _records.pop(id(run_metadata), None)
+
+
+def step_records(run_metadata) -> StepRecords:
+    """dfcore's :class:`StepRecords` of the step that filled ``run_metadata``.
+
+    Raises:
+        TypeError: ``run_metadata`` is not a ``RunMetadata``.
+        ValueError: it was not filled by a ``Session.run`` with ``RunOptions(trace_level=FULL_TRACE)``, or
+            by one of the last RECORDS_KEPT such runs.
+    """
+    if not isinstance(run_metadata, RunMetadata):
+        raise TypeError(f"step_records() expects a RunMetadata; got {type(run_metadata).__name__}")
+    with _lock:
+        entry = _records.get(id(run_metadata))
+    if entry is None or entry[0] is not run_metadata:
+        raise ValueError("This RunMetadata has no dfcore step records: pass it to Session.run with "
+                         "options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE) (dfcore keeps the records "
+                         f"of the last {RECORDS_KEPT} traced runs)")
+    return entry[1]

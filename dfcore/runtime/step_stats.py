@@ -123,6 +123,25 @@ class StepStats:
         return proto
 
     @classmethod
+    def from_proto(cls, proto) -> "StepStats":
+        """A StepStats of TF's ``StepStats`` message (wall clock only; no simulated times): the op type comes
+        from each node's timeline label, ``output_bytes`` from its outputs' requested bytes."""
+        devices = []
+        for dev in proto.dev_stats:
+            nodes = []
+            for ns in dev.node_stats:
+                label = _LABEL.match(ns.timeline_label)
+                sizes = {o.slot: o.tensor_description.allocation_description.requested_bytes for o in ns.output}
+                nodes.append(NodeExecStats(
+                    node_name=ns.node_name, op_type=label.group("op") if label else "",
+                    all_start_micros=ns.all_start_micros, op_start_rel_micros=ns.op_start_rel_micros,
+                    op_end_rel_micros=ns.op_end_rel_micros, all_end_rel_micros=ns.all_end_rel_micros,
+                    thread_id=ns.thread_id, output_bytes=[sizes.get(i, 0) for i in range(len(sizes))],
+                    timeline_label=ns.timeline_label))
+            devices.append(DeviceStepStats(device=dev.device, node_stats=nodes))
+        return cls(dev_stats=devices)
+
+    @classmethod
     def from_dict(cls, data):
         """Inverse of :meth:`to_dict`.
 

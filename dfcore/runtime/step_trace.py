@@ -23,7 +23,7 @@ import numpy as np
 from ..framework.device import DeviceSpec
 from ..ops import op_costs
 from . import cost_model, sim_clock
-from .config import RunOptions
+from .config import RunOptions, StepRecords, attach_step_records, forget_step_records
 from .device_set import allocator_name
 from .sendrecv_ops import rendezvous_key
 from .step_stats import AllocatorMemoryUsed, NodeExecStats, StepStatsCollector
@@ -42,15 +42,19 @@ def machine_for(device_set):
 
 
 def fill_run_metadata(run_metadata, plan, result, options, device_set, config):
-    """Set ``partition_graphs`` (when asked) and ``step_stats`` (with FULL_TRACE) of ``run_metadata``."""
+    """Refill ``run_metadata`` (TF's message, cleared first as TF's session parses it anew): its
+    ``partition_graphs`` when asked, its ``step_stats`` with FULL_TRACE, and then dfcore's
+    :class:`~dfcore.runtime.config.StepRecords` beside it."""
+    run_metadata.Clear()
+    forget_step_records(run_metadata)
     if options.output_partition_graphs:
-        run_metadata.partition_graphs = [plan.graphs[d].as_graph_def() for d in sorted(plan.graphs)]
+        run_metadata.partition_graphs.extend(plan.graphs[d].as_graph_def() for d in sorted(plan.graphs))
     if options.trace_level >= RunOptions.FULL_TRACE and result.timings is not None:
-        run_metadata.step_stats = build_step_stats(plan, result, machine_for(device_set),
-                                                   config.gpu_options.allow_growth)
-        run_metadata.transfers = result.rendezvous.transfers()
-        run_metadata.collective_traces = [result.collectives[k].trace for k in sorted(result.collectives)
-                                          if result.collectives[k].trace is not None]
+        stats = build_step_stats(plan, result, machine_for(device_set), config.gpu_options.allow_growth)
+        run_metadata.step_stats.CopyFrom(stats.to_proto())
+        traces = tuple(result.collectives[k].trace for k in sorted(result.collectives)
+                       if result.collectives[k].trace is not None)
+        attach_step_records(run_metadata, StepRecords(stats, tuple(result.rendezvous.transfers()), traces))
 
 
 def build_step_stats(plan, result, machine, allow_growth=False):

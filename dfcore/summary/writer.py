@@ -12,8 +12,7 @@ import time
 from tensorboard.summary.writer.event_file_writer import EventFileWriter
 
 from .. import errors
-from ..framework.protos import Event, SessionLog, Summary, TaggedRunMetadata
-from ..runtime.config import run_metadata_proto
+from ..framework.protos import Event, RunMetadata, SessionLog, Summary, TaggedRunMetadata
 
 
 class FileWriter:
@@ -75,11 +74,14 @@ class FileWriter:
         """Write one step's ``RunMetadata`` under ``tag`` (TensorBoard's per-node compute time and memory).
 
         Raises:
+            TypeError: ``run_metadata`` is not a ``RunMetadata``.
             ValueError: ``tag`` is empty.
         """
+        if not isinstance(run_metadata, RunMetadata):
+            raise TypeError(f"add_run_metadata() expects a RunMetadata; got {type(run_metadata).__name__}")
         if not tag:
             raise ValueError("add_run_metadata() needs a non-empty tag, such as 'step%d' % step")
-        tagged = TaggedRunMetadata(tag=tag, run_metadata=run_metadata_proto(run_metadata).SerializeToString())
+        tagged = TaggedRunMetadata(tag=tag, run_metadata=run_metadata.SerializeToString())
         self._add(Event(tagged_run_metadata=tagged), global_step)
 
     def add_session_log(self, session_log: SessionLog, global_step=None) -> None:

@@ -26,6 +26,7 @@ from .summary_hooks import StepCounterHook, SummarySaverHook
 from .monitored_session import (ChiefSessionCreator, MonitoredSession, MonitoredTrainingSession, Scaffold,
                                 SingularMonitoredSession, WorkerSessionCreator)
 from ..distribute.cluster import ClusterSpec, Server
+from ..framework.protos import ClusterDef, JobDef, SaverDef  # noqa: F401 - TF 1.x exports these messages here
 
 
 def __getattr__(name: str):

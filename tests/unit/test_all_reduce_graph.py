@@ -51,15 +51,20 @@ def test_traced_step_reports_collective_traces_and_transfers():
     metadata = tf.RunMetadata()
     with tf.Session(graph=graph) as sess:
         sess.run(outs, options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE), run_metadata=metadata)
-        (trace,) = metadata.collective_traces
+        (trace,) = tf.step_records(metadata).collective_traces
         assert trace.devices == tuple(GPU.format(i) for i in range(3))
-        names = [r.tensor_name for r in metadata.transfers]
+        names = [r.tensor_name for r in tf.step_records(metadata).transfers]
         assert sum(n.startswith("collective/g1/i77/ring/") for n in names) == 2 * 2 * 3
-        assert {n.node_name for d in metadata.step_stats.dev_stats for n in d.node_stats} >= {
+        assert {n.node_name for d in tf.step_records(metadata).step_stats.dev_stats for n in d.node_stats} >= {
             o.op.name for o in outs}
         untraced = tf.RunMetadata()
         sess.run(outs, run_metadata=untraced)
-        assert untraced.collective_traces == []
+        with pytest.raises(ValueError, match="no dfcore step records"):
+            tf.step_records(untraced)
+        sess.run(outs, run_metadata=metadata)  # reused for an untraced run: its records go, as its stats do
+        assert not metadata.HasField("step_stats")
+        with pytest.raises(ValueError, match="FULL_TRACE"):
+            tf.step_records(metadata)
 
 
 def test_builders_match_the_runtime_and_show_the_ring_as_send_recv_pairs():

@@ -273,5 +273,5 @@ def test_timeline_view_also_takes_the_step_stats_alone():
     widgets = pytest.importorskip("widgets")
     _, sess, run_metadata = _traced_step()
     sess.close()
-    whole, alone = widgets.TimelineView(run_metadata), widgets.TimelineView(run_metadata.step_stats)
+    whole, alone = widgets.TimelineView(run_metadata), widgets.TimelineView(tf.step_records(run_metadata).step_stats)
     assert alone.spans == whole.spans and repr(alone) == repr(whole)

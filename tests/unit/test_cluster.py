@@ -7,7 +7,8 @@ import pytest
 
 import dfcore as tf
 from dfcore.distribute import cluster_runtime
-from dfcore.distribute.cluster import ClusterDef, ServerDef
+from dfcore.distribute.cluster import ServerDef
+from dfcore.framework.protos import ClusterDef
 
 CPU_ONLY = tf.ConfigProto(device_count={"CPU": 1, "GPU": 0})
 
@@ -45,6 +46,9 @@ def test_cluster_spec_round_trips_through_cluster_def_and_copies():
     assert [job.name for job in cluster_def.job] == ["ps", "worker"]
     assert dict(cluster_def.job[0].tasks) == {0: "p0:1", 1: "p1:1"}
     assert tf.train.ClusterSpec(cluster_def) == spec
+    assert ClusterDef.FromString(cluster_def.SerializeToString()) == cluster_def
+    assert tf.train.ClusterSpec(tf.train.ClusterDef(job=[tf.train.JobDef(name="w", tasks={3: "h:3"})])).job_tasks(
+        "w") == [None, None, None, "h:3"]
     assert tf.train.ClusterSpec(spec) == spec
     assert spec != tf.train.ClusterSpec({"worker": ["w0:1"]})
 

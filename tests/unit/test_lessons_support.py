@@ -31,7 +31,7 @@ def _traced(graph, fetch, config=None):
 
 
 def _step_us(run_metadata):
-    return max(n.sim_end_micros for d in run_metadata.step_stats.dev_stats for n in d.node_stats)
+    return max(n.sim_end_micros for d in tf.step_records(run_metadata).step_stats.dev_stats for n in d.node_stats)
 
 
 def test_add_n_of_three_or_more_scalars_from_other_devices():
@@ -44,7 +44,7 @@ def test_add_n_of_three_or_more_scalars_from_other_devices():
 def test_independent_heavy_partitions_run_on_as_many_threads_as_the_pool_allows(threads, expected):
     graph, total = _products(["/gpu:0", "/gpu:1"])
     _, run_metadata = _traced(graph, total, tf.ConfigProto(inter_op_parallelism_threads=threads))
-    used = {n.thread_id for d in run_metadata.step_stats.dev_stats for n in d.node_stats
+    used = {n.thread_id for d in tf.step_records(run_metadata).step_stats.dev_stats for n in d.node_stats
             if n.node_name.startswith("product")}
     assert len(used) == expected
 
@@ -53,7 +53,7 @@ def test_products_on_two_devices_overlap_in_simulated_time_and_queue_on_one():
     two = _traced(*_products(["/gpu:0", "/gpu:1"]))[1]
     one = _traced(*_products(["/gpu:0", "/gpu:0"]))[1]
     spans = {n.node_name: (n.sim_start_micros, n.sim_end_micros)
-             for d in two.step_stats.dev_stats for n in d.node_stats}
+             for d in tf.step_records(two).step_stats.dev_stats for n in d.node_stats}
     assert spans["product0"] == spans["product1"]
     assert _step_us(one) > 1.5 * _step_us(two)
 

@@ -75,7 +75,7 @@ def _traced_run(fetch, runner, config=None):
     options = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
     with tf.Session(config=config, executor_runner=runner) as sess:
         value = sess.run(fetch, options=options, run_metadata=metadata)
-    return value, metadata.step_stats
+    return value, tf.step_records(metadata).step_stats
 
 
 def _sim_intervals(step_stats):

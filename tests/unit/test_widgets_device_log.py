@@ -57,7 +57,7 @@ def test_filter_records_matches_device_and_type():
 def test_rendezvous_events_and_memory_come_from_the_run_metadata():
     sess, run_metadata = seeds_program()
     log = DeviceLog(sess, run_metadata)
-    for transfer in run_metadata.transfers:
+    for transfer in tf.step_records(run_metadata).transfers:
         assert f">{transfer.tensor_name}<" in log.transfers.value
     assert ">edge_4_MatMul<" in log.transfers.value and ">client<" in log.transfers.value
     for allocator in ("cpu", "GPU_2_bfc", "GPU_3_bfc", "GPU_2_bfc reserved"):

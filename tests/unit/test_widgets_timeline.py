@@ -7,6 +7,7 @@ import pytest
 from ipywidgets.embed import embed_data
 
 import dfcore as tf
+from dfcore.runtime.config import attach_step_records
 from dfcore.runtime.step_stats import DeviceStepStats, NodeExecStats, StepStats, timeline_label
 from widgets import TimelineView, _palette, _svg, _timeline
 
@@ -38,7 +39,7 @@ def hand_step():
 
 def hand_metadata():
     run_metadata = tf.RunMetadata()
-    run_metadata.step_stats = hand_step()
+    attach_step_records(run_metadata, tf.StepRecords(hand_step(), (), ()))
     return run_metadata
 
 
@@ -187,11 +188,11 @@ def test_timeline_view_needs_a_traced_run():
 
 
 def test_without_simulated_times_only_wall_time_is_offered():
-    run_metadata = tf.RunMetadata()
-    run_metadata.step_stats = StepStats([DeviceStepStats(A, [
+    step_stats = StepStats([DeviceStepStats(A, [
         NodeExecStats("a", "MatMul", 100, 0, 5, 5, 1, (16,), "a = MatMul()"),
         NodeExecStats("b", "Relu", 110, 0, 5, 5, 1, (16,), "b = Relu(a)")])])
-    view = TimelineView(run_metadata)
+    view = TimelineView(step_stats)
+    assert TimelineView(step_stats.to_proto()).spans == view.spans  # TF's message: the same wall-clock lanes
     assert view.mode.options == (("wall time", "wall"),) and list(view.frames) == ["wall"]
     assert [s.start_us for s in view.spans["wall"].ops] == [0, 10]
     assert repr(view) == "<TimelineView: 1 device, 2 ops, wall>"
