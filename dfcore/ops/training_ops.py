@@ -37,7 +37,7 @@ class _UpdateDef:
 
 
 def _gradient_descent(attrs, var, alpha, delta):
-    new = np.multiply(delta, alpha)  # one fresh buffer: the step, then the new value in place
+    new = np.asarray(np.multiply(delta, alpha))  # one fresh buffer (0-d for a scalar var), then the new value in it
     return (np.subtract(var, new, out=new),)
 
 

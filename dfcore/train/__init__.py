@@ -10,6 +10,7 @@ from .adagrad import AdagradOptimizer
 from .adam import AdamOptimizer
 from .ftrl import FtrlOptimizer
 from .gradient_descent import GradientDescentOptimizer
+from .learning_rate_decay import exponential_decay, piecewise_constant, piecewise_constant_decay, polynomial_decay
 from .momentum import MomentumOptimizer
 from .rmsprop import RMSPropOptimizer
 from .optimizer import Optimizer
