@@ -40,6 +40,7 @@ from .ops.linalg_ops import matrix_determinant, matrix_inverse
 from .ops.data_flow_ops import *  # noqa: F401,F403
 from .ops import nn_grad as _nn_grad  # noqa: F401 - register gradients
 from . import compat, debugging, initializers, linalg, losses, math, nn, queue, random, test, train  # noqa: E402,A004
+from . import layers  # noqa: E402 - tf.layers
 from . import app, tf_logging as logging  # noqa: E402 - tf.app.run, tf.logging
 from absl import flags  # noqa: E402 - tf.flags is absl's, as in TF 1.x
 from . import distribute  # noqa: E402
