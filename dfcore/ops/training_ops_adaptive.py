@@ -9,6 +9,7 @@ so shapes, dtypes, refs, redo on concurrent commits and errors are those of ever
 
 import numpy as np
 
+from ..framework.tensor import Tensor
 from .training_ops import apply_update, register_update
 
 __all__ = []
@@ -66,7 +67,7 @@ def _attrs(use_locking, **extra):
     return {"use_locking": bool(use_locking), **extra}
 
 
-def apply_adagrad(var, accum, lr, grad, use_locking=False, update_slots=True, name=None):
+def apply_adagrad(var, accum, lr, grad, use_locking=False, update_slots=True, name=None) -> Tensor:
     """Adagrad: ``accum += grad²`` (if ``update_slots``); ``var -= lr * grad / sqrt(accum)``.
 
     Args:
@@ -82,7 +83,7 @@ def apply_adagrad(var, accum, lr, grad, use_locking=False, update_slots=True, na
                         name)
 
 
-def apply_rms_prop(var, ms, mom, lr, rho, momentum, epsilon, grad, use_locking=False, name=None):
+def apply_rms_prop(var, ms, mom, lr, rho, momentum, epsilon, grad, use_locking=False, name=None) -> Tensor:
     """RMSProp: ``ms += (grad² - ms) * (1 - rho)``; ``mom = mom * momentum + lr * grad / sqrt(ms + epsilon)``;
     ``var -= mom``. Returns the new ``var``; errors as :func:`apply_adagrad`.
 
@@ -91,7 +92,7 @@ def apply_rms_prop(var, ms, mom, lr, rho, momentum, epsilon, grad, use_locking=F
     return apply_update("ApplyRMSProp", [var, ms, mom, lr, rho, momentum, epsilon, grad], _attrs(use_locking), name)
 
 
-def apply_centered_rms_prop(var, mg, ms, mom, lr, rho, momentum, epsilon, grad, use_locking=False, name=None):
+def apply_centered_rms_prop(var, mg, ms, mom, lr, rho, momentum, epsilon, grad, use_locking=False, name=None) -> Tensor:
     """Centered RMSProp: as :func:`apply_rms_prop` with ``mg += (grad - mg) * (1 - rho)`` and the denominator
     ``sqrt(ms - mg² + epsilon)``. Returns the new ``var``; errors as :func:`apply_adagrad`.
 
@@ -101,7 +102,7 @@ def apply_centered_rms_prop(var, mg, ms, mom, lr, rho, momentum, epsilon, grad, 
                         _attrs(use_locking), name)
 
 
-def apply_adadelta(var, accum, accum_update, lr, rho, epsilon, grad, use_locking=False, name=None):
+def apply_adadelta(var, accum, accum_update, lr, rho, epsilon, grad, use_locking=False, name=None) -> Tensor:
     """Adadelta: ``accum = rho * accum + (1 - rho) * grad²``;
     ``update = sqrt(accum_update + epsilon) / sqrt(accum + epsilon) * grad``; ``var -= lr * update``;
     ``accum_update = rho * accum_update + (1 - rho) * update²``. Returns the new ``var``; errors as
@@ -113,7 +114,7 @@ def apply_adadelta(var, accum, accum_update, lr, rho, epsilon, grad, use_locking
                         name)
 
 
-def apply_ftrl(var, accum, linear, grad, lr, l1, l2, lr_power, use_locking=False, name=None):
+def apply_ftrl(var, accum, linear, grad, lr, l1, l2, lr_power, use_locking=False, name=None) -> Tensor:
     """FTRL-proximal: ``new = accum + grad²``; ``linear += grad - (new^-p - accum^-p) / lr * var``;
     ``var = (l1 * sign(linear) - linear) / (new^-p / lr + 2 * l2)`` where ``|linear| > l1``, else 0;
     ``accum = new`` (``p`` = ``lr_power``). Returns the new ``var``; errors as :func:`apply_adagrad`.
@@ -123,7 +124,7 @@ def apply_ftrl(var, accum, linear, grad, lr, l1, l2, lr_power, use_locking=False
     return apply_update("ApplyFtrl", [var, accum, linear, grad, lr, l1, l2, lr_power], _attrs(use_locking), name)
 
 
-def apply_ftrl_v2(var, accum, linear, grad, lr, l1, l2, l2_shrinkage, lr_power, use_locking=False, name=None):
+def apply_ftrl_v2(var, accum, linear, grad, lr, l1, l2, l2_shrinkage, lr_power, use_locking=False, name=None) -> Tensor:
     """FTRL-proximal with L2 shrinkage: as :func:`apply_ftrl`, with ``grad + 2 * l2_shrinkage * var`` in
     place of ``grad`` in the ``linear`` update (the accumulator still adds ``grad²``).
 

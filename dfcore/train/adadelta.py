@@ -5,13 +5,14 @@ Source: ``tensorflow/python/training/adadelta.py``. Two zeros slots per variable
 """
 
 from ..ops.training_ops_adaptive import apply_adadelta
-from .optimizer import Optimizer
+from .optimizer import Hyperparameter, Optimizer
 
 
 class AdadeltaOptimizer(Optimizer):
     """Adadelta; ``learning_rate``, ``rho`` and ``epsilon`` may be floats, Tensors or callables."""
 
-    def __init__(self, learning_rate=0.001, rho=0.95, epsilon=1e-08, use_locking=False, name="Adadelta"):
+    def __init__(self, learning_rate: Hyperparameter = 0.001, rho: Hyperparameter = 0.95,
+                 epsilon: Hyperparameter = 1e-08, use_locking: bool = False, name: str = "Adadelta"):
         super().__init__(use_locking, name)
         self._lr = learning_rate
         self._rho = rho

@@ -6,7 +6,7 @@ Source: ``tensorflow/python/training/adagrad.py``. One slot per variable,
 
 from ..ops import init_ops
 from ..ops.training_ops_adaptive import apply_adagrad
-from .optimizer import Optimizer
+from .optimizer import Hyperparameter, Optimizer
 
 
 class AdagradOptimizer(Optimizer):
@@ -16,7 +16,8 @@ class AdagradOptimizer(Optimizer):
         ValueError: ``initial_accumulator_value`` ≤ 0 (TF's wording).
     """
 
-    def __init__(self, learning_rate, initial_accumulator_value=0.1, use_locking=False, name="Adagrad"):
+    def __init__(self, learning_rate: Hyperparameter, initial_accumulator_value: float = 0.1, use_locking: bool = False,
+                 name: str = "Adagrad"):
         if initial_accumulator_value <= 0.0:
             raise ValueError(f"initial_accumulator_value must be positive: {initial_accumulator_value}")
         super().__init__(use_locking, name)

@@ -9,7 +9,7 @@ Source: ``tensorflow/python/training/ftrl.py`` (TF 1.15). Slots per variable: ``
 
 from ..ops import init_ops
 from ..ops.training_ops_adaptive import apply_ftrl, apply_ftrl_v2
-from .optimizer import Optimizer
+from .optimizer import Hyperparameter, Optimizer
 
 
 class FtrlOptimizer(Optimizer):
@@ -20,9 +20,11 @@ class FtrlOptimizer(Optimizer):
             ``learning_rate_power`` (TF's wording).
     """
 
-    def __init__(self, learning_rate, learning_rate_power=-0.5, initial_accumulator_value=0.1,
-                 l1_regularization_strength=0.0, l2_regularization_strength=0.0, use_locking=False, name="Ftrl",
-                 accum_name=None, linear_name=None, l2_shrinkage_regularization_strength=0.0):
+    def __init__(self, learning_rate: Hyperparameter, learning_rate_power: float = -0.5,
+                 initial_accumulator_value: float = 0.1, l1_regularization_strength: float = 0.0,
+                 l2_regularization_strength: float = 0.0, use_locking: bool = False, name: str = "Ftrl",
+                 accum_name: str | None = None, linear_name: str | None = None,
+                 l2_shrinkage_regularization_strength: float = 0.0):
         super().__init__(use_locking, name)
         if initial_accumulator_value < 0.0:
             raise ValueError(f"initial_accumulator_value {initial_accumulator_value:f} needs to be be positive or "

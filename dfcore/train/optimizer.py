@@ -10,12 +10,20 @@ Subclasses implement ``_create_slots``, ``_prepare``, ``_apply_dense`` and
 optionally ``_finish``.
 """
 
+from collections.abc import Callable
+from typing import Union
+
 from ..framework import dtypes
 from ..framework.graph import GraphKeys, get_default_graph
 from ..framework.tensor_conversion import convert_to_tensor
 from ..ops import control_flow_ops, gradients_impl, math_ops, state_ops, variables
 from ..ops.op_util import graph_of
+from ..framework.tensor import Tensor
 from . import slot_creator
+
+#: What an optimizer accepts for a hyperparameter such as ``learning_rate``: a number, a scalar Tensor
+#: (a placeholder, a schedule) or a callable returning either, called when the updates are built.
+Hyperparameter = Union[float, Tensor, Callable[[], Union[float, Tensor]]]
 
 
 class Optimizer:

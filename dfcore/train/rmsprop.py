@@ -8,7 +8,7 @@ or ``ApplyCenteredRMSProp`` (the mean gradient ``mg`` subtracted from the varian
 
 from ..ops import init_ops
 from ..ops.training_ops_adaptive import apply_centered_rms_prop, apply_rms_prop
-from .optimizer import Optimizer
+from .optimizer import Hyperparameter, Optimizer
 
 
 class RMSPropOptimizer(Optimizer):
@@ -18,8 +18,9 @@ class RMSPropOptimizer(Optimizer):
     ``var -= mom``.
     """
 
-    def __init__(self, learning_rate, decay=0.9, momentum=0.0, epsilon=1e-10, use_locking=False, centered=False,
-                 name="RMSProp"):
+    def __init__(self, learning_rate: Hyperparameter, decay: Hyperparameter = 0.9, momentum: Hyperparameter = 0.0,
+                 epsilon: Hyperparameter = 1e-10, use_locking: bool = False, centered: bool = False,
+                 name: str = "RMSProp"):
         super().__init__(use_locking, name)
         self._learning_rate = learning_rate
         self._decay = decay
