@@ -7,12 +7,14 @@ dense relu → dense) with dropout off, so all sides do the same work; one step 
 numpy before timing. Ratios are printed, never asserted.
 """
 
+import os
 import statistics
+import warnings
 
 import numpy as np
 
 import dfcore
-from _timing import interleaved_samples_s, median_ratio, median_time_s, one_blas_thread, report
+from _timing import interleaved_samples_s, median_ratio, one_blas_thread, report
 from bench_mlp_step import tensorflow_v1
 from dfcore.examples.conv_digits import FILTERS, HIDDEN, IMAGE_SIZE
 
@@ -159,28 +161,47 @@ def graph_step_timer(v1, params, images, labels, config=None):
     return (lambda: sess.run(train_op, feed_dict=feed)), sess
 
 
+def tensorflow_layers_v1():
+    """``tensorflow.compat.v1`` when TensorFlow and its v1 layers are importable, else None.
+
+    TF ≥ 2.16 serves ``compat.v1.layers`` from the ``tf_keras`` package, and only with ``TF_USE_LEGACY_KERAS=1``
+    set before TensorFlow is imported; TF's deprecation warnings are silenced so they stay out of the table.
+    """
+    os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+    v1 = tensorflow_v1()
+    if v1 is None:
+        return None
+    v1.logging.set_verbosity(v1.logging.ERROR)
+    warnings.filterwarnings("ignore", message=r"`tf\.layers\.\w+` is deprecated")
+    try:
+        v1.layers.dense  # noqa: B018 - raises AttributeError under Keras 3 without tf_keras
+    except AttributeError:
+        return None
+    return v1
+
+
 def main():
-    """Measure the steps side by side and print their times and ratios."""
+    """Measure the steps in alternation (paired rounds) and print their times and ratios."""
     params, images, labels = make_problem()
     numpy_params = [p.copy() for p in params]
-    dfcore_step, dfcore_sess = graph_step_timer(dfcore, params, images, labels)
-    with dfcore_sess:
-        dfcore_t, numpy_t = interleaved_samples_s(
-            [dfcore_step, lambda: numpy_step(numpy_params, images, labels)], REPEATS)
-    dfcore_s, numpy_s = statistics.median(dfcore_t), statistics.median(numpy_t)
-    rows = [("dfcore Session.run step", dfcore_s * 1e3, "ms"),
-            ("numpy hand-written step", numpy_s * 1e3, "ms"),
-            ("ratio dfcore / numpy (paired)", median_ratio(dfcore_t, numpy_t), "x")]
-    v1 = tensorflow_v1()
+    steps = {"dfcore Session.run step": graph_step_timer(dfcore, params, images, labels),
+             "numpy hand-written step": (lambda: numpy_step(numpy_params, images, labels), None)}
+    v1 = tensorflow_layers_v1()
     if v1 is not None:
         config = v1.ConfigProto(intra_op_parallelism_threads=1, inter_op_parallelism_threads=1)
-        tf_step, tf_sess = graph_step_timer(v1, params, images, labels, config=config)
-        with tf_sess:
-            tf_s = median_time_s(tf_step, REPEATS)
-        rows[2:2] = [("TensorFlow compat.v1 Session.run step (1 thread)", tf_s * 1e3, "ms")]
-        rows.append(("ratio dfcore / TensorFlow", dfcore_s / tf_s, "x"))
+        steps["TensorFlow compat.v1 Session.run step (1 thread)"] = graph_step_timer(v1, params, images, labels,
+                                                                                     config=config)
+    samples = dict(zip(steps, interleaved_samples_s([step for step, _ in steps.values()], REPEATS)))
+    for _, sess in steps.values():
+        if sess is not None:
+            sess.close()
+    rows = [(label, statistics.median(times) * 1e3, "ms") for label, times in samples.items()]
+    dfcore_t, *others = samples.values()
+    for name, times in zip(("numpy", "TensorFlow"), others):
+        rows.append((f"ratio dfcore / {name} (paired)", median_ratio(dfcore_t, times), "x"))
     print(f"conv net {FILTERS} filters + dense {HIDDEN}, batch {BATCH}, {IMAGE_SIZE}x{IMAGE_SIZE}x1 float32, one SGD "
-          f"step; median of {REPEATS} interleaved rounds after warm-up" + ("" if v1 else "; tensorflow not installed"))
+          f"step; median of {REPEATS} interleaved rounds after warm-up"
+          + ("" if v1 else "; tensorflow (with its v1 layers) not importable"))
     report(rows)
 
 
