@@ -166,6 +166,16 @@ def test_conv2d_errors():
         tf.layers.conv2d(tf.zeros([1, 4, 4, 1]), 2, 3, data_format="nhwc")
 
 
+def test_windows_larger_than_valid_inputs_fail_at_construction():
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"Negative dimension size caused by subtracting 3 from 2 "
+                                                             r"for 'conv2d/Conv2D' \(op: 'Conv2D'\) with input shapes: "
+                                                             r"\[1,2,5,1\], \[3,3,1,2\]"):
+        tf.layers.conv2d(tf.zeros([1, 2, 5, 1]), 2, 3)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="subtracting 4 from 3 for 'max_pooling2d/MaxPool'"):
+        tf.layers.max_pooling2d(tf.zeros([1, 5, 3, 1]), 4, 1)
+    assert tf.layers.max_pooling2d(tf.zeros([1, 5, 3, 1]), 4, 1, padding="same").shape.as_list() == [1, 5, 3, 1]
+
+
 # -- max_pooling2d, flatten, dropout -------------------------------------------------------
 @pytest.mark.parametrize("padding", ["valid", "same"])
 def test_max_pooling2d(padding):
