@@ -3,7 +3,7 @@
 Source: ``tensorflow/python/layers/base.py`` (TF 1.x ``Layer._set_scope``, ``add_weight``,
 ``__call__``) and ``keras/engine/input_spec.py`` (``assert_input_compatibility``, whose messages
 the checks below keep). A layer call opens a variable scope named after the layer (``dense``,
-``dense_1`` …; ``name`` if given, made unique the same way unless ``reuse``), creates its weights
+``dense_1`` …, or exactly ``name`` if given), creates its weights
 there with ``tf.get_variable`` (so ``<scope>/kernel``, shared on reuse) and builds its ops in the
 scope's name scope (``dense/MatMul``).
 """
@@ -21,14 +21,15 @@ from ..ops import variable_scope as vs
 def layer_scope(name, default_name, reuse):
     """The variable scope of one layer call; yields the layer's name (the scope's last component).
 
-    Without ``reuse`` the scope is ``name or default_name`` made unique (``dense``, ``dense_1``), as TF's
-    ``variable_scope(None, default_name=...)``; with ``reuse`` (True or ``tf.AUTO_REUSE``) it is exactly
-    ``name or default_name``, so the layer shares the weights created there before.
+    As TF's functional layers (``_scope=name``, ``Layer._set_scope``): a given ``name`` is the scope exactly, so
+    a second layer of that name needs ``reuse`` (else ``get_variable`` raises "Variable fc/kernel already
+    exists"); without a name the scope is ``default_name`` made unique (``dense``, ``dense_1``), or exactly
+    ``default_name`` with ``reuse`` (True or ``tf.AUTO_REUSE``), which shares the weights created there.
     """
-    if reuse:
-        scope = vs.variable_scope(name or default_name, reuse=reuse)
+    if name or reuse:
+        scope = vs.variable_scope(name or default_name, reuse=reuse or None)
     else:
-        scope = vs.variable_scope(None, default_name=name or default_name)
+        scope = vs.variable_scope(None, default_name=default_name)
     with scope as opened:
         yield opened.name.rsplit("/", 1)[-1]
 

@@ -274,7 +274,8 @@ def variable_scope(name_or_scope, default_name=None, values=None, initializer=No
     else:
         relative = name_or_scope if name_or_scope is not None else _unique_scope_name(outer, default_name)
         name = f"{outer.name}/{relative}" if outer.name else relative
-        name_scope, base = relative, outer
+        # a default-named scope opens the name scope default_name, made unique by the graph, as TF does
+        name_scope, base = (relative if name_or_scope is not None else default_name), outer
     inherited = outer.reuse if reuse is None or reuse is False else reuse
     if isinstance(name_or_scope, VariableScope) and reuse is None:
         inherited = outer.reuse or name_or_scope.reuse

@@ -75,11 +75,14 @@ def test_dense_on_rank_3_inputs_contracts_the_last_axis():
 def test_name_and_reuse():
     x = tf.zeros([2, 3])
     a = tf.layers.dense(x, 4, name="fc")
-    tf.layers.dense(x, 4, name="fc", reuse=True)
-    tf.layers.dense(x, 4, name="fc")  # no reuse: a fresh scope, as TF's variable_scope(None, default_name="fc")
+    b = tf.layers.dense(x, 4, name="fc", reuse=True)
     tf.layers.dense(x, 4, name="fc", reuse=tf.AUTO_REUSE)
-    assert [v.op.name for v in tf.trainable_variables()] == ["fc/kernel", "fc/bias", "fc_1/kernel", "fc_1/bias"]
-    assert a.op.name == "fc/BiasAdd"
+    assert [v.op.name for v in tf.trainable_variables()] == ["fc/kernel", "fc/bias"]
+    assert a.op.name == "fc/BiasAdd" and b.op.name == "fc_1/BiasAdd"  # the ops' name scope is made unique
+    with pytest.raises(ValueError, match="Variable fc/kernel already exists, disallowed"):
+        tf.layers.dense(x, 4, name="fc")  # a given name is the scope exactly, as TF's _scope=name
+    with pytest.raises(ValueError, match="Variable dense/kernel does not exist"):
+        tf.layers.dense(x, 4, reuse=True)  # no name: exactly "dense", not made unique
     with pytest.raises(ValueError, match="Trying to share variable fc/kernel, but specified shape"):
         tf.layers.dense(tf.zeros([2, 5]), 4, name="fc", reuse=True)
     with pytest.raises(ValueError, match="Variable missing/kernel does not exist"):
