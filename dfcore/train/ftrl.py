@@ -27,8 +27,7 @@ class FtrlOptimizer(Optimizer):
                  l2_shrinkage_regularization_strength: float = 0.0):
         super().__init__(use_locking, name)
         if initial_accumulator_value < 0.0:
-            raise ValueError(f"initial_accumulator_value {initial_accumulator_value:f} needs to be be positive or "
-                             "zero")
+            raise ValueError(f"initial_accumulator_value {initial_accumulator_value:f} needs to be positive or zero")
         if learning_rate_power > 0.0:
             raise ValueError(f"learning_rate_power {learning_rate_power:f} needs to be negative or zero")
         for label, value in (("l1_regularization_strength", l1_regularization_strength),

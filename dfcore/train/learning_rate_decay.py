@@ -102,7 +102,7 @@ def piecewise_constant(x, boundaries, values, name=None) -> Tensor:
         for v in values[1:]:
             if v.dtype.base_dtype != values[0].dtype.base_dtype:
                 raise ValueError("Values must have elements all with the same dtype "
-                                 f"({values[0].dtype.base_dtype.name} vs {v.dtype.base_dtype.name}).")
+                                 f"({values[0].dtype.base_dtype} vs {v.dtype.base_dtype}).")
         above = [math_ops.cast(math_ops.greater(x, b), dtypes.int32) for b in boundaries]
         index = math_ops.add_n(above, name="interval")
         return array_ops.gather(array_ops.stack(values), index, name=scope)
@@ -114,7 +114,7 @@ def _boundary(b, x_dtype):
         return b
     if b.dtype.base_dtype == dtypes.int32 and x_dtype == dtypes.int64:
         return math_ops.cast(b, x_dtype)
-    raise ValueError(f"Boundaries ({b.dtype.base_dtype.name}) must have the same dtype as x ({x_dtype.name}).")
+    raise ValueError(f"Boundaries ({b.dtype.base_dtype}) must have the same dtype as x ({x_dtype}).")
 
 
 #: TF 1.x's other name for :func:`piecewise_constant`.

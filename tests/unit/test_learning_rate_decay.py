@@ -85,9 +85,11 @@ def test_errors_in_tfs_words():
         tf.train.polynomial_decay(0.1, None, 10)
     with pytest.raises(ValueError, match="The length of boundaries should be 1 less than the length of values"):
         tf.train.piecewise_constant(step, [10, 20], [1.0, 0.5])
-    with pytest.raises(ValueError, match=r"Boundaries \(float32\) must have the same dtype as x \(int64\)."):
+    with pytest.raises(ValueError, match=r"Boundaries \(<dtype: 'float32'>\) must have the same dtype as x "
+                                         r"\(<dtype: 'int64'>\)."):
         tf.train.piecewise_constant(step, [10.0], [1.0, 0.5])
-    with pytest.raises(ValueError, match=r"Values must have elements all with the same dtype \(float32 vs int32\)."):
+    with pytest.raises(ValueError, match=r"Values must have elements all with the same dtype "
+                                         r"\(<dtype: 'float32'> vs <dtype: 'int32'>\)."):
         tf.train.piecewise_constant(step, [10], [1.0, 2])
 
 

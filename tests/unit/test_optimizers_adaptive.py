@@ -189,7 +189,7 @@ def test_slots_sit_on_their_variables_ps_task(make_opt):
 def test_constructor_errors_in_tfs_words():
     with pytest.raises(ValueError, match="initial_accumulator_value must be positive: 0.0"):
         tf.train.AdagradOptimizer(0.1, initial_accumulator_value=0.0)
-    with pytest.raises(ValueError, match="initial_accumulator_value -1.000000 needs to be be positive or zero"):
+    with pytest.raises(ValueError, match="initial_accumulator_value -1.000000 needs to be positive or zero"):
         tf.train.FtrlOptimizer(0.1, initial_accumulator_value=-1.0)
     with pytest.raises(ValueError, match="learning_rate_power 0.500000 needs to be negative or zero"):
         tf.train.FtrlOptimizer(0.1, learning_rate_power=0.5)
