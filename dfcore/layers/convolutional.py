@@ -21,7 +21,7 @@ def conv2d(inputs, filters, kernel_size, strides=(1, 1), padding="valid", data_f
     Args:
         filters: output channels. kernel_size, strides, dilation_rate: an int or 2 ints.
         padding: ``"valid"`` or ``"same"``, any case. kernel_initializer: default the scope's, else
-            glorot_uniform; bias: zeros. name / reuse: the variable scope (``conv2d``, ``conv2d_1`` …).
+            glorot_uniform; bias: zeros. name / reuse: as :func:`dfcore.layers.dense` (``conv2d``, ``conv2d_1`` …).
     Returns:
         ``[batch, out_h, out_w, filters]``: ``ceil(in / stride)`` with ``same``,
         ``ceil((in - (k - 1) * dilation) / stride)`` with ``valid``.

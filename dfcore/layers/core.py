@@ -25,7 +25,8 @@ def dense(inputs, units, activation=None, use_bias=True, kernel_initializer=None
     Args:
         inputs: float Tensor ``[..., in]`` of rank ≥ 2 with ``in`` known; rank > 2 contracts the last axis.
         units: output size. kernel_initializer: default the scope's, else glorot_uniform; bias: zeros.
-        name / reuse: the variable scope (``dense``, ``dense_1`` … by default); ``reuse=True`` shares it.
+        name: the variable scope, exactly (a second layer of that name needs ``reuse``); without it
+            ``dense``, ``dense_1`` … reuse: True or ``tf.AUTO_REUSE`` shares the scope's variables.
     Returns:
         A Tensor ``[..., units]`` of the inputs' dtype.
     Raises:
