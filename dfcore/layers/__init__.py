@@ -1,8 +1,21 @@
-"""``tf.layers`` (TF 1.x): functional layers that create their variables with ``tf.get_variable``."""
+"""``tf.layers``: TF 1.x's functional layers, each creating its variables with ``tf.get_variable``.
 
-from .normalization import batch_normalization  # noqa: F401
+Source: ``tensorflow/python/layers/layers.py`` (TF 1.x API names).
+"""
 
-__all__ = ["batch_normalization"]
+from .convolutional import conv2d
+from .core import dense, dropout, flatten
+from .normalization import batch_normalization
+from .pooling import max_pooling2d
+
+__all__ = [
+    "batch_normalization",
+    "conv2d",
+    "dense",
+    "dropout",
+    "flatten",
+    "max_pooling2d",
+]
 
 
 def __getattr__(name: str):

@@ -33,6 +33,20 @@ def output_size(in_size, kernel, stride, dilation, padding):
     return out, total // 2
 
 
+def windowed_size(op, in_size, kernel, stride, dilation):
+    """:func:`output_size` under ``op``'s padding.
+
+    Raises:
+        InvalidArgumentError: a ``VALID`` window larger than the input (TF's "Negative dimension size caused by
+            subtracting 3 from 2 for '<op>' ... with input shapes: ...").
+    """
+    padding = op.get_attr("padding")
+    effective = (kernel - 1) * dilation + 1
+    if padding == "VALID" and in_size < effective:
+        raise common_shapes.shape_error(op, f"Negative dimension size caused by subtracting {effective} from {in_size}")
+    return output_size(in_size, kernel, stride, dilation, padding)
+
+
 def check_window_attrs(op_name, padding, data_format, **windows):
     """Raise ``ValueError`` naming ``op_name`` unless ``padding`` is SAME/VALID, the format NHWC, and each of
     ``windows`` (``strides=[1, 2, 2, 1]`` …) four positive ints that leave the batch and depth alone."""
@@ -50,9 +64,8 @@ def _geometry(op, input_shape, filter_shape):
     """``(out_h, out_w, pad_top, pad_left)`` of ``op`` for an NHWC input and an HWIO filter."""
     sh, sw = op.get_attr("strides")[1:3]
     dh, dw = op.get_attr("dilations")[1:3]
-    padding = op.get_attr("padding")
-    out_h, top = output_size(input_shape[1], filter_shape[0], sh, dh, padding)
-    out_w, left = output_size(input_shape[2], filter_shape[1], sw, dw, padding)
+    out_h, top = windowed_size(op, input_shape[1], filter_shape[0], sh, dh)
+    out_w, left = windowed_size(op, input_shape[2], filter_shape[1], sw, dw)
     return out_h, out_w, top, left
 
 

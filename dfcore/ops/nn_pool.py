@@ -13,7 +13,7 @@ from ..framework.scopes import name_scope
 from ..framework.tensor_conversion import convert_to_tensor
 from ..framework.tensor_shape import TensorShape
 from .array_ops_util import with_rank
-from .nn_conv import check_window_attrs, output_size
+from .nn_conv import check_window_attrs, windowed_size
 from .op_util import apply_op1
 
 __all__ = ["avg_pool", "max_pool"]
@@ -23,8 +23,8 @@ def _geometry(op, shape):
     """``(out_h, out_w, top, left, kh, kw, sh, sw)`` of pooling ``op`` over an NHWC ``shape``."""
     kh, kw = op.get_attr("ksize")[1:3]
     sh, sw = op.get_attr("strides")[1:3]
-    out_h, top = output_size(shape[1], kh, sh, 1, op.get_attr("padding"))
-    out_w, left = output_size(shape[2], kw, sw, 1, op.get_attr("padding"))
+    out_h, top = windowed_size(op, shape[1], kh, sh, 1)
+    out_w, left = windowed_size(op, shape[2], kw, sw, 1)
     return out_h, out_w, top, left, kh, kw, sh, sw
 
 

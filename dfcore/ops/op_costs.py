@@ -60,6 +60,9 @@ FLOPS_PER_ELEMENT = {
     "AssignAdd": 1, "AssignSub": 1,
     # training updates (training_ops.cc): per element of the variable
     "ApplyGradientDescent": 2, "ApplyMomentum": 4, "ApplyAdam": 12,
+    # the adaptive ones (training_ops_adaptive.py), counted from the functors' expressions
+    "ApplyAdagrad": 6, "ApplyRMSProp": 11, "ApplyCenteredRMSProp": 16, "ApplyAdadelta": 16,
+    "ApplyFtrl": 20, "ApplyFtrlV2": 23,
     # gradient kernels of the ops above
     "ReluGrad": 1, "TanhGrad": 3, "SigmoidGrad": 3, "RsqrtGrad": 4,
 }

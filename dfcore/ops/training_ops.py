@@ -1,10 +1,12 @@
-"""Fused optimizer update ops: ``ApplyGradientDescent``, ``ApplyMomentum``, ``ApplyAdam``.
+"""Fused optimizer update ops: ``ApplyGradientDescent``, ``ApplyMomentum``, ``ApplyAdam``, and the
+machinery every ``Apply*`` op shares (:func:`register_update`, :func:`apply_update`).
 
 Source: ``tensorflow/core/ops/training_ops.cc`` (signatures, shape functions)
 and ``core/kernels/training_ops.cc`` (update formulas). Each op takes its
 variable and slot variables as references (inputs ``var``, ``accum``, ``m``,
 ``v``), reads them through the step's transaction, stages the new values and
-outputs the new value of ``var``.
+outputs the new value of ``var``. The adaptive optimizers' ops (Adagrad, RMSProp,
+Adadelta, Ftrl) live in :mod:`dfcore.ops.training_ops_adaptive` and register the same way.
 
 Concurrent steps: every staged write carries a ``redo`` that recomputes the
 whole update from the newest committed values (slots are staged before
@@ -35,7 +37,7 @@ class _UpdateDef:
 
 
 def _gradient_descent(attrs, var, alpha, delta):
-    new = np.multiply(delta, alpha)  # one fresh buffer: the step, then the new value in place
+    new = np.asarray(np.multiply(delta, alpha))  # one fresh buffer (0-d for a scalar var), then the new value in it
     return (np.subtract(var, new, out=new),)
 
 
@@ -59,12 +61,24 @@ def _adam(attrs, var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon,
     return var, m, v
 
 
-_UPDATES = {
-    "ApplyGradientDescent": _UpdateDef(("var", "alpha", "delta"), 1, ("alpha",), _gradient_descent),
-    "ApplyMomentum": _UpdateDef(("var", "accum", "lr", "grad", "momentum"), 2, ("lr", "momentum"), _momentum),
-    "ApplyAdam": _UpdateDef(("var", "m", "v", "beta1_power", "beta2_power", "lr", "beta1", "beta2", "epsilon",
-                             "grad"), 3, ("beta1_power", "beta2_power", "lr", "beta1", "beta2", "epsilon"), _adam),
-}
+_UPDATES = {}
+
+
+def register_update(op_type, names, num_refs, scalars, fn):
+    """Register the ``Apply*`` op ``op_type``: shape function, kernel, stateful, ref inputs, no gradient.
+
+    Args:
+        names: the op's input names in order (``("var", "accum", "lr", "grad")``).
+        num_refs: how many leading inputs are variable references (``var`` and the slots).
+        scalars: the names of the inputs that must be scalars.
+        fn: ``fn(attrs, *values) -> (new var, new slot, ...)`` on numpy arrays, in ``names`` order.
+    """
+    _UPDATES[op_type] = _UpdateDef(tuple(names), num_refs, scalars, fn)
+    registry.RegisterShape(op_type)(_shape_fn)
+    registry.RegisterKernel(op_type, needs_context=True)(_kernel_factory)
+    registry.mark_stateful(op_type)
+    registry.register_ref_inputs(op_type, *range(num_refs))
+    registry.NotDifferentiable(op_type)
 
 
 # -- constructors -----------------------------------------------------------------
@@ -78,7 +92,7 @@ def apply_gradient_descent(var, alpha, delta, use_locking=False, name=None):
         InvalidArgumentError: ``alpha`` is not a scalar or ``delta``'s shape differs.
     Source: TF ``training_ops.cc`` (ApplyGradientDescent).
     """
-    return _apply("ApplyGradientDescent", [var, alpha, delta], {"use_locking": bool(use_locking)}, name)
+    return apply_update("ApplyGradientDescent", [var, alpha, delta], {"use_locking": bool(use_locking)}, name)
 
 
 def apply_momentum(var, accum, lr, grad, momentum, use_locking=False, use_nesterov=False, name=None):
@@ -90,7 +104,7 @@ def apply_momentum(var, accum, lr, grad, momentum, use_locking=False, use_nester
     Source: TF ``training_ops.cc`` (ApplyMomentum).
     """
     attrs = {"use_locking": bool(use_locking), "use_nesterov": bool(use_nesterov)}
-    return _apply("ApplyMomentum", [var, accum, lr, grad, momentum], attrs, name)
+    return apply_update("ApplyMomentum", [var, accum, lr, grad, momentum], attrs, name)
 
 
 def apply_adam(var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad, use_locking=False,
@@ -105,10 +119,16 @@ def apply_adam(var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, g
     Source: TF ``training_ops.cc`` (ApplyAdam).
     """
     attrs = {"use_locking": bool(use_locking), "use_nesterov": bool(use_nesterov)}
-    return _apply("ApplyAdam", [var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad], attrs, name)
+    return apply_update("ApplyAdam", [var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad], attrs,
+                        name)
 
 
-def _apply(op_type, inputs, attrs, name):
+def apply_update(op_type, inputs, attrs, name):
+    """Create the registered ``Apply*`` op ``op_type``; returns its output (the new ``var``).
+
+    The leading ``num_refs`` inputs (Variables or refs) are taken by reference; the others are
+    converted to the variable's dtype unless they are Tensors already. ``attrs`` gains ``T``.
+    """
     num_refs = _UPDATES[op_type].num_refs
     refs = [x._ref() if hasattr(x, "_ref") else x for x in inputs[:num_refs]]
     dtype = refs[0].dtype.base_dtype
@@ -197,9 +217,7 @@ def _shape_str(value):
     return "[" + ",".join(str(d) for d in value.shape) + "]"
 
 
-for _op_type, _update in _UPDATES.items():
-    registry.RegisterShape(_op_type)(_shape_fn)
-    registry.RegisterKernel(_op_type, needs_context=True)(_kernel_factory)
-    registry.mark_stateful(_op_type)
-    registry.register_ref_inputs(_op_type, *range(_update.num_refs))
-    registry.NotDifferentiable(_op_type)
+register_update("ApplyGradientDescent", ("var", "alpha", "delta"), 1, ("alpha",), _gradient_descent)
+register_update("ApplyMomentum", ("var", "accum", "lr", "grad", "momentum"), 2, ("lr", "momentum"), _momentum)
+register_update("ApplyAdam", ("var", "m", "v", "beta1_power", "beta2_power", "lr", "beta1", "beta2", "epsilon", "grad"),
+                3, ("beta1_power", "beta2_power", "lr", "beta1", "beta2", "epsilon"), _adam)

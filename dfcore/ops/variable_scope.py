@@ -274,7 +274,8 @@ def variable_scope(name_or_scope, default_name=None, values=None, initializer=No
     else:
         relative = name_or_scope if name_or_scope is not None else _unique_scope_name(outer, default_name)
         name = f"{outer.name}/{relative}" if outer.name else relative
-        name_scope, base = relative, outer
+        # a default-named scope opens the name scope default_name, made unique by the graph, as TF does
+        name_scope, base = (relative if name_or_scope is not None else default_name), outer
     inherited = outer.reuse if reuse is None or reuse is False else reuse
     if isinstance(name_or_scope, VariableScope) and reuse is None:
         inherited = outer.reuse or name_or_scope.reuse
@@ -286,14 +287,18 @@ def variable_scope(name_or_scope, default_name=None, values=None, initializer=No
         custom_getter=_compose(base.custom_getter, custom_getter),
         partitioner=partitioner if partitioner is not None else base.partitioner)
     scopes = graph.get_collection_ref(_SCOPE_KEY)
+    counts = _scope_counts()
+    saved_counts = dict(counts) if isinstance(name_or_scope, VariableScope) else None
     with (graph.name_scope(name_scope) if auxiliary_name_scope else contextlib.nullcontext(name_scope)) as opened:
         scope.original_name_scope = opened if isinstance(opened, str) else name_scope
         get_variable_scope()  # make sure the root scope is at the bottom of the stack
         scopes.append(scope)
+        counts[name] = counts.get(name, 0) + 1
         try:
             yield scope
         finally:
             scopes.pop()
+            _close_subscopes(counts, name, saved_counts)
 
 
 def _compose(outer_getter, inner_getter):
@@ -307,16 +312,40 @@ def _compose(outer_getter, inner_getter):
     return composed
 
 
-def _unique_scope_name(outer, default_name):
-    """``default_name``, or ``default_name_<n>`` if a scope of that name was already opened here."""
+def _scope_counts():
+    """How many times each variable scope (by full name) was opened in the default graph since its parent
+    scope was last entered (TF's ``_VariableScopeStore.variable_scopes_count``)."""
     graph = graph_lib.get_default_graph()
     counts = graph.get_collection_ref(("__varscope_counts",))
     if not counts:
         counts.append({})
+    return counts[0]
+
+
+def _close_subscopes(counts, name, saved_counts):
+    """On leaving scope ``name``: forget the scopes opened inside it, so re-entering ``name`` later gives
+    its default-named sub-scopes the same names again (TF's ``close_variable_subscopes``); a re-entered
+    :class:`VariableScope` object restores the counts it found instead, as in TF."""
+    if saved_counts is not None:
+        counts.clear()
+        counts.update(saved_counts)
+        return
+    for key in counts:
+        if key.startswith(name + "/"):
+            counts[key] = 0
+
+
+def _unique_scope_name(outer, default_name):
+    """``default_name``, or ``default_name_<n>`` (lowest free n) if a scope of that name is open or was
+    opened here since the enclosing scope was entered (TF's ``_get_unique_variable_scope``)."""
+    counts = _scope_counts()
     key = f"{outer.name}/{default_name}" if outer.name else default_name
-    count = counts[0].get(key, 0)
-    counts[0][key] = count + 1
-    return default_name if count == 0 else f"{default_name}_{count}"
+    if not counts.get(key):
+        return default_name
+    index = 1
+    while counts.get(f"{key}_{index}"):
+        index += 1
+    return f"{default_name}_{index}"
 
 
 __all__ = ["AUTO_REUSE", "VariableScope", "get_variable", "get_variable_scope", "variable_scope"]

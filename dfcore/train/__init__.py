@@ -5,9 +5,14 @@
 Source: ``tensorflow/python/training/``; names as TF1's ``tf.train``.
 """
 
+from .adadelta import AdadeltaOptimizer
+from .adagrad import AdagradOptimizer
 from .adam import AdamOptimizer
+from .ftrl import FtrlOptimizer
 from .gradient_descent import GradientDescentOptimizer
+from .learning_rate_decay import exponential_decay, piecewise_constant, piecewise_constant_decay, polynomial_decay
 from .momentum import MomentumOptimizer
+from .rmsprop import RMSPropOptimizer
 from .optimizer import Optimizer
 from .training_util import (assert_global_step, create_global_step, get_global_step, get_or_create_global_step,
                             global_step)

@@ -10,12 +10,20 @@ Subclasses implement ``_create_slots``, ``_prepare``, ``_apply_dense`` and
 optionally ``_finish``.
 """
 
+from collections.abc import Callable
+from typing import Union
+
 from ..framework import dtypes
 from ..framework.graph import GraphKeys, get_default_graph
 from ..framework.tensor_conversion import convert_to_tensor
-from ..ops import control_flow_ops, gradients_impl, state_ops, variables
+from ..ops import control_flow_ops, gradients_impl, math_ops, state_ops, variables
 from ..ops.op_util import graph_of
+from ..framework.tensor import Tensor
 from . import slot_creator
+
+#: What an optimizer accepts for a hyperparameter such as ``learning_rate``: a number, a scalar Tensor
+#: (a placeholder, a schedule) or a callable returning either, called when the updates are built.
+Hyperparameter = Union[float, Tensor, Callable[[], Union[float, Tensor]]]
 
 
 class Optimizer:
@@ -39,6 +47,7 @@ class Optimizer:
         self._name = name
         self._slots = {}
         self._non_slot_dict = {}
+        self._hyper_tensors = {}
 
     def get_name(self):
         return self._name
@@ -163,10 +172,18 @@ class Optimizer:
 
     def _zeros_slot(self, var, slot_name, op_name):
         """The zeros slot ``slot_name`` of ``var``, created as ``<var>/<op_name>`` the first time."""
+        return self._get_or_make(var, slot_name, lambda: slot_creator.create_zeros_slot(var, op_name))
+
+    def _get_or_make_slot_with_initializer(self, var, initializer, shape, dtype, slot_name, op_name):
+        """The slot ``slot_name`` of ``var``, created as ``<var>/<op_name>`` from ``initializer`` the first time."""
+        return self._get_or_make(var, slot_name, lambda: slot_creator.create_slot_with_initializer(
+            var, initializer, shape, dtype, op_name))
+
+    def _get_or_make(self, var, slot_name, make):
         named_slots = self._slot_dict(slot_name)
         key = slot_creator.var_key(var)
         if key not in named_slots:
-            named_slots[key] = slot_creator.create_zeros_slot(var, op_name)
+            named_slots[key] = make()
         return named_slots[key]
 
     def _create_non_slot_variable(self, initial_value, name, colocate_with):
@@ -200,6 +217,15 @@ class Optimizer:
     @staticmethod
     def _call_if_callable(param):
         return param() if callable(param) else param
+
+    def _prepare_hyper(self, **values):
+        """Convert hyperparameters (floats, Tensors or callables) to tensors named after them (``learning_rate``)."""
+        self._hyper_tensors = {name: convert_to_tensor(self._call_if_callable(value), name=name)
+                               for name, value in values.items()}
+
+    def _hyper(self, name, var):
+        """The hyperparameter tensor ``name`` cast to ``var``'s dtype (call after :meth:`_prepare_hyper`)."""
+        return math_ops.cast(self._hyper_tensors[name], var.dtype.base_dtype)
 
     def _valid_dtypes(self):
         return {dtypes.float16, dtypes.float32, dtypes.float64}

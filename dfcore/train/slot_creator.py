@@ -8,6 +8,8 @@ at the root name scope, and colocated with ``v``.
 
 import contextlib
 
+from ..framework import dtypes
+from ..framework.tensor_shape import TensorShape
 from ..ops import array_ops, variables
 
 
@@ -43,11 +45,29 @@ def create_zeros_slot(primary, name, dtype=None, colocate_with_primary=True):
     Source: TF ``slot_creator.create_zeros_slot``.
     """
     dtype = (dtype or primary.dtype).base_dtype
-    shape = primary.shape
+    dims = _defined_dims(primary, primary.shape)
+    return create_slot(primary, lambda: array_ops.zeros(dims, dtype, name="zeros"), name, colocate_with_primary)
+
+
+def create_slot_with_initializer(primary, initializer, shape, dtype, name, colocate_with_primary=True):
+    """A slot for ``primary`` initialized to ``initializer(shape, dtype=dtype)`` (Adagrad's constant 0.1).
+
+    Args:
+        initializer: an initializer object or ``f(shape, dtype=...) -> Tensor``.
+        shape: the slot's shape (TensorShape or list), fully defined; dtype: its dtype.
+    Raises:
+        ValueError: ``shape`` is not fully defined.
+    Source: TF ``slot_creator.create_slot_with_initializer``.
+    """
+    dtype = dtypes.as_dtype(dtype).base_dtype
+    dims = _defined_dims(primary, TensorShape(shape))
+    return create_slot(primary, lambda: initializer(dims, dtype=dtype), name, colocate_with_primary)
+
+
+def _defined_dims(primary, shape):
     if not shape.is_fully_defined():
         raise ValueError(f"Cannot create a slot for {primary.op.name}: its shape {shape} is not fully defined.")
-    return create_slot(primary, lambda: array_ops.zeros(shape.as_list(), dtype, name="zeros"), name,
-                       colocate_with_primary)
+    return shape.as_list()
 
 
 def var_key(var):

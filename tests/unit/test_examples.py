@@ -25,6 +25,24 @@ def test_digits_example_reaches_95_percent():
     assert _run_example("dfcore.examples.digits") >= 0.95
 
 
+def test_conv_digits_example_reaches_97_percent():
+    assert _run_example("dfcore.examples.conv_digits") >= 0.97
+
+
+def test_conv_digits_is_seeded_and_its_towers_share_variables():
+    from dfcore.examples import conv_digits
+
+    assert conv_digits.train(epochs=1, progress=False) == conv_digits.train(epochs=1, progress=False)
+    images = tf.placeholder(tf.float32, [None, 8, 8, 1])
+    for reuse in (False, True):
+        with tf.variable_scope("conv_net", reuse=reuse):
+            logits = conv_digits.conv_net(images, 10, training=not reuse)
+    assert logits.shape.as_list() == [None, 10]
+    assert [v.op.name for v in tf.trainable_variables()] == [
+        f"conv_net/{layer}/{weight}" for layer in ("conv2d", "conv2d_1", "dense", "dense_1")
+        for weight in ("kernel", "bias")]
+
+
 def test_multi_tower_example_reaches_95_percent():
     assert _run_example("dfcore.examples.multi_tower", "--towers", "4") >= 0.95
 

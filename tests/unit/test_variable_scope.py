@@ -215,3 +215,16 @@ def test_partitioners_split_one_axis_and_never_more_shards_than_rows():
     assert tf.min_max_variable_partitioner(2)([1024, 256], tf.float32) == [2, 1]
     with pytest.raises(ValueError, match="Can only slice a variable along one dimension"):
         tf.get_variable("x", [4, 4], partitioner=lambda shape, dtype: [2, 2])
+
+
+def test_default_names_restart_when_the_enclosing_scope_is_entered_again():
+    """TF counts every opened scope and forgets a scope's sub-scopes when it is left (close_variable_subscopes)."""
+    names = []
+    for reuse in (False, True):
+        with tf.variable_scope("model", reuse=reuse), tf.variable_scope(None, default_name="block"):
+            names.append(tf.get_variable("w", [1]).op.name)
+    assert names == ["model/block/w", "model/block/w"]
+    with tf.variable_scope("layer"):
+        pass
+    with tf.variable_scope(None, default_name="layer"):
+        assert tf.get_variable("v", [1]).op.name == "layer_1/v"
