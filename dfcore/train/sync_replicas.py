@@ -16,9 +16,12 @@ global step. With ``total_num_replicas > replicas_to_aggregate`` the extra worke
 *backup workers*: the slowest gradients of each step come late and are dropped.
 Gradients are averaged, not summed: scale the learning rate accordingly.
 
-dfcore differences: ``ready_for_local_init_op`` is a bool vector (True where a global
-variable is still uninitialized) instead of TF's vector of their names;
-``make_session_run_hook`` is not provided (there are no session run hooks yet).
+``make_session_run_hook(is_chief)`` gives the hook a ``MonitoredTrainingSession`` needs: after the
+session is created it runs the local init op (the chief's also sets the accumulators' global step),
+fills the token queue and starts the chief's queue runner, as TF's ``_SyncReplicasOptimizerHook``.
+
+dfcore difference: ``ready_for_local_init_op`` is a bool vector (True where a global
+variable is still uninitialized) instead of TF's vector of their names.
 """
 
 import logging
@@ -30,6 +33,7 @@ from ..ops.math_ops_binary import logical_not
 from ..ops.op_util import graph_of
 from .optimizer import Optimizer
 from .queue_runner import QueueRunner
+from .session_run_hook import SessionRunHook
 
 
 class SyncReplicasOptimizer(Optimizer):
@@ -58,6 +62,7 @@ class SyncReplicasOptimizer(Optimizer):
         self._variable_averages = variable_averages
         self._variables_to_average = variables_to_average
         self._gradients_applied = False
+        self._init_tokens_ops = {}  # num_tokens -> op: asking twice (a hook and the program) builds one op
         self._global_step = None
         self._sync_token_queue = None
         self._chief_queue_runner = None
@@ -186,6 +191,12 @@ class SyncReplicasOptimizer(Optimizer):
         elif num_tokens < tokens_needed:
             raise ValueError(f"Too few tokens to finish the first step: {num_tokens} (given) vs {tokens_needed} "
                              "(needed)")
+        if num_tokens in self._init_tokens_ops:
+            return self._init_tokens_ops[num_tokens]
+        self._init_tokens_ops[num_tokens] = self._make_init_tokens_op(num_tokens)
+        return self._init_tokens_ops[num_tokens]
+
+    def _make_init_tokens_op(self, num_tokens):
         graph = self._global_step.graph
         with graph.as_default():
             if num_tokens > 0:
@@ -193,6 +204,11 @@ class SyncReplicasOptimizer(Optimizer):
                     tokens = array_ops.fill([num_tokens], self._global_step)
                     return self._sync_token_queue.enqueue_many((tokens,))
             return control_flow_ops.no_op(name="no_init_tokens")
+
+    def make_session_run_hook(self, is_chief, num_tokens=-1):
+        """A :class:`SessionRunHook` that initializes this optimizer's sync state for a monitored session
+        (chief: ``chief_init_op``, the init tokens and the chief queue runner; others: ``local_step_init_op``)."""
+        return _SyncReplicasOptimizerHook(self, is_chief, num_tokens)
 
     def get_slot(self, *args, **kwargs):
         return self._opt.get_slot(*args, **kwargs)
@@ -206,3 +222,35 @@ class SyncReplicasOptimizer(Optimizer):
     def _check_applied(self, what):
         if not self._gradients_applied:
             raise ValueError(f"{what} is available after apply_gradients().")
+
+
+class _SyncReplicasOptimizerHook(SessionRunHook):
+    """TF's ``_SyncReplicasOptimizerHook`` (``sync_replicas_optimizer.py``)."""
+
+    def __init__(self, sync_optimizer, is_chief, num_tokens):
+        self._sync_optimizer, self._is_chief, self._num_tokens = sync_optimizer, is_chief, num_tokens
+
+    def begin(self):
+        optimizer = self._sync_optimizer
+        if not optimizer._gradients_applied:
+            raise ValueError("SyncReplicasOptimizer.apply_gradient should be called before using the hook.")
+        self._ready_for_local_init_op = optimizer.ready_for_local_init_op
+        if self._is_chief:
+            self._local_init_op = optimizer.chief_init_op
+            self._q_runner = optimizer.get_chief_queue_runner()
+            self._init_tokens_op = optimizer.get_init_tokens_op(self._num_tokens)
+        else:
+            self._local_init_op = optimizer.local_step_init_op
+            self._q_runner, self._init_tokens_op = None, None
+
+    def after_create_session(self, session, coord):
+        uninitialized = session.run(self._ready_for_local_init_op)
+        if uninitialized.any():
+            raise RuntimeError("Init operations did not make model ready for SyncReplicasOptimizer local_init. "
+                               f"Init op: {self._local_init_op.name}, error: {int(uninitialized.sum())} global "
+                               "variables are not initialized")
+        session.run(self._local_init_op)
+        if self._init_tokens_op is not None:
+            session.run(self._init_tokens_op)
+        if self._q_runner is not None:
+            self._q_runner.create_threads(session, coord=coord, daemon=True, start=True)

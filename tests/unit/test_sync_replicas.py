@@ -120,3 +120,29 @@ def test_stale_gradients_are_dropped_and_tokens_carry_the_new_step():
         token = sess.run(opt.sync_token_queue.dequeue())
         assert token == 1
         np.testing.assert_allclose(sess.run(m["w"]), [0.9, 1.9], rtol=1e-6)
+
+
+def test_make_session_run_hook_runs_a_chief_in_a_monitored_session_without_duplicated_ops():
+    m = _model(replicas=1, total=1)
+    with m["graph"].as_default():
+        tokens = m["opt"].get_init_tokens_op()
+        hook = m["opt"].make_session_run_hook(is_chief=True)
+        hook.begin()
+        assert hook._init_tokens_op is tokens and m["opt"].get_init_tokens_op() is tokens  # one op, asked thrice
+        with tf.train.MonitoredTrainingSession(hooks=[m["opt"].make_session_run_hook(True),
+                                                      tf.train.StopAtStepHook(last_step=3)],
+                                               config=CPU_ONLY) as sess:
+            fills = [op for op in m["graph"].get_operations() if op.type == "QueueEnqueueManyV2"]
+            assert len(fills) == 2 and tokens in fills  # the sync op's refill and the one init-tokens op
+            while not sess.should_stop():
+                sess.run(m["train"], {m["x"]: np.array([1.0, -1.0], np.float32)})
+            w = sess.run(m["w"])
+    np.testing.assert_allclose(w, [1.0 - 3 * 0.1, 2.0 + 3 * 0.1], rtol=1e-6)  # 3 synchronous SGD steps
+
+
+def test_the_hook_needs_apply_gradients_first():
+    graph = tf.Graph()
+    with graph.as_default():
+        opt = tf.train.SyncReplicasOptimizer(tf.train.GradientDescentOptimizer(0.1), 2)
+        with pytest.raises(ValueError, match="apply_gradient should be called before using the hook"):
+            opt.make_session_run_hook(is_chief=True).begin()
