@@ -129,15 +129,15 @@ def test_make_session_run_hook_runs_a_chief_in_a_monitored_session_without_dupli
         hook = m["opt"].make_session_run_hook(is_chief=True)
         hook.begin()
         assert hook._init_tokens_op is tokens and m["opt"].get_init_tokens_op() is tokens  # one op, asked thrice
+        final = tf.train.FinalOpsHook(m["w"])
         with tf.train.MonitoredTrainingSession(hooks=[m["opt"].make_session_run_hook(True),
-                                                      tf.train.StopAtStepHook(last_step=3)],
+                                                      tf.train.StopAtStepHook(last_step=3), final],
                                                config=CPU_ONLY) as sess:
             fills = [op for op in m["graph"].get_operations() if op.type == "QueueEnqueueManyV2"]
             assert len(fills) == 2 and tokens in fills  # the sync op's refill and the one init-tokens op
             while not sess.should_stop():
                 sess.run(m["train"], {m["x"]: np.array([1.0, -1.0], np.float32)})
-            w = sess.run(m["w"])
-    np.testing.assert_allclose(w, [1.0 - 3 * 0.1, 2.0 + 3 * 0.1], rtol=1e-6)  # 3 synchronous SGD steps
+    np.testing.assert_allclose(final.final_ops_values, [1.0 - 3 * 0.1, 2.0 + 3 * 0.1], rtol=1e-6)  # 3 synchronous SGD steps
 
 
 def test_the_hook_needs_apply_gradients_first():
