@@ -28,6 +28,7 @@ from .session_run_hook import SessionRunArgs, SessionRunContext, SessionRunHook,
 from .basic_session_run_hooks import (CheckpointSaverHook, FeedFnHook, FinalOpsHook, LoggingTensorHook,
                                       NanLossDuringTrainingError, NanTensorHook, SecondOrStepTimer, StopAtStepHook)
 from .summary_hooks import StepCounterHook, SummarySaverHook
+from .supervisor import Supervisor
 from .monitored_session import (ChiefSessionCreator, MonitoredSession, MonitoredTrainingSession, Scaffold,
                                 SingularMonitoredSession, WorkerSessionCreator)
 from ..distribute.cluster import ClusterSpec, Server
