@@ -25,7 +25,8 @@ TRACED_TAG = "step1"
 
 # Every node shape's fill: a colour, or url(#id) of a gradient whose stops carry the (device) colours.
 NODE_FILLS_JS = "els => els.map(e => getComputedStyle(e).fill)"
-GRADIENT_STOPS_JS = "els => els.map(e => [e.id, [...e.querySelectorAll('stop')].map(s => s.getAttribute('stop-color'))])"
+GRADIENT_STOPS_JS = ("els => els.map(e => [e.id, [...e.querySelectorAll('stop')]"
+                     ".map(s => s.getAttribute('stop-color'))])")
 
 
 @pytest.fixture(scope="module")
