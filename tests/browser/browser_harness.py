@@ -1,8 +1,8 @@
-"""Shared pieces of the browser smoke tests: where things are, the skip-or-fail rule, and a private
-JupyterLab server on a free loopback port.
+"""Shared pieces of the browser smoke tests: where things are, the skip-or-fail rule, and private
+JupyterLab and TensorBoard servers on free loopback ports.
 
 Every wait has a deadline and every process started here is stopped in a ``finally``. Nothing
-listens beyond 127.0.0.1: the server binds loopback only, Playwright talks to Chromium over a pipe,
+listens beyond 127.0.0.1: the servers bind loopback only, Playwright talks to Chromium over a pipe,
 and the static-export test opens ``file://`` pages. A missing browser stack (Chromium, the
 ``playwright`` package, the vendored widget renderer) skips these tests, except in CI
 (``CI=true``), where it fails them.
