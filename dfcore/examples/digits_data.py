@@ -47,16 +47,18 @@ def batches(x, y, batch_size, rng):
         yield x[index], y[index]
 
 
-def fit_full_batches(sess, train_op, x, y, data, epochs, batch_size, seed, desc, progress=True):
+def fit_full_batches(sess, train_op, x, y, data, epochs, batch_size, seed, desc, progress=True, run_step=None):
     """Run ``train_op`` over shuffled full mini-batches of the training split for ``epochs`` epochs.
 
     Batches shorter than ``batch_size`` are skipped (tower and replica graphs need fixed
     slices). A tqdm bar labelled ``desc`` shows the epochs unless ``progress`` is False.
+    ``run_step(feed_dict)``, if given, runs each step instead of ``sess.run(train_op, feed_dict)``.
     """
     from tqdm.auto import tqdm
 
+    run_step = run_step or (lambda feed: sess.run(train_op, feed))
     rng = np.random.default_rng(seed)
     for _ in tqdm(range(epochs), desc=desc, unit="epoch", disable=not progress):
         for xb, yb in batches(data.x_train, data.y_train, batch_size, rng):
             if len(xb) == batch_size:
-                sess.run(train_op, {x: xb, y: yb})
+                run_step({x: xb, y: yb})

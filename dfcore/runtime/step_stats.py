@@ -98,7 +98,8 @@ class StepStats:
     def to_proto(self):
         """TF's ``StepStats`` message of the wall-clock times (what TensorBoard and TF's tools read).
 
-        Each node's outputs become ``NodeOutput`` records and one ``AllocatorMemoryUsed`` on its device's
+        Each node's outputs become ``NodeOutput`` records (shape of unknown rank: TensorBoard's graph fails to
+        join the stats when a ``NodeOutput`` has no shape) and one ``AllocatorMemoryUsed`` on its device's
         allocator (TensorBoard's graph colours nodes by that ``total_bytes``). The simulated-clock times and
         the per-device allocator totals have no field in TF's message and stay in this record.
         """
@@ -114,6 +115,7 @@ class StepStats:
                     thread_id=ns.thread_id % 2 ** 32)  # uint32 in TF; dfcore keeps Python thread idents
                 for slot, size in enumerate(ns.output_bytes):
                     output = node.output.add(slot=slot)
+                    output.tensor_description.shape.unknown_rank = True  # not recorded; TensorBoard needs a shape
                     output.tensor_description.allocation_description.requested_bytes = size
                     output.tensor_description.allocation_description.allocated_bytes = size
                     output.tensor_description.allocation_description.allocator_name = allocator

@@ -27,7 +27,7 @@ from .sync_replicas import SyncReplicasOptimizer
 from .session_run_hook import SessionRunArgs, SessionRunContext, SessionRunHook, SessionRunValues
 from .basic_session_run_hooks import (CheckpointSaverHook, FeedFnHook, FinalOpsHook, LoggingTensorHook,
                                       NanLossDuringTrainingError, NanTensorHook, SecondOrStepTimer, StopAtStepHook)
-from .summary_hooks import StepCounterHook, SummarySaverHook
+from .summary_hooks import ProfilerHook, StepCounterHook, SummarySaverHook
 from .supervisor import Supervisor
 from .monitored_session import (ChiefSessionCreator, MonitoredSession, MonitoredTrainingSession, Scaffold,
                                 SingularMonitoredSession, WorkerSessionCreator)

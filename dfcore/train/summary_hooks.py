@@ -1,16 +1,22 @@
-"""``SummarySaverHook`` and ``StepCounterHook``: the hooks that feed TensorBoard during training.
+"""``SummarySaverHook``, ``StepCounterHook`` and ``ProfilerHook``: the hooks that feed TensorBoard during training.
 
 Source: ``tensorflow/python/training/basic_session_run_hooks.py`` (TF 1.x): the same arguments, triggers
-(a :class:`SecondOrStepTimer` over the global step), tags (``global_step/sec``) and messages. Both write
-through :class:`dfcore.summary.FileWriterCache`, so hooks writing to one directory share one event file.
+(a :class:`SecondOrStepTimer` over the global step), tags (``global_step/sec``, ``step_<n>``), file names
+(``timeline-<n>.json``) and messages. All write through :class:`dfcore.summary.FileWriterCache`, so hooks
+writing to one directory share one event file.
 """
 
 import logging
+import os
 import time
 
 from ..framework.protos import SessionLog, Summary
+from ..runtime.config import RunOptions
 from ..summary import FileWriterCache
+from ..timeline import Timeline
+from . import training_util
 from .basic_session_run_hooks import SecondOrStepTimer, _global_step_tensor
+from .file_io import atomic_write
 from .session_run_hook import SessionRunArgs, SessionRunHook
 
 _LOG = logging.getLogger("dfcore.train")
@@ -113,3 +119,52 @@ class StepCounterHook(SessionRunHook):
                     self._writer.add_summary(Summary(value=[Summary.Value(tag=self._tag, simple_value=rate)]), step)
             self._timer.update_last_triggered_step(step)
             self._last = (step, time.time())
+
+
+class ProfilerHook(SessionRunHook):
+    """Every ``save_steps`` steps or ``save_secs`` seconds (never on the first call) traces one step with
+    ``FULL_TRACE``, writes its Chrome trace (:class:`dfcore.timeline.Timeline`, wall clock) to
+    ``<output_dir>/timeline-<global_step>.json`` and adds its ``RunMetadata`` to ``output_dir``'s event file
+    under the tag ``step_<global_step>``. Other steps run untraced (no ``RunOptions``).
+
+    Raises:
+        ValueError: both or neither of ``save_steps``/``save_secs`` (TF's wording).
+        RuntimeError: (at ``begin``) the graph has no global step.
+        PermissionDeniedError, ...: (at ``begin`` or on a traced step) ``output_dir`` cannot be written.
+    """
+
+    def __init__(self, save_steps=None, save_secs=None, output_dir="", show_dataflow=True, show_memory=False):
+        self._timer = SecondOrStepTimer(every_secs=save_secs, every_steps=save_steps)
+        self._output_dir = output_dir or os.curdir  # TF's default "" writes into the working directory
+        self._show_dataflow, self._show_memory = show_dataflow, show_memory
+
+    def begin(self):
+        self._global_step = training_util._get_or_create_global_step_read()  # pre-increment: "stale", as TF
+        if self._global_step is None:
+            raise RuntimeError("Global step should be created to use ProfilerHook.")
+        self._writer = FileWriterCache.get(self._output_dir)
+        self._next_step = None
+
+    def before_run(self, run_context):
+        self._request = self._next_step is not None and self._timer.should_trigger_for_step(self._next_step)
+        options = RunOptions(trace_level=RunOptions.FULL_TRACE) if self._request else None
+        return SessionRunArgs({"global_step": self._global_step}, options=options)
+
+    def after_run(self, run_context, run_values):
+        stale_step = int(run_values.results["global_step"])
+        if self._next_step is None:  # the first trace comes save_steps (or save_secs) after the first call
+            self._timer.update_last_triggered_step(stale_step)
+        global_step = stale_step + 1
+        if self._request:
+            global_step = int(run_context.session.run(self._global_step))
+            self._timer.update_last_triggered_step(global_step)
+            self._save(global_step, run_values.run_metadata.step_stats)
+            self._writer.add_run_metadata(run_values.run_metadata, "step_%d" % global_step)
+        self._next_step = global_step + 1
+
+    def _save(self, step, step_stats):
+        path = os.path.join(self._output_dir, f"timeline-{step}.json")
+        _LOG.info("Saving timeline for %d into '%s'.", step, path)
+        trace = Timeline(step_stats).generate_chrome_trace_format(show_dataflow=self._show_dataflow,
+                                                                  show_memory=self._show_memory)
+        atomic_write(path, lambda f: f.write(trace.encode()), sync=False)

@@ -72,3 +72,23 @@ def assert_global_step(global_step_tensor):
     shape = global_step_tensor.get_shape()
     if shape.ndims != 0 and shape.is_fully_defined():
         raise TypeError(f'Existing "global_step" is not scalar: {shape}')
+
+
+GLOBAL_STEP_READ_KEY = "global_step_read_op_cache"
+
+
+def _get_or_create_global_step_read(graph=None):
+    """A ``global_step + 0`` copy of the global step (one per graph, in ``GLOBAL_STEP_READ_KEY``), or None if
+    the graph has no global step. It is computed early in a step, so it holds the value from before the step's
+    increment, where a fetch of the variable itself may see the increment (TF's hooks call it stale)."""
+    graph = graph or get_default_graph()
+    cached = graph.get_collection(GLOBAL_STEP_READ_KEY)
+    if cached:
+        return cached[0]
+    step = get_global_step(graph)
+    if step is None:
+        return None
+    with graph.as_default(), graph.name_scope(None), graph.name_scope(step.op.name + "/"):
+        read = step + 0
+    graph.add_to_collection(GLOBAL_STEP_READ_KEY, read)
+    return read

@@ -1,8 +1,8 @@
-"""Shared pieces of the browser smoke tests: where things are, the skip-or-fail rule, and a private
-JupyterLab server on a free loopback port.
+"""Shared pieces of the browser smoke tests: where things are, the skip-or-fail rule, and private
+JupyterLab and TensorBoard servers on free loopback ports.
 
 Every wait has a deadline and every process started here is stopped in a ``finally``. Nothing
-listens beyond 127.0.0.1: the server binds loopback only, Playwright talks to Chromium over a pipe,
+listens beyond 127.0.0.1: the servers bind loopback only, Playwright talks to Chromium over a pipe,
 and the static-export test opens ``file://`` pages. A missing browser stack (Chromium, the
 ``playwright`` package, the vendored widget renderer) skips these tests, except in CI
 (``CI=true``), where it fails them.
@@ -108,17 +108,24 @@ def _write_lab_settings(settings_dir):
         path.write_text(json.dumps(values))
 
 
-def _wait_until_up(server, process):
+def _wait_until_up(name, probe, process, log_tail):
+    """Call ``probe()`` until it returns true (an OSError counts as not yet); fail if ``process`` exits first.
+
+    Raises:
+        RuntimeError: the process exited (the message carries ``log_tail()``).
+        TimeoutError: no success within ``SERVER_START_TIMEOUT_S``.
+    """
     deadline = time.monotonic() + SERVER_START_TIMEOUT_S
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise RuntimeError(f"jupyter lab exited with {process.returncode}:\n{server.log_tail()}")
+            raise RuntimeError(f"{name} exited with {process.returncode}:\n{log_tail()}")
         try:
-            server.api("GET", "/api/status", timeout_s=2)
-            return
+            if probe():
+                return
         except (OSError, urllib.error.URLError):
-            time.sleep(0.25)
-    raise TimeoutError(f"jupyter lab did not answer within {SERVER_START_TIMEOUT_S} s:\n{server.log_tail()}")
+            pass
+        time.sleep(0.25)
+    raise TimeoutError(f"{name} did not answer within {SERVER_START_TIMEOUT_S} s:\n{log_tail()}")
 
 
 def _stop(process):
@@ -165,7 +172,8 @@ def running_jupyter_lab(root_dir, state_dir):
                                    env=env, start_new_session=True)
     server = LabServer(f"http://127.0.0.1:{port}", token, log_path)
     try:
-        _wait_until_up(server, process)
+        _wait_until_up("jupyter lab", lambda: server.api("GET", "/api/status", timeout_s=2) is not None, process,
+                       server.log_tail)
         yield server
     finally:
         try:
@@ -173,3 +181,46 @@ def running_jupyter_lab(root_dir, state_dir):
                 server.shutdown_kernels()
         finally:
             _stop(process)
+
+
+class TensorBoardServer:
+    """A running ``tensorboard``: ``url`` (``http://127.0.0.1:<port>``) and its log file."""
+
+    def __init__(self, url, log_path):
+        self.url, self.log_path = url, log_path
+
+    def get_json(self, path, timeout_s=10):
+        """GET ``path`` (``/data/...``) and return the decoded JSON body."""
+        with urllib.request.urlopen(f"{self.url}{path}", timeout=timeout_s) as response:
+            return json.loads(response.read())
+
+    def log_tail(self, nchars=4000):
+        """The end of the server's log, for failure messages."""
+        return self.log_path.read_text(errors="replace")[-nchars:]
+
+
+@contextlib.contextmanager
+def running_tensorboard(logdir, state_dir, ready):
+    """Run ``python -m tensorboard.main --logdir logdir`` on a free 127.0.0.1 port (Python loader, no data
+    server); wait until ``ready(server)`` is true (e.g. the graphs plugin lists the run), then yield a
+    ``TensorBoardServer``; on exit the server is stopped (killed if it lingers). Its log and temporary files
+    (``TMPDIR``: TensorBoard's ``.tensorboard-info``) live under ``state_dir``.
+
+    Raises:
+        RuntimeError: the server exited during start-up (the message carries its log).
+        TimeoutError: ``ready`` was not true within ``SERVER_START_TIMEOUT_S``.
+    """
+    port = free_loopback_port()
+    command = [sys.executable, "-m", "tensorboard.main", f"--logdir={logdir}", "--host=127.0.0.1", f"--port={port}",
+               "--load_fast=false", "--reload_interval=0"]
+    env = dict(os.environ, TMPDIR=str(state_dir))
+    log_path = state_dir / "tensorboard.log"
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                   env=env, start_new_session=True)
+    server = TensorBoardServer(f"http://127.0.0.1:{port}", log_path)
+    try:
+        _wait_until_up("tensorboard", lambda: ready(server), process, server.log_tail)
+        yield server
+    finally:
+        _stop(process)

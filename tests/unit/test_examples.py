@@ -82,3 +82,22 @@ def test_multi_tower_places_towers_on_their_gpus():
         placed = {r.node_name: r.assigned_device for r in sess.placement_records()}
     assert placed["tower_0/MatMul"].endswith("GPU:0") and placed["tower_1/MatMul"].endswith("GPU:1")
     assert placed["w1"].endswith("CPU:0")
+
+
+def test_multi_tower_writes_a_tensorboard_run_with_the_towers_on_their_gpus(tmp_path, capsys):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    from dfcore.examples import multi_tower
+
+    multi_tower.main(["--towers", "2", "--epochs", "1", "--no-progress", "--logdir", str(tmp_path)])
+    assert capsys.readouterr().out.startswith("test_accuracy=")
+    accumulator = EventAccumulator(str(tmp_path))
+    accumulator.Reload()
+    devices = {node.name: node.device for node in accumulator.Graph().node}
+    assert devices["tower_0/MatMul"] == "/device:GPU:0" and devices["tower_1/MatMul"] == "/device:GPU:1"
+    assert devices["w1"] == devices["loss"] == "/device:CPU:0"
+    losses = accumulator.Scalars("loss")
+    assert [e.step for e in losses] == list(range(22)) and losses[-1].value < losses[0].value  # 1,437 // 64 steps
+    assert accumulator.Tags()["run_metadata"] == ["step1"]
+    traced = {d.device.rsplit("/", 1)[-1] for d in accumulator.RunMetadata("step1").step_stats.dev_stats}
+    assert {"device:CPU:0", "device:GPU:0", "device:GPU:1"} <= traced

@@ -75,6 +75,7 @@ def test_the_graph_and_run_metadata_carry_devices_compute_time_and_memory(tmp_pa
              for d in accumulator.RunMetadata("step0").step_stats.dev_stats}
     matmul = stats["device:GPU:0"]["MatMul"]
     assert matmul.memory[0].allocator_name == "GPU_0_bfc" and matmul.memory[0].total_bytes == 2 * 2 * 4
+    assert matmul.output[0].tensor_description.shape.unknown_rank  # TensorBoard reads every output's shape
     assert matmul.all_end_rel_micros >= 0 and matmul.timeline_label.startswith("MatMul = MatMul(")
 
 

@@ -1,6 +1,9 @@
 """MonitoredTrainingSession writes TensorBoard summaries as TF 1.x does: SummarySaverHook at TF's steps with
-the values of plain gradient descent, StepCounterHook's global_step/sec, a SessionLog START; bad hook
+the values of plain gradient descent, StepCounterHook's global_step/sec, a SessionLog START; ProfilerHook traces
+only its trigger steps into timeline-<step>.json Chrome traces and step_<step> run metadata; bad hook
 arguments are TF's ValueErrors."""
+
+import json
 
 import numpy as np
 import pytest
@@ -60,3 +63,52 @@ def test_bad_hook_arguments_are_tfs_value_errors(tmp_path):
         tf.train.StepCounterHook(every_n_steps=None, output_dir=str(tmp_path))
     with pytest.raises(RuntimeError, match="Global step should be created to use SummarySaverHook"):
         tf.train.SummarySaverHook(save_steps=1, output_dir=str(tmp_path), summary_op=summary).begin()
+
+
+class _TraceLevels(tf.train.SessionRunHook):
+    """Records the trace level of every call's merged RunOptions."""
+
+    def __init__(self):
+        self.levels = []
+
+    def after_run(self, run_context, run_values):
+        self.levels.append(run_values.options.trace_level)
+
+
+def test_profiler_hook_traces_every_n_steps_into_chrome_traces_and_run_metadata(tmp_path):
+    step = tf.train.get_or_create_global_step()
+    with tf.device("/gpu:0"):
+        w = tf.Variable([5.0], name="w")
+        loss = tf.reduce_sum(tf.square(w))
+    train = tf.train.GradientDescentOptimizer(0.1).minimize(loss, global_step=step)
+    levels = _TraceLevels()
+    hooks = [tf.train.ProfilerHook(save_steps=3, output_dir=str(tmp_path), show_dataflow=False, show_memory=True),
+             tf.train.StopAtStepHook(last_step=10), levels]
+    with tf.train.MonitoredSession(hooks=hooks) as sess:
+        while not sess.should_stop():
+            sess.run(train)
+    tf.summary.FileWriterCache.clear()
+    full = tf.RunOptions.FULL_TRACE
+    assert levels.levels == [full if call in (3, 6, 9) else 0 for call in range(1, 11)]  # TF: never the first call
+    assert sorted(p.name for p in tmp_path.glob("timeline-*.json")) == [
+        "timeline-3.json", "timeline-6.json", "timeline-9.json"]
+    trace = json.loads((tmp_path / "timeline-6.json").read_text())
+    processes = {e["args"]["name"] for e in trace["traceEvents"] if e["name"] == "process_name"}
+    assert any(name.endswith("GPU:0 Compute") for name in processes)
+    assert any(name.endswith("GPU:0 Tensors") for name in processes)  # show_memory
+    assert {e["args"]["op"] for e in trace["traceEvents"] if e["ph"] == "X" and e["cat"] == "Op"} >= {
+        "ApplyGradientDescent"}
+    assert not any(e.get("cat") == "DataFlow" for e in trace["traceEvents"])  # show_dataflow=False
+    accumulator = EventAccumulator(str(tmp_path))
+    accumulator.Reload()
+    assert sorted(accumulator.Tags()["run_metadata"]) == ["step_3", "step_6", "step_9"]
+    assert accumulator.RunMetadata("step_9").step_stats.dev_stats
+
+
+def test_profiler_hook_checks_its_arguments_and_the_global_step(tmp_path):
+    with pytest.raises(ValueError, match="exactly one of every_steps and every_secs"):
+        tf.train.ProfilerHook(output_dir=str(tmp_path))
+    with pytest.raises(ValueError, match="exactly one of every_steps and every_secs"):
+        tf.train.ProfilerHook(save_steps=1, save_secs=1, output_dir=str(tmp_path))
+    with pytest.raises(RuntimeError, match="Global step should be created to use ProfilerHook"):
+        tf.train.ProfilerHook(save_steps=1, output_dir=str(tmp_path)).begin()
