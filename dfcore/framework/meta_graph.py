@@ -99,7 +99,8 @@ def export_scoped_meta_graph(graph_def: GraphDef | None = None, graph=None, expo
         meta_graph_def.saver_def.CopyFrom(saver_def)
     for key in graph.get_all_collection_keys() if collection_list is None else collection_list:
         if clear_extraneous_savers and key == GraphKeys.SAVERS:
-            items = [saver_def] if saver_def is not None else []
+            with graph.as_default():
+                items = [_PROTO_FUNCTIONS[key][2](saver_def)] if saver_def is not None else []
         else:
             items = graph.get_collection(key)
         _add_collection_def(meta_graph_def, key, [x for x in items if _item_kept(x, export_scope, exclude)],
