@@ -66,8 +66,9 @@ def prepend_name_scope(name: str, import_scope: str | None) -> str:
 def export_scoped_meta_graph(graph_def: GraphDef | None = None, graph=None, export_scope: str | None = None,
                              clear_devices: bool = False, saver_def: SaverDef | None = None,
                              clear_extraneous_savers: bool = False, meta_info_def=None,
-                             collection_list: Iterable[str] | None = None) -> tuple[MetaGraphDef, dict]:
-    """``(MetaGraphDef, {name without export_scope: Variable})`` of ``graph`` (default graph).
+                             collection_list: Iterable[str] | None = None) -> MetaGraphDef:
+    """The ``MetaGraphDef`` of ``graph`` (default graph): its GraphDef, ``saver_def`` and collections (all, or
+    those named in ``collection_list``). Unlike TF's, it returns no ``{name: Variable}`` dict beside it.
 
     ``graph_def`` replaces the graph's own GraphDef (``graph.as_graph_def(add_shapes=True)``). With
     ``export_scope`` only the nodes under it are kept, names stripped of it, and inputs from outside become
@@ -105,24 +106,23 @@ def export_scoped_meta_graph(graph_def: GraphDef | None = None, graph=None, expo
             items = graph.get_collection(key)
         _add_collection_def(meta_graph_def, key, [x for x in items if _item_kept(x, export_scope, exclude)],
                             export_scope)
-    if unbound:
-        meta_graph_def.collection_def[UNBOUND_INPUTS_COLLECTION].bytes_list.value.extend(
-            name.encode("utf-8") for name in unbound)
-    var_list = {strip_name_scope(v.name, export_scope): v
-                for v in graph.get_collection(GraphKeys.GLOBAL_VARIABLES, scope=export_scope)
-                if _item_kept(v, export_scope, exclude)}
-    return meta_graph_def, var_list
+    if unbound:  # replaces a graph collection of that name, as TF clears it first
+        meta_graph_def.collection_def[UNBOUND_INPUTS_COLLECTION].CopyFrom(
+            CollectionDef(bytes_list=CollectionDef.BytesList(value=[name.encode("utf-8") for name in unbound])))
+    return meta_graph_def
 
 
 def _stamp_writer(meta_info_def) -> None:
-    """Say that dfcore, not TensorFlow, wrote this (``tensorflow_version`` and ``any_info``)."""
+    """Say that dfcore, not TensorFlow, wrote this (``tensorflow_version``; ``any_info`` unless the caller's
+    ``meta_info_def`` has its own)."""
     from .. import __version__
 
     meta_info_def.tensorflow_version = f"dfcore {__version__}"
     meta_info_def.tensorflow_git_version = f"dfcore-{__version__}"
-    meta_info_def.any_info.Pack(wrappers_pb2.StringValue(
-        value=f"Written by dfcore {__version__}, a TF1-style dataflow engine on numpy, not by TensorFlow; "
-              "stripped_op_list is empty because dfcore has no OpDefs."))
+    if not meta_info_def.HasField("any_info"):
+        meta_info_def.any_info.Pack(wrappers_pb2.StringValue(
+            value=f"Written by dfcore {__version__}, a TF1-style dataflow engine on numpy, not by TensorFlow; "
+                  "stripped_op_list is empty because dfcore has no OpDefs."))
 
 
 def _in_scope(name: str, export_scope: str | None) -> bool:

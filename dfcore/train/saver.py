@@ -125,7 +125,7 @@ class Saver:
         saver_def = _scoped_saver_def(saver_def, meta_graph.prepend_name_scope, import_scope)
         graph = get_default_graph()
         save_tensor = graph.get_tensor_by_name(saver_def.save_tensor_name)
-        graph.get_tensor_by_name(saver_def.filename_tensor_name)
+        graph.get_tensor_by_name(saver_def.filename_tensor_name)  # KeyError if the SaverDef names none
         self._restore_op = graph.get_operation_by_name(saver_def.restore_op_name)
         saves = [op for op in save_tensor.op.control_inputs if op.type == "SaveV2"]
         assigns = {op.inputs[0].op: op for op in self._restore_op.control_inputs if op.type == "Assign"}
@@ -350,7 +350,7 @@ def export_meta_graph(filename: str | None = None, meta_info_def=None, graph_def
         PermissionDeniedError, NotFoundError, ...: ``filename`` cannot be written.
     """
     del strip_default_attrs, save_debug_info
-    meta_graph_def, _ = meta_graph.export_scoped_meta_graph(
+    meta_graph_def = meta_graph.export_scoped_meta_graph(
         graph_def=graph_def, graph=graph, export_scope=export_scope, clear_devices=clear_devices,
         saver_def=saver_def, clear_extraneous_savers=clear_extraneous_savers, meta_info_def=meta_info_def,
         collection_list=collection_list)

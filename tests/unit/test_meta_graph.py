@@ -95,6 +95,19 @@ def test_meta_graph_def_is_tf_message_and_says_dfcore_wrote_it(tmp_path):
     assert {n.name for n in meta.graph_def.node} >= {"layer/w", "save/SaveV2", "save/restore_all", "GradientDescent"}
 
 
+def test_callers_meta_info_def_is_kept_and_stamped():
+    tf.Variable(1.0, name="v")
+    own = MetaGraphDef.MetaInfoDef(tags=["serve"], meta_graph_version="v7")
+    own.any_info.Pack(wrappers_pb2.StringValue(value="mine"))
+    meta = tf.train.export_meta_graph(meta_info_def=own)
+    info = wrappers_pb2.StringValue()
+    assert meta.meta_info_def.tags == ["serve"] and meta.meta_info_def.meta_graph_version == "v7"
+    assert meta.meta_info_def.any_info.Unpack(info) and info.value == "mine"
+    assert meta.meta_info_def.tensorflow_version.startswith("dfcore ")
+    with pytest.raises(TypeError, match="SaverDef argument must be of type SaverDef"):
+        tf.train.export_meta_graph(saver_def=own)
+
+
 def test_as_saver_def_names_the_graph_ops_and_its_save_tensor_writes_a_checkpoint(tmp_path):
     w = tf.Variable(np.arange(4.0, dtype=np.float32), name="w")
     saver = tf.train.Saver(max_to_keep=2, keep_checkpoint_every_n_hours=0.5)
