@@ -89,8 +89,8 @@ class Variable:
         if export_scope is not None and not self._variable.name.startswith(export_scope):
             return None
         strip = lambda name: meta_graph.strip_name_scope(name, export_scope)
-        return VariableDef(variable_name=strip(self._variable.name),
-                           initial_value_name=strip(self._initial_value.name) if self._initial_value is not None else "",
+        initial_value_name = strip(self._initial_value.name) if self._initial_value is not None else ""
+        return VariableDef(variable_name=strip(self._variable.name), initial_value_name=initial_value_name,
                            initializer_name=strip(self._initializer_op.name),
                            snapshot_name=strip(self._snapshot.name), trainable=self._trainable)
 

@@ -130,8 +130,9 @@ class Saver:
         saves = [op for op in save_tensor.op.control_inputs if op.type == "SaveV2"]
         assigns = {op.inputs[0].op: op for op in self._restore_op.control_inputs if op.type == "Assign"}
         if len(saves) != 1:
+            controls = [op.name for op in save_tensor.op.control_inputs]
             raise ValueError(f"{saver_def.save_tensor_name} is not a dfcore Saver's save tensor: it needs one "
-                             f"control input of type SaveV2, and has {[op.name for op in save_tensor.op.control_inputs]}")
+                             f"control input of type SaveV2, and has {controls}")
         keys = [save_op.as_str(k) for k in np.ravel(saves[0].inputs[1].op.get_attr("value"))]
         for key, ref in zip(keys, saves[0].inputs[3:]):
             if ref.op not in assigns:
