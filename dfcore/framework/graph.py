@@ -336,7 +336,8 @@ class Graph:
         return [item for item in items if getattr(item, "name", None) and pattern.match(item.name)]
 
     def get_all_collection_keys(self):
-        return [key for key, value in self._collections.items() if value]
+        """The string keys of the non-empty collections (TF leaves out its internal tuple keys too)."""
+        return [key for key, value in self._collections.items() if value and isinstance(key, str)]
 
     def clear_collection(self, name):
         self._collections.pop(name, None)

@@ -33,6 +33,7 @@ from tensorboard.compat.proto.summary_pb2 import HistogramProto, Summary
 from tensorboard.compat.proto.tensor_pb2 import TensorProto
 from tensorboard.compat.proto.tensor_shape_pb2 import TensorShapeProto
 from tensorboard.compat.proto.types_pb2 import DataType
+from tensorboard.compat.proto.variable_pb2 import VariableDef
 from tensorboard.compat.proto.versions_pb2 import VersionDef
 
 __all__ = [
@@ -40,7 +41,7 @@ __all__ = [
     "DeviceStepStats", "Event", "GPUOptions", "GraphDef", "GraphOptions", "HistogramProto", "JobDef",
     "MetaGraphDef", "NameAttrList", "NodeDef", "NodeExecStats", "NodeOutput", "OptimizerOptions", "RunMetadata",
     "RunOptions", "SaverDef", "SessionLog", "StepStats", "Summary", "TaggedRunMetadata", "TensorProto",
-    "TensorShapeProto", "VersionDef",
+    "TensorShapeProto", "VariableDef", "VersionDef",
 ]
 
 # The producer version dfcore writes into its GraphDefs (``versions.producer``; TF 1.x-era graphs). TensorFlow

@@ -3,10 +3,13 @@
 Source: ``tensorflow/python/ops/variables.py`` (``RefVariable``). A variable
 ``v`` is three ops: ``v`` (``VariableV2``), ``v/Assign`` (its initializer) and
 ``v/read`` (an ``Identity`` colocated with ``v``: the value other ops use).
+``to_proto``/``from_proto`` name them in TF's ``VariableDef``, the form variable
+collections take in a ``MetaGraphDef``.
 """
 
-from ..framework import dtypes, graph as graph_lib
+from ..framework import dtypes, graph as graph_lib, meta_graph
 from ..framework.graph import GraphKeys
+from ..framework.protos import VariableDef
 from ..framework.tensor_conversion import convert_to_tensor, register_tensor_conversion_function
 from . import array_ops, control_flow_ops, state_ops
 
@@ -22,7 +25,12 @@ class Variable:
         name: the op name (made unique).
         dtype: cast the initial value to this dtype.
     Raises:
-        ValueError: no initial value, or an undefined shape while ``validate_shape``.
+        variable_def: a ``VariableDef``: wrap the ops it names (under ``import_scope``) in the
+            default graph instead of creating ops; exclusive with ``initial_value``.
+    Raises:
+        ValueError: no initial value, or an undefined shape while ``validate_shape``, or both
+            ``initial_value`` and ``variable_def``.
+        KeyError: ``variable_def`` names an op or tensor that is not in the default graph.
     """
 
     # numpy defers ``ndarray * variable`` to the variable's reflected operators, as for Tensor (TF does this).
@@ -31,6 +39,11 @@ class Variable:
     def __init__(self, initial_value=None, trainable=True, collections=None, validate_shape=True,
                  caching_device=None, name=None, dtype=None, expected_shape=None, constraint=None,
                  use_resource=None, synchronization=None, aggregation=None, import_scope=None, variable_def=None):
+        if variable_def is not None:
+            if initial_value is not None:
+                raise ValueError("variable_def and initial_value are mutually exclusive.")
+            self._init_from_proto(variable_def, import_scope)
+            return
         if initial_value is None:
             raise ValueError("initial_value must be specified.")
         collections = [GraphKeys.GLOBAL_VARIABLES] if collections is None else list(collections)
@@ -59,6 +72,32 @@ class Variable:
         self._constraint = constraint
         self._save_slice_info = None
         graph.add_to_collections(collections, self)
+
+    def _init_from_proto(self, variable_def, import_scope):
+        graph = graph_lib.get_default_graph()
+        element = lambda name: graph.as_graph_element(meta_graph.prepend_name_scope(name, import_scope))
+        self._variable = element(variable_def.variable_name)
+        self._initializer_op = element(variable_def.initializer_name)
+        self._initial_value = element(variable_def.initial_value_name) if variable_def.initial_value_name else None
+        self._snapshot = element(variable_def.snapshot_name)
+        self._trainable = variable_def.trainable
+        self._constraint = None
+        self._save_slice_info = None
+
+    def to_proto(self, export_scope=None) -> VariableDef | None:
+        """This variable's ``VariableDef`` (names without ``export_scope``), or None if it is outside that scope."""
+        if export_scope is not None and not self._variable.name.startswith(export_scope):
+            return None
+        strip = lambda name: meta_graph.strip_name_scope(name, export_scope)
+        initial_value_name = strip(self._initial_value.name) if self._initial_value is not None else ""
+        return VariableDef(variable_name=strip(self._variable.name), initial_value_name=initial_value_name,
+                           initializer_name=strip(self._initializer_op.name),
+                           snapshot_name=strip(self._snapshot.name), trainable=self._trainable)
+
+    @staticmethod
+    def from_proto(variable_def, import_scope=None) -> "Variable":
+        """The Variable over the ops ``variable_def`` names (under ``import_scope``) in the default graph."""
+        return Variable(variable_def=variable_def, import_scope=import_scope)
 
     # -- identity ----------------------------------------------------------------
     @property
@@ -175,6 +214,10 @@ def _variable_to_tensor(value, dtype=None, name=None, as_ref=False):
 register_tensor_conversion_function(Variable, _variable_to_tensor)
 
 VariableV1 = RefVariable = Variable
+
+for _key in meta_graph.VARIABLE_COLLECTIONS:
+    meta_graph.register_proto_function(_key, VariableDef, lambda v, export_scope=None: v.to_proto(export_scope),
+                                       Variable.from_proto)
 
 
 def global_variables(scope=None):

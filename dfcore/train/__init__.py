@@ -20,7 +20,8 @@ from .graph_io import write_graph
 from .checkpoint_management import (CheckpointState, checkpoint_exists, get_checkpoint_mtimes, get_checkpoint_state,
                                     latest_checkpoint, remove_checkpoint, update_checkpoint_state)
 from .moving_averages import ExponentialMovingAverage
-from .saver import Saver
+from .saver import Saver, export_meta_graph, import_meta_graph
+from ..framework.protos import SaverDef
 from .device_setter import GreedyLoadBalancingStrategy, byte_size_load_fn, ps_load_table, replica_device_setter
 from .queue_runner import Coordinator, QueueRunner
 from .sync_replicas import SyncReplicasOptimizer

@@ -11,8 +11,8 @@ of checkpoints holds one state file (default name ``checkpoint``) in TF's
 
 and, for each checkpoint prefix ``P``, the file ``P.npz`` written by
 :class:`~dfcore.train.saver.Saver` (dfcore's format, see ``checkpoint_format``)
-and any sidecar files ``P.<name>.json`` written beside it (a parameter-server
-driver's ``P.driver.json``), deleted with it. As in TF, paths are
+its MetaGraphDef ``P.meta`` and any sidecar files ``P.<name>.json`` written beside
+it (a parameter-server driver's ``P.driver.json``), deleted with it. As in TF, paths are
 stored relative to the directory when the directory is given as a relative path
 (or with ``save_relative_paths``), and relative paths read back are joined to
 the directory. Every file is replaced atomically (``file_io.atomic_write``).
@@ -201,15 +201,17 @@ def get_checkpoint_mtimes(checkpoint_prefixes):
     return [os.path.getmtime(p + CHECKPOINT_SUFFIX) for p in checkpoint_prefixes if checkpoint_exists(p)]
 
 
-def remove_checkpoint(checkpoint_prefix):
-    """Delete the checkpoint's files: ``<checkpoint_prefix>.npz`` and its sidecars ``<checkpoint_prefix>.<name>.json``,
-    as TF deletes ``.index``, ``.data-*`` and ``.meta`` (no error for a file already gone).
+def remove_checkpoint(checkpoint_prefix, meta_graph_suffix="meta"):
+    """Delete the checkpoint's files: ``<checkpoint_prefix>.npz``, its MetaGraphDef ``<checkpoint_prefix>.meta``
+    and its sidecars ``<checkpoint_prefix>.<name>.json``, as TF deletes ``.index``, ``.data-*`` and ``.meta``
+    (no error for a file already gone).
 
     Raises:
         PermissionDeniedError, ...: a file cannot be deleted.
     """
     prefix = glob.escape(checkpoint_prefix)
-    for path in glob.glob(prefix + CHECKPOINT_SUFFIX) + glob.glob(prefix + ".*.json"):
+    for path in glob.glob(prefix + CHECKPOINT_SUFFIX) + glob.glob(f"{prefix}.{meta_graph_suffix}") + \
+            glob.glob(prefix + ".*.json"):
         try:
             os.remove(path)
         except FileNotFoundError:

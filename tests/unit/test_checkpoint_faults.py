@@ -275,7 +275,8 @@ def test_temp_file_of_a_killed_save_is_removed_by_the_next_save(model, tmp_path)
     _assert_holds(model, W)
     model.saver.save(model.sess, prefix, global_step=3)
     assert _temp_files(tmp_path) == []
-    assert sorted(os.listdir(tmp_path)) == ["checkpoint", "model.ckpt-1.npz", "model.ckpt-3.npz"]
+    assert sorted(os.listdir(tmp_path)) == ["checkpoint", "model.ckpt-1.meta", "model.ckpt-1.npz",
+                                            "model.ckpt-3.meta", "model.ckpt-3.npz"]
 
 
 def test_temp_file_of_a_live_process_is_left_alone(model, tmp_path):

@@ -124,7 +124,8 @@ def test_max_to_keep_deletes_old_checkpoints(tmp_path):
         for step in range(4):
             sess.run(w.assign(np.full((2, 3), step, np.float32)))
             saver.save(sess, prefix, global_step=step)
-    assert sorted(os.listdir(tmp_path)) == ["checkpoint", "model.ckpt-2.npz", "model.ckpt-3.npz"]
+    assert sorted(os.listdir(tmp_path)) == ["checkpoint", "model.ckpt-2.meta", "model.ckpt-2.npz",
+                                            "model.ckpt-3.meta", "model.ckpt-3.npz"]  # .meta deleted too, as TF
     assert saver.last_checkpoints == [f"{prefix}-2", f"{prefix}-3"]
     state = tf.train.get_checkpoint_state(str(tmp_path))
     assert state.model_checkpoint_path == f"{prefix}-3"
@@ -160,7 +161,7 @@ def test_max_to_keep_keeps_exactly_that_many_with_their_sidecars(tmp_path):
         sess.run(tf.global_variables_initializer())
         _save_with_sidecars(saver, sess, prefix, range(7))
     assert sorted(os.listdir(tmp_path)) == ["checkpoint", "m-0.py"] + [f"m-{s}.{ext}" for s in (4, 5, 6)
-                                                                      for ext in ("driver.json", "npz")]
+                                                                      for ext in ("driver.json", "meta", "npz")]
     assert tf.train.get_checkpoint_state(str(tmp_path)).all_model_checkpoint_paths == [f"{prefix}-{s}" for s in (4, 5, 6)]
 
 
@@ -170,7 +171,7 @@ def test_max_to_keep_zero_keeps_every_file(tmp_path):
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())
         _save_with_sidecars(saver, sess, str(tmp_path / "m"), range(7))
-    assert len(os.listdir(tmp_path)) == 2 * 7 + 1
+    assert len(os.listdir(tmp_path)) == 3 * 7 + 1  # .npz, .meta and a sidecar per checkpoint, and the state
 
 
 def test_recovered_checkpoints_beyond_max_to_keep_are_deleted_at_the_next_save(tmp_path):
@@ -234,7 +235,7 @@ def test_crash_during_save_keeps_previous_checkpoint(tmp_path, monkeypatch):
             saver.save(sess, prefix)
         monkeypatch.undo()
         assert len(calls) == 2  # the crash happened midway through the file
-        assert sorted(os.listdir(tmp_path)) == ["checkpoint", "model.ckpt.npz"]  # temp file removed
+        assert sorted(os.listdir(tmp_path)) == ["checkpoint", "model.ckpt.meta", "model.ckpt.npz"]  # no temp file
         assert (tmp_path / "checkpoint").read_text() == state_before
         saver.restore(sess, prefix)
         np.testing.assert_array_equal(sess.run(w), W)
