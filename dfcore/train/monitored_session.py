@@ -289,23 +289,13 @@ def MonitoredTrainingSession(master="", is_chief=True, checkpoint_dir=None, scaf
     writes summaries to ``summary_dir`` (default ``checkpoint_dir``; see the module docstring);
     ``chief_only_hooks`` run on the chief only. Other workers wait for the chief (``max_wait_secs``).
     """
-    if save_checkpoint_steps is USE_DEFAULT and save_checkpoint_secs is USE_DEFAULT:
-        save_checkpoint_secs, save_checkpoint_steps = 600, None
-    elif save_checkpoint_secs is USE_DEFAULT:
-        save_checkpoint_secs = None
-    elif save_checkpoint_steps is USE_DEFAULT:
-        save_checkpoint_steps = None
+    save_checkpoint_steps, save_checkpoint_secs = _period(save_checkpoint_steps, save_checkpoint_secs, default_secs=600)
     scaffold = scaffold or Scaffold()
     if not is_chief:
         creator = WorkerSessionCreator(scaffold, master, config, max_wait_secs)
         return MonitoredSession(creator, hooks, stop_grace_period_secs)
     all_hooks = list(chief_only_hooks or []) + list(hooks or [])
-    if save_summaries_steps is USE_DEFAULT and save_summaries_secs is USE_DEFAULT:
-        save_summaries_steps, save_summaries_secs = 100, None
-    elif save_summaries_secs is USE_DEFAULT:
-        save_summaries_secs = None
-    elif save_summaries_steps is USE_DEFAULT:
-        save_summaries_steps = None
+    save_summaries_steps, save_summaries_secs = _period(save_summaries_steps, save_summaries_secs, default_steps=100)
     summary_dir = summary_dir or checkpoint_dir
     if summary_dir:
         if log_step_count_steps and log_step_count_steps > 0:
@@ -318,3 +308,11 @@ def MonitoredTrainingSession(master="", is_chief=True, checkpoint_dir=None, scaf
                                              save_steps=save_checkpoint_steps, scaffold=scaffold))
     creator = ChiefSessionCreator(scaffold, master, config, checkpoint_dir)
     return MonitoredSession(creator, all_hooks, stop_grace_period_secs)
+
+
+def _period(steps, secs, default_steps=None, default_secs=None):
+    """``(steps, secs)`` of a service of MonitoredTrainingSession by TF's rule: both left at ``USE_DEFAULT`` give
+    the service's default; when one is given, the other is off."""
+    if steps is USE_DEFAULT and secs is USE_DEFAULT:
+        return default_steps, default_secs
+    return (None if steps is USE_DEFAULT else steps), (None if secs is USE_DEFAULT else secs)

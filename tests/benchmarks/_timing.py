@@ -82,3 +82,22 @@ def report(rows):
     width = max(len(label) for label, _, _ in rows)
     for label, value, unit in rows:
         print(f"  {label:<{width}}  {value:>10.3f} {unit}")
+
+
+def checked_graph_step(v1, build_graph_step, numpy_step, params, inputs, labels, config=None, atol=1e-6):
+    """Build a training step in ``v1`` (dfcore or ``tensorflow.compat.v1``) with ``build_graph_step(v1, params)``
+    (returning graph, train_op, input and label placeholders, variables, init op), run it once and check it
+    equals ``numpy_step`` on copies of ``params`` (same work, else the ratio means nothing); return a
+    no-argument step callable and its session."""
+    import numpy as np
+
+    graph, train_op, inputs_ph, labels_ph, variables, init = build_graph_step(v1, params)
+    sess = v1.Session(graph=graph, config=config)
+    sess.run(init)
+    feed = {inputs_ph: inputs, labels_ph: labels}
+    sess.run(train_op, feed_dict=feed)
+    expected = [p.copy() for p in params]
+    numpy_step(expected, inputs, labels)
+    for got, want in zip(sess.run(variables), expected):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=atol)
+    return (lambda: sess.run(train_op, feed_dict=feed)), sess

@@ -14,7 +14,7 @@ import warnings
 import numpy as np
 
 import dfcore
-from _timing import interleaved_samples_s, median_ratio, one_blas_thread, report
+from _timing import checked_graph_step, interleaved_samples_s, median_ratio, one_blas_thread, report
 from bench_mlp_step import tensorflow_v1
 from dfcore.examples.conv_digits import FILTERS, HIDDEN, IMAGE_SIZE
 
@@ -147,20 +147,6 @@ def numpy_step(params, images, labels, lr=np.float32(LEARNING_RATE)):
     return loss
 
 
-def graph_step_timer(v1, params, images, labels, config=None):
-    """Build the step in ``v1``, check one step against numpy, return a no-argument step callable and its session."""
-    graph, train_op, images_ph, labels_ph, variables, init = build_graph_step(v1, params)
-    sess = v1.Session(graph=graph, config=config)
-    sess.run(init)
-    feed = {images_ph: images, labels_ph: labels}
-    sess.run(train_op, feed_dict=feed)
-    expected = [p.copy() for p in params]
-    numpy_step(expected, images, labels)
-    for got, want in zip(sess.run(variables), expected):
-        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)  # same work, else the ratio means nothing
-    return (lambda: sess.run(train_op, feed_dict=feed)), sess
-
-
 def tensorflow_layers_v1():
     """``tensorflow.compat.v1`` when TensorFlow and its v1 layers are importable, else None.
 
@@ -184,13 +170,14 @@ def main():
     """Measure the steps in alternation (paired rounds) and print their times and ratios."""
     params, images, labels = make_problem()
     numpy_params = [p.copy() for p in params]
-    steps = {"dfcore Session.run step": graph_step_timer(dfcore, params, images, labels),
+    check = dict(build_graph_step=build_graph_step, numpy_step=numpy_step, params=params, inputs=images,
+                 labels=labels, atol=1e-5)
+    steps = {"dfcore Session.run step": checked_graph_step(dfcore, **check),
              "numpy hand-written step": (lambda: numpy_step(numpy_params, images, labels), None)}
     v1 = tensorflow_layers_v1()
     if v1 is not None:
         config = v1.ConfigProto(intra_op_parallelism_threads=1, inter_op_parallelism_threads=1)
-        steps["TensorFlow compat.v1 Session.run step (1 thread)"] = graph_step_timer(v1, params, images, labels,
-                                                                                     config=config)
+        steps["TensorFlow compat.v1 Session.run step (1 thread)"] = checked_graph_step(v1, config=config, **check)
     samples = dict(zip(steps, interleaved_samples_s([step for step, _ in steps.values()], REPEATS)))
     for _, sess in steps.values():
         if sess is not None:

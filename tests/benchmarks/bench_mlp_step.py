@@ -11,7 +11,7 @@ import statistics
 import numpy as np
 
 import dfcore
-from _timing import interleaved_samples_s, median_ratio, median_time_s, one_blas_thread, report
+from _timing import checked_graph_step, interleaved_samples_s, median_ratio, median_time_s, one_blas_thread, report
 
 BATCH, N_IN, N_HIDDEN, N_OUT = 64, 784, 256, 10
 LEARNING_RATE = 0.1
@@ -125,20 +125,6 @@ class PreallocatedNumpyStep:
         return loss
 
 
-def graph_step_timer(v1, params, x, labels, config=None):
-    """Build the graph step in ``v1``, check one step against numpy, return a no-argument step callable and its session."""
-    graph, train_op, x_ph, labels_ph, variables, init = build_graph_step(v1, params)
-    sess = v1.Session(graph=graph, config=config)
-    sess.run(init)
-    feed = {x_ph: x, labels_ph: labels}
-    sess.run(train_op, feed_dict=feed)
-    expected = [p.copy() for p in params]
-    naive_numpy_step(expected, x, labels)
-    for got, want in zip(sess.run(variables), expected):
-        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6)  # same work, else the ratio means nothing
-    return (lambda: sess.run(train_op, feed_dict=feed)), sess
-
-
 def tensorflow_v1():
     """``tensorflow.compat.v1`` when TensorFlow is importable, else None (it is never a dependency)."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # keep TF's start-up log out of the table
@@ -161,7 +147,7 @@ def main():
     for got, want in zip(prealloc_params, reference):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
 
-    dfcore_step, dfcore_sess = graph_step_timer(dfcore, params, x, labels)
+    dfcore_step, dfcore_sess = checked_graph_step(dfcore, build_graph_step, naive_numpy_step, params, x, labels)
     with dfcore_sess:
         dfcore_t, naive_t, prealloc_t = interleaved_samples_s(
             [dfcore_step, lambda: naive_numpy_step(naive_params, x, labels), prealloc], REPEATS)
@@ -176,7 +162,7 @@ def main():
     v1 = tensorflow_v1()
     if v1 is not None:
         config = v1.ConfigProto(intra_op_parallelism_threads=1, inter_op_parallelism_threads=1)
-        tf_step, tf_sess = graph_step_timer(v1, params, x, labels, config=config)
+        tf_step, tf_sess = checked_graph_step(v1, build_graph_step, naive_numpy_step, params, x, labels, config=config)
         with tf_sess:
             tf_s = median_time_s(tf_step, REPEATS)
         rows[3:3] = [("TensorFlow compat.v1 Session.run step (1 thread)", tf_s * 1e3, "ms")]
