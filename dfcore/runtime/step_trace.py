@@ -23,6 +23,7 @@ import numpy as np
 from ..framework.device import DeviceSpec
 from ..ops import op_costs
 from . import cost_model, sim_clock
+from .cost_graph import cost_graph
 from .config import RunOptions, StepRecords, attach_step_records, forget_step_records
 from .device_set import allocator_name
 from .sendrecv_ops import rendezvous_key
@@ -43,7 +44,8 @@ def machine_for(device_set):
 
 def fill_run_metadata(run_metadata, plan, result, options, device_set, config):
     """Refill ``run_metadata`` (TF's message, cleared first as TF's session parses it anew): its
-    ``partition_graphs`` when asked, its ``step_stats`` with FULL_TRACE, and then dfcore's
+    ``partition_graphs`` when asked, its ``step_stats`` with FULL_TRACE (and ``cost_graph`` when the config's
+    ``graph_options.build_cost_model`` > 0), and then dfcore's
     :class:`~dfcore.runtime.config.StepRecords` beside it."""
     run_metadata.Clear()
     forget_step_records(run_metadata)
@@ -52,6 +54,8 @@ def fill_run_metadata(run_metadata, plan, result, options, device_set, config):
     if options.trace_level >= RunOptions.FULL_TRACE and result.timings is not None:
         stats = build_step_stats(plan, result, machine_for(device_set), config.gpu_options.allow_growth)
         run_metadata.step_stats.CopyFrom(stats.to_proto())
+        if config.graph_options.build_cost_model > 0:
+            run_metadata.cost_graph.CopyFrom(cost_graph(plan.graphs, stats))
         traces = tuple(result.collectives[k].trace for k in sorted(result.collectives)
                        if result.collectives[k].trace is not None)
         attach_step_records(run_metadata, StepRecords(stats, tuple(result.rendezvous.transfers()), traces))

@@ -65,3 +65,25 @@ def test_tfs_timeline_idiom_works_on_the_message():
     trace = json.loads(Timeline(metadata.step_stats).generate_chrome_trace_format())
     ops = {e["args"]["name"] for e in trace["traceEvents"] if e.get("cat") == "Op"}
     assert {"a", "b"} <= ops
+
+
+def test_build_cost_model_fills_tfs_cost_graph_from_the_simulated_clock():
+    with tf.device("/cpu:0"):
+        x = tf.placeholder(tf.float32, [64, 64], name="x")
+    with tf.device("/gpu:0"):
+        y = tf.matmul(x, x, name="y")
+    feed = {x: np.ones((64, 64), np.float32)}
+    metadata = tf.RunMetadata()
+    config = tf.ConfigProto(graph_options=tf.GraphOptions(build_cost_model=1))
+    with tf.Session(config=config) as sess:
+        sess.run(y, feed, options=TRACE, run_metadata=metadata)
+    by_id = {n.id: n for n in metadata.cost_graph.node}
+    matmul = next(n for n in metadata.cost_graph.node if n.name == "y")
+    sim = {n.node_name: n for d in tf.step_records(metadata).step_stats.dev_stats for n in d.node_stats}["y"]
+    assert matmul.device.endswith("GPU:0") and matmul.compute_cost == sim.sim_end_micros - sim.sim_start_micros > 0
+    assert [o.size for o in matmul.output_info] == [64 * 64 * 4]
+    feeders = [by_id[i.preceding_node] for i in matmul.input_info]
+    assert len(feeders) == 2 and feeders[0] == feeders[1] and feeders[0].device.endswith("GPU:0")  # x, received once
+    with tf.Session() as sess:
+        sess.run(y, feed, options=TRACE, run_metadata=metadata)
+    assert not metadata.HasField("cost_graph")  # build_cost_model = 0, TF's default: no cost graph
