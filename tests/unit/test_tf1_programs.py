@@ -8,7 +8,10 @@ follow more tutorials inline (getting-started regression on TF's own data, softm
 beginners", an MLP trained with Adam, the seeds' device-placement program).
 """
 
+import logging
+import os
 import pathlib
+import re
 
 import numpy as np
 import pytest
@@ -66,6 +69,9 @@ def test_cifar10_multi_gpu_averages_the_tower_gradients_and_places_each_tower_on
                                       {model["images"]: images, model["labels"]: labels},
                                       options=options, run_metadata=metadata)
     assert len(grads) == len(tf.trainable_variables()) == 10
+    for i in range(2):  # each tower sums its own cross entropy and the two weight decays it added
+        assert [loss.op.name for loss in tf.get_collection("losses", "tower_%d/" % i)] == [
+            "tower_%d/local3/weight_loss" % i, "tower_%d/local4/weight_loss" % i, "tower_%d/cross_entropy" % i]
     for (g0, v0), (g1, v1), (g, v) in zip(*tower_grads, grads):
         np.testing.assert_array_equal(v0, v)  # one set of variables, shared by the towers
         assert not np.allclose(g0, g1)  # the towers saw different halves of the batch
@@ -94,16 +100,31 @@ def test_ema_eval_restores_the_shadow_values_of_training(tmp_path):
     assert precision >= 0.9
 
 
-def test_monitored_training_session_resumes_and_writes_summaries(tmp_path):
+def test_monitored_training_session_resumes_and_writes_summaries(tmp_path, caplog):
     from tensorboard.backend.event_processing import event_accumulator
 
     checkpoint_dir = str(tmp_path)
+    caplog.set_level(logging.INFO)
     assert monitored_training.main(checkpoint_dir, last_step=30) == 30
     assert tf.train.latest_checkpoint(checkpoint_dir).endswith("model.ckpt-30")
     assert monitored_training.main(checkpoint_dir, last_step=50) == 20  # resumed at the saved step 30
-    assert tf.train.latest_checkpoint(checkpoint_dir).endswith("model.ckpt-50")
+    state = tf.train.get_checkpoint_state(checkpoint_dir)
+    # saved when each session starts and ends; the second session's saver counts the first one's files
+    assert [os.path.basename(p) for p in state.all_model_checkpoint_paths] == [
+        "model.ckpt-0", "model.ckpt-30", "model.ckpt-50"]
+    messages = [record.getMessage() for record in caplog.records]
+    # LoggingTensorHook: sorted tags every 10 local steps, with the seconds since its last line
+    logged = [m for m in messages if m.startswith("loss = ")]
+    assert len(logged) == 3 + 2, logged
+    for i, line in enumerate(logged):
+        elapsed = "" if i in (0, 3) else r" \([0-9.]+ sec\)"  # a new hook (session) starts without one
+        assert re.fullmatch(r"loss = [0-9.]+, step = [0-9]+" + elapsed, line), line
+    assert "Saving checkpoints for 50 into %s." % os.path.join(checkpoint_dir, "model.ckpt") in messages
+    tf.summary.FileWriterCache.clear()  # flush and close the directory's writer, shared by both sessions
     accumulator = event_accumulator.EventAccumulator(checkpoint_dir)
     accumulator.Reload()
+    assert accumulator.Tags()["graph"] and os.path.exists(os.path.join(checkpoint_dir, "graph.pbtxt"))
+    assert accumulator.Graph().node  # TensorBoard's graph: the one CheckpointSaverHook wrote
     losses = accumulator.Scalars("loss")
     # SummarySaverHook: the first run of each session, then every 10 steps, tagged with the step after the run
     assert [event.step for event in losses] == [1, 11, 21, 31, 41]

@@ -12,6 +12,7 @@ BATCH_SIZE = 64
 def main(checkpoint_dir, last_step, save_summaries_steps=10):
     """Train an MLP on the digits until the global step reaches ``last_step``; returns how many
     steps this call ran (fewer when ``checkpoint_dir`` holds a checkpoint to resume from)."""
+    tf.logging.set_verbosity(tf.logging.INFO)
     digits = input_data.read_data_sets()
     with tf.Graph().as_default():
         tf.set_random_seed(0)
