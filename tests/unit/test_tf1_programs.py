@@ -50,10 +50,25 @@ def test_mnist_softmax_reaches_90_percent_on_the_digits():
     assert mnist_softmax.main() >= 0.9
 
 
-def test_cifar10_multi_gpu_loss_decreases():
-    losses = cifar10_multi_gpu.train(max_steps=40)
+def test_cifar10_multi_gpu_loss_decreases_and_summaries_are_written(tmp_path):
+    from tensorboard.backend.event_processing import event_accumulator
+
+    losses = cifar10_multi_gpu.train(str(tmp_path), max_steps=40)
     assert np.all(np.isfinite(losses))
     assert np.mean(losses[-10:]) < np.mean(losses[:10]) - 0.1, losses
+    assert tf.train.latest_checkpoint(str(tmp_path)).endswith("model.ckpt-40")
+    accumulator = event_accumulator.EventAccumulator(str(tmp_path))
+    accumulator.Reload()
+    tags = accumulator.Tags()
+    # TF 1.x's tags: the name scope the summary op is made in (so the tutorial's stripped tower prefix
+    # comes back), made unique against existing op names; the last tower's summaries only
+    assert {"tower_1/conv1/conv1/conv1/sparsity", "tower_1/cross_entropy_1", "tower_1/local3/weight_loss_1",
+            "tower_1/total_loss_1_1", "learning_rate"} <= set(tags["scalars"])
+    assert {"tower_1/conv1/conv1/conv1/activations", "conv1/weights_1", "conv1/weights/gradients"} <= set(
+        tags["histograms"])
+    assert tags["graph"] and [event.step for event in accumulator.Scalars("learning_rate")] == [0, 10, 20, 30]
+    sparsity = [event.value for event in accumulator.Scalars("tower_1/conv1/conv1/conv1/sparsity")]
+    assert all(0 < value < 1 for value in sparsity)  # a share of the ReLUs is zero
 
 
 def test_cifar10_multi_gpu_averages_the_tower_gradients_and_places_each_tower_on_its_gpu():
@@ -68,6 +83,9 @@ def test_cifar10_multi_gpu_averages_the_tower_gradients_and_places_each_tower_on
         tower_grads, grads = sess.run([model["tower_grads"], model["grads"]],
                                       {model["images"]: images, model["labels"]: labels},
                                       options=options, run_metadata=metadata)
+        summary_metadata = tf.RunMetadata()
+        sess.run(model["summary_op"], {model["images"]: images, model["labels"]: labels}, options=options,
+                 run_metadata=summary_metadata)
     assert len(grads) == len(tf.trainable_variables()) == 10
     for i in range(2):  # each tower sums its own cross entropy and the two weight decays it added
         assert [loss.op.name for loss in tf.get_collection("losses", "tower_%d/" % i)] == [
@@ -84,6 +102,11 @@ def test_cifar10_multi_gpu_averages_the_tower_gradients_and_places_each_tower_on
         assert "tower_%d/gradients/tower_%d/conv1/Conv2D_grad/Conv2DBackpropFilter" % (i, i) in tower_ops
         assert {device_of[name] for name in tower_ops} == {"/job:localhost/replica:0/task:0/device:GPU:%d" % i}
     assert device_of["conv1/weights"].endswith("CPU:0") and device_of["concat"].endswith("CPU:0")
+    # summary ops have CPU kernels only: allow_soft_placement moves the towers' ones off their GPUs
+    summary_devices = {node.name: node.device for graph in summary_metadata.partition_graphs for node in graph.node
+                       if node.op.endswith("Summary")}
+    assert "tower_1/conv1/conv1/conv1/sparsity" in summary_devices and len(summary_devices) > 20
+    assert {device.rsplit("/", 1)[1] for device in summary_devices.values()} == {"device:CPU:0"}
 
 
 def test_ema_eval_restores_the_shadow_values_of_training(tmp_path):

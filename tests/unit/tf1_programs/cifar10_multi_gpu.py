@@ -7,9 +7,11 @@ GPU (each reading its half of the batch), averages their gradients on the CPU, a
 an exponential moving average of the trainable variables, as the tutorial's ``train()`` does.
 """
 
+import os
 import re
 
 import dfcore as tf
+import numpy as np
 
 from . import input_data
 
@@ -172,20 +174,30 @@ def build_train_op(num_gpus, num_batches_per_epoch):
                 tower_grads=tower_grads, grads=grads, summary_op=summary_op, global_step=global_step)
 
 
-def train(max_steps, num_gpus=2):
-    """Train for ``max_steps`` steps on simulated GPUs; returns the last tower's loss at every step."""
+def train(train_dir, max_steps, num_gpus=2):
+    """Train for ``max_steps`` steps on simulated GPUs, writing summaries every 10 steps and a final
+    checkpoint to ``train_dir``; returns the last tower's loss at every step."""
     digits = input_data.read_data_sets()
     with tf.Graph().as_default():
         tf.set_random_seed(0)
         model = build_train_op(num_gpus, digits.train.num_examples / (num_gpus * BATCH_SIZE))
+        saver = tf.train.Saver(tf.global_variables())
         init = tf.global_variables_initializer()
+        # Soft placement: the summary ops, which have no GPU kernels, run on the CPU.
         config = tf.ConfigProto(device_count={'GPU': num_gpus}, allow_soft_placement=True)
         with tf.Session(config=config) as sess:
             sess.run(init)
+            summary_writer = tf.summary.FileWriter(train_dir, sess.graph)
             loss_values = []
             for step in range(max_steps):
                 batch_images, batch_labels = digits.train.next_batch(num_gpus * BATCH_SIZE)
-                _, loss_value = sess.run([model['train_op'], model['loss']],
-                                         {model['images']: batch_images, model['labels']: batch_labels})
+                feed_dict = {model['images']: batch_images, model['labels']: batch_labels}
+                _, loss_value = sess.run([model['train_op'], model['loss']], feed_dict)
+                assert not np.isnan(loss_value), 'Model diverged with loss = NaN'
                 loss_values.append(loss_value)
+                if step % 10 == 0:
+                    summary_str = sess.run(model['summary_op'], feed_dict)
+                    summary_writer.add_summary(summary_str, step)
+            summary_writer.close()
+            saver.save(sess, os.path.join(train_dir, 'model.ckpt'), global_step=max_steps)
     return loss_values
