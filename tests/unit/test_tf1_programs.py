@@ -15,6 +15,7 @@ import re
 
 import numpy as np
 import pytest
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 import dfcore as tf
 from dfcore import compat_report
@@ -25,6 +26,14 @@ from tf1_programs import (cifar10_multi_gpu, ema_eval, input_data, layers_cnn, l
                           mnist_softmax, monitored_training)
 
 PROGRAMS = sorted(p.name for p in (pathlib.Path(__file__).parent / "tf1_programs").glob("*.py"))
+
+
+@pytest.fixture
+def keep_logging_verbosity():
+    """The MonitoredTrainingSession program sets ``tf.logging``'s verbosity to INFO: give it back."""
+    verbosity = tf.logging.get_verbosity()
+    yield
+    tf.logging.set_verbosity(verbosity)
 
 
 @pytest.mark.parametrize("program", PROGRAMS)
@@ -51,13 +60,11 @@ def test_mnist_softmax_reaches_90_percent_on_the_digits():
 
 
 def test_cifar10_multi_gpu_loss_decreases_and_summaries_are_written(tmp_path):
-    from tensorboard.backend.event_processing import event_accumulator
-
     losses = cifar10_multi_gpu.train(str(tmp_path), max_steps=40)
     assert np.all(np.isfinite(losses))
     assert np.mean(losses[-10:]) < np.mean(losses[:10]) - 0.1, losses
     assert tf.train.latest_checkpoint(str(tmp_path)).endswith("model.ckpt-40")
-    accumulator = event_accumulator.EventAccumulator(str(tmp_path))
+    accumulator = EventAccumulator(str(tmp_path))
     accumulator.Reload()
     tags = accumulator.Tags()
     # TF 1.x's tags: the name scope the summary op is made in (so the tutorial's stripped tower prefix
@@ -123,9 +130,7 @@ def test_ema_eval_restores_the_shadow_values_of_training(tmp_path):
     assert precision >= 0.9
 
 
-def test_monitored_training_session_resumes_and_writes_summaries(tmp_path, caplog):
-    from tensorboard.backend.event_processing import event_accumulator
-
+def test_monitored_training_session_resumes_and_writes_summaries(tmp_path, caplog, keep_logging_verbosity):
     checkpoint_dir = str(tmp_path)
     caplog.set_level(logging.INFO)
     assert monitored_training.main(checkpoint_dir, last_step=30) == 30
@@ -144,7 +149,7 @@ def test_monitored_training_session_resumes_and_writes_summaries(tmp_path, caplo
         assert re.fullmatch(r"loss = [0-9.]+, step = [0-9]+" + elapsed, line), line
     assert "Saving checkpoints for 50 into %s." % os.path.join(checkpoint_dir, "model.ckpt") in messages
     tf.summary.FileWriterCache.clear()  # flush and close the directory's writer, shared by both sessions
-    accumulator = event_accumulator.EventAccumulator(checkpoint_dir)
+    accumulator = EventAccumulator(checkpoint_dir)
     accumulator.Reload()
     assert accumulator.Tags()["graph"] and os.path.exists(os.path.join(checkpoint_dir, "graph.pbtxt"))
     assert accumulator.Graph().node  # TensorBoard's graph: the one CheckpointSaverHook wrote
@@ -158,12 +163,10 @@ def test_monitored_training_session_resumes_and_writes_summaries(tmp_path, caplo
 @pytest.mark.xfail(strict=True, raises=AssertionError,
                    reason="dfcore writes no MetaGraphDef: Saver.save makes no .meta file and "
                           "CheckpointSaverHook no meta_graph event (tf.train.export_meta_graph is missing)")
-def test_monitored_training_session_writes_tfs_meta_graph(tmp_path):
-    from tensorboard.backend.event_processing import event_accumulator
-
+def test_monitored_training_session_writes_tfs_meta_graph(tmp_path, keep_logging_verbosity):
     monitored_training.main(str(tmp_path), last_step=10)
     tf.summary.FileWriterCache.clear()
-    accumulator = event_accumulator.EventAccumulator(str(tmp_path))
+    accumulator = EventAccumulator(str(tmp_path))
     accumulator.Reload()
     assert os.path.exists(str(tmp_path / "model.ckpt-10.meta")) and accumulator.Tags()["meta_graph"]
 
