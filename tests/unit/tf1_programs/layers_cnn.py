@@ -4,7 +4,6 @@ after the "Build a CNN with layers" guide: ``conv2d``/``batch_normalization``/``
 run through ``tf.control_dependencies``, and ``tf.train.exponential_decay`` driving ``AdamOptimizer``."""
 
 import dfcore as tf
-import numpy as np
 
 from . import input_data
 
@@ -53,4 +52,4 @@ def main(epochs=3, batch_size=32, starter_learning_rate=0.005):
             sess.run(train_op, feed_dict={x: batch_x, y: batch_y, training: True})
         test_accuracy = sess.run(accuracy, feed_dict={x: digits.test.images, y: digits.test.labels})
         print('test accuracy %g' % test_accuracy)
-        return test_accuracy, [np.asarray(v) for v in sess.run(moving_means)]
+        return test_accuracy, sess.run(moving_means)
