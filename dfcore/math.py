@@ -3,6 +3,7 @@
 from .ops.math_ops import *  # noqa: F401,F403
 from .ops.array_ops_gather import unsorted_segment_sum  # noqa: F401
 from .ops.nn_topk import in_top_k, top_k  # noqa: F401 - tf.math.top_k / in_top_k, as in TF 1.13+
+from .ops.nn_impl import zero_fraction  # noqa: F401 - TF 1.x exports it as tf.math.zero_fraction too
 
 
 def __getattr__(name: str):

@@ -1,5 +1,5 @@
 """nn functions built from other ops: ``sigmoid_cross_entropy_with_logits``, ``moments``,
-``batch_normalization``, ``l2_normalize``.
+``batch_normalization``, ``l2_normalize``, ``zero_fraction``.
 
 Source: ``tensorflow/python/ops/nn_impl.py``. No op types of their own: their
 gradients come from the ops they are built of.
@@ -11,7 +11,7 @@ from ..framework.tensor_conversion import convert_to_tensor
 from . import array_ops, math_ops
 from .nn_ops_xent import ensure_xent_args
 
-__all__ = ["sigmoid_cross_entropy_with_logits", "moments", "batch_normalization", "l2_normalize"]
+__all__ = ["sigmoid_cross_entropy_with_logits", "moments", "batch_normalization", "l2_normalize", "zero_fraction"]
 
 
 def sigmoid_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None, name=None):
@@ -95,3 +95,15 @@ def l2_normalize(x, axis=None, epsilon=1e-12, name=None, dim=None):
         square_sum = math_ops.reduce_sum(math_ops.square(x), axis, keepdims=True)
         x_inv_norm = math_ops.rsqrt(math_ops.maximum(square_sum, epsilon))
         return math_ops.multiply(x, x_inv_norm, name=scope)
+
+
+def zero_fraction(value, name=None):
+    """The fraction of ``value``'s elements that are zero, a float32 scalar (``tf.nn.zero_fraction``;
+    the CIFAR-10 tutorial summarizes the sparsity of its activations with it).
+
+    Source: ``tensorflow/python/ops/nn_impl.py``.
+    """
+    with name_scope(name, "zero_fraction", [value]):
+        value = convert_to_tensor(value, name="value")
+        is_zero = math_ops.equal(value, array_ops.zeros([], value.dtype.base_dtype))
+        return array_ops.identity(math_ops.reduce_mean(math_ops.cast(is_zero, dtypes.float32)), "fraction")

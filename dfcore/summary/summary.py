@@ -82,11 +82,15 @@ def text(name: str, tensor, collections=None) -> Tensor:
 def merge(inputs, collections=None, name=None) -> Tensor:
     """One serialized ``Summary`` holding the values of all ``inputs``.
 
+    The op is ``Merge/MergeSummary``, or ``<name>/<name>`` for a ``name`` (TF's ``merge_summary(name=name)``
+    inside ``name_scope(name)``).
+
     Raises:
         InvalidArgumentError (at run time): two inputs share a tag ("Duplicate tag … found in summary inputs").
+    Source: TF ``python/summary/summary.py`` (``merge``).
     """
     with graph_lib.get_default_graph().name_scope(name or "Merge"):
-        value = summary_ops.merge_summary(list(inputs), "MergeSummary")
+        value = summary_ops.merge_summary(list(inputs), name or "MergeSummary")
     if collections:
         graph_lib.get_default_graph().add_to_collections(collections, value)
     return value

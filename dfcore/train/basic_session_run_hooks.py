@@ -12,7 +12,10 @@ import time
 import numpy as np
 
 from .. import errors
+from ..framework.protos import SessionLog
+from ..summary.writer_cache import FileWriterCache
 from . import training_util
+from .graph_io import write_graph
 from .saver import Saver
 from .session_run_hook import SessionRunArgs, SessionRunHook
 
@@ -49,7 +52,12 @@ class SecondOrStepTimer:
         return step >= self._last_step + self._every_steps
 
     def update_last_triggered_step(self, step):
-        self._last_time, self._last_step = time.time(), step
+        """Record a trigger at ``step``; returns ``(elapsed_secs, elapsed_steps)`` since the last one
+        (``(None, None)`` the first time), as TF's timer."""
+        now = time.time()
+        elapsed = (None, None) if self._last_step is None else (now - self._last_time, step - self._last_step)
+        self._last_time, self._last_step = now, step
+        return elapsed
 
     def last_triggered_step(self):
         return self._last_step
@@ -90,6 +98,10 @@ class StopAtStepHook(SessionRunHook):
 class CheckpointSaverHook(SessionRunHook):
     """Saves a checkpoint every ``save_secs`` seconds or ``save_steps`` steps, at the start and at the end.
 
+    As TF's, it also writes the graph to ``checkpoint_dir``: ``graph.pbtxt`` and, in the directory's
+    event file (``tf.summary.FileWriterCache``), the GraphDef TensorBoard draws; each save adds a
+    ``SessionLog.CHECKPOINT`` event.
+
     Args:
         checkpoint_dir: where ``<checkpoint_basename>-<step>`` files go.
         saver or scaffold: what saves (default: the scaffold's saver, else a ``Saver`` of every variable).
@@ -102,17 +114,22 @@ class CheckpointSaverHook(SessionRunHook):
         if saver is not None and scaffold is not None:
             raise ValueError("You cannot provide both saver and scaffold.")
         self._saver, self._scaffold = saver, scaffold
+        self._checkpoint_dir = checkpoint_dir
         self._save_path = os.path.join(checkpoint_dir, checkpoint_basename)
         self._timer = SecondOrStepTimer(every_secs=save_secs, every_steps=save_steps)
         self._listeners = list(listeners or [])
 
     def begin(self):
+        self._summary_writer = FileWriterCache.get(self._checkpoint_dir)
         self._global_step = _global_step_tensor("CheckpointSaverHook")
         for listener in self._listeners:
             listener.begin()
 
     def after_create_session(self, session, coord):
         step = int(session.run(self._global_step))
+        graph = session.graph
+        write_graph(graph.as_graph_def(add_shapes=True), self._checkpoint_dir, "graph.pbtxt")
+        self._summary_writer.add_graph(graph)
         self._save(session, step)
         self._timer.update_last_triggered_step(step)
 
@@ -136,9 +153,12 @@ class CheckpointSaverHook(SessionRunHook):
 
     def _save(self, session, step):
         """Save; True if a listener asks to stop (its ``after_save`` returned True)."""
+        _LOG.info("Saving checkpoints for %d into %s.", step, self._save_path)
         for listener in self._listeners:
             listener.before_save(session, step)
         self._get_saver().save(session, self._save_path, global_step=step)
+        self._summary_writer.add_session_log(
+            SessionLog(status=SessionLog.CHECKPOINT, checkpoint_path=self._save_path), step)
         return any(listener.after_save(session, step) for listener in self._listeners)
 
     def _get_saver(self):
@@ -159,6 +179,7 @@ class LoggingTensorHook(SessionRunHook):
         if not at_end and (every_n_iter is None) == (every_n_secs is None):
             raise ValueError("either at_end and/or exactly one of every_n_iter and every_n_secs must be provided.")
         self._tensors = tensors if isinstance(tensors, dict) else {getattr(t, "name", t): t for t in tensors}
+        self._tag_order = sorted(self._tensors) if isinstance(tensors, dict) else list(self._tensors)
         self._timer = None if at_end and every_n_iter is None and every_n_secs is None else \
             SecondOrStepTimer(every_secs=every_n_secs, every_steps=every_n_iter)
         self._at_end, self._formatter, self._iter = at_end, formatter, 0
@@ -169,17 +190,25 @@ class LoggingTensorHook(SessionRunHook):
 
     def after_run(self, run_context, run_values):
         if self._should_log:
-            self._log(run_values.results)
-            self._timer.update_last_triggered_step(self._iter)
+            elapsed_secs, _ = self._timer.update_last_triggered_step(self._iter)
+            self._log(run_values.results, elapsed_secs)
         self._iter += 1
 
     def end(self, session):
         if self._at_end:
-            self._log(session.run(self._tensors))
+            self._log(session.run(self._tensors), None)
 
-    def _log(self, values):
-        text = self._formatter(values) if self._formatter else ", ".join(f"{tag} = {values[tag]}" for tag in values)
-        _LOG.info(text)
+    def _log(self, values, elapsed_secs):
+        """TF's line: ``tag = value`` for each tag (a dict's sorted), then `` (0.123 sec)`` since the last one."""
+        if self._formatter:
+            _LOG.info(self._formatter(values))
+            return
+        with np.printoptions(suppress=True):
+            text = ", ".join(f"{tag} = {values[tag]}" for tag in self._tag_order)
+        if elapsed_secs is None:
+            _LOG.info("%s", text)
+        else:
+            _LOG.info("%s (%.3f sec)", text, elapsed_secs)
 
 
 class NanLossDuringTrainingError(RuntimeError):

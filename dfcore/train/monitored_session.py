@@ -93,7 +93,8 @@ def _get_or_default(graph, key, make):
 
 class ChiefSessionCreator:
     """Creates the chief's session: restore ``checkpoint_filename_with_path`` or the latest checkpoint of
-    ``checkpoint_dir``, else run the scaffold's init op; then its local init op."""
+    ``checkpoint_dir`` (the saver then keeps counting that directory's earlier checkpoints against
+    ``max_to_keep``, as TF's ``SessionManager``), else run the scaffold's init op; then its local init op."""
 
     def __init__(self, scaffold=None, master="", config=None, checkpoint_dir=None,
                  checkpoint_filename_with_path=None):
@@ -103,11 +104,14 @@ class ChiefSessionCreator:
     def create_session(self):
         scaffold = self._scaffold.finalize()
         session = Session(self._master, graph=graph_lib.get_default_graph(), config=self._config)
-        path = self._checkpoint_path
+        path, earlier = self._checkpoint_path, None
         if path is None and self._checkpoint_dir:
             path = checkpoint_management.latest_checkpoint(self._checkpoint_dir)
+            earlier = checkpoint_management.get_checkpoint_state(self._checkpoint_dir) if path else None
         if path is not None:
             scaffold.saver.restore(session, path)
+            if earlier is not None:
+                scaffold.saver.recover_last_checkpoints(list(earlier.all_model_checkpoint_paths))
             _LOG.info("Restored the model from %s", path)
         else:
             session.run(scaffold.init_op, feed_dict=scaffold.init_feed_dict)

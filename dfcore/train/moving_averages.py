@@ -82,6 +82,11 @@ class ExponentialMovingAverage:
     def apply(self, var_list=None):
         """Create shadows for ``var_list`` (default: trainable variables); return the update op.
 
+        Variables (those of ``var_list`` and a ``num_updates`` variable) are read inside the caller's
+        control dependencies: under ``control_dependencies([apply_gradient_op])`` the averages and the
+        decay see the step's updated weights and global step (TF sees them through its in-place buffers).
+        Source: TF ``moving_averages.ExponentialMovingAverage.apply``.
+
         Raises:
             TypeError: a variable is not half, float or double (TF's wording).
             ValueError: an average was already computed for a variable (TF's wording).
@@ -108,7 +113,10 @@ class ExponentialMovingAverage:
         with graph.as_default(), graph.name_scope(self._name) as scope:
             decay = convert_to_tensor(self._decay, name="decay")
             if self._num_updates is not None:
-                num_updates = math_ops.cast(self._num_updates, dtypes.float32, name="num_updates")
+                num_updates = self._num_updates
+                if isinstance(num_updates, variables.Variable):  # read here, as assign_moving_average reads var
+                    num_updates = num_updates.read_value()
+                num_updates = math_ops.cast(num_updates, dtypes.float32, name="num_updates")
                 decay = math_ops.minimum(decay, (1.0 + num_updates) / (10.0 + num_updates))
             updates = [assign_moving_average(self._averages[var], var, decay,
                                              zero_debias=self._averages[var] in zero_debias_true)

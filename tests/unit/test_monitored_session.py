@@ -4,6 +4,7 @@ basic_session_run_hooks.py behave: the "Distributed TensorFlow" how-to's trainin
 
 import logging
 import os
+import re
 
 import numpy as np
 import pytest
@@ -82,7 +83,9 @@ def test_the_howto_loop_trains_to_the_last_step_and_checkpoints_at_start_every_n
             assert sess.run(loss) == pytest.approx(last)
             while not sess.should_stop():
                 sess.run(train_op)
-    assert checkpoint_steps(tmp_path)[-1] == 65
+    # TF's SessionManager hands the restored directory's checkpoints to the saver (recover_last_checkpoints):
+    # they stay listed and count against max_to_keep (5); 50 is saved again at the start
+    assert checkpoint_steps(tmp_path) == [0, 20, 40, 50, 65]
 
 
 class RecordingHook(tf.train.SessionRunHook):
@@ -206,6 +209,22 @@ def test_nan_loss_fails_training_and_logging_hook_logs(caplog):
         with tf.train.MonitoredSession(hooks=[tf.train.NanTensorHook(loss)]) as sess:
             with pytest.raises(tf.train.NanLossDuringTrainingError, match="NaN loss during training."):
                 sess.run(loss)
+
+
+def test_logging_hook_writes_tfs_line_sorted_tags_then_seconds_since_the_last(caplog):
+    with tf.Graph().as_default():
+        step = tf.train.get_or_create_global_step()
+        train_op = tf.assign_add(step, 1)
+        hook = tf.train.LoggingTensorHook({"zeta": tf.constant(1.5), "alpha": tf.constant([0.000001, 2.0])},
+                                          every_n_iter=2)
+        with caplog.at_level(logging.INFO, logger="dfcore.train"):
+            with tf.train.MonitoredSession(hooks=[hook]) as sess:
+                for _ in range(3):
+                    sess.run(train_op)
+    lines = [record.getMessage() for record in caplog.records if "zeta" in record.getMessage()]
+    assert lines[0] == "alpha = [0.000001 2.      ], zeta = 1.5"  # numpy without scientific notation, as TF
+    assert re.fullmatch(r"alpha = \[0\.000001 2\.      \], zeta = 1\.5 \([0-9]+\.[0-9]{3} sec\)", lines[1])
+    assert len(lines) == 2
 
 
 def test_hook_arguments_are_checked_with_tfs_messages():

@@ -115,3 +115,19 @@ def test_update_after_train_op_uses_control_dependencies():
         w_now, shadow = sess.run([w, ema.average(w)])
     np.testing.assert_allclose(w_now, [0.5])
     np.testing.assert_allclose(shadow, [0.5 * 1.0 + 0.5 * 0.5])  # averaged with the trained value
+
+
+def test_a_global_step_num_updates_is_read_after_the_train_op_it_depends_on():
+    # cifar10.py: the averages follow apply_gradients (which increments the step) in the same run
+    x = tf.Variable(INIT, name="x")
+    global_step = tf.train.get_or_create_global_step()
+    train_op = tf.train.GradientDescentOptimizer(1.0).apply_gradients(
+        [(tf.constant([1.0, 1.0], tf.float64), x)], global_step=global_step)
+    ema = tf.train.ExponentialMovingAverage(0.99, num_updates=global_step)
+    with tf.control_dependencies([train_op]):
+        update = ema.apply([x])
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        sess.run(update)
+        decay = float(np.float32(2.0 / 11.0))  # num_updates = 1: the incremented step, as TF
+        np.testing.assert_allclose(sess.run(ema.average(x)), decay * INIT + (1 - decay) * (INIT - 1), rtol=1e-7)

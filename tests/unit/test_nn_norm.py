@@ -178,3 +178,11 @@ def test_fused_batch_norm_errors_in_tf_words():
             tf.nn.fused_batch_norm(x, c3, c3, is_training=False)
         with pytest.raises(ValueError, match="data_format must be 'NHWC' or 'NCHW'"):
             tf.nn.fused_batch_norm(x, c3, c3, data_format="NCDHW")
+
+
+def test_zero_fraction_is_the_share_of_zero_elements_as_float32():
+    with tf.Graph().as_default():
+        fraction = tf.nn.zero_fraction(tf.constant([[0, 1, 0, 3], [0, 0, 2, 0]], tf.int32))
+        assert fraction.dtype == tf.float32 and fraction.op.name == "zero_fraction/fraction"
+        assert tf.math.zero_fraction is tf.nn.zero_fraction
+        assert _run(fraction) == pytest.approx(5 / 8)

@@ -190,6 +190,17 @@ def test_cpu_only_op_types_go_to_cpu():
     assert _where(_place())["shuffle"] == ("CPU:0", placer.REASON_DEFAULT)
 
 
+def test_summary_ops_have_only_cpu_kernels_so_soft_placement_moves_them_off_a_gpu():
+    with tf.device("/gpu:1"):
+        loss = tf.reduce_sum(tf.constant([1.0, 2.0]), name="loss")
+        tf.summary.merge([tf.summary.scalar("loss", loss), tf.summary.histogram("hist", loss)], name="merged")
+    where = _where(_place(allow_soft_placement=True))
+    assert where["loss"] == ("GPU:1", "requested")
+    assert {where[name] for name in ("loss_1", "hist", "merged/merged")} == {("CPU:0", placer.REASON_SOFT)}
+    with pytest.raises(tf.errors.InvalidArgumentError, match="no supported kernel for GPU devices"):
+        _place()
+
+
 def test_request_matching_only_devices_without_a_kernel_is_tfs_error():
     with tf.device("/device:*:1"):  # matches GPU:1 only; RandomShuffle runs on CPU
         tf.random_shuffle(tf.constant([1.0, 2.0]), name="shuffle")

@@ -35,6 +35,7 @@ def test_scalars_histograms_images_and_text_reach_tensorboard(tmp_path):
     tf.summary.text("note", tf.constant("**dfcore**"))
     merged = tf.summary.merge_all()
     assert (scalar.op.name, histogram.op.name, merged.op.name) == ("train/loss", "weights", "Merge/MergeSummary")
+    assert tf.summary.merge([scalar], name="named").op.name == "named/named"  # TF's merge_summary(name=name)
     assert tf.get_collection(tf.GraphKeys.SUMMARIES)[0] is scalar
     feed = {x: np.arange(12, dtype=np.float32).reshape(3, 4) - 2.0}
     with tf.Session() as sess, tf.summary.FileWriter(str(tmp_path), sess.graph) as writer:

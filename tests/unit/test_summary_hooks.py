@@ -1,13 +1,16 @@
 """MonitoredTrainingSession writes TensorBoard summaries as TF 1.x does: SummarySaverHook at TF's steps with
-the values of plain gradient descent, StepCounterHook's global_step/sec, a SessionLog START; ProfilerHook traces
-only its trigger steps into timeline-<step>.json Chrome traces and step_<step> run metadata; bad hook
-arguments are TF's ValueErrors."""
+the values of plain gradient descent, StepCounterHook's global_step/sec, a SessionLog START, the graph and
+a SessionLog CHECKPOINT per save from CheckpointSaverHook; ProfilerHook traces only its trigger steps into
+timeline-<step>.json Chrome traces and step_<step> run metadata; bad hook arguments are TF's ValueErrors."""
+
+import os
 
 import json
 
 import numpy as np
 import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
 
 import dfcore as tf
 
@@ -42,6 +45,17 @@ def test_summaries_are_written_every_n_steps_at_the_global_step(tmp_path):
     np.testing.assert_allclose([e.value for e in events], w ** 2, rtol=1e-5)
     rates = accumulator.Scalars("global_step/sec")
     assert [e.step for e in rates] == [4, 7] and all(e.value > 0 for e in rates)
+
+
+def test_the_checkpoint_saver_writes_the_graph_and_a_checkpoint_event_per_save(tmp_path):
+    accumulator = _train(tmp_path, save_checkpoint_steps=5)
+    assert accumulator.Tags()["graph"]  # TensorBoard's Graphs dashboard, from CheckpointSaverHook as in TF
+    assert {"w", "global_step"} <= {node.name for node in accumulator.Graph().node}
+    assert (tmp_path / "graph.pbtxt").exists()
+    (event_file,) = [name for name in os.listdir(tmp_path) if name.startswith("events.out.tfevents")]
+    saves = [(event.step, event.session_log.checkpoint_path) for event in EventFileLoader(
+        str(tmp_path / event_file)).Load() if event.session_log.status == tf.SessionLog.CHECKPOINT]
+    assert saves == [(step, str(tmp_path / "model.ckpt")) for step in (0, 5, 7)]
 
 
 def test_no_summary_dir_means_no_summary_hooks(tmp_path):
