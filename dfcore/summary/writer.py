@@ -12,7 +12,7 @@ import time
 from tensorboard.summary.writer.event_file_writer import EventFileWriter
 
 from .. import errors
-from ..framework.protos import Event, RunMetadata, SessionLog, Summary, TaggedRunMetadata
+from ..framework.protos import Event, MetaGraphDef, RunMetadata, SessionLog, Summary, TaggedRunMetadata
 
 
 class FileWriter:
@@ -69,6 +69,16 @@ class FileWriter:
         if graph_def is None:
             raise ValueError("add_graph() needs a graph or a graph_def")
         self._add(Event(graph_def=graph_def.SerializeToString()), global_step)
+
+    def add_meta_graph(self, meta_graph_def, global_step=None) -> None:
+        """Write a ``MetaGraphDef`` (TensorBoard reads the graph and its collections from it).
+
+        Raises:
+            TypeError: ``meta_graph_def`` is not a ``MetaGraphDef``.
+        """
+        if not isinstance(meta_graph_def, MetaGraphDef):
+            raise TypeError(f"add_meta_graph() expects a MetaGraphDef; got {type(meta_graph_def).__name__}")
+        self._add(Event(meta_graph_def=meta_graph_def.SerializeToString()), global_step)
 
     def add_run_metadata(self, run_metadata, tag: str, global_step=None) -> None:
         """Write one step's ``RunMetadata`` under ``tag`` (TensorBoard's per-node compute time and memory).

@@ -15,6 +15,7 @@ from .. import errors
 from ..framework.protos import SessionLog
 from ..summary.writer_cache import FileWriterCache
 from . import training_util
+from ..framework.meta_graph import export_scoped_meta_graph
 from .graph_io import write_graph
 from .saver import Saver
 from .session_run_hook import SessionRunArgs, SessionRunHook
@@ -99,7 +100,7 @@ class CheckpointSaverHook(SessionRunHook):
     """Saves a checkpoint every ``save_secs`` seconds or ``save_steps`` steps, at the start and at the end.
 
     As TF's, it also writes the graph to ``checkpoint_dir``: ``graph.pbtxt`` and, in the directory's
-    event file (``tf.summary.FileWriterCache``), the GraphDef TensorBoard draws; each save adds a
+    event file (``tf.summary.FileWriterCache``), the GraphDef TensorBoard draws and the MetaGraphDef; each save adds a
     ``SessionLog.CHECKPOINT`` event.
 
     Args:
@@ -128,8 +129,11 @@ class CheckpointSaverHook(SessionRunHook):
     def after_create_session(self, session, coord):
         step = int(session.run(self._global_step))
         graph = session.graph
-        write_graph(graph.as_graph_def(add_shapes=True), self._checkpoint_dir, "graph.pbtxt")
+        graph_def = graph.as_graph_def(add_shapes=True)
+        write_graph(graph_def, self._checkpoint_dir, "graph.pbtxt")
         self._summary_writer.add_graph(graph)
+        self._summary_writer.add_meta_graph(export_scoped_meta_graph(
+            graph_def=graph_def, graph=graph, saver_def=self._get_saver().saver_def))
         self._save(session, step)
         self._timer.update_last_triggered_step(step)
 

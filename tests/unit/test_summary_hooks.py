@@ -3,9 +3,8 @@ the values of plain gradient descent, StepCounterHook's global_step/sec, a Sessi
 a SessionLog CHECKPOINT per save from CheckpointSaverHook; ProfilerHook traces only its trigger steps into
 timeline-<step>.json Chrome traces and step_<step> run metadata; bad hook arguments are TF's ValueErrors."""
 
-import os
-
 import json
+import os
 
 import numpy as np
 import pytest

@@ -160,9 +160,6 @@ def test_monitored_training_session_resumes_and_writes_summaries(tmp_path, caplo
     assert np.all(np.isfinite(values)) and values[-1] < values[0]
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="dfcore writes no MetaGraphDef: Saver.save makes no .meta file and "
-                          "CheckpointSaverHook no meta_graph event (tf.train.export_meta_graph is missing)")
 def test_monitored_training_session_writes_tfs_meta_graph(tmp_path, keep_logging_verbosity):
     monitored_training.main(str(tmp_path), last_step=10)
     tf.summary.FileWriterCache.clear()
