@@ -16,6 +16,13 @@ from .rendezvous import Rendezvous
 from .step import Barrier, start_executors
 
 
+def partial_run_handle(feeds, fetches, targets, number):
+    """TF's handle of the ``number``-th partial run: ``<feeds>-><fetches>/<targets>/1/;<number>``, names
+    sorted and joined by commas (``DirectSession::GetOrCreateExecutors``)."""
+    names = [",".join(sorted(x.name for x in group)) for group in (feeds, fetches, targets)]
+    return f"{names[0]}->{names[1]}/{names[2]}/1/;{number}"
+
+
 class PartialRun:
     """The state of one partial run (TF's ``RunState`` with its pending feeds and fetches).
 
@@ -35,6 +42,7 @@ class PartialRun:
         self._fetched = dict.fromkeys(fetches, False)
         self._txn, self._resources, self._step_id = txn, resources, step_id
         self._timeout_s = timeout_s
+        self.ended = False
         self._rendezvous = Rendezvous()
         self._barrier = Barrier(len(plan.partitions), self._rendezvous)
         ctx = StepContext(txn, resources, step_id, self._rendezvous)
@@ -104,6 +112,7 @@ class PartialRun:
 
     def _end(self, error):
         """Wait for every executor; commit the step's writes only if neither ``error`` nor any op failed."""
+        self.ended = True
         try:
             self._barrier.wait(self._timeout_s)
         except errors.OpError as step_error:

@@ -29,7 +29,7 @@ from .config import ConfigProto, RunOptions
 from .device_set import DeviceSet
 from .feed import client_value, feed_tensor, feed_value
 from .fetch import FetchHandler
-from .partial_run import PartialRun
+from .partial_run import PartialRun, partial_run_handle
 from .session_resources import SessionResources
 from .step_trace import fill_run_metadata
 from .variable_store import VariableStore
@@ -156,9 +156,8 @@ class BaseSession:
 
     # -- partial runs (TF 1.x, experimental there too) ---------------------------
     def partial_run_setup(self, fetches, feeds=None):
-        """Start a step whose ``feeds`` (a tensor or list) are given and ``fetches`` taken over later
-        :meth:`partial_run` calls; returns its handle (a string, as TF's). Source: TF ``DirectSession::PRunSetup``.
-
+        """Start a step whose ``feeds`` (a tensor or list) are given and ``fetches`` taken in later
+        :meth:`partial_run` calls; returns its handle (a str). Source: TF ``DirectSession::PRunSetup``.
         Raises:
             RuntimeError: the session is closed. TypeError: a feed that names no tensor (TF's wording).
             InvalidArgumentError: a feed given twice, or a tensor both fed and fetched.
@@ -174,13 +173,9 @@ class BaseSession:
         plan = self._plan_for(handler.tensors, handler.targets, feed_tensors, partial_run=True)
         if self._binding is not None:
             self._binding.check_step(plan)
-        fetch_names = ",".join(sorted(t.name for t in handler.tensors))
-        target_names = ",".join(sorted(op.name for op in handler.targets))
-        handle = (f"{','.join(t.name for t in feed_tensors)}->{fetch_names}/{target_names}/1/;"
-                  f"{next(self._partial_run_ids)}")
-        step_id = next(self._step_ids)
+        handle = partial_run_handle(feed_tensors, handler.tensors, handler.targets, next(self._partial_run_ids))
         self._partial_runs[handle] = PartialRun(
-            plan, feed_tensors, handler.tensors, self._variables.begin(), self._resources, step_id,
+            plan, feed_tensors, handler.tensors, self._variables.begin(), self._resources, next(self._step_ids),
             self._thread_pool(), self._timeout_s(RunOptions()) or DEFAULT_STEP_TIMEOUT_S)
         return handle
 
@@ -188,7 +183,6 @@ class BaseSession:
         """Feed ``feed_dict`` to and fetch ``fetches`` from the partial run ``handle``; values in the fetches'
         structure. Each feed and fetch named at setup is given once over the calls; the step's writes are
         committed when the last one is. Source: TF ``DirectSession::PRun``.
-
         Raises:
             RuntimeError: the session is closed, or ``fetches`` holds an operation (TF's wording).
             InvalidArgumentError: an unknown handle, a feed or fetch not named at setup or already given, or a
@@ -211,11 +205,9 @@ class BaseSession:
         run.check(feed_tensors, wanted)
         try:
             values = dict(zip(wanted, run.run(feed_tensors, feed_values, wanted)))
-        except errors.OpError:
-            del self._partial_runs[handle]
-            raise
-        if run.finished:
-            del self._partial_runs[handle]
+        finally:
+            if run.ended:
+                del self._partial_runs[handle]
         return handler.build([client_value(fed[t] if t in fed else values[t]) for t in handler.tensors])
 
     def _timeout_s(self, options):
