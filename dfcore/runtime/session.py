@@ -102,15 +102,15 @@ class BaseSession:
         """The session's devices (TF's ``Session.list_devices``), as Device records."""
         return list(self._device_set.devices)
 
-    def partitions(self, fetches, feed_dict=None):
-        """The :class:`~dfcore.runtime.partition.Partitions` (``{device: PartitionGraph}`` with
-        ``.stats``) that ``run(fetches, feed_dict)`` executes; builds (and caches) its plan
-        without running it (dfcore, for the partition widgets and lessons)."""
+    def partitions(self, fetches, feed_dict=None, partial_run=False):
+        """The :class:`~dfcore.runtime.partition.Partitions` (``{device: PartitionGraph}`` with ``.stats``) that
+        ``run(fetches, feed_dict)`` executes (``partial_run``: that ``partial_run_setup(fetches, list(feed_dict))``
+        starts); builds (and caches) its plan without running it (dfcore, for the partition widgets and lessons)."""
         if self._closed:
             raise RuntimeError("Attempted to use a closed Session.")
         handler = FetchHandler(self._graph, fetches)
         feed_tensors, _ = self._process_feeds(feed_dict)
-        return self._plan_for(handler.tensors, handler.targets, feed_tensors).graphs
+        return self._plan_for(handler.tensors, handler.targets, feed_tensors, partial_run).graphs
 
     def placement_records(self):
         """One :class:`~dfcore.runtime.placer.PlacementRecord` per placed node (empty before the first run)."""

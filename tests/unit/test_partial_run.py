@@ -33,14 +33,14 @@ def test_tfs_docstring_example_feeds_and_fetches_piecewise():
 def test_the_plan_uses_client_terminated_recv_and_send_with_tfs_names():
     a, b, c, r1, r2 = _program()
     with tf.Session(config=GPUS) as sess:
-        sess.partial_run_setup([r1, r2], [a, b, c])
-        (plan,) = sess._plans.values()
-    client = plan.graphs["/job:localhost/replica:0/task:0/device:CPU:0"]
+        parts = sess.partitions([r1, r2], {a: 0, b: 0, c: 0}, partial_run=True)
+    client = parts["/job:localhost/replica:0/task:0/device:CPU:0"]
     endpoints = sorted((n.name, n.op, n.get_attr("tensor_name")) for n in client.nodes
                        if n.attrs.get("client_terminated"))
     assert endpoints == [("_recv_a_0", "_Recv", "a:0"), ("_recv_b_0", "_Recv", "b:0"), ("_recv_c_0", "_Recv", "c:0"),
                          ("_send_r1_0", "_Send", "r1:0"), ("_send_r2_0", "_Send", "r2:0")]
-    assert not any(n.op in ("_Arg", "_Retval") for g in plan.graphs.values() for n in g.nodes)
+    assert not any(n.op in ("_Arg", "_Retval") for g in parts.values() for n in g.nodes)
+    assert parts.stats.data_pairs == 6  # a, b to GPU:1; r1, c to GPU:0 (r2 is there); r1, r2 to the CPU
 
 
 def test_errors_in_tfs_words_leave_the_partial_run_usable():
