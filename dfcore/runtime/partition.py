@@ -39,7 +39,7 @@ from .. import errors
 from ..framework import dtypes
 from ..framework.graph_def import make_graph_def, make_node_def
 from .device_set import incarnation_of
-from .subgraph import check_endpoints, feed_endpoint, fetch_endpoint
+from .subgraph import check_endpoints, endpoint
 
 CLIENT_DEVICE = "/job:localhost/replica:0/task:0/device:CPU:0"
 
@@ -249,7 +249,7 @@ def partition(ops, placement, feeds=(), fetches=(), client_device=CLIENT_DEVICE,
     feed_nodes = {}
     for index, tensor in enumerate(feeds):
         if feed_consumers[tensor]:
-            name, op_type, attrs = feed_endpoint(tensor, index, client, call_frame)
+            name, op_type, attrs = endpoint("feed", tensor, index, client, call_frame)
             feed_nodes[tensor] = _Builder(name, op_type, client, attrs)
         for consumer in feed_consumers[tensor]:
             edge_ids[consumer] = len(edge_ids)
@@ -257,7 +257,7 @@ def partition(ops, placement, feeds=(), fetches=(), client_device=CLIENT_DEVICE,
     for index, tensor in enumerate(fetches):
         if tensor.op not in nodes:
             raise _missing_input(None, tensor.name)
-        name, op_type, attrs = fetch_endpoint(tensor, index, client, call_frame)
+        name, op_type, attrs = endpoint("fetch", tensor, index, client, call_frame)
         fetch_nodes.append((tensor, _Builder(name, op_type, client, attrs)))
         edge_ids[tensor] = len(edge_ids)
 

@@ -19,9 +19,7 @@ import re
 from .. import errors
 from .device_set import incarnation_of
 
-#: The op type of a feed and of a fetch endpoint, by convention (True: call frame).
-FEED_OP = {True: "_Arg", False: "_Recv"}
-FETCH_OP = {True: "_Retval", False: "_Send"}
+_OP_TYPE = {("feed", True): "_Arg", ("fetch", True): "_Retval", ("feed", False): "_Recv", ("fetch", False): "_Send"}
 _PREFIX = {"_Arg": "_arg_", "_Retval": "_retval_", "_Recv": "_recv_", "_Send": "_send_"}
 _NAME = re.compile(r"^_(arg|retval|recv|send)_(.+)_(\d+)$")
 
@@ -49,22 +47,16 @@ def parse_endpoint_name(name):
     return op_type, f"{op_name}:{output}", int(last)
 
 
-def feed_endpoint(tensor, index, client, call_frame=True):
-    """``(name, op type, attrs)`` of the node through which ``tensor`` is fed (no inputs)."""
-    op_type = FEED_OP[call_frame]
+def endpoint(role, tensor, index, client, call_frame=True):
+    """``(name, op type, attrs)`` of the node on ``client`` through which ``tensor`` is fed (``role="feed"``:
+    no inputs) or fetched (``"fetch"``: one input, ``tensor``); ``index``: its position among the run's
+    feeds (fetches); ``call_frame`` False: a partial run's client-terminated endpoint."""
+    op_type = _OP_TYPE[role, call_frame]
     dtype = tensor.dtype.base_dtype
     if call_frame:
         return endpoint_name(op_type, tensor.name, index), op_type, {"T": dtype, "index": index}
-    return endpoint_name(op_type, tensor.name), op_type, {"tensor_type": dtype, **_client_attrs(tensor, client)}
-
-
-def fetch_endpoint(tensor, index, client, call_frame=True):
-    """``(name, op type, attrs)`` of the node through which ``tensor`` is fetched (one input: ``tensor``)."""
-    op_type = FETCH_OP[call_frame]
-    dtype = tensor.dtype.base_dtype
-    if call_frame:
-        return endpoint_name(op_type, tensor.name, index), op_type, {"T": dtype, "index": index}
-    return endpoint_name(op_type, tensor.name), op_type, {"T": dtype, **_client_attrs(tensor, client)}
+    dtype_attr = "tensor_type" if op_type == "_Recv" else "T"
+    return endpoint_name(op_type, tensor.name), op_type, {dtype_attr: dtype, **_client_attrs(tensor, client)}
 
 
 def is_client_endpoint(node):
