@@ -27,6 +27,13 @@ def feed_tensor(graph, key, what="feed_dict"):
     return element
 
 
+def feed_list_tensors(graph, feeds):
+    """The Tensors ``partial_run_setup``'s ``feeds`` (None, a key, or a list or tuple of keys) name, sorted by
+    name. Raises TypeError as :func:`feed_tensor` (``feed_list`` in the message)."""
+    feeds = [] if feeds is None else list(feeds) if isinstance(feeds, (list, tuple)) else [feeds]
+    return sorted((feed_tensor(graph, f, "feed_list") for f in feeds), key=lambda t: t.name)
+
+
 def client_value(value):
     """A fetched value as the client sees it: 0-d arrays become numpy scalars, as in TF."""
     if isinstance(value, np.ndarray) and value.ndim == 0:

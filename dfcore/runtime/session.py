@@ -27,7 +27,7 @@ from . import placer, step as step_lib, step_plan
 from .cancellation import DEFAULT_STEP_TIMEOUT_S
 from .config import ConfigProto, RunOptions
 from .device_set import DeviceSet
-from .feed import client_value, feed_tensor, feed_value
+from .feed import client_value, feed_list_tensors, feed_tensor, feed_value
 from .fetch import FetchHandler
 from .partial_run import PartialRun, partial_run_handle
 from .session_resources import SessionResources
@@ -161,15 +161,14 @@ class BaseSession:
         Raises:
             RuntimeError: the session is closed. TypeError: a feed that names no tensor (TF's wording).
             InvalidArgumentError: a feed given twice, or a tensor both fed and fetched.
-            NotImplementedError: a session on an MPI target (its steps run as one ``run_graph`` per task).
+            UnimplementedError: a session on an MPI target (dfcore runs its steps as one ``run_graph`` per task).
         """
         if self._closed:
             raise RuntimeError("Attempted to use a closed Session.")
         if getattr(self._binding, "run_step", None) is not None:
-            raise NotImplementedError("partial_run is not implemented for sessions on an MPI target.")
+            raise errors.UnimplementedError(None, None, "partial_run is not implemented for sessions on an MPI target.")
         handler = FetchHandler(self._graph, fetches)
-        feeds = [] if feeds is None else list(feeds) if isinstance(feeds, (list, tuple)) else [feeds]
-        feed_tensors = sorted((feed_tensor(self._graph, f, "feed_list") for f in feeds), key=lambda t: t.name)
+        feed_tensors = feed_list_tensors(self._graph, feeds)
         plan = self._plan_for(handler.tensors, handler.targets, feed_tensors, partial_run=True)
         if self._binding is not None:
             self._binding.check_step(plan)
