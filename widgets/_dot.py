@@ -5,7 +5,9 @@
   edges that cross devices drawn in the transfer colour, control edges dashed.
 - :func:`partition_dot`: one device's partition graph; runtime-inserted
   ``_Send``/``_Recv`` nodes highlighted and labelled with their ``tensor_name``
-  and rendezvous key; the nodes and edges of a control-edge pair dashed.
+  and rendezvous key; the nodes and edges of a control-edge pair dashed; the
+  client's feed and fetch endpoints (``_Arg``/``_Retval`` of the call frame, or a
+  partial run's client-terminated ``_Recv``/``_Send``) in the client grey.
 
 Everything is deterministic (op order, sorted devices), so the text can be
 asserted in tests and compared across runs. Names are written as DOT quoted
@@ -15,6 +17,7 @@ strings through :func:`quote`.
 import html
 
 from dfcore.runtime.sendrecv_ops import rendezvous_key
+from dfcore.runtime.subgraph import is_client_endpoint, parse_endpoint_name
 
 from . import _palette
 from ._format import device_sort_key, short_device
@@ -203,17 +206,28 @@ def control_pair_nodes(partition):
 
 
 def _transfer_label(node):
-    """The label of a ``_Send``/``_Recv`` node: name, direction, tensor name, then the key (small)."""
+    """The label of a ``_Send``/``_Recv`` pair end: name, direction, tensor name, then the key (small)."""
     attrs = node.attrs
-    if attrs.get("client_terminated"):
-        role = "fetch" if node.op == "_Send" else "feed"
-        return html_lines([(node.name, None, True), (f"{node.op} ({role}) {attrs['tensor_name']}", None, False)])
     peer = attrs["recv_device"] if node.op == "_Send" else attrs["send_device"]
     arrow = "→" if node.op == "_Send" else "←"
     first, *rest = wrapped_key(rendezvous_key(node))
     return html_lines([(node.name, None, True), (f"{node.op} {arrow} {short_device(peer)}", None, False),
                        (f"tensor_name: {attrs['tensor_name']}", None, False), (f"key: {first}", 8, False),
                        *((f"     {part}", 8, False) for part in rest)])
+
+
+def endpoint_summary(node):
+    """What a client endpoint does, e.g. ``feed x:0 (arg 0)``, ``fetch y:0 (retval 1)``, ``fetch y:0 (rendezvous)``."""
+    role = "feed" if node.op in ("_Arg", "_Recv") else "fetch"
+    if node.op in ("_Arg", "_Retval"):
+        parsed = parse_endpoint_name(node.name)
+        tensor = parsed[1] if parsed else node.name
+        return f"{role} {tensor} ({node.op[1:].lower()} {node.attrs['index']})"
+    return f"{role} {node.attrs['tensor_name']} (rendezvous)"
+
+
+def _endpoint_label(node):
+    return html_lines([(node.name, None, True), (f"{node.op}: {endpoint_summary(node)}", None, False)])
 
 
 def _is_pair_end(node):
@@ -223,22 +237,25 @@ def _is_pair_end(node):
 def partition_dot(partition, title=None):
     """DOT text of one :class:`~dfcore.runtime.partition.PartitionGraph`.
 
-    ``_Send``/``_Recv`` nodes get the transfer colour, their ``tensor_name`` and their
+    ``_Send``/``_Recv`` pair ends get the transfer colour, their ``tensor_name`` and their
     rendezvous key (``dfcore.runtime.sendrecv_ops.rendezvous_key``, one field per line);
-    feed/fetch (client-terminated) ones the client grey. Nodes and edges of a control
-    pair (:func:`control_pair_nodes`) are dashed, as is every control input (``^x``).
+    the client's feed/fetch endpoints (``_Arg``/``_Retval``, or client-terminated
+    ``_Recv``/``_Send``) the client grey and what they feed or fetch
+    (:func:`endpoint_summary`). Nodes and edges of a control pair
+    (:func:`control_pair_nodes`) are dashed, as is every control input (``^x``).
     """
     device = partition.device
     control = control_pair_nodes(partition)
     lines = []
     for node in partition.nodes:
         extra = {}
-        if node.op in ("_Send", "_Recv"):
-            client = node.attrs.get("client_terminated")
+        if is_client_endpoint(node):
+            extra = {"label": _endpoint_label(node), "penwidth": "2", "margin": "0.12,0.1",
+                     "color": _palette.CLIENT, "tooltip": f"{node.name}: {endpoint_summary(node)}"}
+        elif node.op in ("_Send", "_Recv"):
             extra = {"label": _transfer_label(node), "penwidth": "2", "margin": "0.12,0.1",
-                     "color": _palette.CLIENT if client else _palette.TRANSFER}
-            key = None if client else rendezvous_key(node)
-            extra["tooltip"] = f"{node.name}: {node.attrs['tensor_name']}" + (f" | key {key}" if key else "")
+                     "color": _palette.TRANSFER,
+                     "tooltip": f"{node.name}: {node.attrs['tensor_name']} | key {rendezvous_key(node)}"}
         if node.name in control:
             extra["style"] = _palette.dot_shape(node.op)[1] + ",dashed"
         lines.append("  " + _node_line(node.name, node.op, device, **extra))

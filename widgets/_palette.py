@@ -20,7 +20,8 @@ CPU_GREYS = ("#6E6E6E", "#8C8C8C", "#505050", "#A6A6A6")
 UNPLACED = "#B0B0B0"
 #: Transfers: ``_Send``/``_Recv`` outlines, transfer bars and flow arrows (Okabe-Ito vermillion).
 TRANSFER = "#D55E00"
-#: Client-terminated ``_Send``/``_Recv`` (feeds and fetches).
+#: The client's feed and fetch endpoints: call-frame ``_Arg``/``_Retval`` (``Session.run``) and
+#: client-terminated ``_Send``/``_Recv`` (``partial_run``).
 CLIENT = "#7F7F7F"
 #: Text and outlines.
 INK = "#222222"
@@ -28,6 +29,7 @@ INK = "#222222"
 _KIND_BY_TYPE = {
     "_Send": "send", "_HostSend": "send",
     "_Recv": "recv", "_HostRecv": "recv",
+    "_Arg": "arg", "_Retval": "retval",
     "VariableV2": "variable", "Variable": "variable", "VarHandleOp": "variable",
     "Const": "const",
     "Placeholder": "input", "PlaceholderWithDefault": "input",
@@ -44,13 +46,16 @@ DOT_SHAPES = {
     "control": ("octagon", "filled"),
     "send": ("cds", "filled,bold"),
     "recv": ("box", "filled,bold,diagonals"),
+    "arg": ("invtrapezium", "filled,bold"),
+    "retval": ("trapezium", "filled,bold"),
 }
 
 
 def op_kind(op_type):
     """The drawing kind of an op type: one of the keys of :data:`DOT_SHAPES`.
 
-    ``_Send``/``_Recv`` are ``send``/``recv``; variables, constants, placeholders and
+    ``_Send``/``_Recv`` are ``send``/``recv``, the call frame's ``_Arg``/``_Retval``
+    ``arg``/``retval``; variables, constants, placeholders and
     ``NoOp`` have their own kinds; an op that updates a reference input (``Assign``,
     ``ApplyGradientDescent``, …) is ``state``; everything else ``compute``.
     """

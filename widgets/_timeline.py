@@ -7,8 +7,8 @@ Pure functions over a :class:`~dfcore.runtime.step_stats.StepStats` (no ipywidge
   and ``all_end_rel_micros``).
 - A transfer pairs a ``_Send`` and a ``_Recv`` by ``(tensor_name, send device, recv
   device)`` read from their timeline labels; it spans from the end of the send (the
-  value is posted) to the end of the recv (the receiver has it). Client-terminated
-  sends and recvs (fetches and feeds) have no partner and are not transfers.
+  value is posted) to the end of the recv (the receiver has it). Feeds and fetches
+  (``_Arg``/``_Retval``, the step's call frame) are not transfers.
 - The compute/communication overlap of a step is the share of communication time
   during which some device computes: ``|C ∩ T| / |T|`` in %, where ``T`` is the union
   of the transfer spans and ``C`` the union of the spans of every op that is not a

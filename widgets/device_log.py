@@ -30,7 +30,8 @@ def transfer_rows(transfers):
     """Rows ``(tensor_name, from, to, bytes, sent, requested, matched, waited)`` of transfer records.
 
     Times are µs since the step's first rendezvous event (a send or a request); rows keep
-    the records' match order. A feed or fetch (same device at both ends) shows ``client``.
+    the records' match order. Feeds and fetches are not transfers: they go through the step's
+    call frame (``_Arg``/``_Retval``), not the rendezvous.
     """
     if not transfers:
         return []
@@ -39,8 +40,7 @@ def transfer_rows(transfers):
     def us(seconds):
         return format_us((seconds - origin) * 1e6)
 
-    return [(t.tensor_name, short_device(t.src_device),
-             "client" if t.src_device == t.dst_device else short_device(t.dst_device), format_bytes(t.nbytes),
+    return [(t.tensor_name, short_device(t.src_device), short_device(t.dst_device), format_bytes(t.nbytes),
              us(t.send_time_s), us(t.recv_request_time_s), us(t.match_time_s), format_us(t.recv_wait_s * 1e6))
             for t in transfers]
 

@@ -3,15 +3,18 @@
 Left, the user graph of the run (the ops ``session.run(fetches, feed_dict)`` needs,
 coloured by device); then one panel per device with what that device executes:
 its ops plus the ``_Send``/``_Recv`` nodes the runtime inserted, highlighted and
-labelled with their ``tensor_name`` and rendezvous key (control-edge pairs dashed).
-Below, the counts (cross-device edges, pairs inserted, transfers saved by
-de-duplication) and a table of the pairs.
+labelled with their ``tensor_name`` and rendezvous key (control-edge pairs dashed),
+and, on the client device, the call frame's ``_Arg`` (feed) and ``_Retval`` (fetch)
+endpoints in the client grey. Above, the counts (cross-device edges, pairs inserted,
+transfers saved by de-duplication, feed and fetch endpoints) and a legend; below, a
+table of the pairs.
 """
 
 import ipywidgets as widgets
 from dfcore.runtime.sendrecv_ops import rendezvous_key
+from dfcore.runtime.subgraph import is_client_endpoint
 
-from . import _check, _dot, _html, _render
+from . import _check, _dot, _html, _palette, _render
 from ._format import count, device_sort_key, short_device
 
 _ROW = widgets.Layout(display="flex", flex_flow="row wrap", align_items="flex-start", width="100%")
@@ -23,7 +26,7 @@ def pair_rows(partitions):
     """One row per inserted pair: ``(tensor_name, kind, from, to, send node, recv node, key)``.
 
     ``kind`` is ``data`` or ``control``; rows are sorted by tensor name. Feeds and
-    fetches (client-terminated) are not pairs.
+    fetches (``_Arg``/``_Retval``, or a partial run's client-terminated ends) are not pairs.
     """
     sends, recvs, control = {}, {}, set()
     for graph in partitions.values():
@@ -52,7 +55,8 @@ class PartitionView(widgets.VBox):
     Attributes:
         partitions: the ``Partitions`` shown (``{device: PartitionGraph}`` with ``.stats``).
         before_dot: DOT text of the user graph. dots: ``{device: DOT text}`` per partition.
-        panels: the ``HBox`` of pictures. counts: ``HTML`` with the numbers. pairs: ``HTML`` table.
+        panels: the ``HBox`` of pictures. counts: ``HTML`` with the numbers. legend: ``HTML`` naming
+        the transfer and client colours and shapes. pairs: ``HTML`` table.
 
     Raises:
         TypeError: ``session`` is not a Session.
@@ -74,10 +78,11 @@ class PartitionView(widgets.VBox):
         self.panels = widgets.HBox(pictures, layout=_ROW)
         self.pair_rows = pair_rows(self.partitions)
         self.counts = widgets.HTML(self._counts_html())
+        self.legend = widgets.HTML(_legend_html())
         self.pairs = widgets.HTML(_html.heading("Inserted _Send/_Recv pairs") + (_html.table(
             ["tensor_name", "kind", "from", "to", "_Send", "_Recv", "rendezvous key"], self.pair_rows,
             max_height_px=260) if self.pair_rows else _html.note("None: every edge stays on one device.")))
-        super().__init__([self.counts, self.panels, self.pairs], **kwargs)
+        super().__init__([self.counts, self.legend, self.panels, self.pairs], **kwargs)
 
     def _counts_html(self):
         s = self.stats
@@ -85,11 +90,24 @@ class PartitionView(widgets.VBox):
                  f"({s.cross_device_data_edges} data, {s.cross_device_control_edges} control)"),
                 ("pairs inserted", f"{s.pairs_inserted} ({s.data_pairs} data, {s.control_pairs} control)"),
                 ("transfers saved by de-duplication", str(s.transfers_saved_by_dedup)),
+                ("feed / fetch endpoints", self._endpoints_text()),
                 ("TF's log line", s.vlog_line())]
         return _html.heading(f"Partitioning into {len(self.devices)} device graphs") + _html.table(None, rows)
+
+    def _endpoints_text(self):
+        ops = [n.op for g in self.partitions.values() for n in g.nodes if is_client_endpoint(n)]
+        return f"{ops.count('_Arg')} _Arg (feeds), {ops.count('_Retval')} _Retval (fetches): the call frame"
 
     def __repr__(self):
         s = self.stats
         return (f"<PartitionView: {count(len(self.devices), 'partition')}, "
                 f"{count(s.pairs_inserted, 'pair')} inserted ({s.data_pairs} data, {s.control_pairs} control), "
                 f"{s.transfers_saved_by_dedup} saved by dedup>")
+
+
+def _legend_html():
+    """The partition panels' legend: a pair end (rendezvous) and a call-frame endpoint (client)."""
+    return _html.legend([], [_html.Raw(_html.swatch("white", _palette.TRANSFER) + "_Send/_Recv pair: through the "
+                                       "rendezvous"),
+                             _html.Raw(_html.swatch("white", _palette.CLIENT) + "call frame on the client: _Arg "
+                                       "feeds (wide side up), _Retval fetches (wide side down)")])

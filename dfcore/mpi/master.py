@@ -22,6 +22,7 @@ import threading
 
 from .. import errors
 from ..runtime import step as step_lib
+from ..runtime.call_frame import CallFrame
 from ..runtime.cancellation import DEFAULT_STEP_TIMEOUT_S, Deadline
 from ..runtime.executor import StepContext, inline_runner
 from ..runtime.device_set import DeviceSet
@@ -82,16 +83,14 @@ class MPIBinding:
         step_handle = (self._transport.rank, step_id)
         rendezvous = self._runtime.steps.find_or_create(step_handle, peers=sorted(set(remote.values())))
         replies = {}
+        frame = CallFrame(feed_values, plan.num_retvals)  # the client partition (feeds, fetches) runs here
         try:
-            for key, value in zip(plan.feed_keys, feed_values):
-                if key is not None:
-                    rendezvous.send(key, value)
             timings = [] if trace else None
             deadline = Deadline(DEFAULT_STEP_TIMEOUT_S if timeout_s is None else timeout_s)
             barrier = step_lib.Barrier(len(plan.partitions), rendezvous, deadline)
             # as in-process (step.run_step): a deadline the caller set holds between ops, on every task
             ctx = StepContext(txn, resources, step_id, rendezvous, tracing=trace,
-                              deadline=None if timeout_s is None else deadline)
+                              deadline=None if timeout_s is None else deadline, call_frame=frame)
             for index, rank in remote.items():
                 future = self._transport.request(rank, "run_graph", handles[index], step_handle, step_id, trace,
                                                  None if timeout_s is None else deadline.remaining_s())
@@ -101,7 +100,7 @@ class MPIBinding:
             executors = step_lib.start_executors(plan, local, ctx, barrier, timings)
             self._transport.progress_until(barrier.finished, deadline.remaining_s())
             barrier.wait()
-            values = [step_lib.fetch_value(s, feed_values, rendezvous, txn) for s in plan.fetch_sources]
+            values = step_lib.fetched_values(plan, frame)
         except BaseException:
             self._end(remote, step_handle, commit=False)
             raise

@@ -1,7 +1,8 @@
 """Grouping and ordering ops: ``no_op``, ``group``, ``tuple``, ``with_dependencies``.
 
 Source: ``tensorflow/python/ops/control_flow_ops.py``. ``group`` is a ``NoOp``
-with control inputs; ``tuple`` makes every output wait for all inputs.
+with control inputs, on its inputs' device when they share one (``_GroupControlDeps``);
+``tuple`` makes every output wait for all inputs.
 """
 
 import builtins
@@ -24,17 +25,42 @@ def no_op(name=None):
 
 
 def group(*inputs, name=None):
-    """A ``NoOp`` that runs after all ``inputs`` (Tensors or Operations).
+    """A ``NoOp`` named ``name`` (default ``group_deps``) that runs after all ``inputs`` (Tensors or Operations,
+    nested lists allowed). As TF 1.x: when every input requests the same device the ``NoOp`` requests it too;
+    otherwise each device's inputs get a ``NoOp`` there (``<name>/NoOp``, ``<name>/NoOp_1``… by sorted device)
+    and the returned ``NoOp`` waits for those. Source: ``control_flow_ops.group``, ``_GroupControlDeps``.
 
     Raises:
         ValueError: ``inputs`` come from different graphs.
     """
-    if len(inputs) == 1 and isinstance(inputs[0], (list, builtins.tuple)):
-        inputs = builtins.tuple(inputs[0])
-    ops = [_as_operation(x, strict=True) for x in inputs if x is not None]
+    ops = [_as_operation(x, strict=True) for x in _flatten(inputs) if x is not None]
     graph = graph_of(ops)
-    with graph.as_default(), graph.control_dependencies(ops):
-        return no_op(name=name or "group_deps")
+    with graph.as_default(), graph.name_scope(name or "group_deps") as scope:
+        by_device = {}
+        for op in ops:
+            by_device.setdefault(op.device, []).append(op)
+        if len(by_device) == 1:
+            ((device, deps),) = by_device.items()
+            return _group_control_deps(graph, device, deps, scope)
+        deps = [_group_control_deps(graph, device, by_device[device]) for device in sorted(by_device)]
+        return _group_control_deps(graph, None, deps, scope)
+
+
+def _group_control_deps(graph, device, deps, name=None):
+    """A ``NoOp`` after ``deps``, requesting ``device`` (None: the caller's device scope)."""
+    with graph.control_dependencies(deps):
+        if device is None:
+            return no_op(name=name)
+        with graph.device(device):
+            return no_op(name=name)
+
+
+def _flatten(inputs):
+    for x in inputs:
+        if isinstance(x, (list, builtins.tuple)):
+            yield from _flatten(x)
+        else:
+            yield x
 
 
 def with_dependencies(dependencies, output_tensor, name=None):

@@ -74,6 +74,7 @@ BOOKKEEPING = (
     "NoOp", "Identity", "StopGradient", "Reshape", "Shape", "Const", "Placeholder",
     "PlaceholderWithDefault", "VariableV2", "IsVariableInitialized", "BroadcastGradientArgs",
     "_Send", "_Recv",  # their cost is the transfer, which the simulated clock charges to the link
+    "_Arg", "_Retval",  # a feed or fetch taken from or put in the step's call frame
 )
 
 

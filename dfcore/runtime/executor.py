@@ -52,12 +52,15 @@ class StepContext:
         tracing: True when the step is traced (``FULL_TRACE``): kernels may keep records.
         deadline: the :class:`~dfcore.runtime.cancellation.Deadline` executors check before every
             op, or None (the step's default deadline bounds its waits only).
+        call_frame: the step's :class:`~dfcore.runtime.call_frame.CallFrame` (feeds in, fetches out),
+            or None (a partial run, or a partition run for another task's session).
     """
 
-    __slots__ = ("collectives", "deadline", "device", "rendezvous", "resources", "step_id", "tracing", "txn")
+    __slots__ = ("call_frame", "collectives", "deadline", "device", "rendezvous", "resources", "step_id", "tracing",
+                 "txn")
 
     def __init__(self, txn, resources, step_id, rendezvous=None, device=None, collectives=None, tracing=False,
-                 deadline=None):
+                 deadline=None, call_frame=None):
         self.txn = txn
         self.resources = resources
         self.step_id = step_id
@@ -66,10 +69,11 @@ class StepContext:
         self.collectives = {} if collectives is None else collectives
         self.tracing = tracing
         self.deadline = deadline
+        self.call_frame = call_frame
 
     def on_device(self, device):
         return StepContext(self.txn, self.resources, self.step_id, self.rendezvous, device, self.collectives,
-                           self.tracing, self.deadline)
+                           self.tracing, self.deadline, self.call_frame)
 
 
 class CompiledNode:

@@ -1,8 +1,9 @@
 """Split one run's placed ops into per-device graphs joined by ``_Send``/``_Recv`` pairs.
 
 Source: ``tensorflow/core/graph/graph_partition.cc`` (``Partition``) and
-``tensorflow/core/graph/subgraph.cc`` (feeds and fetches). Pure: the user's Graph
-is read, never changed; the result is node records.
+``tensorflow/core/graph/subgraph.cc`` (feeds and fetches, made by
+:mod:`dfcore.runtime.subgraph`). Pure: the user's Graph is read, never changed; the
+result is node records.
 
 Rules (TF's):
 - a data edge between devices gets ``_Send`` (attr ``T``) on the source device and
@@ -17,15 +18,16 @@ Rules (TF's):
   destination that the consumer takes as a control input;
 - inserted nodes are named ``<src>/_k`` with one counter over the whole call,
   send before recv (``MatMul/_0``, ``MatMul/_1``);
-- a fed tensor arrives through ``_recv_<op>_<index>`` on the client device, a fetched
-  one leaves through ``_send_<op>_<index>`` there (``tensor_name`` = the tensor name,
-  ``client_terminated=True``), with a regular pair where the other end is elsewhere.
+- a fed tensor arrives through its feed endpoint on the client device and a fetched
+  one leaves through its fetch endpoint there (``_Arg``/``_Retval`` in a normal run,
+  client-terminated ``_Recv``/``_Send`` in a partial run), with a regular pair where
+  the other end is elsewhere: a fetch computed on another device costs one pair.
 
 Edge ids (TF uses its Graph's edge ids): edges are numbered from 0 in the order
 TF's rewrite creates them: first the edges among the run's ops (consumer op id
 order; data inputs by index, then control inputs), then the edges out of feed
-``_Recv`` nodes (feed order; consumers by op id, then input index), then the edges
-into fetch ``_Send`` nodes (fetch order). Nodes are visited in op-id order, then
+endpoints (feed order; consumers by op id, then input index), then the edges
+into fetch endpoints (fetch order). Nodes are visited in op-id order, then
 feeds, then fetches, each partition listing nodes in the order they are created.
 """
 
@@ -37,6 +39,7 @@ from .. import errors
 from ..framework import dtypes
 from ..framework.graph_def import make_graph_def, make_node_def
 from .device_set import incarnation_of
+from .subgraph import check_endpoints, endpoint
 
 CLIENT_DEVICE = "/job:localhost/replica:0/task:0/device:CPU:0"
 
@@ -137,10 +140,6 @@ def _input_string(name, index):
     return name if index == 0 else f"{name}:{index}"
 
 
-def _endpoint_name(tensor):
-    return f"{tensor.op.name}_{tensor.value_index}"
-
-
 class _Partitioner:
     def __init__(self):
         self.graphs = {}
@@ -210,14 +209,17 @@ class _Partitioner:
         return PartitionStats(self.data_edges, self.control_edges, self.data_pairs, self.control_pairs, self.saved)
 
 
-def partition(ops, placement, feeds=(), fetches=(), client_device=CLIENT_DEVICE):
+def partition(ops, placement, feeds=(), fetches=(), client_device=CLIENT_DEVICE, call_frame=True):
     """Partition the placed ops of one run by device (TF's ``Partition`` after ``RewriteGraphForExecution``).
 
     Args:
         ops: the run's Operations (pruned: every input is produced by one of them or fed).
         placement: op → full device name (a :class:`~dfcore.runtime.placer.Placement` or dict).
-        feeds: the fed Tensors; fetches: the fetched Tensors (duplicates are fetched once).
+        feeds: the fed Tensors; fetches: the fetched Tensors (duplicates are fetched once); a feed's
+            (fetch's) position is its ``index`` (the session passes both sorted by name, as TF).
         client_device: where feeds arrive and fetches leave (a name or a ``Device``).
+        call_frame: True: ``_Arg``/``_Retval`` endpoints (``Session.run``); False: client-terminated
+            ``_Recv``/``_Send`` (``partial_run``).
     Returns:
         :class:`Partitions`: ``{device: PartitionGraph}`` with ``.stats``.
     Raises:
@@ -227,7 +229,7 @@ def partition(ops, placement, feeds=(), fetches=(), client_device=CLIENT_DEVICE)
     client = getattr(client_device, "name", client_device)
     ops = sorted(set(ops), key=lambda op: op._id)
     feeds, fetches = list(feeds), list(dict.fromkeys(fetches))
-    _check_endpoints(feeds, fetches)
+    check_endpoints(feeds, fetches)
     fed = set(feeds)
     part = _Partitioner()
     nodes = {op: _Builder(op.name, op.type, placement[op], op.attrs, op) for op in ops}
@@ -245,18 +247,18 @@ def partition(ops, placement, feeds=(), fetches=(), client_device=CLIENT_DEVICE)
         for control in _controls(op, nodes, fed):
             edge_ids[(op, control)] = len(edge_ids)
     feed_nodes = {}
-    for tensor in feeds:
+    for index, tensor in enumerate(feeds):
         if feed_consumers[tensor]:
-            feed_nodes[tensor] = _Builder(f"_recv_{_endpoint_name(tensor)}", "_Recv", client, {
-                "tensor_type": tensor.dtype.base_dtype, **_client_attrs(tensor, client)})
+            name, op_type, attrs = endpoint("feed", tensor, index, client, call_frame)
+            feed_nodes[tensor] = _Builder(name, op_type, client, attrs)
         for consumer in feed_consumers[tensor]:
             edge_ids[consumer] = len(edge_ids)
     fetch_nodes = []
-    for tensor in fetches:
+    for index, tensor in enumerate(fetches):
         if tensor.op not in nodes:
             raise _missing_input(None, tensor.name)
-        fetch_nodes.append((tensor, _Builder(f"_send_{_endpoint_name(tensor)}", "_Send", client, {
-            "T": tensor.dtype.base_dtype, **_client_attrs(tensor, client)})))
+        name, op_type, attrs = endpoint("fetch", tensor, index, client, call_frame)
+        fetch_nodes.append((tensor, _Builder(name, op_type, client, attrs)))
         edge_ids[tensor] = len(edge_ids)
 
     for op in ops:
@@ -291,22 +293,6 @@ def _controls(op, nodes, fed):
         elif not (control.outputs and all(t in fed for t in control.outputs)):
             raise _missing_input(op, f"^{control.name}")
     return controls
-
-
-def _client_attrs(tensor, client):
-    return {"tensor_name": tensor.name, "send_device": client, "send_device_incarnation": incarnation_of(client),
-            "recv_device": client, "client_terminated": True}
-
-
-def _check_endpoints(feeds, fetches):
-    seen = set()
-    for tensor in feeds:
-        if tensor in seen:
-            raise errors.InvalidArgumentError(None, None, f'Endpoint "{tensor.name}" fed more than once.')
-        seen.add(tensor)
-    for tensor in fetches:
-        if tensor in seen:
-            raise errors.InvalidArgumentError(None, None, f"{tensor.name} is both fed and fetched.")
 
 
 def _missing_input(op, input_name):

@@ -3,8 +3,8 @@
 
 Source: TF's ``NewLocalExecutor`` (kernels are instantiated once per partition
 graph, not per step). Each node gets its kernel from the registry (the user's op
-for graph nodes, the node record itself for ``_Send``/``_Recv`` and the dummy
-``Const``/``Identity`` of control pairs), a value slot per output, the slots of
+for graph nodes, the node record itself for ``_Send``/``_Recv``, ``_Arg``/``_Retval``
+and the dummy ``Const``/``Identity`` of control pairs), a value slot per output, the slots of
 its data inputs, and pending counts over its data and control inputs.
 
 A ``Const`` with no control inputs is *preset*: its value is put in its slot once,
@@ -18,7 +18,7 @@ from . import step_stats
 from .executor import CompiledNode, CompiledPartition
 from .variable_store import VarRef
 
-_SINGLE_OUTPUT_INSERTED = {"_Recv", "Const", "Identity"}
+_SINGLE_OUTPUT_INSERTED = {"_Recv", "_Arg", "Const", "Identity"}
 
 
 def compile_partition(graph):

@@ -6,8 +6,11 @@ Source: ``tensorflow/python/client/session.py`` and
 :func:`register_target_resolver`), its variables and a thread pool of
 ``inter_op_parallelism_threads``. ``run`` validates feeds and fetches; builds, once
 per signature, a plan (prune → place → partition with ``_Send``/``_Recv`` → one
-executor per device); runs every partition of the step in one variable
-transaction; and commits the step's variable writes only if every op succeeded.
+executor per device; feeds and fetches through the step's call frame, ``_Arg`` and
+``_Retval``); runs every partition of the step in one variable transaction; and
+commits the step's variable writes only if every op succeeded. ``partial_run_setup``
+and ``partial_run`` feed and fetch through the rendezvous instead
+(:mod:`dfcore.runtime.partial_run`).
 The whole graph is placed on the first run (and again when ops were added), as
 TF's DirectSession does, so ``log_device_placement`` lists every node.
 """
@@ -17,16 +20,16 @@ import itertools
 import os
 import threading
 
-import numpy as np
-
 from .. import errors
-from ..framework import dtypes, graph as graph_lib
+from ..framework import graph as graph_lib
 from ..framework.default_stack import DefaultStack
-from ..framework.tensor import Tensor
 from . import placer, step as step_lib, step_plan
+from .cancellation import DEFAULT_STEP_TIMEOUT_S
 from .config import ConfigProto, RunOptions
 from .device_set import DeviceSet
+from .feed import client_value, feed_list_tensors, feed_tensor, feed_value
 from .fetch import FetchHandler
+from .partial_run import PartialRun, partial_run_handle
 from .session_resources import SessionResources
 from .step_trace import fill_run_metadata
 from .variable_store import VariableStore
@@ -71,6 +74,8 @@ class BaseSession:
         threads = self._config.inter_op_parallelism_threads or os.cpu_count() or 1
         self._pool_threads = max(1, int(threads))
         self._pool = None
+        self._partial_runs = {}
+        self._partial_run_ids = itertools.count()
 
     @property
     def graph(self):
@@ -97,15 +102,15 @@ class BaseSession:
         """The session's devices (TF's ``Session.list_devices``), as Device records."""
         return list(self._device_set.devices)
 
-    def partitions(self, fetches, feed_dict=None):
-        """The :class:`~dfcore.runtime.partition.Partitions` (``{device: PartitionGraph}`` with
-        ``.stats``) that ``run(fetches, feed_dict)`` executes; builds (and caches) its plan
-        without running it (dfcore, for the partition widgets and lessons)."""
+    def partitions(self, fetches, feed_dict=None, partial_run=False):
+        """The :class:`~dfcore.runtime.partition.Partitions` (``{device: PartitionGraph}`` with ``.stats``) that
+        ``run(fetches, feed_dict)`` executes (``partial_run``: that ``partial_run_setup(fetches, list(feed_dict))``
+        starts); builds (and caches) its plan without running it (dfcore, for the partition widgets and lessons)."""
         if self._closed:
             raise RuntimeError("Attempted to use a closed Session.")
         handler = FetchHandler(self._graph, fetches)
         feed_tensors, _ = self._process_feeds(feed_dict)
-        return self._plan_for(handler.tensors, handler.targets, feed_tensors).graphs
+        return self._plan_for(handler.tensors, handler.targets, feed_tensors, partial_run).graphs
 
     def placement_records(self):
         """One :class:`~dfcore.runtime.placer.PlacementRecord` per placed node (empty before the first run)."""
@@ -147,7 +152,62 @@ class BaseSession:
         self._resources.end_step(step_id, committed=True)
         if run_metadata is not None:
             fill_run_metadata(run_metadata, plan, result, options, self._device_set, self._config)
-        return handler.build([_client_value(v) for v in result.values])
+        return handler.build([client_value(v) for v in result.values])
+
+    # -- partial runs (TF 1.x, experimental there too) ---------------------------
+    def partial_run_setup(self, fetches, feeds=None):
+        """Start a step whose ``feeds`` (a tensor or list) are given and ``fetches`` taken in later
+        :meth:`partial_run` calls; returns its handle (a str). Source: TF ``DirectSession::PRunSetup``.
+        Raises:
+            RuntimeError: the session is closed. TypeError: a feed that names no tensor (TF's wording).
+            InvalidArgumentError: a feed given twice, or a tensor both fed and fetched.
+            UnimplementedError: a session on an MPI target (dfcore runs its steps as one ``run_graph`` per task).
+        """
+        if self._closed:
+            raise RuntimeError("Attempted to use a closed Session.")
+        if getattr(self._binding, "run_step", None) is not None:
+            raise errors.UnimplementedError(None, None, "partial_run is not implemented for sessions on an MPI target.")
+        handler = FetchHandler(self._graph, fetches)
+        feed_tensors = feed_list_tensors(self._graph, feeds)
+        plan = self._plan_for(handler.tensors, handler.targets, feed_tensors, partial_run=True)
+        if self._binding is not None:
+            self._binding.check_step(plan)
+        handle = partial_run_handle(feed_tensors, handler.tensors, handler.targets, next(self._partial_run_ids))
+        self._partial_runs[handle] = PartialRun(
+            plan, feed_tensors, handler.tensors, self._variables.begin(), self._resources, next(self._step_ids),
+            self._thread_pool(), self._timeout_s(RunOptions()) or DEFAULT_STEP_TIMEOUT_S)
+        return handle
+
+    def partial_run(self, handle, fetches, feed_dict=None):
+        """Feed ``feed_dict`` to and fetch ``fetches`` from the partial run ``handle``; values in the fetches'
+        structure. Each feed and fetch named at setup is given once over the calls; the step's writes are
+        committed when the last one is. Source: TF ``DirectSession::PRun``.
+        Raises:
+            RuntimeError: the session is closed, or ``fetches`` holds an operation (TF's wording).
+            InvalidArgumentError: an unknown handle, a feed or fetch not named at setup or already given, or a
+                fetch that needs a feed not given yet (TF's wording).
+            OpError: an op of the step failed (the partial run is over; nothing is committed).
+        """
+        if self._closed:
+            raise RuntimeError("Attempted to use a closed Session.")
+        handler = FetchHandler(self._graph, fetches)
+        feed_tensors, feed_values = self._process_feeds(feed_dict)
+        fed = dict(zip(feed_tensors, feed_values))
+        wanted = [t for t in handler.tensors if t not in fed]
+        if not (wanted or handler.targets or feed_tensors):
+            return handler.build([])
+        if handler.targets:
+            raise RuntimeError("partial_run() requires empty target_list.")
+        run = self._partial_runs.get(handle)
+        if run is None:
+            raise errors.InvalidArgumentError(None, None, "Must run 'setup' before performing partial runs!")
+        run.check(feed_tensors, wanted)
+        try:
+            values = dict(zip(wanted, run.run(feed_tensors, feed_values, wanted)))
+        finally:
+            if run.ended:
+                del self._partial_runs[handle]
+        return handler.build([client_value(fed[t] if t in fed else values[t]) for t in handler.tensors])
 
     def _timeout_s(self, options):
         ms = options.timeout_in_ms or self._config.operation_timeout_in_ms
@@ -161,13 +221,14 @@ class BaseSession:
                     self._pool = concurrent.futures.ThreadPoolExecutor(self._pool_threads, "dfcore-inter-op")
         return self._pool
 
-    def _plan_for(self, fetch_tensors, target_ops, feed_tensors):
-        key = (tuple(fetch_tensors), tuple(target_ops), tuple(feed_tensors))
+    def _plan_for(self, fetch_tensors, target_ops, feed_tensors, partial_run=False):
+        key = (tuple(fetch_tensors), tuple(target_ops), tuple(feed_tensors), partial_run)
         with self._plans_lock:
             plan = self._plans.get(key)
         if plan is None:
             plan = step_plan.build_step_plan(fetch_tensors, target_ops, feed_tensors, self._placement_for,
-                                             self._device_set.client_device.name, self._pool_threads, self._runner)
+                                             self._device_set.client_device.name, self._pool_threads, self._runner,
+                                             partial_run)
             with self._plans_lock:
                 plan = self._plans.setdefault(key, plan)
         return plan
@@ -199,27 +260,21 @@ class BaseSession:
             return (), ()
         tensors, values = [], []
         for key, value in feed_dict.items():
-            tensor = self._feed_tensor(key)
+            tensor = feed_tensor(self._graph, key)
             tensors.append(tensor)
-            values.append(_feed_value(tensor, value))
+            values.append(feed_value(tensor, value))
         order = sorted(range(len(tensors)), key=lambda i: tensors[i].name)
         return tuple(tensors[i] for i in order), tuple(values[i] for i in order)
 
-    def _feed_tensor(self, key):
-        try:
-            element = self._graph.as_graph_element(key, allow_tensor=True, allow_operation=False)
-        except (TypeError, ValueError, KeyError) as error:
-            message = error.args[0] if error.args else str(error)
-            raise TypeError(f"Cannot interpret feed_dict key as Tensor: {message}") from None
-        if not isinstance(element, Tensor):
-            raise TypeError(f"Cannot interpret feed_dict key as Tensor: {key!r}")
-        return element
-
     # -- lifecycle ------------------------------------------------------------
     def close(self):
-        """Release the session's variables, plans and threads; later ``run`` calls raise RuntimeError."""
+        """Release the session's variables, plans and threads (cancelling unfinished partial runs); later
+        ``run`` calls raise RuntimeError."""
         if not self._closed:
             self._closed = True
+            for run in self._partial_runs.values():
+                run.cancel(errors.CancelledError(None, None, "Session has been closed."))
+            self._partial_runs.clear()
             if self._binding is None:  # a cluster's state outlives its sessions
                 self._variables.clear()
                 self._resources.close()
@@ -312,53 +367,6 @@ def bind_target(target, config):
     raise errors.NotFoundError(
         None, None, f'No session factory registered for the given session options: {{target: "{target}"}} '
         "Registered factories are {DIRECT_SESSION, GRPC_SESSION}.")
-
-
-def _client_value(value):
-    """A fetched value as the client sees it: 0-d arrays become numpy scalars, as in TF."""
-    if isinstance(value, np.ndarray) and value.ndim == 0:
-        return value[()]
-    return value
-
-
-def _feed_value(tensor, value):
-    """Convert a fed value to the tensor's dtype and check its shape (TF's messages, ``client/session.py``).
-
-    Raises:
-        TypeError: a Tensor, a dtype that cannot be cast safely, or an integer the dtype cannot hold
-            (TF's ``Type of feed value ... is not compatible with Tensor type ...``; TF checks Python ints,
-            dfcore numpy values too, as numpy would wrap them silently).
-        ValueError: a shape the tensor's static shape does not allow.
-    """
-    if isinstance(value, Tensor):
-        raise TypeError(
-            "The value of a feed cannot be a tf.Tensor object. Acceptable feed values include Python scalars, "
-            "strings, lists, numpy ndarrays, or TensorHandles."
-        )
-    dtype = tensor.dtype.base_dtype
-    target = np.dtype(dtype.as_numpy_dtype)
-    array = np.asarray(value)
-    if array.dtype != target:
-        safe = np.can_cast(array.dtype, target, casting="same_kind") or (
-            array.dtype.kind in "iub" and target.kind in "iuf"
-        )
-        if not safe:
-            raise TypeError(
-                f"Cannot feed value of dtype {array.dtype} for Tensor '{tensor.name}', which has dtype {dtype.name}"
-            )
-        outside = dtypes.first_value_outside(value, array, dtype)
-        if outside is not None:
-            raise TypeError(
-                f"Type of feed value {outside} with type {type(outside)} is not compatible with Tensor type "
-                f"{dtype.as_numpy_dtype}. Try explicitly setting the type of the feed tensor to a larger type (e.g. "
-                f"int64). (Tensor '{tensor.name}' holds {dtype.name} values in [{dtype.min}, {dtype.max}].)"
-            )
-        array = array.astype(target)
-    if not tensor.shape.is_compatible_with(array.shape):
-        raise ValueError(
-            f"Cannot feed value of shape {array.shape!r} for Tensor '{tensor.name}', which has shape '{tensor.shape}'"
-        )
-    return array
 
 
 # -- the default session --------------------------------------------------------

@@ -1,9 +1,10 @@
 """Run one step of a :class:`~dfcore.runtime.step_plan.StepPlan`: one executor per
 partition, one rendezvous, and an all-or-nothing outcome.
 
-Source: TF's ``DirectSession::RunInternal`` (``ExecutorBarrier``): feeds are sent to
-the rendezvous, every partition's executor starts, the barrier waits for all of
-them, and the first error aborts the rendezvous so every other executor stops.
+Source: TF's ``DirectSession::RunInternal`` (``ExecutorBarrier``): the feeds become the
+arguments of the step's call frame, every partition's executor starts, the barrier
+waits for all of them, the fetches are the frame's return values, and the first
+error aborts the rendezvous so every other executor stops.
 
 The :class:`Barrier` is the one way a step ends early. Its first error — a failing op's,
 the step's deadline (checked by every executor between ops, and by the caller's wait),
@@ -14,10 +15,10 @@ caller gets the error (or its interrupt, re-raised) only once no executor runs.
 
 import threading
 
+from .call_frame import CallFrame
 from .cancellation import DEFAULT_STEP_TIMEOUT_S, Deadline, cancelled_error
 from .executor import Executor, StepContext, inline_runner
 from .rendezvous import Rendezvous
-from .variable_store import VarRef
 
 
 class StepResult:
@@ -49,15 +50,13 @@ def run_step(plan, feed_values, txn, resources, step_id, pool, timeout_s=None, t
     """
     deadline = Deadline(DEFAULT_STEP_TIMEOUT_S if timeout_s is None else timeout_s)
     rendezvous = Rendezvous()
-    for key, value in zip(plan.feed_keys, feed_values):
-        if key is not None:
-            rendezvous.send(key, value)
+    frame = CallFrame(feed_values, plan.num_retvals)
     timings = [] if trace else None
     barrier = Barrier(len(plan.partitions), rendezvous, deadline)
     # a deadline the caller set holds between ops too; the default one only bounds waits (reading the
     # clock before every op costs ~60 ns, some 8% of a cheap op)
     ctx = StepContext(txn, resources, step_id, rendezvous, tracing=trace,
-                      deadline=None if timeout_s is None else deadline)
+                      deadline=None if timeout_s is None else deadline, call_frame=frame)
     runners = {i: (lambda fn: pool.submit(fn)) if i in plan.pooled else inline_runner
                for i in range(len(plan.partitions))}
     try:
@@ -67,7 +66,7 @@ def run_step(plan, feed_values, txn, resources, step_id, pool, timeout_s=None, t
         if not barrier.finished():  # Ctrl-C while the step ran or was waited for: cancel it as a deadline would
             barrier.cancel(interrupt)
         raise
-    values = [fetch_value(source, feed_values, rendezvous, txn) for source in plan.fetch_sources]
+    values = fetched_values(plan, frame)
     return StepResult(values, executors, timings, rendezvous, ctx.collectives)
 
 
@@ -99,13 +98,10 @@ def start_executors(plan, runners, ctx, barrier, timings):
     return executors
 
 
-def fetch_value(source, feed_values, rendezvous, txn):
-    """The value of one fetch source of a finished step (a feed, or what the client ``_Send`` posted)."""
-    kind, where = source
-    if kind == "feed":
-        return feed_values[where]
-    value = rendezvous.recv(where, timeout_s=0)
-    return txn.read(value) if isinstance(value, VarRef) else value
+def fetched_values(plan, frame):
+    """The fetched values of a finished step, aligned with the plan's fetches: a fed one is its feed (the
+    frame's argument), any other the frame's return value."""
+    return [frame.get_arg(where) if kind == "feed" else frame.retval(where) for kind, where in plan.fetch_sources]
 
 
 class Barrier:

@@ -2,7 +2,10 @@
 
 Source: TF's ``DirectSession::GetOrCreateExecutors``: prune the graph to the
 fetches, place it, partition it per device with ``_Send``/``_Recv``, and build one
-executor per partition — once per signature, then reused every step.
+executor per partition — once per signature, then reused every step. Feeds and
+fetches are indexed by name order, as TF sorts them: a normal run passes them
+through the step's call frame (``_Arg``/``_Retval``), a partial run through the
+rendezvous (client-terminated ``_Recv``/``_Send``).
 
 Which partitions get their own thread: dfcore runs a partition on the session's
 thread pool only when it holds real work (≥ :data:`POOL_MIN_FLOPS` estimated from
@@ -30,9 +33,12 @@ class StepPlan:
             device, ordered by device name.
         graphs: the :class:`~dfcore.runtime.partition.Partitions` they came from.
         ops: the pruned ops in topological order.
-        feed_keys: the rendezvous key of each fed tensor (None where nothing reads it).
-        fetch_sources: per fetched tensor, ``("feed", i)`` (it is the i-th feed) or
-            ``("key", rendezvous key)``.
+        feed_keys: partial runs: the rendezvous key of each fed tensor (None where nothing reads
+            it); normal runs: empty (feed ``i`` is argument ``i`` of the call frame).
+        fetch_sources: per fetched tensor, ``("feed", i)`` (it is the i-th feed),
+            ``("retval", j)`` (return value ``j`` of the call frame) or ``("key", rendezvous key)``
+            (partial runs).
+        num_retvals: how many return values the call frame holds.
         pooled: indices of the partitions to start on the thread pool.
     """
 
@@ -41,6 +47,7 @@ class StepPlan:
     ops: tuple
     feed_keys: tuple
     fetch_sources: tuple
+    num_retvals: int
     pooled: frozenset
 
 
@@ -48,15 +55,18 @@ RUNNERS = ("auto", "inline", "pool")
 
 
 def build_step_plan(fetch_tensors, target_ops, feed_tensors, placement_for, client_device, pool_threads,
-                    runner="auto"):
+                    runner="auto", partial_run=False):
     """Prune, place, partition and compile one run signature.
 
     Args:
+        feed_tensors: the fed tensors, sorted by name (their arg indices).
         placement_for: ``placement_for(ops) -> {op: full device name}`` (the session's placer).
         client_device: where feeds arrive and fetches leave.
         pool_threads: the session's inter-op threads (1 = never use the pool).
         runner: ``"auto"`` (the rule in the module docstring), ``"inline"`` (every partition
             on the calling thread) or ``"pool"`` (every partition on the thread pool).
+        partial_run: use client-terminated ``_Recv``/``_Send`` endpoints instead of the call frame;
+            a fetch that is also fed is then an error, as in TF.
     Raises:
         InvalidArgumentError: a cycle, an unfed placeholder, an impossible placement.
     """
@@ -65,26 +75,34 @@ def build_step_plan(fetch_tensors, target_ops, feed_tensors, placement_for, clie
     prune_lib.check_feeds_cover_placeholders(op for op in order if op.type == "Placeholder")
     placement = placement_for(order)
     fed = {t: i for i, t in enumerate(feed_tensors)}
-    sent = [t for t in fetch_tensors if t not in fed]
-    graphs = partition_lib.partition(order, placement, feed_tensors, sent, client_device=client_device)
+    fetched = sorted({t for t in fetch_tensors if partial_run or t not in fed}, key=lambda t: t.name)
+    graphs = partition_lib.partition(order, placement, feed_tensors, fetched, client_device=client_device,
+                                     call_frame=not partial_run)
     devices = sorted(graphs)
     partitions = tuple(compile_partition(graphs[d]) for d in devices)
-    client = graphs.get(client_device)
-    endpoints = {}
-    if client is not None:
-        for node in client.nodes:
-            if node.op in ("_Send", "_Recv") and node.attrs.get("client_terminated"):
-                endpoints[(node.op, node.get_attr("tensor_name"))] = rendezvous_key(node)
-    feed_keys = tuple(endpoints.get(("_Recv", t.name)) for t in feed_tensors)
-    fetch_sources = tuple(("feed", fed[t]) if t in fed else ("key", endpoints[("_Send", t.name)])
-                          for t in fetch_tensors)
+    if partial_run:
+        keys = _client_keys(graphs.get(client_device))
+        feed_keys = tuple(keys.get(("_Recv", t.name)) for t in feed_tensors)
+        fetch_sources = tuple(("key", keys[("_Send", t.name)]) for t in fetch_tensors)
+    else:
+        retvals = {t: j for j, t in enumerate(fetched)}
+        feed_keys = ()
+        fetch_sources = tuple(("feed", fed[t]) if t in fed else ("retval", retvals[t]) for t in fetch_tensors)
     if runner == "inline" or (runner == "auto" and pool_threads <= 1):
         pooled = frozenset()
     elif runner == "pool":
         pooled = frozenset(range(len(partitions)))
     else:
         pooled = _pooled(partitions, [graphs[d] for d in devices], pool_threads)
-    return StepPlan(partitions, graphs, tuple(order), feed_keys, fetch_sources, pooled)
+    return StepPlan(partitions, graphs, tuple(order), feed_keys, fetch_sources, len(fetched), pooled)
+
+
+def _client_keys(client):
+    """``{(op type, tensor name): rendezvous key}`` of the client-terminated endpoints of a partition."""
+    if client is None:
+        return {}
+    return {(node.op, node.get_attr("tensor_name")): rendezvous_key(node)
+            for node in client.nodes if node.op in ("_Send", "_Recv") and node.attrs.get("client_terminated")}
 
 
 def _pooled(partitions, graphs, pool_threads):

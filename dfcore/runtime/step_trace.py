@@ -30,7 +30,7 @@ from .sendrecv_ops import rendezvous_key
 from .step_stats import AllocatorMemoryUsed, NodeExecStats, StepStatsCollector
 
 _PROFILES = {p.name: p for p in (cost_model.TESLA_K20M, cost_model.TESLA_V100, cost_model.H100)}
-_ALIASING = frozenset(("Identity", "Reshape", "StopGradient", "VariableV2", "Const", "_Send"))
+_ALIASING = frozenset(("Identity", "Reshape", "StopGradient", "VariableV2", "Const", "_Send", "_Arg"))  # _Arg: a fed value
 
 
 def machine_for(device_set):

@@ -4,8 +4,10 @@ Source: ``tensorflow/python/training/moving_averages.py``. ``apply(var_list)``
 creates, per variable ``v``, a non-trainable shadow ``v/ExponentialMovingAverage``
 (colocated with ``v``, initialized to ``v``'s initial value, or to zeros for a
 Tensor), adds ``v`` to ``MOVING_AVERAGE_VARIABLES``, and returns one op
-updating every shadow: ``shadow -= (1 - decay) * (shadow - v)``. With
-``num_updates`` the decay is ``min(decay, (1 + num_updates) / (10 + num_updates))``.
+updating every shadow: ``shadow -= (1 - decay) * (shadow - v)``, computed and
+assigned on the shadow's device, grouped by ``tf.group`` (one ``NoOp`` on the shadows'
+device when they share one). With ``num_updates`` the decay is
+``min(decay, (1 + num_updates) / (10 + num_updates))``, on the caller's device.
 """
 
 from ..framework import dtypes
@@ -17,45 +19,45 @@ from . import slot_creator
 
 
 def assign_moving_average(variable, value, decay, zero_debias=True, name=None):
-    """Stage ``variable -= (variable - value) * (1 - decay)``; returns the new value.
+    """Stage ``variable -= (variable - value) * (1 - decay)``; returns the update's output.
 
-    With ``zero_debias``, ``variable`` instead becomes ``biased / (1 - decay^t)``
-    where ``biased`` is the same average started at zero and ``t`` counts updates
-    (two extra variables ``<variable>/biased`` and ``<variable>/local_step``).
-    A Variable ``value`` is read here, inside the caller's control dependencies:
-    under ``with control_dependencies([train_op])`` the average sees the trained
-    value (TF gets this from its in-place buffers; dfcore's buffers are immutable).
+    Placement as TF 1.15's graph mode (the default strategy's ``update`` colocates with
+    ``variable``): ``1 - decay`` (and its cast) follow the caller's device scope; the
+    ``Sub``, ``Mul`` and ``AssignSub`` are colocated with ``variable``. With ``zero_debias``
+    ``variable`` is instead assigned ``biased / (1 - decay^t)``, ``biased`` being the same
+    average started at zero and ``t`` a count of updates (variables ``<variable>/biased`` and
+    ``<variable>/local_step``, colocated with it). A Variable ``value`` is read here,
+    inside the caller's control dependencies and colocated with it, where TF's snapshot
+    ``<value>/read`` lives: under ``with control_dependencies([train_op])`` the average sees
+    the trained value (TF gets this from its in-place buffers; dfcore's buffers are immutable).
     Source: TF ``moving_averages.assign_moving_average``.
     """
     graph = graph_of([variable, value, decay])
     with graph.as_default(), graph.name_scope(name or "AssignMovingAvg") as scope:
-        with graph.colocate_with(variable.op):
-            if isinstance(value, variables.Variable):
+        decay = convert_to_tensor(1.0 - decay, name="decay")
+        if decay.dtype.base_dtype is not variable.dtype.base_dtype:
+            decay = math_ops.cast(decay, variable.dtype.base_dtype)
+        if isinstance(value, variables.Variable):
+            with graph.colocate_with(value.op):
                 value = value.read_value()
-            decay = convert_to_tensor(1.0 - decay, name="decay")
-            if decay.dtype.base_dtype is not variable.dtype.base_dtype:
-                decay = math_ops.cast(decay, variable.dtype.base_dtype)
-            if zero_debias:
-                update_delta = _zero_debias(variable, value, decay)
-            else:
-                update_delta = math_ops.multiply(math_ops.subtract(variable, value), decay)
-            return state_ops.assign_sub(variable, update_delta, name=scope)
+        if zero_debias:
+            return _zero_debias(variable, value, decay, scope)
+        with graph.colocate_with(variable.op):
+            return state_ops.assign_sub(variable, (variable - value) * decay, name=scope)
 
 
-def _zero_debias(unbiased_var, value, one_minus_decay):
-    """The delta taking ``unbiased_var`` to ``biased / (1 - decay^t)`` (TF's ``_zero_debias``)."""
+def _zero_debias(unbiased_var, value, one_minus_decay, scope):
+    """Assign ``unbiased_var`` the debiased average ``biased / (1 - decay^t)`` (TF 1.15's ``_zero_debias``)."""
     graph = unbiased_var.graph
     dtype = unbiased_var.dtype.base_dtype
     biased = slot_creator.create_zeros_slot(unbiased_var, "biased")
     local_step = slot_creator.create_slot(
         unbiased_var, lambda: convert_to_tensor(0, dtype=dtype, name="zeros"), "local_step")
-    update_biased = state_ops.assign_sub(
-        biased, math_ops.multiply(math_ops.subtract(biased, value), one_minus_decay))
-    update_local_step = local_step.assign_add(convert_to_tensor(1, dtype=dtype))
-    with graph.control_dependencies([update_biased, update_local_step]):
-        bias_correction = math_ops.subtract(
-            1.0, math_ops.pow(1.0 - one_minus_decay, local_step.read_value()))
-        return math_ops.subtract(unbiased_var, math_ops.divide(biased.read_value(), bias_correction))
+    with graph.colocate_with(unbiased_var.op):
+        update_biased = state_ops.assign_sub(biased, (biased - value) * one_minus_decay)
+        update_local_step = local_step.assign_add(convert_to_tensor(1, dtype=dtype))
+        bias_factor = 1 - math_ops.pow(1.0 - one_minus_decay, update_local_step)
+        return state_ops.assign(unbiased_var, update_biased / bias_factor, name=scope)
 
 
 class ExponentialMovingAverage:

@@ -131,3 +131,49 @@ def test_a_global_step_num_updates_is_read_after_the_train_op_it_depends_on():
         sess.run(update)
         decay = float(np.float32(2.0 / 11.0))  # num_updates = 1: the incremented step, as TF
         np.testing.assert_allclose(sess.run(ema.average(x)), decay * INIT + (1 - decay) * (INIT - 1), rtol=1e-7)
+
+
+def test_apply_places_the_update_with_each_shadow_as_tf_1_15():
+    """Hand-built from TF 1.15's moving_averages.py: ``1 - decay`` on the caller's device; the read, ``sub``,
+    ``mul`` and ``AssignSub`` with the shadow (colocated with its variable); ``group`` one NoOp per device."""
+    with tf.device("/gpu:0"):
+        w = tf.Variable([1.0, 2.0], name="w")
+    with tf.device("/gpu:1"):
+        b = tf.Variable(0.5, name="b")
+    graph = tf.get_default_graph()
+    first = len(graph.get_operations())
+    with tf.device("/cpu:0"):
+        step = tf.train.ExponentialMovingAverage(0.9).apply([w, b])
+    config = tf.ConfigProto(device_count={"CPU": 1, "GPU": 2})
+    with tf.Session(config=config) as sess:
+        sess.run(tf.global_variables_initializer())
+        sess.run(step)
+        shadow = graph.get_tensor_by_name("b/ExponentialMovingAverage:0")
+        np.testing.assert_allclose(sess.run(shadow), 0.5)
+        placed = {r.node_name: r.assigned_device.rsplit("/", 1)[1] for r in sess.placement_records()}
+    assert shadow.op.colocation_groups == ["loc:@b"]
+    got = {op.name: (op.type, placed[op.name]) for op in graph.get_operations()[first:]
+           if op.name.startswith("ExponentialMovingAverage")}
+    cpu, gpu0, gpu1 = "device:CPU:0", "device:GPU:0", "device:GPU:1"
+    s = "ExponentialMovingAverage/"
+    assert got == {
+        s + "decay": ("Const", cpu),
+        s + "AssignMovingAvg/sub/x": ("Const", cpu), s + "AssignMovingAvg/sub": ("Sub", cpu),
+        s + "AssignMovingAvg/read": ("Identity", gpu0), s + "AssignMovingAvg/sub_1": ("Sub", gpu0),
+        s + "AssignMovingAvg/mul": ("Mul", gpu0), s + "AssignMovingAvg": ("AssignSub", gpu0),
+        s + "AssignMovingAvg_1/sub/x": ("Const", cpu), s + "AssignMovingAvg_1/sub": ("Sub", cpu),
+        s + "AssignMovingAvg_1/read": ("Identity", gpu1), s + "AssignMovingAvg_1/sub_1": ("Sub", gpu1),
+        s + "AssignMovingAvg_1/mul": ("Mul", gpu1), s + "AssignMovingAvg_1": ("AssignSub", gpu1),
+        s + "NoOp": ("NoOp", gpu0), s + "NoOp_1": ("NoOp", gpu1), "ExponentialMovingAverage": ("NoOp", cpu),
+    }
+    assert graph.get_operation_by_name(s + "AssignMovingAvg").colocation_groups == ["loc:@w"]
+
+
+def test_apply_on_one_device_groups_on_that_device():
+    with tf.device("/gpu:1"):
+        w = tf.Variable([1.0, 2.0], name="w")
+        b = tf.Variable(0.5, name="b")
+    step = tf.train.ExponentialMovingAverage(0.9).apply([w, b])
+    assert (step.name, step.device) == ("ExponentialMovingAverage", "/device:GPU:1")
+    assert [op.name for op in step.control_inputs] == ["ExponentialMovingAverage/AssignMovingAvg",
+                                                       "ExponentialMovingAverage/AssignMovingAvg_1"]

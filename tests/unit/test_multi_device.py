@@ -49,14 +49,15 @@ def test_partition_graphs_have_one_send_recv_pair_per_cross_device_edge():
     assert set(graphs) == {_P + "CPU:0", _P + "GPU:2", _P + "GPU:3"}
     sends = [n for nodes in graphs.values() for n in nodes if n.op == "_Send"]
     recvs = [n for nodes in graphs.values() for n in nodes if n.op == "_Recv"]
-    cross = [n for n in sends if not n.attr["client_terminated"].b]
-    assert len(cross) == 2 and len(recvs) == 2
-    for send in cross:
+    assert len(sends) == 2 and len(recvs) == 2  # no client-terminated _Send: the fetch leaves by the call frame
+    for send in sends:
+        assert not send.attr["client_terminated"].b
         assert re.fullmatch(r"edge_\d+_MatMul(_1)?", send.attr["tensor_name"].s.decode())
         match = [r for r in recvs if r.attr["tensor_name"] == send.attr["tensor_name"]]
         assert len(match) == 1 and match[0].device == send.attr["recv_device"].s.decode() == _P + "CPU:0"
-    fetch = [n for n in sends if n.attr["client_terminated"].b]
-    assert [n.name for n in fetch] == ["_send_AddN_0"]
+    (retval,) = [n for nodes in graphs.values() for n in nodes if n.op == "_Retval"]
+    assert (retval.name, list(retval.input), retval.device) == ("_retval_AddN_0_0", ["AddN"], _P + "CPU:0")
+    assert retval.attr["index"].i == 0 and retval.attr["T"].type == tf.float32.as_datatype_enum
 
 
 def _two_tower_graph(n=64):

@@ -15,12 +15,12 @@ _P = "/job:localhost/replica:0/task:0/device:"
 CPU0, GPU0, GPU1, GPU2, GPU3 = (_P + n for n in ("CPU:0", "GPU:0", "GPU:1", "GPU:2", "GPU:3"))
 
 
-def _partition(feeds=(), fetches=()):
+def _partition(feeds=(), fetches=(), call_frame=True):
     ops = tf.get_default_graph().get_operations()
     fed = set(feeds)
     ops = [op for op in ops if not any(t in fed for t in op.outputs)]
     placement = place(ops, DeviceSet.from_config(None))
-    return partition(ops, placement, feeds, fetches, client_device=CPU0)
+    return partition(ops, placement, feeds, fetches, client_device=CPU0, call_frame=call_frame)
 
 
 def _layout(parts):
@@ -118,13 +118,38 @@ def test_cross_device_control_edge_goes_through_a_dummy_const_and_an_identity():
     assert parts.stats.vlog_line() == "Added send/recv: controls=1, data=0"
 
 
-def test_feeds_arrive_and_fetches_leave_on_the_client_device():
+def _feed_and_fetch_program():
     x = tf.placeholder(tf.float32, [2], name="x")
     with tf.device("/gpu:1"):
         y = tf.identity(x, name="y")
     with tf.device("/cpu:0"):
         w = tf.negative(x, name="w")
+    return x, y, w
+
+
+def test_feeds_arrive_through_arg_and_fetches_leave_through_retval_on_the_client_device():
+    x, y, w = _feed_and_fetch_program()
     parts = _partition(feeds=[x], fetches=[y, w, y])
+    assert _layout(parts) == {
+        GPU1: [("y", "Identity", ("_arg_x_0_0/_1",)), ("_arg_x_0_0/_1", "_Recv", ()), ("y/_2", "_Send", ("y",))],
+        CPU0: [("_arg_x_0_0/_0", "_Send", ("_arg_x_0_0",)), ("w", "Neg", ("_arg_x_0_0",)), ("_arg_x_0_0", "_Arg", ()),
+               ("_retval_y_0_0", "_Retval", ("y/_3",)), ("y/_3", "_Recv", ()), ("_retval_w_0_1", "_Retval", ("w",))],
+    }
+    assert parts[CPU0].node("_arg_x_0_0").attrs == {"T": tf.float32, "index": 0}
+    assert parts[CPU0].node("_retval_y_0_0").attrs == {"T": tf.float32, "index": 0}
+    assert parts[CPU0].node("_retval_w_0_1").attrs == {"T": tf.float32, "index": 1}
+    # Edge ids: none among the ops, then the feed edges (x→y 0, x→w 1), then the fetch edges (y 2, w 3).
+    assert parts[CPU0].node("_arg_x_0_0/_0").get_attr("tensor_name") == "edge_0__arg_x_0_0"
+    assert parts[GPU1].node("y/_2").attrs == {"T": tf.float32,
+                                              **_pair_attrs("edge_2_y", GPU1, CPU0, "y", "_retval_y_0_0")}
+    # one pair per fetch computed elsewhere (y), none for the fetch computed on the client (w)
+    assert parts.stats == PartitionStats(2, 0, 2, 0, 0)
+    assert not any(n.attrs.get("client_terminated") for g in parts.values() for n in g.nodes)
+
+
+def test_partial_runs_feed_and_fetch_through_client_terminated_recv_and_send():
+    x, y, w = _feed_and_fetch_program()
+    parts = _partition(feeds=[x], fetches=[y, w, y], call_frame=False)
     assert _layout(parts) == {
         GPU1: [("y", "Identity", ("_recv_x_0/_1",)), ("_recv_x_0/_1", "_Recv", ()), ("y/_2", "_Send", ("y",))],
         CPU0: [("_recv_x_0/_0", "_Send", ("_recv_x_0",)), ("w", "Neg", ("_recv_x_0",)), ("_recv_x_0", "_Recv", ()),
@@ -134,7 +159,6 @@ def test_feeds_arrive_and_fetches_leave_on_the_client_device():
               "client_terminated": True}
     assert parts[CPU0].node("_recv_x_0").attrs == {"tensor_type": tf.float32, "tensor_name": "x:0", **client}
     assert parts[CPU0].node("_send_y_0").attrs == {"T": tf.float32, "tensor_name": "y:0", **client}
-    # Edge ids: none among the ops, then the feed edges (x→y 0, x→w 1), then the fetch edges (y 2, w 3).
     assert parts[CPU0].node("_recv_x_0/_0").get_attr("tensor_name") == "edge_0__recv_x_0"
     assert parts[GPU1].node("y/_2").attrs == {"T": tf.float32,
                                               **_pair_attrs("edge_2_y", GPU1, CPU0, "y", "_send_y_0")}
@@ -147,9 +171,9 @@ def test_a_feed_nobody_consumes_adds_nothing_and_scoped_names_keep_their_slashes
         x = tf.placeholder(tf.float32, [], name="x")
         with tf.device("/cpu:0"):
             tf.identity(x, name="y")
-    parts = _partition(feeds=[unused, x])
-    assert _layout(parts) == {CPU0: [("layer/y", "Identity", ("_recv_layer/x_0",)),
-                                     ("_recv_layer/x_0", "_Recv", ())]}
+    parts = _partition(feeds=[x, unused])  # the unused feed keeps its arg index (1) but gets no node
+    assert _layout(parts) == {CPU0: [("layer/y", "Identity", ("_arg_layer/x_0_0",)),
+                                     ("_arg_layer/x_0_0", "_Arg", ())]}
 
 
 def test_seeds_program_partitions_as_tf():
@@ -162,7 +186,7 @@ def test_seeds_program_partitions_as_tf():
         GPU3: [("Const_2", "Const", ()), ("Const_3", "Const", ()), ("MatMul_1", "MatMul", ("Const_2", "Const_3")),
                ("MatMul_1/_2", "_Send", ("MatMul_1",))],
         CPU0: [("AddN", "AddN", ("MatMul/_1", "MatMul_1/_3")), ("MatMul/_1", "_Recv", ()),
-               ("MatMul_1/_3", "_Recv", ()), ("_send_AddN_0", "_Send", ("AddN",))],
+               ("MatMul_1/_3", "_Recv", ()), ("_retval_AddN_0_0", "_Retval", ("AddN",))],
     }
     assert parts[CPU0].node("MatMul/_1").attrs == {"tensor_type": tf.float32,
                                                    **_pair_attrs("edge_4_MatMul", GPU2, CPU0, "MatMul", "AddN")}
@@ -188,8 +212,8 @@ def test_reference_edges_are_never_shared_and_wait_for_the_other_inputs():
         tf.identity(ref, name="t")
     parts = _partition(feeds=[other])
     gpu1 = {n.name: n.inputs for n in parts[GPU1].nodes}
-    assert gpu1["s"] == ("v/_1", "_recv_other_0/_3") and gpu1["t"] == ("v/_5",)
-    assert gpu1["v/_1"] == ("^_recv_other_0/_3",) and gpu1["v/_5"] == ()
+    assert gpu1["s"] == ("v/_1", "_arg_other_0_0/_3") and gpu1["t"] == ("v/_5",)
+    assert gpu1["v/_1"] == ("^_arg_other_0_0/_3",) and gpu1["v/_5"] == ()
     assert parts.stats.data_pairs == 3 and parts.stats.transfers_saved_by_dedup == 0
 
 

@@ -342,3 +342,32 @@ def test_placement_maps_ops_to_devices_and_lists_devices_used():
     assert len(placement) == 7 and total.op in placement
     assert placement.devices_used() == [_P + "GPU:2", _P + "GPU:3", _P + "CPU:0"]
     assert dict(placement.items())[total.op] == _P + "CPU:0"
+
+
+def test_group_puts_its_noop_on_the_device_its_inputs_share():
+    with tf.device("/gpu:1"):
+        a, b = tf.constant(1.0, name="a"), tf.constant(2.0, name="b")
+    with tf.device("/cpu:0"):
+        g = tf.group(a, [b.op])
+    assert (g.name, g.type, g.device) == ("group_deps", "NoOp", "/device:GPU:1")
+    assert g.control_inputs == [a.op, b.op]
+    assert _where(_place())["group_deps"][0] == "GPU:1"
+
+
+def test_group_over_several_devices_has_one_noop_per_device_then_one_in_the_callers_scope():
+    with tf.device("/gpu:1"):
+        a = tf.constant(1.0, name="a")
+    with tf.device("/gpu:0"):
+        b = tf.constant(2.0, name="b")
+    c = tf.constant(3.0, name="c")
+    with tf.device("/cpu:0"):
+        g = tf.group(a, b, c, name="step")
+    graph = tf.get_default_graph()
+    per_device = [graph.get_operation_by_name(n) for n in ("step/NoOp", "step/NoOp_1", "step/NoOp_2")]
+    # TF sorts the devices ("" first) and gives each a NoOp there; the last NoOp waits for them
+    assert [(op.device, op.control_inputs) for op in per_device] == [
+        ("/device:CPU:0", [c.op]), ("/device:GPU:0", [b.op]), ("/device:GPU:1", [a.op])]
+    assert (g.name, g.device, g.control_inputs) == ("step", "/device:CPU:0", per_device)
+    where = _where(_place())
+    assert [where[n][0] for n in ("step/NoOp", "step/NoOp_1", "step/NoOp_2", "step")] == [
+        "CPU:0", "GPU:0", "GPU:1", "CPU:0"]

@@ -59,22 +59,23 @@ def test_rendezvous_events_and_memory_come_from_the_run_metadata():
     log = DeviceLog(sess, run_metadata)
     for transfer in tf.step_records(run_metadata).transfers:
         assert f">{transfer.tensor_name}<" in log.transfers.value
-    assert ">edge_4_MatMul<" in log.transfers.value and ">client<" in log.transfers.value
+    assert ">edge_4_MatMul<" in log.transfers.value and ">edge_5_MatMul_1<" in log.transfers.value
+    assert len(run_metadata.transfers) == 2  # the fetch leaves by the call frame, not the rendezvous
     for allocator in ("cpu", "GPU_2_bfc", "GPU_3_bfc", "GPU_2_bfc reserved"):
         assert f">{allocator}<" in log.memory.value
     assert ">5.0 GB<" in log.memory.value  # the K20m's memory, reserved up front without allow_growth
-    assert repr(log) == "<DeviceLog: 7 nodes on 3 devices, 3 transfers>"
+    assert repr(log) == "<DeviceLog: 7 nodes on 3 devices, 2 transfers>"
 
 
 def test_transfer_rows_are_relative_to_the_first_event_and_show_the_wait():
     a, b = "/job:localhost/replica:0/task:0/device:GPU:0", "/job:localhost/replica:0/task:0/device:CPU:0"
     records = [TransferRecord("k1", "edge_1_x", a, b, 1500, send_time_s=10.000020, recv_request_time_s=10.000005,
                               match_time_s=10.000020),
-               TransferRecord("k2", "y:0", b, b, 4, send_time_s=10.000030, recv_request_time_s=10.000040,
+               TransferRecord("k2", "edge_2_y", b, a, 4, send_time_s=10.000030, recv_request_time_s=10.000040,
                               match_time_s=10.000040)]
     assert transfer_rows(records) == [
         ("edge_1_x", "GPU:0", "CPU:0", "1.5 KB", "15 µs", "0 µs", "15 µs", "15 µs"),
-        ("y:0", "CPU:0", "client", "4 B", "25 µs", "35 µs", "35 µs", "0 µs"),
+        ("edge_2_y", "CPU:0", "GPU:0", "4 B", "25 µs", "35 µs", "35 µs", "0 µs"),
     ]
 
 

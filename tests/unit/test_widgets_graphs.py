@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import dfcore as tf
+from dfcore.runtime.partition import partition
 from dfcore.runtime.sendrecv_ops import rendezvous_key
 from seed_programs import placement_program
 from widgets import GraphView, PartitionView, _dot, _palette, _render
@@ -152,11 +153,25 @@ def test_wrapped_key_keeps_every_character():
     assert len(_dot.wrapped_key(key)) == 5
 
 
-def test_fetches_and_feeds_are_drawn_as_client_ends_not_pairs():
+def test_feeds_and_fetches_are_drawn_as_call_frame_endpoints_not_pairs():
     sess, out, feed = two_device_program()
     cpu = sess.partitions(out, feed)[CPU0]
     dot = _dot.partition_dot(cpu)
-    assert "_Send (fetch) out:0" in dot and "_Recv (feed) x:0" in dot
+    assert "_Arg: feed x:0 (arg 0)" in dot and "_Retval: fetch out:0 (retval 0)" in dot
+    for name, shape in (("_arg_x_0_0", "invtrapezium"), ("_retval_out_0_0", "trapezium")):
+        assert re.search(rf'"{name}" \[label=<.*?>, shape="{shape}", style="filled,bold", fillcolor="[^"]+", '
+                         rf'color="{_palette.CLIENT}"', dot)
+    assert '"_arg_x_0_0" -> "h";' in dot and '"out" -> "_retval_out_0_0";' in dot  # plain edges: no transfer
+    assert "_send_" not in dot and "_recv_" not in dot
+
+
+def test_a_partial_runs_client_terminated_endpoints_are_drawn_in_the_client_grey():
+    sess, out, feed = two_device_program()
+    ops = [op for op in sess.graph.get_operations() if op.name != "x"]
+    placement = {op: CPU0 for op in ops}
+    (cpu,) = partition(ops, placement, list(feed), [out], client_device=CPU0, call_frame=False).values()
+    dot = _dot.partition_dot(cpu)
+    assert "_Recv: feed x:0 (rendezvous)" in dot and "_Send: fetch out:0 (rendezvous)" in dot
     assert re.search(rf'"_send_out_0" \[label=<.*?>, shape="cds", style="filled,bold", fillcolor="[^"]+", '
                      rf'color="{_palette.CLIENT}"', dot)
 
@@ -252,8 +267,10 @@ def test_graph_view_without_session_or_dot_still_builds(monkeypatch):
 def test_partition_view_shows_before_then_one_panel_per_device_and_the_counts():
     sess, out, feed = two_device_program()
     view = PartitionView(sess, out, feed)
-    counts, panels, pairs = view.children
+    counts, legend, panels, pairs = view.children
     assert len(panels.children) == 1 + len(view.partitions) == 3
+    assert "1 _Arg (feeds), 1 _Retval (fetches): the call frame" in counts.value
+    assert _palette.CLIENT in legend.value and _palette.TRANSFER in legend.value and "_Retval fetches" in legend.value
     assert view.devices[0] == CPU0
     assert "_Send" not in view.before_dot and 'label="before: the user graph"' in view.before_dot
     assert "Added send/recv: controls=1, data=3" in counts.value

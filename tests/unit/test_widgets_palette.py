@@ -47,7 +47,8 @@ def test_tint_mixes_with_white():
 
 
 @pytest.mark.parametrize("op_type, kind", [
-    ("_Send", "send"), ("_Recv", "recv"), ("VariableV2", "variable"), ("Const", "const"),
+    ("_Send", "send"), ("_Recv", "recv"), ("_Arg", "arg"), ("_Retval", "retval"), ("VariableV2", "variable"),
+    ("Const", "const"),
     ("Placeholder", "input"), ("NoOp", "control"), ("Assign", "state"), ("ApplyGradientDescent", "state"),
     ("MatMul", "compute"), ("AddN", "compute"),
 ])
@@ -55,9 +56,9 @@ def test_op_kinds(op_type, kind):
     assert _palette.op_kind(op_type) == kind
 
 
-def test_send_and_recv_have_shapes_distinct_from_each_other_and_from_compute():
-    shapes = {k: _palette.dot_shape(t) for k, t in (("send", "_Send"), ("recv", "_Recv"), ("compute", "MatMul"))}
-    assert len(set(shapes.values())) == 3
+def test_send_recv_arg_and_retval_have_shapes_distinct_from_each_other_and_from_compute_and_inputs():
+    types = ("_Send", "_Recv", "_Arg", "_Retval", "MatMul", "Placeholder")
+    assert len({_palette.dot_shape(t) for t in types}) == len(types)
 
 
 @pytest.mark.parametrize("device, short", [

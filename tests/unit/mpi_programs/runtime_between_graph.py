@@ -60,6 +60,8 @@ with tf.Session(server.target, config=config) as sess:
     out["expected_y"] = (feed @ np.full([4, 1], 10.0, np.float32)).ravel().tolist()
     out["stat_devices"] = sorted(d.device for d in meta.step_stats.dev_stats)
     out["transfers"] = [[t.tensor_name, t.src_device, t.dst_device, t.nbytes] for t in tf.step_records(meta).transfers]
+    out["endpoints"] = sorted([n.node_name, d.device] for d in meta.step_stats.dev_stats for n in d.node_stats
+                              if n.node_name.startswith(("_arg_", "_retval_")))
     workers.Barrier()
     if w == 0:  # one op fails on the ps: the step's update of counter on the ps must not land
         try:

@@ -1,0 +1,82 @@
+"""The client's feed and fetch endpoints of a run: the one place that makes them.
+
+Source: ``tensorflow/core/graph/subgraph.cc`` (``RewriteGraphForExecution`` and its
+``ArgFeedRewrite``, ``RetvalFetchRewrite``, ``RecvFeedRewrite``, ``SendFetchRewrite``)
+and ``DirectSession::GetOrCreateExecutors`` (``use_function_convention`` is true except
+for ``partial_run``). Every endpoint sits on the client device.
+
+- call frame (a normal ``Session.run``): a fed tensor ``<op>:<i>`` becomes
+  ``_arg_<op>_<i>_<index>`` (``_Arg``, attrs ``T``, ``index``), a fetched one
+  ``_retval_<op>_<i>_<index>`` (``_Retval``, attrs ``T``, ``index``); ``index`` is the
+  position among the run's feeds (fetches) sorted by name;
+- client-terminated (``partial_run``): ``_recv_<op>_<i>`` (``_Recv``) and
+  ``_send_<op>_<i>`` (``_Send``) with ``tensor_name`` = the tensor name, ``send_device`` =
+  ``recv_device`` = the client, ``client_terminated=True``.
+"""
+
+import re
+
+from .. import errors
+from .device_set import incarnation_of
+
+_OP_TYPE = {("feed", True): "_Arg", ("fetch", True): "_Retval", ("feed", False): "_Recv", ("fetch", False): "_Send"}
+_PREFIX = {"_Arg": "_arg_", "_Retval": "_retval_", "_Recv": "_recv_", "_Send": "_send_"}
+_NAME = re.compile(r"^_(arg|retval|recv|send)_(.+)_(\d+)$")
+
+
+def endpoint_name(op_type, tensor_name, index=None):
+    """The node name of an endpoint: ``_arg_<op>_<output>_<index>`` (``_Arg``, ``_Retval``: ``index``
+    required) or ``_recv_<op>_<output>`` (``_Recv``, ``_Send``) for tensor ``<op>:<output>``."""
+    op_name, _, output = tensor_name.rpartition(":")
+    name = f"{_PREFIX[op_type]}{op_name}_{output}"
+    return name if op_type in ("_Recv", "_Send") else f"{name}_{index}"
+
+
+def parse_endpoint_name(name):
+    """``(op type, tensor name, index or None)`` of an :func:`endpoint_name`; None for any other name."""
+    match = _NAME.match(name)
+    if match is None:
+        return None
+    kind, rest, last = match.groups()
+    op_type = "_" + kind.capitalize()
+    if op_type in ("_Recv", "_Send"):
+        return op_type, f"{rest}:{last}", None
+    op_name, sep, output = rest.rpartition("_")
+    if not sep or not output.isdigit():
+        return None
+    return op_type, f"{op_name}:{output}", int(last)
+
+
+def endpoint(role, tensor, index, client, call_frame=True):
+    """``(name, op type, attrs)`` of the node on ``client`` through which ``tensor`` is fed (``role="feed"``:
+    no inputs) or fetched (``"fetch"``: one input, ``tensor``); ``index``: its position among the run's
+    feeds (fetches); ``call_frame`` False: a partial run's client-terminated endpoint."""
+    op_type = _OP_TYPE[role, call_frame]
+    dtype = tensor.dtype.base_dtype
+    if call_frame:
+        return endpoint_name(op_type, tensor.name, index), op_type, {"T": dtype, "index": index}
+    dtype_attr = "tensor_type" if op_type == "_Recv" else "T"
+    return endpoint_name(op_type, tensor.name), op_type, {dtype_attr: dtype, **_client_attrs(tensor, client)}
+
+
+def is_client_endpoint(node):
+    """True for a feed or fetch endpoint (``_Arg``, ``_Retval``, or a client-terminated ``_Send``/``_Recv``)."""
+    return node.op in ("_Arg", "_Retval") or bool(node.attrs.get("client_terminated"))
+
+
+def check_endpoints(feeds, fetches):
+    """Raise ``InvalidArgumentError`` (``subgraph.cc``'s wording) for a feed given twice or a tensor both
+    fed and fetched."""
+    seen = set()
+    for tensor in feeds:
+        if tensor in seen:
+            raise errors.InvalidArgumentError(None, None, f'Endpoint "{tensor.name}" fed more than once.')
+        seen.add(tensor)
+    for tensor in fetches:
+        if tensor in seen:
+            raise errors.InvalidArgumentError(None, None, f"{tensor.name} is both fed and fetched.")
+
+
+def _client_attrs(tensor, client):
+    return {"tensor_name": tensor.name, "send_device": client, "send_device_incarnation": incarnation_of(client),
+            "recv_device": client, "client_terminated": True}
