@@ -128,7 +128,7 @@ class Saver:
         graph.get_tensor_by_name(saver_def.filename_tensor_name)  # KeyError if the SaverDef names none
         self._restore_op = graph.get_operation_by_name(saver_def.restore_op_name)
         saves = [op for op in save_tensor.op.control_inputs if op.type == "SaveV2"]
-        assigns = {op.inputs[0].op: op for op in self._restore_op.control_inputs if op.type == "Assign"}
+        assigns = {op.inputs[0].op: op for op in _grouped(self._restore_op) if op.type == "Assign"}
         if len(saves) != 1:
             controls = [op.name for op in save_tensor.op.control_inputs]
             raise ValueError(f"{saver_def.save_tensor_name} is not a dfcore Saver's save tensor: it needs one "
@@ -389,3 +389,12 @@ def import_meta_graph(meta_graph_or_file, clear_devices: bool = False, import_sc
 
 meta_graph.register_proto_function(GraphKeys.SAVERS, SaverDef, lambda saver, export_scope=None:
                                    saver.to_proto(export_scope=export_scope), Saver.from_proto)
+
+
+def _grouped(op):
+    """The ops ``op`` (a ``tf.group``) waits for, through the per-device ``NoOp`` s ``group`` inserts."""
+    for control in op.control_inputs:
+        if control.type == "NoOp":
+            yield from _grouped(control)
+        else:
+            yield control

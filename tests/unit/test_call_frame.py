@@ -63,9 +63,9 @@ def test_feeds_and_fetches_skip_the_rendezvous_and_cost_nothing():
         out = sess.run(y, {x: np.arange(4.0)}, options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE),
                        run_metadata=metadata)
     np.testing.assert_array_equal(out, np.arange(4.0) ** 2)
-    assert [(t.src_device[-5:], t.dst_device[-5:]) for t in metadata.transfers] == [("CPU:0", "GPU:1"),
+    assert [(t.src_device[-5:], t.dst_device[-5:]) for t in tf.step_records(metadata).transfers] == [("CPU:0", "GPU:1"),
                                                                                    ("GPU:1", "CPU:0")]
-    stats = {n.node_name: n for d in metadata.step_stats.dev_stats for n in d.node_stats}
+    stats = {n.node_name: n for d in tf.step_records(metadata).step_stats.dev_stats for n in d.node_stats}
     for name in ("_arg_x_0_0", "_retval_y_0_0"):
         assert stats[name].sim_end_micros == stats[name].sim_start_micros
 

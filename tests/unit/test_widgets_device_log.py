@@ -60,7 +60,7 @@ def test_rendezvous_events_and_memory_come_from_the_run_metadata():
     for transfer in tf.step_records(run_metadata).transfers:
         assert f">{transfer.tensor_name}<" in log.transfers.value
     assert ">edge_4_MatMul<" in log.transfers.value and ">edge_5_MatMul_1<" in log.transfers.value
-    assert len(run_metadata.transfers) == 2  # the fetch leaves by the call frame, not the rendezvous
+    assert len(tf.step_records(run_metadata).transfers) == 2  # the fetch leaves by the call frame, not the rendezvous
     for allocator in ("cpu", "GPU_2_bfc", "GPU_3_bfc", "GPU_2_bfc reserved"):
         assert f">{allocator}<" in log.memory.value
     assert ">5.0 GB<" in log.memory.value  # the K20m's memory, reserved up front without allow_growth
