@@ -21,7 +21,12 @@ from .framework.scopes import (add_to_collection, add_to_collections, colocate_w
 from .framework.tensor import Tensor
 from .framework.tensor_conversion import convert_to_tensor, register_tensor_conversion_function
 from .framework.tensor_shape import Dimension, TensorShape
-from .ops.array_ops import *  # noqa: F401,F403
+from .ops.array_ops import *
+from .ops.array_ops_gather import *
+from .ops.array_ops_join import *
+from .ops.array_ops_layout import *
+from .ops.array_ops_slice import *
+from .ops.array_ops_where import *
 from .ops.constant_op import constant
 from .ops.control_flow_ops import group, no_op, tuple, with_dependencies  # noqa: A004
 from .ops.gradients_impl import gradients

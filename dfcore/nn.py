@@ -3,7 +3,9 @@ normalization, top-k, embeddings)."""
 
 from .ops.nn_conv import *  # noqa: F401,F403
 from .ops.nn_lrn import *  # noqa: F401,F403
-from .ops.nn_ops import *  # noqa: F401,F403
+from .ops.nn_ops import *
+from .ops.nn_impl import *
+from .ops.nn_ops_xent import *
 from .ops.nn_pool import *  # noqa: F401,F403
 from .ops.nn_topk import *  # noqa: F401,F403
 from .ops.embedding_ops import *  # noqa: F401,F403

@@ -16,7 +16,7 @@ any number of devices (non-powers of two fold first, see schedules).
 """
 
 from ..framework.scopes import device as device_scope
-from ..ops import array_ops
+from ..ops import array_ops, array_ops_join
 from . import schedules
 from .arguments import check_count
 
@@ -105,12 +105,12 @@ def _flatten(input_tensors):
 
 def _split(flat, ranges, device):
     with device_scope(device):
-        return array_ops.split(flat, [b - a for a, b in ranges]) if len(ranges) > 1 else [flat]
+        return array_ops_join.split(flat, [b - a for a, b in ranges]) if len(ranges) > 1 else [flat]
 
 
 def _join(chunks, shape, device):
     with device_scope(device):
-        joined = array_ops.concat(chunks, 0) if len(chunks) > 1 else array_ops.identity(chunks[0])
+        joined = array_ops_join.concat(chunks, 0) if len(chunks) > 1 else array_ops.identity(chunks[0])
         return array_ops.reshape(joined, shape)
 
 

@@ -19,7 +19,7 @@ they stay equal. With equal batch slices one step equals one full-batch SGD step
 """
 
 from ..framework.scopes import device as device_scope, name_scope
-from ..ops import array_ops, control_flow_ops, variables
+from ..ops import array_ops_join, control_flow_ops, variables
 from . import schedules
 from .all_reduce import canonical_devices
 from .collective_ops import collective_all_reduce
@@ -68,7 +68,7 @@ class MirroredStrategy:
     def split(self, *batches):
         """Cut each full-batch tensor into ``num_replicas_in_sync`` equal slices along axis 0;
         returns one tuple of slices per replica."""
-        pieces = [array_ops.split(b, self.num_replicas_in_sync) for b in batches]
+        pieces = [array_ops_join.split(b, self.num_replicas_in_sync) for b in batches]
         return [tuple(p[i] for p in pieces) for i in range(self.num_replicas_in_sync)]
 
     def reduce_gradients(self, per_replica_grads):

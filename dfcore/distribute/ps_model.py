@@ -22,7 +22,7 @@ from .. import train as train_lib
 from ..examples.multi_tower import mlp_logits, mlp_variables, tower_loss
 from ..framework import dtypes
 from ..framework.graph import Graph
-from ..ops import array_ops, control_flow_ops, data_flow_ops, math_ops, nn_ops, state_ops, variables
+from ..ops import array_ops, control_flow_ops, data_flow_ops, math_ops, nn_ops_xent, state_ops, variables
 from ..runtime import cost_model, prune
 from ..runtime.config import ConfigProto
 from ..runtime.session import Session
@@ -162,7 +162,7 @@ def _chief_extras(t, config, params, ema):
 
     def metrics(weights):
         logits = mlp_logits(x_eval, weights)
-        loss = math_ops.reduce_mean(nn_ops.sparse_softmax_cross_entropy_with_logits(labels=y_eval, logits=logits))
+        loss = math_ops.reduce_mean(nn_ops_xent.sparse_softmax_cross_entropy_with_logits(labels=y_eval, logits=logits))
         correct = math_ops.equal(math_ops.argmax(logits, 1), y_eval)
         return loss, math_ops.reduce_mean(math_ops.cast(correct, dtypes.float32))
 

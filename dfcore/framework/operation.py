@@ -123,7 +123,7 @@ class Operation:
 
     def run(self, feed_dict=None, session=None):
         """Run this op in ``session`` (default: the default session)."""
-        from ..runtime.session import default_session_for
+        from ..runtime.session import default_session_for  # here: framework/ never imports runtime/ at module level
 
         default_session_for(self, session, "run()").run(self, feed_dict)
 

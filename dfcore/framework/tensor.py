@@ -68,7 +68,7 @@ class Tensor:
 
     def eval(self, feed_dict=None, session=None):
         """The value of this tensor in ``session`` (default: the default session)."""
-        from ..runtime.session import default_session_for
+        from ..runtime.session import default_session_for  # here: framework/ never imports runtime/ at module level
 
         return default_session_for(self, session, "eval()").run(self, feed_dict)
 
@@ -98,9 +98,9 @@ class Tensor:
         shape = self._shape
         if shape.ndims is None or shape.ndims == 0 or shape.as_list()[0] is None:
             raise TypeError("Tensor objects are only iterable when the first dimension is known.")
-        from ..ops import array_ops
+        from ..ops import array_ops_join  # here: framework/ never imports ops/ at module level
 
-        return iter(array_ops.unstack(self))
+        return iter(array_ops_join.unstack(self))
 
     def __len__(self):
         raise TypeError(

@@ -37,10 +37,10 @@ def convert_to_tensor(value, dtype=None, name=None, preferred_dtype=None, as_ref
         if isinstance(value, base_type):
             return function(value, dtype=dtype, name=name, as_ref=as_ref)
     if isinstance(value, (list, tuple)) and contains_tensor(value):
-        from ..ops import array_ops
+        from ..ops import array_ops_join  # here: framework/ never imports ops/ at module level
 
         items = list(value) if dtype is None else [convert_to_tensor(v, dtype=dtype) for v in value]
-        return array_ops.stack(items, name=name or "packed")
+        return array_ops_join.stack(items, name=name or "packed")
     if dtype is None and preferred_dtype is not None:
         try:
             return _constant(value, dtypes.as_dtype(preferred_dtype), name)
@@ -60,7 +60,7 @@ def contains_tensor(values):
 
 
 def _constant(value, dtype, name):
-    from ..ops import constant_op
+    from ..ops import constant_op  # here: framework/ never imports ops/ at module level
 
     return constant_op.constant(value, dtype=dtype, name=name or "Const")
 

@@ -11,7 +11,7 @@ import numpy as np
 from ..framework import dtypes
 from ..framework.scopes import name_scope
 from ..framework.tensor import Tensor
-from ..ops import array_ops, init_ops, math_ops, nn_ops
+from ..ops import array_ops, array_ops_join, array_ops_layout, init_ops, math_ops, nn_ops
 from ..ops.array_ops_util import constant_value
 from . import base
 
@@ -60,7 +60,7 @@ def _matmul_last_axis(inputs, kernel, units):
     with name_scope(None, "Tensordot"):
         flat = array_ops.reshape(inputs, [-1, kernel.shape.as_list()[0]])
         outer = array_ops.shape(inputs)[:-1]
-        outputs = array_ops.reshape(math_ops.matmul(flat, kernel), array_ops.concat([outer, [units]], 0))
+        outputs = array_ops.reshape(math_ops.matmul(flat, kernel), array_ops_join.concat([outer, [units]], 0))
     outputs.set_shape(inputs.shape.as_list()[:-1] + [units])
     return outputs
 
@@ -116,12 +116,12 @@ def flatten(inputs, name=None, data_format="channels_last") -> Tensor:
         inputs = base.layer_inputs(inputs, layer_name, min_ndim=1)
         rank = inputs.shape.ndims
         if not last and rank is not None and rank > 2:
-            inputs = array_ops.transpose(inputs, [0, *range(2, rank), 1])
+            inputs = array_ops_layout.transpose(inputs, [0, *range(2, rank), 1])
         dims = inputs.shape.as_list() if rank is not None else [None, None]
         if rank is not None and None not in dims[1:]:
             outputs = array_ops.reshape(inputs, [-1, int(np.prod(dims[1:], dtype=np.int64))])
         elif dims[0] is not None:
             outputs = array_ops.reshape(inputs, [dims[0], -1])
         else:
-            outputs = array_ops.reshape(inputs, array_ops.stack([array_ops.shape(inputs)[0], -1]))
+            outputs = array_ops.reshape(inputs, array_ops_join.stack([array_ops.shape(inputs)[0], -1]))
         return outputs

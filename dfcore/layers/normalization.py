@@ -23,7 +23,7 @@ from ..framework.graph import GraphKeys
 from ..framework.scopes import add_to_collection, colocate_with, name_scope
 from ..framework.tensor import Tensor
 from ..framework.tensor_conversion import convert_to_tensor
-from ..ops import array_ops, init_ops, math_ops, state_ops
+from ..ops import array_ops, array_ops_where, init_ops, math_ops, state_ops
 from ..ops.array_ops_util import constant_value
 from ..ops.nn_batch_norm import fused_batch_norm
 from ..ops.nn_impl import batch_normalization as nn_batch_normalization, moments
@@ -88,8 +88,8 @@ def batch_normalization(inputs, axis=-1, momentum=0.99, epsilon=1e-3, center=Tru
         output, mean, variance = statistics(inputs, axis, gamma, beta, epsilon)
         if training_value is None:
             inferred = statistics(inputs, axis, gamma, beta, epsilon, moving_mean, moving_variance)[0]
-            output = array_ops.where(training, output, inferred)
-            momentum = array_ops.where(training, convert_to_tensor(momentum, dtype), convert_to_tensor(1.0, dtype))
+            output = array_ops_where.where(training, output, inferred)
+            momentum = array_ops_where.where(training, convert_to_tensor(momentum, dtype), convert_to_tensor(1.0, dtype))
         for variable, value in ((moving_mean, mean), (moving_variance, variance)):
             add_to_collection(GraphKeys.UPDATE_OPS, _assign_moving_average(variable, value, momentum))
         return output

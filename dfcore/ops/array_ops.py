@@ -386,15 +386,3 @@ def _rank_value(tensor):
 def _size_value(tensor):
     n = tensor.op.inputs[0].shape.num_elements()
     return None if n is None else tensor.op.get_attr("out_type").as_numpy_dtype(n)
-
-
-# -- the other array-op modules (they use the helpers above) ----------------------------
-from . import array_ops_gather, array_ops_join, array_ops_layout, array_ops_slice, array_ops_where  # noqa: E402
-from .array_ops_gather import *  # noqa: E402,F401,F403
-from .array_ops_join import *  # noqa: E402,F401,F403
-from .array_ops_layout import *  # noqa: E402,F401,F403
-from .array_ops_slice import *  # noqa: E402,F401,F403
-from .array_ops_where import *  # noqa: E402,F401,F403
-
-__all__ += (array_ops_gather.__all__ + array_ops_join.__all__ + array_ops_layout.__all__ + array_ops_slice.__all__
-            + array_ops_where.__all__)

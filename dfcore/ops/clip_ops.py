@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from ..framework.scopes import colocate_with, name_scope
 from ..framework.tensor import Tensor
 from ..framework.tensor_conversion import convert_to_tensor
-from . import array_ops, constant_op, math_ops
+from . import array_ops, array_ops_join, array_ops_where, constant_op, math_ops
 from .math_ops import clip_by_value
 from .nn_ops import l2_loss
 
@@ -30,8 +30,8 @@ def clip_by_norm(t, clip_norm, axes=None, name=None) -> Tensor:
         t = convert_to_tensor(t, name="t")
         l2sum = math_ops.reduce_sum(math_ops.multiply(t, t), axes, keepdims=True)
         pred = math_ops.greater(l2sum, 0)
-        l2sum_safe = array_ops.where(pred, l2sum, array_ops.ones_like(l2sum))  # no NaN gradient at 0
-        l2norm = array_ops.where(pred, math_ops.sqrt(l2sum_safe), l2sum)
+        l2sum_safe = array_ops_where.where(pred, l2sum, array_ops.ones_like(l2sum))  # no NaN gradient at 0
+        l2norm = array_ops_where.where(pred, math_ops.sqrt(l2sum_safe), l2sum)
         intermediate = math_ops.multiply(t, clip_norm)
         t.shape.merge_with(intermediate.shape)
         return array_ops.identity(math_ops.truediv(intermediate, math_ops.maximum(l2norm, clip_norm)), name=scope)
@@ -63,7 +63,7 @@ def global_norm(t_list, name=None) -> Tensor:
             if value is not None:
                 with colocate_with(value):
                     half_squared_norms.append(l2_loss(value))
-        half_squared_norm = math_ops.reduce_sum(array_ops.stack(half_squared_norms))
+        half_squared_norm = math_ops.reduce_sum(array_ops_join.stack(half_squared_norms))
         two = constant_op.constant(2.0, dtype=half_squared_norm.dtype.base_dtype)
         return math_ops.sqrt(math_ops.multiply(half_squared_norm, two), name="global_norm")
 

@@ -18,7 +18,7 @@ from ..framework import dtypes
 from ..framework.scopes import colocate_with, name_scope
 from ..framework.tensor import Tensor
 from ..framework.tensor_conversion import convert_to_tensor
-from . import array_ops, constant_op, math_ops
+from . import array_ops, array_ops_gather, array_ops_join, array_ops_where, constant_op, math_ops
 from .clip_ops import clip_by_norm
 from .dynamic_partition import dynamic_partition, parallel_dynamic_stitch
 from .partitioned_variables import PartitionedVariable
@@ -52,7 +52,7 @@ def embedding_lookup(params, ids, partition_strategy="mod", name=None, validate_
         ids = convert_to_tensor(ids, name="ids")
         if len(params) == 1:
             with colocate_with(params[0]):
-                result = _clip(array_ops.gather(params[0], ids, name=scope), ids, max_norm)
+                result = _clip(array_ops_gather.gather(params[0], ids, name=scope), ids, max_norm)
             return array_ops.identity(result)  # free of the table's colocation, as with several shards
         return _sharded_lookup(params, ids, partition_strategy, scope, max_norm)
 
@@ -74,7 +74,7 @@ def _sharded_lookup(params, ids, partition_strategy, scope, max_norm):
     partitioned_result = []
     for shard, shard_ids in zip(params, gather_ids):
         with colocate_with(shard):
-            partitioned_result.append(array_ops.gather(shard, shard_ids))
+            partitioned_result.append(array_ops_gather.gather(shard, shard_ids))
     ret = parallel_dynamic_stitch(pindices, partitioned_result, name=scope)
     element_shape = params[0].shape[1:]
     for shard in params[1:]:
@@ -84,7 +84,7 @@ def _sharded_lookup(params, ids, partition_strategy, scope, max_norm):
     else:
         with colocate_with(params[0]):
             element_dims = array_ops.shape(params[0])[1:]
-    ret = array_ops.reshape(ret, array_ops.concat([array_ops.shape(ids), element_dims], 0))
+    ret = array_ops.reshape(ret, array_ops_join.concat([array_ops.shape(ids), element_dims], 0))
     ret.set_shape(ids.shape.concatenate(element_shape))
     return _clip(ret, ids, max_norm)
 
@@ -104,12 +104,12 @@ def _div_assignments(params, flat_ids):
                 with colocate_with(shard):
                     size = array_ops.shape(shard)[0]
             sizes.append(size)
-        num_total_ids = math_ops.reduce_sum(math_ops.cast(array_ops.stack(sizes), index_dtype))
+        num_total_ids = math_ops.reduce_sum(math_ops.cast(array_ops_join.stack(sizes), index_dtype))
     ids_per_partition = math_ops.floordiv(num_total_ids, n)
     extras = math_ops.floormod(num_total_ids, n)
     p_assignments = math_ops.maximum(math_ops.floordiv(flat_ids, ids_per_partition + 1),
                                      math_ops.floordiv(flat_ids - extras, ids_per_partition))
-    new_ids = array_ops.where(math_ops.less(p_assignments, extras),
+    new_ids = array_ops_where.where(math_ops.less(p_assignments, extras),
                               math_ops.floormod(flat_ids, ids_per_partition + 1),
                               math_ops.floormod(flat_ids - extras, ids_per_partition))
     return p_assignments, new_ids

@@ -11,7 +11,7 @@ from ..framework.graph import GraphKeys
 from ..framework.scopes import add_to_collection, get_collection, name_scope
 from ..framework.tensor import Tensor
 from ..framework.tensor_conversion import convert_to_tensor
-from . import array_ops, math_ops, nn_ops
+from . import array_ops, math_ops, nn_impl, nn_ops_xent
 
 __all__ = [
     "Reduction",
@@ -223,7 +223,7 @@ def sigmoid_cross_entropy(multi_class_labels, logits, weights=1.0, label_smoothi
         _assert_compatible(logits, labels)
         if label_smoothing > 0:
             labels = labels * (1 - label_smoothing) + 0.5 * label_smoothing
-        losses = nn_ops.sigmoid_cross_entropy_with_logits(labels=labels, logits=logits, name="xentropy")
+        losses = nn_impl.sigmoid_cross_entropy_with_logits(labels=labels, logits=logits, name="xentropy")
         return compute_weighted_loss(losses, weights, scope, loss_collection, reduction=reduction)
 
 
@@ -248,7 +248,7 @@ def softmax_cross_entropy(onehot_labels, logits, weights=1.0, label_smoothing=0,
                 raise ValueError("label_smoothing needs a known number of classes")
             onehot_labels = onehot_labels * (1.0 - label_smoothing) + label_smoothing / num_classes
         onehot_labels = array_ops.stop_gradient(onehot_labels, name="labels_stop_gradient")
-        losses = nn_ops.softmax_cross_entropy_with_logits_v2(labels=onehot_labels, logits=logits, name="xentropy")
+        losses = nn_ops_xent.softmax_cross_entropy_with_logits_v2(labels=onehot_labels, logits=logits, name="xentropy")
         return compute_weighted_loss(losses, weights, scope, loss_collection, reduction=reduction)
 
 
@@ -278,5 +278,5 @@ def sparse_softmax_cross_entropy(labels, logits, weights=1.0, scope=None, loss_c
             labels = _squeeze_last(labels, logits.shape.ndims - 1)
             if isinstance(weights, Tensor):
                 weights = _squeeze_last(weights, logits.shape.ndims - 1)
-        losses = nn_ops.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits, name="xentropy")
+        losses = nn_ops_xent.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits, name="xentropy")
         return compute_weighted_loss(losses, weights, scope, loss_collection, reduction=reduction)

@@ -8,7 +8,7 @@ gradients come from the ops they are built of.
 from ..framework import dtypes
 from ..framework.scopes import name_scope
 from ..framework.tensor_conversion import convert_to_tensor
-from . import array_ops, math_ops
+from . import array_ops, array_ops_layout, array_ops_where, math_ops
 from .nn_ops_xent import ensure_xent_args
 
 __all__ = ["sigmoid_cross_entropy_with_logits", "moments", "batch_normalization", "l2_normalize", "zero_fraction"]
@@ -30,8 +30,8 @@ def sigmoid_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None, 
             raise ValueError(f"logits and labels must have the same shape ({logits.shape} vs {labels.shape})")
         zeros = array_ops.zeros_like(logits)
         cond = math_ops.greater_equal(logits, zeros)  # TF's two-tap where: the gradient at 0 is sigmoid(0) - z
-        relu_logits = array_ops.where(cond, logits, zeros)
-        neg_abs_logits = array_ops.where(cond, math_ops.negative(logits), logits)
+        relu_logits = array_ops_where.where(cond, logits, zeros)
+        neg_abs_logits = array_ops_where.where(cond, math_ops.negative(logits), logits)
         return math_ops.add(math_ops.subtract(relu_logits, math_ops.multiply(logits, labels)),
                             math_ops.log1p(math_ops.exp(neg_abs_logits)), name=scope)
 
@@ -52,8 +52,8 @@ def moments(x, axes, shift=None, name=None, keep_dims=None, keepdims=None):
         deviation = math_ops.squared_difference(y, array_ops.stop_gradient(mean))
         variance = math_ops.reduce_mean(deviation, axes, keepdims=True, name="variance")
         if not keep:
-            mean = array_ops.squeeze(mean, axes)
-            variance = array_ops.squeeze(variance, axes)
+            mean = array_ops_layout.squeeze(mean, axes)
+            variance = array_ops_layout.squeeze(variance, axes)
         if x.dtype == dtypes.float16:
             return math_ops.cast(mean, dtypes.float16), math_ops.cast(variance, dtypes.float16)
         return mean, variance

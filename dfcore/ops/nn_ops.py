@@ -19,7 +19,7 @@ from ..framework.scopes import name_scope
 from ..framework.tensor import Tensor
 from ..framework.tensor_conversion import convert_to_tensor
 from ..framework.tensor_shape import TensorShape
-from . import array_ops, common_shapes, math_ops, random_ops
+from . import array_ops, array_ops_layout, common_shapes, math_ops, random_ops
 from .op_util import apply_op1, convert_same_dtype
 
 __all__ = [
@@ -145,7 +145,7 @@ def move_axis_to_end(tensor, axis):
         return tensor
     _check_axis(axis, ndims)
     axis %= ndims
-    return array_ops.transpose(tensor, [i for i in range(ndims) if i != axis] + [axis])
+    return array_ops_layout.transpose(tensor, [i for i in range(ndims) if i != axis] + [axis])
 
 
 def _softmax(op_type, logits, axis, name):
@@ -159,8 +159,8 @@ def _softmax(op_type, logits, axis, name):
     _check_axis(axis, ndims)
     perm = list(range(ndims))
     perm[axis], perm[-1] = perm[-1], perm[axis]
-    output = apply_op1(op_type, [array_ops.transpose(logits, perm)], {}, op_type)
-    return array_ops.transpose(output, perm, name=name or "transpose")
+    output = apply_op1(op_type, [array_ops_layout.transpose(logits, perm)], {}, op_type)
+    return array_ops_layout.transpose(output, perm, name=name or "transpose")
 
 
 def softmax(logits, axis=None, name=None, dim=None):
@@ -315,10 +315,3 @@ def _noise_shape(x, noise_shape):
     if None in dims:
         raise ValueError(f"noise_shape {noise_shape} has unknown dimensions that x's shape {x.shape} does not fill")
     return dims
-
-
-from . import nn_impl, nn_ops_xent  # noqa: E402 - they build on the ops above
-from .nn_impl import *  # noqa: E402,F401,F403
-from .nn_ops_xent import *  # noqa: E402,F401,F403
-
-__all__ += nn_impl.__all__ + nn_ops_xent.__all__

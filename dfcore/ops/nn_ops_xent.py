@@ -14,7 +14,7 @@ from ..framework import dtypes, registry
 from ..framework.scopes import name_scope
 from ..framework.tensor_conversion import convert_to_tensor
 from ..framework.tensor_shape import TensorShape
-from . import array_ops, common_shapes, math_ops
+from . import array_ops, array_ops_join, array_ops_slice, common_shapes, math_ops
 from .nn_ops import log_softmax_values, move_axis_to_end
 from .op_util import apply_op
 
@@ -40,8 +40,8 @@ def _flatten_outer_dims(tensor):
         return tensor
     last = tensor.shape.as_list()[-1]
     if last is None:
-        last = array_ops.slice(array_ops.shape(tensor), [ndims - 1], [1])
-        return array_ops.reshape(tensor, array_ops.concat([[-1], last], 0))
+        last = array_ops_slice.slice(array_ops.shape(tensor), [ndims - 1], [1])
+        return array_ops.reshape(tensor, array_ops_join.concat([[-1], last], 0))
     return array_ops.reshape(tensor, [-1, last])
 
 
@@ -50,7 +50,7 @@ def _outer_shape(tensor):
     outer = tensor.shape[:-1]
     if outer.is_fully_defined():
         return outer.as_list()
-    return array_ops.slice(array_ops.shape(tensor), [0], [tensor.shape.ndims - 1])
+    return array_ops_slice.slice(array_ops.shape(tensor), [0], [tensor.shape.ndims - 1])
 
 
 def _require_rank(tensor, what):

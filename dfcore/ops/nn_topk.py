@@ -14,7 +14,7 @@ from .. import errors
 from ..framework import dtypes, registry
 from ..framework.tensor import Tensor
 from ..framework.tensor_shape import TensorShape
-from . import array_ops, common_shapes, math_ops
+from . import array_ops, array_ops_gather, array_ops_join, array_ops_layout, common_shapes, math_ops
 from .array_ops_util import INDEX_TYPES, merge_shapes, scoped_op, static_ints, with_rank, with_rank_at_least
 
 __all__ = ["top_k", "in_top_k"]
@@ -79,10 +79,10 @@ def _top_k_grad(op, grad, _):
     x, indices = op.inputs[0], op.outputs[1]
     in_shape = array_ops.shape(x)
     in_last = in_shape[-1]
-    flat_indices = array_ops.reshape(indices, array_ops.stack([-1, array_ops.shape(indices)[-1]]))
+    flat_indices = array_ops.reshape(indices, array_ops_join.stack([-1, array_ops.shape(indices)[-1]]))
     row_starts = math_ops.range_(0, array_ops.shape(flat_indices)[0] * in_last, in_last)
-    positions = array_ops.reshape(math_ops.add(flat_indices, array_ops.expand_dims(row_starts, -1)), [-1])
-    scattered = array_ops.unsorted_segment_sum(array_ops.reshape(grad, [-1]), positions,
+    positions = array_ops.reshape(math_ops.add(flat_indices, array_ops_layout.expand_dims(row_starts, -1)), [-1])
+    scattered = array_ops_gather.unsorted_segment_sum(array_ops.reshape(grad, [-1]), positions,
                                                math_ops.reduce_prod(in_shape))
     return array_ops.reshape(scattered, in_shape), None
 

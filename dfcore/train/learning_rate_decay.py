@@ -11,7 +11,7 @@ from ..framework import dtypes
 from ..framework.scopes import name_scope
 from ..framework.tensor import Tensor
 from ..framework.tensor_conversion import convert_to_tensor
-from ..ops import array_ops, math_ops
+from ..ops import array_ops, array_ops_gather, array_ops_join, math_ops
 
 
 def _require_global_step(global_step, function):
@@ -105,7 +105,7 @@ def piecewise_constant(x, boundaries, values, name=None) -> Tensor:
                                  f"({values[0].dtype.base_dtype} vs {v.dtype.base_dtype}).")
         above = [math_ops.cast(math_ops.greater(x, b), dtypes.int32) for b in boundaries]
         index = math_ops.add_n(above, name="interval")
-        return array_ops.gather(array_ops.stack(values), index, name=scope)
+        return array_ops_gather.gather(array_ops_join.stack(values), index, name=scope)
 
 
 def _boundary(b, x_dtype):
