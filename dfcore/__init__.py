@@ -8,51 +8,112 @@ Each ops module lists its public names in ``__all__``; this file gathers them.
 from . import errors
 from .framework import dtypes
 from .framework.device import DeviceSpec
-from .framework.dtypes import (DType, as_dtype, bool, double, float16, float32, float64, half,  # noqa: A004
-                               int8, int16, int32, int64, string, uint8)
+from .framework.dtypes import (
+    DType,
+    as_dtype,
+    bool,
+    double,
+    float16,
+    float32,
+    float64,
+    half,
+    int8,
+    int16,
+    int32,
+    int64,
+    string,
+    uint8,
+)
 from .framework.graph import Graph, GraphKeys, get_default_graph, reset_default_graph
 from .framework.importer import import_graph_def
-from .framework.protos import (AttrValue, Event, GraphDef, HistogramProto, MetaGraphDef, NameAttrList,  # noqa: F401
-                               NodeDef, SessionLog, Summary, TensorShapeProto)
 from .framework.operation import Operation
-from .framework.registry import NotDifferentiable, NoGradient, RegisterGradient
-from .framework.scopes import (add_to_collection, add_to_collections, colocate_with, container,
-                               control_dependencies, device, get_collection, get_collection_ref, name_scope)
+from .framework.protos import (
+    AttrValue,
+    Event,
+    GraphDef,
+    HistogramProto,
+    MetaGraphDef,
+    NameAttrList,
+    NodeDef,
+    SessionLog,
+    Summary,
+    TensorShapeProto,
+)
+from .framework.registry import NoGradient, NotDifferentiable, RegisterGradient
+from .framework.scopes import (
+    add_to_collection,
+    add_to_collections,
+    colocate_with,
+    container,
+    control_dependencies,
+    device,
+    get_collection,
+    get_collection_ref,
+    name_scope,
+)
 from .framework.tensor import Tensor
 from .framework.tensor_conversion import convert_to_tensor, register_tensor_conversion_function
 from .framework.tensor_shape import Dimension, TensorShape
+from .ops import array_grad as _array_grad, math_grad as _math_grad, nn_grad as _nn_grad  # register gradients
 from .ops.array_ops import *
 from .ops.array_ops_gather import *
 from .ops.array_ops_join import *
 from .ops.array_ops_layout import *
 from .ops.array_ops_slice import *
 from .ops.array_ops_where import *
+from .ops.clip_ops import *
 from .ops.constant_op import constant
-from .ops.control_flow_ops import group, no_op, tuple, with_dependencies  # noqa: A004
+from .ops.control_flow_ops import group, no_op, tuple, with_dependencies
+from .ops.data_flow_ops import *
+from .ops.dynamic_partition import *
 from .ops.gradients_impl import gradients
-from .ops.math_ops import *  # noqa: F401,F403
+from .ops.init_ops import *
+from .ops.linalg_ops import matrix_determinant, matrix_inverse
+from .ops.math_ops import *
+from .ops.numerics import *
+from .ops.partitioned_variables import *
+from .ops.random_ops import *
 from .ops.state_ops import assign, assign_add, assign_sub, is_variable_initialized
-from .ops.init_ops import *  # noqa: F401,F403
-from .ops.partitioned_variables import *  # noqa: F401,F403
 from .ops.variable_scope import AUTO_REUSE, VariableScope, get_variable, get_variable_scope, variable_scope
-from .ops.variables import (Variable, all_variables, global_variables, global_variables_initializer,
-                            initialize_all_variables, initialize_variables, local_variables,
-                            local_variables_initializer, moving_average_variables, trainable_variables,
-                            variables_initializer)
-from .ops import array_grad as _array_grad, math_grad as _math_grad  # noqa: F401 - register gradients
+from .ops.variables import (
+    Variable,
+    all_variables,
+    global_variables,
+    global_variables_initializer,
+    initialize_all_variables,
+    initialize_variables,
+    local_variables,
+    local_variables_initializer,
+    moving_average_variables,
+    trainable_variables,
+    variables_initializer,
+)
 from .runtime.config import ConfigProto, GPUOptions, GraphOptions, RunMetadata, RunOptions, StepRecords, step_records
 from .runtime.session import InteractiveSession, Session, get_default_session
-from .ops.random_ops import *  # noqa: F401,F403
-from .ops.numerics import *  # noqa: F401,F403
-from .ops.linalg_ops import matrix_determinant, matrix_inverse
-from .ops.data_flow_ops import *  # noqa: F401,F403
-from .ops.clip_ops import *  # noqa: F401,F403
-from .ops.dynamic_partition import *  # noqa: F401,F403
-from .ops import nn_grad as _nn_grad  # noqa: F401 - register gradients
-from . import compat, debugging, initializers, layers, linalg, losses, math, nn, queue, random, summary, test, train  # noqa: E402,A004,E501
-from . import app, tf_logging as logging  # noqa: E402 - tf.app.run, tf.logging
-from absl import flags  # noqa: E402 - tf.flags is absl's, as in TF 1.x
-from . import distribute  # noqa: E402
+
+# isort: split
+# The subpackages come last, after every name above: examples/ (which distribute/ and train/ use) build on
+# `import dfcore as tf`, so they need the core namespace filled in first.
+from absl import flags  # tf.flags is absl's, as in TF 1.x
+
+from . import (
+    app,
+    compat,
+    debugging,
+    distribute,
+    initializers,
+    layers,
+    linalg,
+    losses,
+    math,
+    nn,
+    queue,
+    random,
+    summary,
+    test,
+    tf_logging as logging,
+    train,
+)
 
 __version__ = "0.1.0"
 

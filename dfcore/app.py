@@ -8,8 +8,7 @@ Source: ``tensorflow/python/platform/app.py`` (TF 1.x): ``run`` parses the comma
 
 import sys
 
-from absl import app as _absl_app
-from absl import flags
+from absl import app as _absl_app, flags
 
 __all__ = ["flags", "run"]
 

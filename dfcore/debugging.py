@@ -1,6 +1,6 @@
 """``tf.debugging``: numeric checks (``check_numerics``)."""
 
-from .ops.numerics import *  # noqa: F401,F403
+from .ops.numerics import *
 
 
 def __getattr__(name: str):

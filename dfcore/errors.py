@@ -85,7 +85,8 @@ AlreadyExistsError = _make("AlreadyExistsError", ALREADY_EXISTS, "An entity alre
 PermissionDeniedError = _make("PermissionDeniedError", PERMISSION_DENIED, "Permission denied.")
 ResourceExhaustedError = _make("ResourceExhaustedError", RESOURCE_EXHAUSTED, "Out of memory or quota.")
 FailedPreconditionError = _make(
-    "FailedPreconditionError", FAILED_PRECONDITION, "The system is not in a state to run the op (e.g. an uninitialized variable)."
+    "FailedPreconditionError", FAILED_PRECONDITION, "The system is not in a state to run the op (e.g. an uninitialized "
+                                                    "variable)."
 )
 AbortedError = _make("AbortedError", ABORTED, "The step was aborted, usually because another op failed.")
 OutOfRangeError = _make("OutOfRangeError", OUT_OF_RANGE, "An iterator or queue is exhausted or closed.")

@@ -5,18 +5,22 @@ those of :mod:`dfcore.ops.init_ops`; ``global_variables``, ``local_variables`` a
 the initializer ops of :mod:`dfcore.ops.variables`.
 """
 
-from .ops.init_ops import Constant as constant
-from .ops.init_ops import GlorotNormal as glorot_normal
-from .ops.init_ops import GlorotUniform as glorot_uniform
-from .ops.init_ops import Ones as ones
-from .ops.init_ops import RandomNormal as random_normal
-from .ops.init_ops import RandomUniform as random_uniform
-from .ops.init_ops import TruncatedNormal as truncated_normal
-from .ops.init_ops import VarianceScaling as variance_scaling
-from .ops.init_ops import Zeros as zeros
-from .ops.variables import global_variables_initializer as global_variables
-from .ops.variables import local_variables_initializer as local_variables
-from .ops.variables import variables_initializer as variables
+from .ops.init_ops import (
+    Constant as constant,
+    GlorotNormal as glorot_normal,
+    GlorotUniform as glorot_uniform,
+    Ones as ones,
+    RandomNormal as random_normal,
+    RandomUniform as random_uniform,
+    TruncatedNormal as truncated_normal,
+    VarianceScaling as variance_scaling,
+    Zeros as zeros,
+)
+from .ops.variables import (
+    global_variables_initializer as global_variables,
+    local_variables_initializer as local_variables,
+    variables_initializer as variables,
+)
 
 __all__ = [
                            "constant",

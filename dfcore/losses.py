@@ -1,6 +1,6 @@
 """``tf.losses``: loss functions (TF1's ``tf.losses`` module)."""
 
-from .ops.losses_impl import *  # noqa: F401,F403
+from .ops.losses_impl import *
 
 
 def __getattr__(name: str):

@@ -1,9 +1,9 @@
 """``tf.math``: elementwise and reduction math ops."""
 
-from .ops.math_ops import *  # noqa: F401,F403
-from .ops.array_ops_gather import unsorted_segment_sum  # noqa: F401
-from .ops.nn_topk import in_top_k, top_k  # noqa: F401 - tf.math.top_k / in_top_k, as in TF 1.13+
-from .ops.nn_impl import zero_fraction  # noqa: F401 - TF 1.x exports it as tf.math.zero_fraction too
+from .ops.array_ops_gather import unsorted_segment_sum
+from .ops.math_ops import *
+from .ops.nn_impl import zero_fraction  # TF 1.x exports it as tf.math.zero_fraction too
+from .ops.nn_topk import in_top_k, top_k  # tf.math.top_k / in_top_k, as in TF 1.13+
 
 
 def __getattr__(name: str):

@@ -1,15 +1,15 @@
 """``tf.nn``: neural-network ops (activations, softmax, cross-entropy, dropout, convolution, pooling,
 normalization, top-k, embeddings)."""
 
-from .ops.nn_conv import *  # noqa: F401,F403
-from .ops.nn_lrn import *  # noqa: F401,F403
-from .ops.nn_ops import *
+from .ops.embedding_ops import *
+from .ops.nn_batch_norm import *
+from .ops.nn_conv import *
 from .ops.nn_impl import *
+from .ops.nn_lrn import *
+from .ops.nn_ops import *
 from .ops.nn_ops_xent import *
-from .ops.nn_pool import *  # noqa: F401,F403
-from .ops.nn_topk import *  # noqa: F401,F403
-from .ops.embedding_ops import *  # noqa: F401,F403
-from .ops.nn_batch_norm import *  # noqa: F401,F403
+from .ops.nn_pool import *
+from .ops.nn_topk import *
 
 
 def __getattr__(name: str):

@@ -1,6 +1,6 @@
 """``tf.queue``: queues (TF 1.13+ namespace of ``tf.FIFOQueue``)."""
 
-from .ops.data_flow_ops import FIFOQueue, QueueBase  # noqa: F401
+from .ops.data_flow_ops import FIFOQueue, QueueBase
 
 
 def __getattr__(name: str):

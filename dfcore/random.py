@@ -1,6 +1,6 @@
 """``tf.random``: random ops (``tf.random.uniform``, ``tf.random.normal`` …)."""
 
-from .ops.random_ops import *  # noqa: F401,F403
+from .ops.random_ops import *
 
 
 def __getattr__(name: str):

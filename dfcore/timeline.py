@@ -80,10 +80,8 @@ def _assign_lanes(slices):
     """Give each slice a tid (from 1) so that slices sharing a tid never overlap."""
     lane_ends = []
     for s in sorted(slices, key=lambda s: (s.start, s.end, s.name)):
-        for lane, end in enumerate(lane_ends):
-            if s.start >= end:
-                break
-        else:
+        lane = next((i for i, end in enumerate(lane_ends) if s.start >= end), None)
+        if lane is None:
             lane = len(lane_ends)
             lane_ends.append(None)
         lane_ends[lane] = s.end

@@ -8,8 +8,8 @@ from dfcore import Graph, RunMetadata  # the public classes, wherever they are d
 from dfcore.distribute.cluster import ClusterDef, ClusterSpec, Server
 from dfcore.distribute.staleness import RunRecord
 from dfcore.distribute.trace import AllReduceResult, CollectiveTrace
-from dfcore.runtime.session import BaseSession
 from dfcore.framework.protos import StepStats as StepStatsProto
+from dfcore.runtime.session import BaseSession
 from dfcore.runtime.step_stats import StepStats
 
 #: What each kind of argument may be, and how the message describes it.

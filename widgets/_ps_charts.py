@@ -7,8 +7,8 @@ side, each in its colour from :data:`RUN_COLORS` (Okabe & Ito's hues, as the dev
 import math
 
 from . import _palette, _svg
-from ._ps_lanes import task_title
 from ._format import format_bytes, format_us
+from ._ps_lanes import task_title
 
 RUN_COLORS = _palette.ACCELERATOR_HUES
 

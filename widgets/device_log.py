@@ -9,6 +9,7 @@
 """
 
 import ipywidgets as widgets
+
 from dfcore.runtime.config import step_records
 from dfcore.runtime.placer import placement_log_lines
 

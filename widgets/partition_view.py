@@ -11,6 +11,7 @@ table of the pairs.
 """
 
 import ipywidgets as widgets
+
 from dfcore.runtime.sendrecv_ops import rendezvous_key
 from dfcore.runtime.subgraph import is_client_endpoint
 

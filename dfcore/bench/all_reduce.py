@@ -25,6 +25,7 @@ sums every rank's wrong elements; ``ratio`` is dfcore's time over MPI's. Rank 0 
 """
 
 import argparse
+import functools
 import os
 import time
 
@@ -42,7 +43,8 @@ FLAGS = {"min_bytes": "-b/--minbytes", "max_bytes": "-e/--maxbytes", "factor": "
          "num_subchunks": "--num-subchunks"}
 HEADER = (
     "#                                                              out-of-place                       in-place\n"
-    "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
+    "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw "
+    "#wrong\n"
     "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)")
 
 
@@ -263,8 +265,8 @@ def run_mpi(comm, min_bytes, max_bytes, factor, algorithm, type_name="float", re
     busbws = []
     for count, nbytes in message_sizes(min_bytes, max_bytes, factor, itemsize):
         mine = ((np.arange(count, dtype=np.int64) + rank) % 8).astype(dtype)
-        ours = lambda: mpi_all_reduce(mine, comm, algorithm, reduction, num_subchunks, trace=False)  # noqa: E731
-        theirs = lambda: mpi_allreduce(mine, comm, reduction)  # noqa: E731
+        ours = functools.partial(mpi_all_reduce, mine, comm, algorithm, reduction, num_subchunks, trace=False)
+        theirs = functools.partial(mpi_allreduce, mine, comm, reduction)
         row = f"{nbytes:12d}  {count:12d}  {type_name:>8}  {redop:>6}  {-1:6d}"
         times, rates = [], []
         for fn in (ours, theirs):

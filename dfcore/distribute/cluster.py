@@ -17,8 +17,8 @@ import itertools
 import threading
 
 from .. import errors
-from ..mpi.world import in_mpi_job
 from ..framework.protos import ClusterDef, JobDef
+from ..mpi.world import in_mpi_job
 from ..runtime.config import ConfigProto
 from . import cluster_runtime
 

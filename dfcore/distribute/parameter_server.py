@@ -107,8 +107,8 @@ class _Hooks:
 
 def train(mode="sync", staleness=0, num_ps=1, num_workers=4, replicas_to_aggregate=None, straggler=None,
           steps=None, execution="simulated", seed=0, learning_rate=None, batch_size=32, hidden=64,
-          ps_strategy="round_robin", ema_decay=None, eval_every=25, worker_profile=None, checkpoint_dir=None, checkpoint_every=0,
-          restore=False, kill_worker=None, kill_ps=None, fault_timeout_s=0.5):
+          ps_strategy="round_robin", ema_decay=None, eval_every=25, worker_profile=None, checkpoint_dir=None,
+          checkpoint_every=0, restore=False, kill_worker=None, kill_ps=None, fault_timeout_s=0.5):
     """Train the digits MLP with a parameter server; return a :class:`RunRecord`.
 
     Args:
@@ -164,8 +164,8 @@ def train(mode="sync", staleness=0, num_ps=1, num_workers=4, replicas_to_aggrega
                              dict(kill_ps or {}), fault_timeout_s, hooks)
         start = _initialize(models, config, checkpoint_dir if restore else None)
         if execution == "simulated":
-            result = SimulatedRun(models, ps_servers, worker_servers, config, step_costs(models[0], config, worker_profile or cost_model.NUMPY_CORE), data,
-                                  options, start).run()
+            costs = step_costs(models[0], config, worker_profile or cost_model.NUMPY_CORE)
+            result = SimulatedRun(models, ps_servers, worker_servers, config, costs, data, options, start).run()
         else:
             from .ps_threads import ThreadedRun
 
@@ -189,7 +189,8 @@ def _train_mpi(config, steps, straggler, eval_every, checkpoint_dir, checkpoint_
     launched = world()[1].jobs
     if launched != {"ps": config.num_ps, "worker": config.num_workers}:
         raise ValueError(f"{config.num_ps} ps and {config.num_workers} workers need a job launched with python -m "
-                         f"dfcore.launch --ps {config.num_ps} --workers {config.num_workers}, but this one has {launched}")
+                         f"dfcore.launch --ps {config.num_ps} --workers {config.num_workers}, but this one has "
+                         f"{launched}")
     hooks = _Hooks(None, None, eval_every, checkpoint_dir, checkpoint_every)
     options = DriverOptions(steps, dict(straggler or {}), {}, {}, 0.0, hooks)
     model, result = train_rank(config, lambda: ShardedDigits(config.num_workers, config.batch_size, config.seed),

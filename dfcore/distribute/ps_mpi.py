@@ -142,7 +142,7 @@ class MPIRun:
         model, session, w, s = self.model, self.model.session, self.model.index, self.config.staleness
         for clock in range(self.options.steps):
             waited_from = self.now()
-            self._poll(lambda: int(session.run(model.global_step)) >= clock - s,
+            self._poll(lambda clock=clock: int(session.run(model.global_step)) >= clock - s,
                        f"the slowest worker (staleness bound {s})")
             waited = self.now() - waited_from
             started = self.now()

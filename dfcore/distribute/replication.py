@@ -16,15 +16,15 @@ import types
 
 import numpy as np
 
+from .. import train as train_lib
 from ..examples.multi_tower import average_gradients, mlp_variables, tower_loss
 from ..framework import dtypes
 from ..framework.device import DeviceSpec
 from ..framework.graph import Graph
 from ..ops import array_ops, variables
 from ..runtime.session import Session
-from .. import train as train_lib
-from .ps_model import NUM_FEATURES, ModelConfig, build_worker, start_cluster
 from .parameter_server import ShardedDigits
+from .ps_model import NUM_FEATURES, ModelConfig, build_worker, start_cluster
 
 
 @dataclasses.dataclass(frozen=True)

@@ -65,7 +65,7 @@ class TensorBoardRun:
         _, summary = self._sess.run(self._fetches, feed_dict, options=options, run_metadata=run_metadata)
         self._writer.add_summary(summary, self.step)
         if traced:
-            self._writer.add_run_metadata(run_metadata, "step%d" % self.step, self.step)
+            self._writer.add_run_metadata(run_metadata, f"step{self.step}", self.step)
         self.step += 1
 
     def __enter__(self):

@@ -133,7 +133,7 @@ int16 = _BY_NAME["int16"]
 int32 = _BY_NAME["int32"]
 int64 = _BY_NAME["int64"]
 uint8 = _BY_NAME["uint8"]
-bool = _BY_NAME["bool"]  # noqa: A001 - TF's public name
+bool = _BY_NAME["bool"]
 string = _BY_NAME["string"]
 
 _BY_NUMPY = {np.dtype(t): _BY_NAME[n] for n, t, _ in _BASE if n != "string"}

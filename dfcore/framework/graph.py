@@ -94,7 +94,8 @@ class Graph:
                 if not isinstance(tensor, Tensor):
                     raise TypeError(f"Input to '{op_type}' must be a Tensor, got {tensor!r}")
                 if tensor.graph is not self:
-                    raise ValueError(f"Tensor {tensor!r} must be from the same graph as the op '{op_type}' being created.")
+                    raise ValueError(f"Tensor {tensor!r} must be from the same graph as the op '{op_type}' being "
+                                     "created.")
             unique = self._op_name(name or op_type)
             if not _VALID_OP_NAME.match(unique):
                 raise ValueError(f"'{unique}' is not a valid node name")
@@ -139,17 +140,20 @@ class Graph:
         op_name, sep, index = name.rpartition(":")
         if not sep or not index.isdigit():
             raise ValueError(
-                f"The name '{name}' looks a like an Operation name, not a Tensor name. Tensor names must be of the form \"<op_name>:<output_index>\"."
+                f"The name '{name}' looks a like an Operation name, not a Tensor name. Tensor names must be of the "
+                f"form \"<op_name>:<output_index>\"."
             )
         op = self._ops_by_name.get(op_name)
         if op is None:
             raise KeyError(
-                f"The name '{name}' refers to a Tensor which does not exist. The operation, '{op_name}', does not exist in the graph."
+                f"The name '{name}' refers to a Tensor which does not exist. The operation, '{op_name}', does not "
+                "exist in the graph."
             )
         index = int(index)
         if index >= len(op.outputs):
             raise KeyError(
-                f"The name '{name}' refers to a Tensor which does not exist. The operation, '{op_name}', exists but only has {len(op.outputs)} outputs."
+                f"The name '{name}' refers to a Tensor which does not exist. The operation, '{op_name}', exists but "
+                f"only has {len(op.outputs)} outputs."
             )
         return op.outputs[index]
 

@@ -8,8 +8,7 @@ dropped (dfcore infers shapes). dfcore's MPI tasks use :func:`import_nodes` to r
 """
 
 from .. import errors
-from . import graph as graph_lib
-from . import registry
+from . import graph as graph_lib, registry
 from .graph_def import node_attrs
 from .protos import GraphDef
 

@@ -104,7 +104,8 @@ class Tensor:
 
     def __len__(self):
         raise TypeError(
-            f"len is not well defined for symbolic Tensors. ({self.name}) Please call `x.shape` rather than `len(x)` for shape information."
+            f"len is not well defined for symbolic Tensors. ({self.name}) Please call `x.shape` rather than `len(x)` "
+            "for shape information."
         )
 
     @classmethod

@@ -30,7 +30,8 @@ def convert_to_tensor(value, dtype=None, name=None, preferred_dtype=None, as_ref
     if isinstance(value, Tensor):
         if dtype is not None and not dtype.is_compatible_with(value.dtype):
             raise ValueError(
-                f"Tensor conversion requested dtype {dtype.name} for Tensor with dtype {value.dtype.base_dtype.name}: {value!r}"
+                f"Tensor conversion requested dtype {dtype.name} for Tensor with dtype {value.dtype.base_dtype.name}: "
+                f"{value!r}"
             )
         return value
     for _, base_type, function in _CONVERSION_FUNCTIONS:
@@ -75,8 +76,8 @@ def infer_dtype(value):
         return dtypes.as_dtype(value.dtype)
     array = np.asarray(value)
     if array.dtype == np.object_ and any(isinstance(v, int) for v in array.reshape(-1)):
-        raise TypeError(f"Failed to convert object of type {type(value)} to Tensor. Contents: {value}. Consider casting "
-                        "elements to a supported type (an integer beyond int64's range needs a float dtype).")
+        raise TypeError(f"Failed to convert object of type {type(value)} to Tensor. Contents: {value}. Consider "
+                        "casting elements to a supported type (an integer beyond int64's range needs a float dtype).")
     if array.dtype == np.float64:
         return dtypes.float32
     if array.dtype == np.int64:
@@ -105,7 +106,8 @@ def to_numpy(value, dtype, op_name="Const"):
         raise _expected(dtype, value)
     outside = dtypes.first_value_outside(value, array, dtype)
     if outside is not None:
-        raise _expected(dtype, outside, f": {dtype.name} holds integers in [{dtype.min}, {dtype.max}] (op '{op_name}'). "
+        raise _expected(dtype, outside, f": {dtype.name} holds integers in [{dtype.min}, {dtype.max}] (op "
+                                        f"'{op_name}'). "
                                         "Use a wider dtype or values in range.")
     if array.dtype.kind == "f" and target.kind in "iub" and not np.all(np.equal(np.mod(array, 1), 0)):
         raise _expected(dtype, value)

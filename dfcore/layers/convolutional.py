@@ -13,9 +13,9 @@ from . import base
 
 def conv2d(inputs, filters, kernel_size, strides=(1, 1), padding="valid", data_format="channels_last",
            dilation_rate=(1, 1), activation=None, use_bias=True, kernel_initializer=None,
-           bias_initializer=init_ops.zeros_initializer(), kernel_regularizer=None, bias_regularizer=None,
-           activity_regularizer=None, kernel_constraint=None, bias_constraint=None, trainable=True, name=None,
-           reuse=None) -> Tensor:
+           bias_initializer=init_ops.zeros_initializer(),  # noqa: B008 - TF's default (stateless)
+           kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None, kernel_constraint=None,
+           bias_constraint=None, trainable=True, name=None, reuse=None) -> Tensor:
     """``activation(conv2d(inputs, kernel) + bias)`` on ``[batch, height, width, channels]`` float inputs.
 
     Args:

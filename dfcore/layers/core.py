@@ -17,9 +17,9 @@ from . import base
 
 
 def dense(inputs, units, activation=None, use_bias=True, kernel_initializer=None,
-          bias_initializer=init_ops.zeros_initializer(), kernel_regularizer=None, bias_regularizer=None,
-          activity_regularizer=None, kernel_constraint=None, bias_constraint=None, trainable=True, name=None,
-          reuse=None) -> Tensor:
+          bias_initializer=init_ops.zeros_initializer(),  # noqa: B008 - TF's default (stateless)
+          kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None, kernel_constraint=None,
+          bias_constraint=None, trainable=True, name=None, reuse=None) -> Tensor:
     """``activation(inputs @ kernel + bias)`` on the last dimension of ``inputs``.
 
     Args:

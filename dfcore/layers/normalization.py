@@ -89,7 +89,8 @@ def batch_normalization(inputs, axis=-1, momentum=0.99, epsilon=1e-3, center=Tru
         if training_value is None:
             inferred = statistics(inputs, axis, gamma, beta, epsilon, moving_mean, moving_variance)[0]
             output = array_ops_where.where(training, output, inferred)
-            momentum = array_ops_where.where(training, convert_to_tensor(momentum, dtype), convert_to_tensor(1.0, dtype))
+            momentum = array_ops_where.where(training, convert_to_tensor(momentum, dtype),
+                                             convert_to_tensor(1.0, dtype))
         for variable, value in ((moving_mean, mean), (moving_variance, variance)):
             add_to_collection(GraphKeys.UPDATE_OPS, _assign_moving_average(variable, value, momentum))
         return output

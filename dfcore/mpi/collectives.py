@@ -17,7 +17,8 @@ input is never modified. Results are bit for bit those of the in-process
 
 Before any data moves, one small ``Allgather`` of a digest of every rank's (shape, dtype,
 algorithm parameters) and its world rank (hence its device) checks that the ranks agree
-(:class:`~dfcore.errors.InvalidArgumentError` naming the ranks otherwise). With ``trace=True`` each rank keeps a :class:`RankTrace` of its
+(:class:`~dfcore.errors.InvalidArgumentError` naming the ranks otherwise). With ``trace=True`` each rank
+keeps a :class:`RankTrace` of its
 messages (wall times from ``time.perf_counter``, relative to the end of that ``Allgather`` —
 exact to the allgather's skew on one host); :func:`gather_result` / :func:`gather_trace`
 collect them on one rank into the in-process :class:`~dfcore.distribute.trace.AllReduceResult`
@@ -38,8 +39,8 @@ import numpy as np
 
 from .. import errors
 from ..distribute import collective_cost, schedules
-from ..distribute.arguments import check_rank
 from ..distribute.all_reduce import build_trace, machine_for_devices, message_keys
+from ..distribute.arguments import check_rank
 from ..distribute.trace import AllReduceResult
 from ..runtime.rendezvous import TransferRecord
 from .world import world
@@ -230,7 +231,7 @@ def gather_result(name="allreduce", comm=None, root=0):
                                                           machine, first.num_subchunks, first.reduction))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _device_of(world_rank):
     return world()[1].task_name(world_rank) + "/device:CPU:0"
 

@@ -13,7 +13,8 @@ The job is ``python -m dfcore.launch``'s command (:func:`dfcore.launch.command_a
 run in its own session; its output goes to files and this process only polls (every
 50 ms), so no wait lasts past the deadline. Output lines are tagged with their rank (Open
 MPI's ``--output tag``, MPICH's ``-prepend-rank``) so a failure names the rank whose traceback
-it shows (:mod:`~dfcore.mpi.failures`). MPICH's Hydra starts its proxy and each rank in a session of their own, out of reach
+it shows (:mod:`~dfcore.mpi.failures`). MPICH's Hydra starts its proxy and each rank in a session of
+their own, out of reach
 of :func:`~dfcore.mpi.processes.kill_job`, so with MPICH the job's processes are found in
 ``/proc`` while it runs (ranks by ``PMI_RANK``) and killed with it.
 """

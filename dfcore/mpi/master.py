@@ -24,8 +24,8 @@ from .. import errors
 from ..runtime import step as step_lib
 from ..runtime.call_frame import CallFrame
 from ..runtime.cancellation import DEFAULT_STEP_TIMEOUT_S, Deadline
-from ..runtime.executor import StepContext, inline_runner
 from ..runtime.device_set import DeviceSet
+from ..runtime.executor import StepContext, inline_runner
 from .service import wire_partition
 
 #: Seconds a session waits for another task to answer ``get_status`` / ``register_graph``.

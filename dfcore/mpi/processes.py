@@ -112,7 +112,8 @@ def proc_stat(pid):
 def find_descendants(leader, found):
     """Add to ``found`` ``{pid: (rank, start time)}`` of the processes descended from the ``mpiexec``
     ``leader``: MPICH's Hydra starts its proxy, and the proxy each rank, in a session of its own.
-    The rank is the one its launcher gave it (:func:`launched_rank`; None for a proxy or ``prterun``). Read from ``/proc`` (elsewhere: nothing)."""
+    The rank is the one its launcher gave it (:func:`launched_rank`; None for a proxy or ``prterun``).
+    Read from ``/proc`` (elsewhere: nothing)."""
     if not os.path.isdir("/proc"):
         return
     parents = {int(name): (int(fields[1]), fields[19]) for name in filter(str.isdigit, os.listdir("/proc"))

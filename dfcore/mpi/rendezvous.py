@@ -22,7 +22,6 @@ from .. import errors
 from ..runtime.rendezvous import Rendezvous, TransferRecord, parse_key
 from .transport import error_from_wire, error_to_wire
 
-
 #: Arrays smaller than this travel as raw bytes (no ndarray pickling, which costs more than the message).
 RAW_BYTES_LIMIT = 64 * 1024
 

@@ -35,7 +35,6 @@ import pickle
 import sys
 import types
 
-from ..train import file_io
 from .env import RANK_VARIABLES
 
 #: The environment variable naming the directory the ranks write their reports into.
@@ -142,4 +141,8 @@ def load(path):
 
 def atomic_write(path, data):
     """Replace the file at ``path`` by ``data`` (bytes) in one step, unsynced (progress and report notes)."""
+    # At call time: train/ sits above distribute/ and mpi/ (distribute.cluster imports mpi), so a module-level
+    # import here would close an import cycle.
+    from ..train import file_io
+
     file_io.atomic_write(path, lambda f: f.write(data), sync=False)

@@ -16,8 +16,7 @@ from .. import errors
 from ..distribute.cluster_runtime import ClusterResources
 from ..runtime import session as session_lib
 from ..runtime.device_set import DeviceSet, passes_device_filters
-from . import transport as transport_lib
-from . import world as world_lib
+from . import transport as transport_lib, world as world_lib
 
 
 class MPIRuntime:

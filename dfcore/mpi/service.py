@@ -9,7 +9,8 @@ variables on a ps task (between-graph replication).
 dfcore adds its rule that a failed step changes nothing: a partition's variable writes
 stay staged until the master, having heard from every partition, sends ``end_step``
 (commit or abort); it waits for each task's reply to a commit, so that once ``Session.run``
-returns every task sees the step's writes, as TF's in-place updates are seen. Partitions run on the receive thread, as far as they can go at once, and
+returns every task sees the step's writes, as TF's in-place updates are seen. Partitions run on the
+receive thread, as far as they can go at once, and
 continue there as their ``_Recv`` s complete: a hand-off to another thread costs more than a
 ps partition's work, and no kernel blocks a thread (queues and accumulators are asynchronous).
 """
@@ -23,7 +24,6 @@ from ..runtime.cancellation import Deadline
 from ..runtime.executor import Executor, StepContext, inline_runner
 from ..runtime.partition import PartitionGraph, PartitionNode
 from ..runtime.partition_compiler import compile_partition
-
 
 
 class TaskState(TaskResources):

@@ -121,7 +121,8 @@ def _slice_grad(op, grad):
     """``grad`` padded back to the input's shape: ``begin`` before, the rest after."""
     x, begin = op.inputs[:2]
     index_type = begin.dtype.base_dtype
-    pad_shape = array_ops_join.stack([math_ops.cast(array_ops.rank(x), index_type), constant_op.constant(1, index_type)])
+    pad_shape = array_ops_join.stack([math_ops.cast(array_ops.rank(x), index_type),
+                                      constant_op.constant(1, index_type)])
     before = array_ops.reshape(begin, pad_shape)
     remaining = math_ops.subtract(math_ops.subtract(array_ops.shape(x, out_type=index_type),
                                                     array_ops.shape(op.outputs[0], out_type=index_type)), begin)

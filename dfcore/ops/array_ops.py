@@ -18,8 +18,19 @@ from ..framework.tensor import Tensor
 from ..framework.tensor_conversion import convert_to_tensor
 from ..framework.tensor_shape import TensorShape
 from . import common_shapes, constant_op
-from .array_ops_util import (INDEX_TYPES, SAME_DTYPE_LIST, constant_value, constant_value_as_shape,  # noqa: F401
-                             register_constant_value, register_partial_shape, scoped_op, static_ints, unknown_of_rank, vector_length, with_rank)
+from .array_ops_util import (
+    INDEX_TYPES,
+    SAME_DTYPE_LIST,
+    constant_value,
+    constant_value_as_shape,
+    register_constant_value,
+    register_partial_shape,
+    scoped_op,
+    static_ints,
+    unknown_of_rank,
+    vector_length,
+    with_rank,
+)
 from .op_util import apply_op1
 
 __all__ = [
@@ -71,7 +82,7 @@ def _placeholder_kernel(op):
 registry.NotDifferentiable("Placeholder")
 
 
-def placeholder_with_default(input, shape, name=None):  # noqa: A002 - TF's argument name
+def placeholder_with_default(input, shape, name=None):
     """``input`` unless fed; its static shape is ``shape`` (may be less defined than ``input``'s)."""
     return apply_op1("PlaceholderWithDefault", [input], {"shape": TensorShape(shape)}, name or "PlaceholderWithDefault")
 
@@ -90,7 +101,7 @@ registry.NotDifferentiable("PlaceholderWithDefault")
 
 
 # -- identity ---------------------------------------------------------------------
-def identity(input, name=None):  # noqa: A002
+def identity(input, name=None):
     """``input`` unchanged; on a variable reference, reads the variable."""
     return apply_op1("Identity", [input], {}, name or "Identity")
 
@@ -99,7 +110,7 @@ registry.RegisterShape("Identity")(common_shapes.unchanged)
 registry.RegisterKernel("Identity")(lambda op: lambda x: x)
 
 
-def stop_gradient(input, name=None):  # noqa: A002
+def stop_gradient(input, name=None):
     """``input`` unchanged, but ``gradients`` treats it as a constant."""
     return apply_op1("StopGradient", [input], {}, name or "StopGradient")
 
@@ -110,7 +121,7 @@ registry.NotDifferentiable("StopGradient")
 
 
 # -- shapes -----------------------------------------------------------------------
-def shape(input, name=None, out_type=dtypes.int32):  # noqa: A002
+def shape(input, name=None, out_type=dtypes.int32):
     """The dynamic shape of ``input`` as a 1-D int tensor."""
     return apply_op1("Shape", [input], {"out_type": dtypes.as_dtype(out_type)}, name or "Shape")
 
@@ -129,7 +140,7 @@ def _shape_kernel(op):
 registry.NotDifferentiable("Shape")
 
 
-def shape_n(input, out_type=dtypes.int32, name=None):  # noqa: A002
+def shape_n(input, out_type=dtypes.int32, name=None):
     """The dynamic shapes of the tensors in the list ``input``, one 1-D int tensor each ("ShapeN")."""
     attrs = {"N": len(input), "out_type": dtypes.as_dtype(out_type)}
     return scoped_op("ShapeN", name, [("input", list(input), SAME_DTYPE_LIST)], attrs).outputs
@@ -154,7 +165,7 @@ def _shape_n_kernel(op):
 registry.NotDifferentiable("ShapeN")
 
 
-def rank(input, name=None):  # noqa: A002
+def rank(input, name=None):
     """The rank of ``input`` as an int32 scalar: a Const named ``Rank`` when the rank is static (TF1)."""
     with scopes.name_scope(name, "Rank", [input]) as name:
         x = convert_to_tensor(input)
@@ -168,7 +179,7 @@ registry.RegisterKernel("Rank")(lambda op: lambda x: np.int32(np.ndim(x)))
 registry.NotDifferentiable("Rank")
 
 
-def size(input, name=None, out_type=dtypes.int32):  # noqa: A002
+def size(input, name=None, out_type=dtypes.int32):
     """The number of elements of ``input``: a Const named ``Size`` when the shape is static (TF1)."""
     out_type = dtypes.as_dtype(out_type)
     with scopes.name_scope(name, "Size", [input]) as name:
@@ -321,7 +332,8 @@ def _filled(shape, value, dtype, name):
             if static.num_elements() < 1000:
                 return constant_op.constant(value, dtype=dtype, shape=static.as_list(), name=name)
             big = any(d >= 2**31 for d in static.as_list())
-            shape = constant_op.constant(static.as_list(), dtypes.int64 if big else dtypes.int32, name="shape_as_tensor")
+            shape = constant_op.constant(static.as_list(), dtypes.int64 if big else dtypes.int32,
+                                         name="shape_as_tensor")
     if shape.shape.ndims == 0:
         shape = reshape(shape, [-1])
     return fill(shape, constant_op.constant(value, dtype=dtype), name=name)

@@ -55,7 +55,8 @@ def _gather_shape(op):
         known = p_rank is not None and i_rank is not None
         return [(dtype, unknown_of_rank(p_rank + i_rank - 1 if known else None))]
     if not -p_rank <= a < p_rank:
-        raise common_shapes.shape_error(op, f"Shape must be at least rank {-a if a < 0 else a + 1} but is rank {p_rank}")
+        raise common_shapes.shape_error(op, f"Shape must be at least rank {-a if a < 0 else a + 1} but is rank "
+                                            f"{p_rank}")
     a %= p_rank
     p_dims = list(params.shape.as_tuple())
     return [(dtype, TensorShape(p_dims[:a] + list(indices.shape.as_tuple()) + p_dims[a + 1:]))]

@@ -14,9 +14,20 @@ from ..framework.tensor import Tensor
 from ..framework.tensor_conversion import contains_tensor, convert_to_tensor
 from ..framework.tensor_shape import Dimension, TensorShape
 from . import common_shapes
-from .array_ops_util import (INDEX_TYPES, SAME_DTYPE_LIST, constant_value, constant_value_as_shape, merge_shapes,
-                             register_constant_value, register_partial_shape, scoped_op, static_ints, unknown_of_rank,
-                             with_rank, with_rank_at_least)
+from .array_ops_util import (
+    INDEX_TYPES,
+    SAME_DTYPE_LIST,
+    constant_value,
+    constant_value_as_shape,
+    merge_shapes,
+    register_constant_value,
+    register_partial_shape,
+    scoped_op,
+    static_ints,
+    unknown_of_rank,
+    with_rank,
+    with_rank_at_least,
+)
 
 __all__ = ["concat", "split", "stack", "unstack"]
 
@@ -92,7 +103,8 @@ def _concat_kernel(op):
         rank = np.ndim(values[0])
         if not -rank <= axis < rank:
             raise errors.InvalidArgumentError(
-                None, op, f"ConcatOp : Expected concatenating dimensions in the range [{-rank}, {rank}), but got {axis}")
+                None, op, f"ConcatOp : Expected concatenating dimensions in the range [{-rank}, {rank}), but got "
+                          f"{axis}")
         axis %= rank
         first = np.shape(values[0])
         for i, v in enumerate(values[1:], start=1):
@@ -364,7 +376,8 @@ def _unpack_kernel(op):
     def compute(value):
         if np.shape(value)[axis] != num:
             raise errors.InvalidArgumentError(
-                None, op, f"Input shape axis {axis} must equal {num}, got shape [{','.join(map(str, np.shape(value)))}]")
+                None, op, f"Input shape axis {axis} must equal {num}, got shape "
+                          f"[{','.join(map(str, np.shape(value)))}]")
         return _one_or_tuple(np.moveaxis(np.asarray(value), axis, 0))
 
     return compute

@@ -13,8 +13,16 @@ from ..framework.tensor import Tensor
 from ..framework.tensor_conversion import convert_to_tensor
 from ..framework.tensor_shape import TensorShape
 from . import common_shapes
-from .array_ops_util import (INDEX_TYPES, run_failure, scoped_op, shape_failure, static_ints, unknown_of_rank,
-                              vector_length, with_rank)
+from .array_ops_util import (
+    INDEX_TYPES,
+    run_failure,
+    scoped_op,
+    shape_failure,
+    static_ints,
+    unknown_of_rank,
+    vector_length,
+    with_rank,
+)
 
 __all__ = ["transpose", "invert_permutation", "expand_dims", "squeeze", "tile", "pad"]
 
@@ -65,7 +73,8 @@ def _transpose_kernel(op):
         perm = [int(p) for p in perm]
         if len(perm) != np.ndim(x):
             raise errors.InvalidArgumentError(
-                None, op, f"transpose expects a vector of size {np.ndim(x)}. But input(1) is a vector of size {len(perm)}")
+                None, op, f"transpose expects a vector of size {np.ndim(x)}. But input(1) is a vector of size "
+                          f"{len(perm)}")
         missing = sorted(set(range(len(perm))) - set(perm))
         if missing:
             raise errors.InvalidArgumentError(None, op, f"{missing[0]} is missing from {{{','.join(map(str, perm))}}}.")
@@ -101,7 +110,7 @@ registry.NotDifferentiable("InvertPermutation")
 
 
 # -- expand_dims / squeeze ------------------------------------------------------------
-def expand_dims(input, axis=None, name=None, dim=None):  # noqa: A002 - TF's argument name
+def expand_dims(input, axis=None, name=None, dim=None):
     """``input`` with a new dimension of size 1 inserted at ``axis`` (in ``[-rank-1, rank]``).
 
     Raises:
@@ -147,7 +156,7 @@ def _expand_dims_kernel(op):
     return lambda x, dim: np.expand_dims(x, _expand_axis(int(np.reshape(dim, -1)[0]), np.ndim(x), fail))
 
 
-def squeeze(input, axis=None, name=None, squeeze_dims=None):  # noqa: A002
+def squeeze(input, axis=None, name=None, squeeze_dims=None):
     """``input`` without its size-1 dimensions (only those in ``axis`` when given).
 
     Raises:
@@ -200,7 +209,7 @@ def _squeeze_kernel(op):
 
 
 # -- tile ---------------------------------------------------------------------------------
-def tile(input, multiples, name=None):  # noqa: A002
+def tile(input, multiples, name=None):
     """``input`` repeated ``multiples[i]`` times along dimension ``i``.
 
     Raises:
@@ -243,7 +252,7 @@ def _tile_kernel(op):
 _MIRROR_MODES = {"REFLECT": "reflect", "SYMMETRIC": "symmetric"}
 
 
-def pad(tensor, paddings, mode="CONSTANT", name=None, constant_values=0):  # noqa: A002
+def pad(tensor, paddings, mode="CONSTANT", name=None, constant_values=0):
     """``tensor`` padded by ``paddings`` (an int ``[rank, 2]`` matrix of before/after counts).
 
     ``mode`` is ``CONSTANT`` (op ``Pad``, or ``PadV2`` for nonzero ``constant_values``),

@@ -14,12 +14,23 @@ import numpy as np
 from .. import errors
 from ..framework import dtypes, registry, scopes
 from ..framework.tensor import Tensor
-from .variables import Variable
 from ..framework.tensor_shape import TensorShape
 from . import common_shapes
-from .array_ops_util import (INDEX_TYPES, constant_value, constant_value_as_shape, register_constant_value,
-                             register_partial_shape, run_failure, scoped_op, shape_failure, static_ints,
-                             unknown_of_rank, vector_length, with_rank)
+from .array_ops_util import (
+    INDEX_TYPES,
+    constant_value,
+    constant_value_as_shape,
+    register_constant_value,
+    register_partial_shape,
+    run_failure,
+    scoped_op,
+    shape_failure,
+    static_ints,
+    unknown_of_rank,
+    vector_length,
+    with_rank,
+)
+from .variables import Variable
 
 __all__ = ["slice", "strided_slice"]
 
@@ -29,7 +40,7 @@ _SLICE_TYPE_ERROR = ("Only integers, slices (`:`), ellipsis (`...`), tf.newaxis 
 
 
 # -- slice ------------------------------------------------------------------------------
-def slice(input_, begin, size, name=None):  # noqa: A001 - TF's public name
+def slice(input_, begin, size, name=None):
     """The block of ``input_`` starting at ``begin`` of extent ``size`` (-1: to the end).
 
     Raises:
@@ -231,7 +242,8 @@ def _strided_slice_value(tensor):
     if any(v is None for v in values):
         return None
     x, begin, end, strides = (np.asarray(v) for v in values)
-    items = _index_items(tensor.op, len(begin), begin.tolist(), end.tolist(), strides.tolist(), shape_failure(tensor.op))
+    items = _index_items(tensor.op, len(begin), begin.tolist(), end.tolist(), strides.tolist(),
+                         shape_failure(tensor.op))
     return x[_numpy_index(items)]  # the op's shape function has already checked the index
 
 

@@ -11,7 +11,8 @@ from ..framework.tensor_shape import TensorShape
 def shape_error(op, message):
     """InvalidArgumentError in TF's form: ``<message> for '<name>' (op: '<Type>') with input shapes: [2,3], [4].``"""
     shapes = ", ".join(t.shape.tf_str() for t in op.inputs)
-    return errors.InvalidArgumentError(None, op, f"{message} for '{op.name}' (op: '{op.type}') with input shapes: {shapes}.")
+    return errors.InvalidArgumentError(None, op, f"{message} for '{op.name}' (op: '{op.type}') with input shapes: "
+                                                 f"{shapes}.")
 
 
 def unchanged(op):
@@ -70,6 +71,7 @@ def require_same_dtype(op):
     for i, tensor in enumerate(op.inputs[1:], start=1):
         if tensor.dtype.base_dtype is not first:
             raise TypeError(
-                f"Input {i} of '{op.name}' Op has type {tensor.dtype.base_dtype.name} that does not match type {first.name} of input 0."
+                f"Input {i} of '{op.name}' Op has type {tensor.dtype.base_dtype.name} that does not match type "
+                f"{first.name} of input 0."
             )
     return first

@@ -34,7 +34,8 @@ def constant(value, dtype=None, shape=None, name="Const", verify_shape=False):
         elif array.size == int(np.prod(shape)):
             array = array.reshape(shape)
         else:
-            raise ValueError(f"Too many elements provided. Needed at most {int(np.prod(shape))}, but received {array.size}")
+            raise ValueError(f"Too many elements provided. Needed at most {int(np.prod(shape))}, but received "
+                             f"{array.size}")
     array.setflags(write=False)
     graph = graph_lib.get_default_graph()
     op = graph.create_op("Const", [], {"value": array, "dtype": dtype}, name or "Const")

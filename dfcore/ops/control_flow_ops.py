@@ -72,7 +72,7 @@ def with_dependencies(dependencies, output_tensor, name=None):
         return array_ops.identity(output_tensor, name="Identity")
 
 
-def tuple(tensors, name=None, control_inputs=None):  # noqa: A001 - TF's public name
+def tuple(tensors, name=None, control_inputs=None):
     """Identities of ``tensors`` that are available only after all of them are computed."""
     tensors = list(tensors)
     live = [t for t in tensors if t is not None]

@@ -9,8 +9,8 @@ for tight tolerances.
 import numpy as np
 
 from ..framework.tensor_conversion import convert_to_tensor
-from .gradients_impl import gradients
 from . import array_ops
+from .gradients_impl import gradients
 
 
 def compute_gradient(x, x_shape, y, y_shape, x_init_value=None, delta=1e-3, init_targets=None,

@@ -80,7 +80,8 @@ def _backprop(graph, ys, xs, grad_ys, stops):
                     in_grads = _as_list(grad_fn(op, *out_grads))
                 if len(in_grads) != len(op.inputs):
                     raise ValueError(
-                        f"Num gradients {len(in_grads)} generated for op {op.name} do not match num inputs {len(op.inputs)}"
+                        f"Num gradients {len(in_grads)} generated for op {op.name} do not match num inputs "
+                        f"{len(op.inputs)}"
                     )
                 for tensor, grad in zip(op.inputs, in_grads):
                     if grad is not None and _differentiable(tensor):

@@ -18,7 +18,7 @@ from .op_util import apply_op1
 __all__ = ["matrix_inverse", "matrix_determinant", "inv", "det"]
 
 
-def matrix_inverse(input, adjoint=False, name=None):  # noqa: A002 - TF's argument name
+def matrix_inverse(input, adjoint=False, name=None):
     """The inverse of each square matrix ``[..., M, M]`` (of its adjoint if ``adjoint``); float dtypes.
 
     Raises:
@@ -29,7 +29,7 @@ def matrix_inverse(input, adjoint=False, name=None):  # noqa: A002 - TF's argume
     return apply_op1("MatrixInverse", [input], {"adjoint": bool(adjoint)}, name or "MatrixInverse")
 
 
-def matrix_determinant(input, name=None):  # noqa: A002
+def matrix_determinant(input, name=None):
     """The determinant of each square matrix ``[..., M, M]``, shape ``[...]``; float dtypes.
 
     Raises:

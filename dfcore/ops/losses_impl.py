@@ -203,7 +203,7 @@ def absolute_difference(labels, predictions, weights=1.0, scope=None, loss_colle
         ValueError: labels or predictions None, or shapes that differ.
     Source: ``tensorflow/python/ops/losses/losses_impl.py``.
     """
-    return _regression_loss("absolute_difference", lambda p, l: math_ops.abs(math_ops.subtract(p, l)), labels,
+    return _regression_loss("absolute_difference", lambda p, y: math_ops.abs(math_ops.subtract(p, y)), labels,
                             predictions, weights, scope, loss_collection, reduction)
 
 

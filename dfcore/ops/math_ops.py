@@ -16,13 +16,13 @@ from ..framework.tensor_conversion import convert_to_tensor
 from ..framework.tensor_shape import TensorShape
 from . import common_shapes, math_ops_binary, math_ops_matmul, math_ops_unary, reductions
 from .math_dtypes import REAL, check_input
-from .math_ops_binary import *  # noqa: F401,F403
-from .math_ops_binary import binary, mul, sub  # noqa: F401 - TF1 aliases
-from .math_ops_matmul import *  # noqa: F401,F403
-from .math_ops_unary import *  # noqa: F401,F403
-from .math_ops_unary import neg  # noqa: F401 - TF1 alias
-from .reductions import *  # noqa: F401,F403
+from .math_ops_binary import *
+from .math_ops_binary import binary, mul, sub  # TF1 aliases
+from .math_ops_matmul import *
+from .math_ops_unary import *
+from .math_ops_unary import neg  # TF1 alias
 from .op_util import apply_op1, convert_same_dtype, graph_of
+from .reductions import *
 
 __all__ = (
     math_ops_unary.__all__ + math_ops_binary.__all__ + math_ops_matmul.__all__ + reductions.__all__
@@ -108,7 +108,8 @@ def accumulate_n(inputs, shape=None, tensor_dtype=None, name=None):
         raise ValueError("inputs must be a list of at least one Tensor with the same dtype and shape")
     tensors = convert_same_dtype(list(inputs), "AccumulateNV2")
     if tensor_dtype is not None and dtypes.as_dtype(tensor_dtype).base_dtype is not tensors[0].dtype.base_dtype:
-        raise TypeError(f"tensor_dtype is {dtypes.as_dtype(tensor_dtype).name}, but input is of type {tensors[0].dtype.name}")
+        raise TypeError(f"tensor_dtype is {dtypes.as_dtype(tensor_dtype).name}, but input is of type "
+                        f"{tensors[0].dtype.name}")
     shape = TensorShape(shape)
     for tensor in tensors:
         shape = shape.merge_with(tensor.shape)
@@ -136,7 +137,8 @@ def _n_ary_shape(op, shape):
     common_shapes.require_same_dtype(op)
     for tensor in op.inputs:
         if not shape.is_compatible_with(tensor.shape):
-            raise common_shapes.shape_error(op, f"Shapes must be equal rank, but are {shape.ndims} and {tensor.shape.ndims}"
+            raise common_shapes.shape_error(op, f"Shapes must be equal rank, but are {shape.ndims} and "
+                                                f"{tensor.shape.ndims}"
                                             if shape.ndims != tensor.shape.ndims else "Dimensions must be equal")
         shape = shape.merge_with(tensor.shape)
     return [(op.inputs[0].dtype.base_dtype, shape)]
@@ -179,9 +181,9 @@ def clip_by_value(t, clip_value_min, clip_value_max, name=None):
     graph = graph_of([t, clip_value_min, clip_value_max])
     with graph.as_default(), graph.name_scope(name or "clip_by_value") as scope:
         t = convert_to_tensor(t, name="t")
-        t_min = minimum(t, clip_value_max)  # noqa: F405 - from math_ops_binary
+        t_min = minimum(t, clip_value_max)
         t.shape.merge_with(t_min.shape)
-        t_max = maximum(t_min, clip_value_min, name=scope)  # noqa: F405
+        t_max = maximum(t_min, clip_value_min, name=scope)
         t.shape.merge_with(t_max.shape)
         return t_max
 
@@ -201,7 +203,8 @@ def range_(start, limit=None, delta=1, dtype=None, name="range"):
         start, limit = 0, start
     graph = graph_of([start, limit, delta])
     with graph.as_default(), graph.name_scope(name) as scope:
-        args = [convert_to_tensor(v, dtype=dtype, name=n) for v, n in ((start, "start"), (limit, "limit"), (delta, "delta"))]
+        args = [convert_to_tensor(v, dtype=dtype, name=n)
+                for v, n in ((start, "start"), (limit, "limit"), (delta, "delta"))]
         if dtype is None:
             widest = max((a.dtype.base_dtype for a in args), key=_RANGE_DTYPES.index)
             args = [cast(a, widest) for a in args]
@@ -297,16 +300,16 @@ def _install_operators():
     """Install TF1's operators on Tensor and forward each to Variable: ``+ - * / // % ** @`` and
     ``& | ^`` (bool) with reflected forms, ``< <= > >=``, unary ``- abs() ~``. ``==``/``!=`` stay
     identity-based, as in TF1. Each binary operator's op is named ``add``, ``sub`` ... as TF1 names it."""
-    binary_ops = {"add": add, "sub": subtract, "mul": multiply, "truediv": truediv,  # noqa: F405
-                  "floordiv": floordiv, "mod": floormod, "pow": pow, "matmul": matmul,  # noqa: F405
-                  "and": logical_and, "or": logical_or, "xor": logical_xor}  # noqa: F405
+    binary_ops = {"add": add, "sub": subtract, "mul": multiply, "truediv": truediv,
+                  "floordiv": floordiv, "mod": floormod, "pow": pow, "matmul": matmul,
+                  "and": logical_and, "or": logical_or, "xor": logical_xor}
     names = []
     for key, fn in binary_ops.items():
         Tensor._override_operator(f"__{key}__", _forward(fn, key))
         Tensor._override_operator(f"__r{key}__", _reverse(fn, key))
         names += [f"__{key}__", f"__r{key}__"]
-    unary_ops = {"__lt__": less, "__le__": less_equal, "__gt__": greater, "__ge__": greater_equal,  # noqa: F405
-                 "__neg__": negative, "__abs__": abs, "__invert__": logical_not}  # noqa: F405
+    unary_ops = {"__lt__": less, "__le__": less_equal, "__gt__": greater, "__ge__": greater_equal,
+                 "__neg__": negative, "__abs__": abs, "__invert__": logical_not}
     for key, fn in unary_ops.items():
         Tensor._override_operator(key, fn)
         names.append(key)

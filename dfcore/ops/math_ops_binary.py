@@ -204,7 +204,7 @@ def minimum(x, y, name=None):
     return binary("Minimum", x, y, name)
 
 
-def pow(x, y, name=None):  # noqa: A001 - TF's public name
+def pow(x, y, name=None):
     """``x ** y`` elementwise (``Pow``); integers to negative powers fail at run time. Source: math_ops.py."""
     return binary("Pow", x, y, name)
 

@@ -8,8 +8,8 @@ whose batch dimensions must be equal (no broadcasting); real matrices make
 
 import numpy as np
 
-from ..framework.tensor_shape import TensorShape
 from ..framework import registry
+from ..framework.tensor_shape import TensorShape
 from . import common_shapes
 from .math_dtypes import SIGNED, check_input
 from .op_util import apply_op1, convert_same_dtype
@@ -102,7 +102,8 @@ def _batch_matmul_kernel(op):
 
     def compute(x, y):
         if x.shape[:-2] != y.shape[:-2]:
-            raise ValueError(f"In[0] and In[1] must have compatible batch dimensions: {list(x.shape)} vs. {list(y.shape)}")
+            raise ValueError(f"In[0] and In[1] must have compatible batch dimensions: {list(x.shape)} vs. "
+                             f"{list(y.shape)}")
         return np.matmul(np.swapaxes(x, -1, -2) if adj_x else x, np.swapaxes(y, -1, -2) if adj_y else y)
 
     return compute

@@ -122,7 +122,7 @@ def log1p(x, name=None):
     return _unary("Log1p", x, name)
 
 
-def abs(x, name=None):  # noqa: A001 - TF's public name
+def abs(x, name=None):
     """``|x|`` elementwise (``Abs``); signed dtypes. Source: math_ops.py (``abs``)."""
     return _unary("Abs", x, name)
 
@@ -157,7 +157,7 @@ def ceil(x, name=None):
     return _unary("Ceil", x, name)
 
 
-def round(x, name=None):  # noqa: A001 - TF's public name
+def round(x, name=None):
     """``x`` rounded half to even, as TF (``Round``); no gradient. Source: math_ops.py (``round``)."""
     return _unary("Round", x, name)
 

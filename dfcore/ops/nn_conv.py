@@ -124,7 +124,7 @@ def _conv2d_kernel(op):
     return compute
 
 
-def conv2d(input, filter=None, strides=None, padding=None, use_cudnn_on_gpu=True,  # noqa: A002
+def conv2d(input, filter=None, strides=None, padding=None, use_cudnn_on_gpu=True,
            data_format="NHWC", dilations=(1, 1, 1, 1), name=None):
     """2-D convolution of ``input`` ``[batch, height, width, in_channels]`` with ``filter``
     ``[filter_height, filter_width, in_channels, out_channels]``, float16/32/64.
@@ -192,14 +192,14 @@ def _backprop_filter_kernel(op):
     return compute
 
 
-def conv2d_backprop_input(input_sizes, filter, out_backprop, strides, padding, use_cudnn_on_gpu=True,  # noqa: A002
+def conv2d_backprop_input(input_sizes, filter, out_backprop, strides, padding, use_cudnn_on_gpu=True,
                           data_format="NHWC", dilations=(1, 1, 1, 1), name=None):
     """The gradient of :func:`conv2d` with respect to its input (shape ``input_sizes``)."""
     attrs = {"strides": list(strides), "padding": padding, "dilations": list(dilations), "data_format": data_format}
     return apply_op1("Conv2DBackpropInput", [input_sizes, filter, out_backprop], attrs, name or "Conv2DBackpropInput")
 
 
-def conv2d_backprop_filter(input, filter_sizes, out_backprop, strides, padding, use_cudnn_on_gpu=True,  # noqa: A002
+def conv2d_backprop_filter(input, filter_sizes, out_backprop, strides, padding, use_cudnn_on_gpu=True,
                            data_format="NHWC", dilations=(1, 1, 1, 1), name=None):
     """The gradient of :func:`conv2d` with respect to its filter (shape ``filter_sizes``)."""
     attrs = {"strides": list(strides), "padding": padding, "dilations": list(dilations), "data_format": data_format}

@@ -168,5 +168,6 @@ def _sparse_softmax_xent_grad(op, grad_loss, grad_grad):
     if grad_grad is not None and not _is_zero(grad_grad):
         raise LookupError(
             "Gradient explicitly disabled. Reason: Currently there is no way to take the second derivative of "
-            "sparse_softmax_cross_entropy_with_logits due to the fused implementation's interaction with tf.gradients()")
+            "sparse_softmax_cross_entropy_with_logits due to the fused implementation's interaction with "
+            "tf.gradients()")
     return _broadcast_mul(grad_loss, op.outputs[1]), None

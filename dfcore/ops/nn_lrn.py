@@ -93,7 +93,7 @@ def _lrn_grad(op, grad):
     return apply_op1("LRNGrad", [grad, op.inputs[0], op.outputs[0]], attrs, "LRNGrad")
 
 
-def lrn(input, depth_radius=5, bias=1.0, alpha=1.0, beta=0.5, name=None) -> Tensor:  # noqa: A002
+def lrn(input, depth_radius=5, bias=1.0, alpha=1.0, beta=0.5, name=None) -> Tensor:
     """Local response normalization of ``input`` ``[batch, height, width, depth]`` (float) across depth:
     ``input / (bias + alpha * sqr_sum) ** beta`` with ``sqr_sum`` the sum of squares over the
     ``2 * depth_radius + 1`` nearest depths; same shape and dtype.

@@ -217,6 +217,7 @@ def _sparse_xent_kernel(op):
         rows = np.arange(features.shape[0])
         backprop = np.exp(log_probs)
         backprop[rows, labels] -= 1
-        return (-log_probs[rows, labels]).astype(features.dtype, copy=False), backprop.astype(features.dtype, copy=False)
+        loss = -log_probs[rows, labels]
+        return loss.astype(features.dtype, copy=False), backprop.astype(features.dtype, copy=False)
 
     return compute

@@ -21,7 +21,7 @@ __all__ = ["top_k", "in_top_k"]
 
 
 # -- TopKV2 ------------------------------------------------------------------------------------
-def top_k(input, k=1, sorted=True, name=None) -> tuple:  # noqa: A002 - TF's argument names
+def top_k(input, k=1, sorted=True, name=None) -> tuple:
     """``(values, indices)``: the ``k`` largest entries of each last-axis row of ``input`` (a real tensor of
     rank >= 1) and their int32 positions, both ``input.shape[:-1] + [k]``, largest first.
 

@@ -86,7 +86,10 @@ def reduction_shape(op):
             raise common_shapes.shape_error(op, f"Invalid reduction dimension {a} for input with {rank} dimensions")
     axes_set = {int(a) % rank for a in axes_list} if rank else set()
     dims = x.shape.as_list()
-    out = [1 if i in axes_set else d for i, d in enumerate(dims)] if keep else [d for i, d in enumerate(dims) if i not in axes_set]
+    if keep:
+        out = [1 if i in axes_set else d for i, d in enumerate(dims)]
+    else:
+        out = [d for i, d in enumerate(dims) if i not in axes_set]
     return [(x.dtype.base_dtype, TensorShape(out))]
 
 
@@ -207,7 +210,7 @@ def count_nonzero(input_tensor, axis=None, keepdims=None, dtype=dtypes.int64, na
 
 
 # -- argmax / argmin ----------------------------------------------------------------
-def _arg_reduce(op_type, input, axis, name, dimension, output_type):  # noqa: A002
+def _arg_reduce(op_type, input, axis, name, dimension, output_type):
     axis = deprecated_lookup("axis", axis, "dimension", dimension)
     graph = graph_of([input])
     with graph.as_default():
@@ -217,7 +220,7 @@ def _arg_reduce(op_type, input, axis, name, dimension, output_type):  # noqa: A0
         return graph.create_op(op_type, [x, axis], attrs, name or op_type).outputs[0]
 
 
-def argmax(input, axis=None, name=None, dimension=None, output_type=dtypes.int64):  # noqa: A002
+def argmax(input, axis=None, name=None, dimension=None, output_type=dtypes.int64):
     """Index of the largest value along ``axis`` (default 0), as ``output_type`` (``ArgMax``).
 
     Raises:
@@ -226,7 +229,7 @@ def argmax(input, axis=None, name=None, dimension=None, output_type=dtypes.int64
     return _arg_reduce("ArgMax", input, axis, name, dimension, output_type)
 
 
-def argmin(input, axis=None, name=None, dimension=None, output_type=dtypes.int64):  # noqa: A002
+def argmin(input, axis=None, name=None, dimension=None, output_type=dtypes.int64):
     """Index of the smallest value along ``axis`` (default 0), as ``output_type`` (``ArgMin``). Source: math_ops.py."""
     return _arg_reduce("ArgMin", input, axis, name, dimension, output_type)
 

@@ -137,7 +137,8 @@ def _assign_kernel(op):
             if old.shape != new.shape:
                 raise errors.InvalidArgumentError(
                     None, None,
-                    f"Assign requires shapes of both tensors to match. lhs shape= {list(old.shape)} rhs shape= {list(new.shape)}")
+                    f"Assign requires shapes of both tensors to match. lhs shape= {list(old.shape)} rhs shape= "
+                    f"{list(new.shape)}")
         return ctx.txn.write(ref, new)
 
     return compute

@@ -14,8 +14,8 @@ import numpy as np
 from .. import errors
 from ..framework import dtypes, registry
 from ..framework.protos import HistogramProto, Summary
-from ..framework.tensor_shape import TensorShape
 from ..framework.tensor_conversion import convert_to_tensor
+from ..framework.tensor_shape import TensorShape
 from .op_util import apply_op1
 
 __all__ = ["merge_summary", "scalar_summary", "histogram_summary", "image_summary", "text_summary"]

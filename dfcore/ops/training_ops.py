@@ -166,7 +166,8 @@ def _merge_message(a, b):
         return f"Shapes must be equal rank, but are {a.ndims} and {b.ndims}"
     for i, (x, y) in enumerate(zip(a.as_list(), b.as_list())):
         if x is not None and y is not None and x != y:
-            return f"Dimension {i} in both shapes must be equal, but are {x} and {y}. Shapes are {a.tf_str()} and {b.tf_str()}."
+            return (f"Dimension {i} in both shapes must be equal, but are {x} and {y}. "
+                    f"Shapes are {a.tf_str()} and {b.tf_str()}.")
     return "Shapes are incompatible"
 
 

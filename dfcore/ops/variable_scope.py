@@ -14,8 +14,7 @@ to ``GraphKeys.REGULARIZATION_LOSSES``, as in TF. With a partitioner, the variab
 import contextlib
 import enum
 
-from ..framework import dtypes
-from ..framework import graph as graph_lib
+from ..framework import dtypes, graph as graph_lib
 from ..framework.graph import GraphKeys
 from ..framework.tensor import Tensor
 from ..framework.tensor_shape import TensorShape

@@ -57,7 +57,8 @@ class Variable:
                     initial_value = initial_value()
             initial = convert_to_tensor(initial_value, dtype=dtype, name="initial_value")
             if dtype is not None and initial.dtype.base_dtype is not dtypes.as_dtype(dtype).base_dtype:
-                raise ValueError(f"Initial value dtype {initial.dtype.name} does not match dtype {dtypes.as_dtype(dtype).name}")
+                raise ValueError(f"Initial value dtype {initial.dtype.name} does not match dtype "
+                                 f"{dtypes.as_dtype(dtype).name}")
             shape = initial.shape
             if validate_shape and not shape.is_fully_defined():
                 raise ValueError(f"initial_value must have a shape specified: {initial!r}")
@@ -75,7 +76,10 @@ class Variable:
 
     def _init_from_proto(self, variable_def, import_scope):
         graph = graph_lib.get_default_graph()
-        element = lambda name: graph.as_graph_element(meta_graph.prepend_name_scope(name, import_scope))
+
+        def element(name):
+            return graph.as_graph_element(meta_graph.prepend_name_scope(name, import_scope))
+
         self._variable = element(variable_def.variable_name)
         self._initializer_op = element(variable_def.initializer_name)
         self._initial_value = element(variable_def.initial_value_name) if variable_def.initial_value_name else None
@@ -88,7 +92,10 @@ class Variable:
         """This variable's ``VariableDef`` (names without ``export_scope``), or None if it is outside that scope."""
         if export_scope is not None and not self._variable.name.startswith(export_scope):
             return None
-        strip = lambda name: meta_graph.strip_name_scope(name, export_scope)
+
+        def strip(name):
+            return meta_graph.strip_name_scope(name, export_scope)
+
         initial_value_name = strip(self._initial_value.name) if self._initial_value is not None else ""
         return VariableDef(variable_name=strip(self._variable.name), initial_value_name=initial_value_name,
                            initializer_name=strip(self._initializer_op.name),

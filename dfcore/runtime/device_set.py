@@ -116,7 +116,8 @@ def passes_device_filters(name, device_filters, own_task):
     """
     spec = DeviceSpec.from_string(name)
     own = DeviceSpec.from_string(own_task)
-    if not device_filters or (spec.job, spec.replica or 0, spec.task or 0) == (own.job, own.replica or 0, own.task or 0):
+    same_task = (spec.job, spec.replica or 0, spec.task or 0) == (own.job, own.replica or 0, own.task or 0)
+    if not device_filters or same_task:
         return True
     return any(DeviceSpec.from_string(f).matches(name) for f in device_filters)
 

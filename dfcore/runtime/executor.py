@@ -9,7 +9,8 @@ Source: TF's ``common_runtime/executor.cc`` (``ExecutorState``) and the whitepap
   pending count drops; consumers reaching zero become ready, and the first of them
   runs next on the same thread (TF's ``inline_ready``);
 * an *asynchronous* node (``_Recv``, a collective) is called with its inputs and a
-  ``done`` callback and returns at once (``_Recv`` asks the rendezvous for its value); when the value arrives (on the sender's thread) its completion is queued
+  ``done`` callback and returns at once (``_Recv`` asks the rendezvous for its value); when the value
+  arrives (on the sender's thread) its completion is queued
   back to this executor, so a partition never blocks a thread while it has other
   ready work — partitions that feed each other both ways cannot deadlock;
 * only one loop per executor processes nodes at a time (pending counts are never

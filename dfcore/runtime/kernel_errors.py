@@ -26,7 +26,8 @@ _NUMPY_SIZE_ERRORS = ("array is too big", "Maximum allowed size exceeded")
 
 
 def kernel_error(error: Exception, node, args, device: str) -> errors.OpError:
-    """The step's error for ``error``, raised by the kernel of ``node`` (a CompiledNode) given ``args`` on ``device``."""
+    """The step's error for ``error``, raised by the kernel of ``node`` (a CompiledNode) given ``args`` on
+    ``device``."""
     if isinstance(error, errors.OpError):
         return with_node(error, node)
     if isinstance(error, MemoryError) or (

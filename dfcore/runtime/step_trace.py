@@ -23,14 +23,15 @@ import numpy as np
 from ..framework.device import DeviceSpec
 from ..ops import op_costs
 from . import cost_model, sim_clock
-from .cost_graph import cost_graph
 from .config import RunOptions, StepRecords, attach_step_records, forget_step_records
+from .cost_graph import cost_graph
 from .device_set import allocator_name
 from .sendrecv_ops import rendezvous_key
 from .step_stats import AllocatorMemoryUsed, NodeExecStats, StepStatsCollector
 
 _PROFILES = {p.name: p for p in (cost_model.TESLA_K20M, cost_model.TESLA_V100, cost_model.H100)}
-_ALIASING = frozenset(("Identity", "Reshape", "StopGradient", "VariableV2", "Const", "_Send", "_Arg"))  # _Arg: a fed value
+# _Arg: a fed value
+_ALIASING = frozenset(("Identity", "Reshape", "StopGradient", "VariableV2", "Const", "_Send", "_Arg"))
 
 
 def machine_for(device_set):

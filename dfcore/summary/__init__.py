@@ -1,9 +1,9 @@
 """``tf.summary`` (TF 1.x): summary ops and ``FileWriter`` for TensorBoard."""
 
-from ..framework.protos import Event, SessionLog, Summary, TaggedRunMetadata  # noqa: F401
-from .summary import histogram, image, merge, merge_all, scalar, text  # noqa: F401
-from .writer import FileWriter  # noqa: F401
-from .writer_cache import FileWriterCache  # noqa: F401
+from ..framework.protos import Event, SessionLog, Summary, TaggedRunMetadata
+from .summary import histogram, image, merge, merge_all, scalar, text
+from .writer import FileWriter
+from .writer_cache import FileWriterCache
 
 
 def __getattr__(name: str):

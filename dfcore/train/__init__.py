@@ -5,35 +5,60 @@
 Source: ``tensorflow/python/training/``; names as TF1's ``tf.train``.
 """
 
+from ..distribute.cluster import ClusterSpec, Server
+from ..framework.protos import ClusterDef, JobDef, SaverDef  # TF 1.x exports these messages here
 from .adadelta import AdadeltaOptimizer
 from .adagrad import AdagradOptimizer
 from .adam import AdamOptimizer
+from .basic_session_run_hooks import (
+    CheckpointSaverHook,
+    FeedFnHook,
+    FinalOpsHook,
+    LoggingTensorHook,
+    NanLossDuringTrainingError,
+    NanTensorHook,
+    SecondOrStepTimer,
+    StopAtStepHook,
+)
+from .checkpoint_management import (
+    CheckpointState,
+    checkpoint_exists,
+    get_checkpoint_mtimes,
+    get_checkpoint_state,
+    latest_checkpoint,
+    remove_checkpoint,
+    update_checkpoint_state,
+)
+from .device_setter import GreedyLoadBalancingStrategy, byte_size_load_fn, ps_load_table, replica_device_setter
 from .ftrl import FtrlOptimizer
 from .gradient_descent import GradientDescentOptimizer
+from .graph_io import write_graph
 from .learning_rate_decay import exponential_decay, piecewise_constant, piecewise_constant_decay, polynomial_decay
 from .momentum import MomentumOptimizer
-from .rmsprop import RMSPropOptimizer
-from .optimizer import Optimizer
-from .training_util import (assert_global_step, create_global_step, get_global_step, get_or_create_global_step,
-                            global_step)
-from .graph_io import write_graph
-from .checkpoint_management import (CheckpointState, checkpoint_exists, get_checkpoint_mtimes, get_checkpoint_state,
-                                    latest_checkpoint, remove_checkpoint, update_checkpoint_state)
+from .monitored_session import (
+    ChiefSessionCreator,
+    MonitoredSession,
+    MonitoredTrainingSession,
+    Scaffold,
+    SingularMonitoredSession,
+    WorkerSessionCreator,
+)
 from .moving_averages import ExponentialMovingAverage
-from .saver import Saver, export_meta_graph, import_meta_graph
-from ..framework.protos import SaverDef
-from .device_setter import GreedyLoadBalancingStrategy, byte_size_load_fn, ps_load_table, replica_device_setter
+from .optimizer import Optimizer
 from .queue_runner import Coordinator, QueueRunner
-from .sync_replicas import SyncReplicasOptimizer
+from .rmsprop import RMSPropOptimizer
+from .saver import Saver, export_meta_graph, import_meta_graph
 from .session_run_hook import SessionRunArgs, SessionRunContext, SessionRunHook, SessionRunValues
-from .basic_session_run_hooks import (CheckpointSaverHook, FeedFnHook, FinalOpsHook, LoggingTensorHook,
-                                      NanLossDuringTrainingError, NanTensorHook, SecondOrStepTimer, StopAtStepHook)
 from .summary_hooks import ProfilerHook, StepCounterHook, SummarySaverHook
 from .supervisor import Supervisor
-from .monitored_session import (ChiefSessionCreator, MonitoredSession, MonitoredTrainingSession, Scaffold,
-                                SingularMonitoredSession, WorkerSessionCreator)
-from ..distribute.cluster import ClusterSpec, Server
-from ..framework.protos import ClusterDef, JobDef, SaverDef  # noqa: F401 - TF 1.x exports these messages here
+from .sync_replicas import SyncReplicasOptimizer
+from .training_util import (
+    assert_global_step,
+    create_global_step,
+    get_global_step,
+    get_or_create_global_step,
+    global_step,
+)
 
 
 def __getattr__(name: str):

@@ -12,10 +12,10 @@ import time
 import numpy as np
 
 from .. import errors
+from ..framework.meta_graph import export_scoped_meta_graph
 from ..framework.protos import SessionLog
 from ..summary.writer_cache import FileWriterCache
 from . import training_util
-from ..framework.meta_graph import export_scoped_meta_graph
 from .graph_io import write_graph
 from .saver import Saver
 from .session_run_hook import SessionRunArgs, SessionRunHook

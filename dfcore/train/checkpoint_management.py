@@ -176,7 +176,10 @@ def get_checkpoint_state(checkpoint_dir, latest_filename=None):
             None, None, f"Unable to read checkpoint state file {filename}: Data loss: {error}. The file is "
             "corrupt; restore it from a backup, or write it anew with tf.train.update_checkpoint_state naming "
             "the checkpoints in that directory.") from error
-    join = lambda p: p if os.path.isabs(p) else os.path.join(checkpoint_dir, p)
+
+    def join(p):
+        return p if os.path.isabs(p) else os.path.join(checkpoint_dir, p)
+
     return CheckpointState(join(state.model_checkpoint_path), [join(p) for p in state.all_model_checkpoint_paths])
 
 

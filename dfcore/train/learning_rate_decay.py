@@ -11,7 +11,7 @@ from ..framework import dtypes
 from ..framework.scopes import name_scope
 from ..framework.tensor import Tensor
 from ..framework.tensor_conversion import convert_to_tensor
-from ..ops import array_ops, array_ops_gather, array_ops_join, math_ops
+from ..ops import array_ops_gather, array_ops_join, math_ops
 
 
 def _require_global_step(global_step, function):

@@ -16,19 +16,18 @@ The chief also writes TensorBoard summaries to ``summary_dir`` (default ``checkp
 import logging
 import time
 
-from .. import errors
+from .. import errors, summary
 from ..framework import graph as graph_lib
 from ..framework.graph import GraphKeys
 from ..ops import control_flow_ops, state_ops, variables
 from ..runtime.config import RunMetadata, RunOptions
 from ..runtime.session import Session
 from . import checkpoint_management
-from .. import summary
 from .basic_session_run_hooks import CheckpointSaverHook
-from .summary_hooks import StepCounterHook, SummarySaverHook
 from .queue_runner import Coordinator
 from .saver import Saver
 from .session_run_hook import SessionRunArgs, SessionRunContext, SessionRunValues
+from .summary_hooks import StepCounterHook, SummarySaverHook
 
 _LOG = logging.getLogger("dfcore.train")
 #: Errors after which a monitored session is created again from the latest checkpoint (TF's list).
@@ -40,7 +39,8 @@ USE_DEFAULT = object()
 class Scaffold:
     """The ops a monitored session needs, made by :meth:`finalize` where not given: ``init_op`` (every global
     variable's initializer), ``local_init_op``, ``ready_op`` (one ``IsVariableInitialized`` per global
-    variable), ``summary_op`` (``tf.summary.merge_all()``, None without summaries) and ``saver`` (a ``Saver`` of every global variable). ``init_fn(scaffold, session)`` runs
+    variable), ``summary_op`` (``tf.summary.merge_all()``, None without summaries) and ``saver`` (a
+    ``Saver`` of every global variable). ``init_fn(scaffold, session)`` runs
     after ``init_op``. ``finalize`` also finalizes the graph, as TF does."""
 
     def __init__(self, init_op=None, init_feed_dict=None, init_fn=None, ready_op=None, local_init_op=None,

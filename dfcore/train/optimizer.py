@@ -11,19 +11,18 @@ optionally ``_finish``.
 """
 
 from collections.abc import Callable
-from typing import Union
 
 from ..framework import dtypes
 from ..framework.graph import GraphKeys, get_default_graph
+from ..framework.tensor import Tensor
 from ..framework.tensor_conversion import convert_to_tensor
 from ..ops import control_flow_ops, gradients_impl, math_ops, state_ops, variables
 from ..ops.op_util import graph_of
-from ..framework.tensor import Tensor
 from . import slot_creator
 
 #: What an optimizer accepts for a hyperparameter such as ``learning_rate``: a number, a scalar Tensor
 #: (a placeholder, a schedule) or a callable returning either, called when the updates are built.
-Hyperparameter = Union[float, Tensor, Callable[[], Union[float, Tensor]]]
+Hyperparameter = float | Tensor | Callable[[], float | Tensor]
 
 
 class Optimizer:
@@ -119,7 +118,8 @@ class Optimizer:
                 try:
                     grad = convert_to_tensor(grad)
                 except (TypeError, ValueError):
-                    raise TypeError(f"Gradient must be convertible to a Tensor or IndexedSlices, or None: {grad}") from None
+                    raise TypeError(
+                        f"Gradient must be convertible to a Tensor or IndexedSlices, or None: {grad}") from None
             _check_variable(var)
             converted.append((grad, var))
         var_list = [v for g, v in converted if g is not None]

@@ -199,7 +199,8 @@ class Saver:
         if global_step is not None:
             if not isinstance(global_step, (int, np.integer)):
                 global_step = training_util.global_step(sess, global_step)
-            checkpoint_file = f"{save_path}-{global_step:08d}" if self._pad_step_number else f"{save_path}-{global_step}"
+            step = f"{global_step:08d}" if self._pad_step_number else f"{global_step}"
+            checkpoint_file = f"{save_path}-{step}"
         else:
             checkpoint_file = save_path
             if os.path.basename(save_path) == latest_filename:

@@ -159,7 +159,7 @@ class ProfilerHook(SessionRunHook):
             global_step = int(run_context.session.run(self._global_step))
             self._timer.update_last_triggered_step(global_step)
             self._save(global_step, run_values.run_metadata.step_stats)
-            self._writer.add_run_metadata(run_values.run_metadata, "step_%d" % global_step)
+            self._writer.add_run_metadata(run_values.run_metadata, f"step_{global_step}")
         self._next_step = global_step + 1
 
     def _save(self, step, step_stats):

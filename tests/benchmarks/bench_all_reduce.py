@@ -11,8 +11,8 @@ Ratios of paired, interleaved samples; never a pass/fail on time.
 """
 
 import numpy as np
-
 from _timing import interleaved_samples_s, median_ratio, report
+
 from dfcore.distribute import all_reduce
 
 REPEATS = 15

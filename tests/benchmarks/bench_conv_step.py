@@ -12,14 +12,15 @@ import statistics
 import warnings
 
 import numpy as np
-
-import dfcore
 from _timing import checked_graph_step, interleaved_samples_s, median_ratio, one_blas_thread, report
 from bench_mlp_step import tensorflow_v1
+
+import dfcore
 from dfcore.examples.conv_digits import FILTERS, HIDDEN, IMAGE_SIZE
 
 BATCH, N_OUT, KERNEL = 32, 10, 3
 LEARNING_RATE = 0.1
+LEARNING_RATE_F32 = np.float32(LEARNING_RATE)  # the numpy baselines step in float32
 REPEATS = 51
 
 
@@ -106,7 +107,7 @@ def _pool_grad(a, dpooled):
     return windows.reshape(n, h // 2, w // 2, c, 2, 2).transpose(0, 1, 4, 2, 5, 3).reshape(a.shape)
 
 
-def numpy_step(params, images, labels, lr=np.float32(LEARNING_RATE)):
+def numpy_step(params, images, labels, lr=LEARNING_RATE_F32):
     """Forward, backward and ``p -= lr * grad`` for every parameter, in place; returns the mean loss."""
     grads, layers, x = [None] * len(params), [], images
     for k in range(len(FILTERS)):

@@ -11,9 +11,9 @@ Ratios of paired, interleaved samples; never a pass/fail on time.
 import statistics
 
 import numpy as np
+from _timing import interleaved_samples_s, median_ratio, one_blas_thread, report
 
 import dfcore as tf
-from _timing import interleaved_samples_s, median_ratio, one_blas_thread, report
 from dfcore.examples import multi_tower
 
 REPEATS = 15

@@ -6,9 +6,9 @@ Target (printed, never asserted): dfcore's per-op time at most 2.5x the plain lo
 import statistics
 
 import numpy as np
+from _timing import interleaved_samples_s, median_ratio, one_blas_thread, report
 
 import dfcore as tf
-from _timing import interleaved_samples_s, median_ratio, one_blas_thread, report
 
 CHAIN_LENGTH = 1000
 REPEATS = 31

@@ -130,6 +130,7 @@ def main():
         print(f"skipped: mpi4py is not installed for {sys.executable} (pip install 'dfcore[mpi]')")
         return
     from _timing import median_ratio, report
+
     from dfcore.mpi.job import run_job
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -12,9 +12,9 @@ Ratio of paired, interleaved samples (target ≤ 1.5×); never a pass/fail on ti
 import statistics
 
 import numpy as np
+from _timing import interleaved_samples_s, median_ratio, one_blas_thread, report
 
 import dfcore as tf
-from _timing import interleaved_samples_s, median_ratio, one_blas_thread, report
 
 REPEATS = 15
 TARGET_RATIO = 1.5

@@ -9,7 +9,6 @@ import platform
 import sys
 
 import numpy as np
-
 from _timing import blas_description, one_blas_thread
 
 HERE = pathlib.Path(__file__).resolve().parent

@@ -234,7 +234,8 @@ def nbval_failures(output):
     traceback's last ``SomeError: message`` line (None when there is none)."""
     output = re.sub(r"\x1b\[[0-9;]*m", "", output)    # IPython colours the traceback
     failures = []
-    for test_id, body in re.findall(r"_{3,} (\S+\.ipynb::Cell \d+) _{3,}\n(.*?)(?=\n_{3,} |\n={3,} )", output, re.DOTALL):
+    cell_reports = r"_{3,} (\S+\.ipynb::Cell \d+) _{3,}\n(.*?)(?=\n_{3,} |\n={3,} )"
+    for test_id, body in re.findall(cell_reports, output, re.DOTALL):
         errors = re.findall(r"^(\w*(?:Error|Exception|Exit|Interrupt)\b.*)$", body, re.MULTILINE)
         failures.append((test_id, errors[-1] if errors else None))
     return failures
@@ -313,8 +314,8 @@ def main(argv=None):
                         "(default: every lesson and solution)")
     parser.add_argument("--keep", action="store_true", help="keep the build directory")
     args = parser.parse_args(argv)
-    notebooks = args.notebooks or [str(p.relative_to(REPO)) for p in
-                                   sorted(REPO.glob("notebooks/*.ipynb")) + sorted(REPO.glob("notebooks/solutions/*.ipynb"))]
+    lessons = sorted(REPO.glob("notebooks/*.ipynb")) + sorted(REPO.glob("notebooks/solutions/*.ipynb"))
+    notebooks = args.notebooks or [str(p.relative_to(REPO)) for p in lessons]
     try:
         check(notebooks, args.keep)
     except CheckFailed as failure:

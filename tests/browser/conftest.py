@@ -6,9 +6,16 @@ import os
 import shutil
 
 import pytest
-
-from browser_harness import (BROWSER_LAUNCH_TIMEOUT_S, CHROMIUM, CHROMIUM_ARGS, CHROMIUM_INSTALL, NOTEBOOKS_DIR,
-                             SCREENSHOTS_DIR, require, running_jupyter_lab)
+from browser_harness import (
+    BROWSER_LAUNCH_TIMEOUT_S,
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    CHROMIUM_INSTALL,
+    NOTEBOOKS_DIR,
+    SCREENSHOTS_DIR,
+    require,
+    running_jupyter_lab,
+)
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,6 @@ and save ``tests/browser/screenshots/<lesson>.png`` (the whole notebook) plus on
 import re
 
 import pytest
-
 from browser_harness import LESSONS, WIDGET_VIEW_MIME, lesson_ids
 
 PAGE_LOAD_TIMEOUT_S = 60

@@ -13,7 +13,6 @@ import subprocess
 import sys
 
 import pytest
-
 from browser_harness import HTML_MANAGER_DIST, LESSONS, REQUIRE_JS, lesson_ids, require
 
 EXPORT_TIMEOUT_S = 300

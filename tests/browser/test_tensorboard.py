@@ -14,9 +14,8 @@ import re
 import time
 
 import pytest
-from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-
 from browser_harness import running_tensorboard
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 PAGE_LOAD_TIMEOUT_S = 60
 RENDER_TIMEOUT_S = 10

@@ -19,7 +19,6 @@ import os
 import sys
 
 import numpy as np
-
 from fault_op import KILL, PASS, RAISE, soak_fault
 from jobfiles import RankFiles
 

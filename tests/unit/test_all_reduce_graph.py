@@ -8,8 +8,11 @@ import pytest
 import dfcore as tf
 from dfcore import errors
 from dfcore.distribute import all_reduce, collective_all_reduce
-from dfcore.distribute.all_reduce_graph import (build_recursive_hd_all_reduce, build_ring_all_reduce,
-                                                build_shuffle_all_reduce)
+from dfcore.distribute.all_reduce_graph import (
+    build_recursive_hd_all_reduce,
+    build_ring_all_reduce,
+    build_shuffle_all_reduce,
+)
 
 GPU = "/job:localhost/replica:0/task:0/device:GPU:{}"
 

@@ -449,9 +449,11 @@ def test_expand_dims_and_squeeze():
     np.testing.assert_array_equal(out[1], value[None])
     np.testing.assert_array_equal(out[2], value[:, 0])
     np.testing.assert_array_equal(out[3], np.squeeze(value))
-    with pytest.raises(tf.errors.InvalidArgumentError, match="Can not squeeze dim\\[2\\], expected a dimension of 1, got 3"):
+    with pytest.raises(tf.errors.InvalidArgumentError, match="Can not squeeze dim\\[2\\], expected a dimension of 1, "
+                                                             "got 3"):
         tf.squeeze(x, [2])
-    with pytest.raises(tf.errors.InvalidArgumentError, match="Tried to expand dim index 4 for tensor with 3 dimensions."):
+    with pytest.raises(tf.errors.InvalidArgumentError, match="Tried to expand dim index 4 for tensor with 3 "
+                                                             "dimensions."):
         tf.expand_dims(x, 4)
     with pytest.raises(ValueError, match="Must specify an axis"):
         tf.expand_dims(x)

@@ -21,9 +21,10 @@ MODEL_BYTES = 300_000_000 * 4
 
 # -- profiles ---------------------------------------------------------------------
 def test_device_profiles_carry_the_datasheet_figures():
-    assert (cm.TESLA_K20M.name, cm.TESLA_K20M.flops_per_s, cm.TESLA_K20M.mem_bandwidth_Bps) == ("Tesla K20m", 3.52e12, 208e9)
+    k20m, v100 = cm.TESLA_K20M, cm.TESLA_V100
+    assert (k20m.name, k20m.flops_per_s, k20m.mem_bandwidth_Bps) == ("Tesla K20m", 3.52e12, 208e9)
     assert cm.TESLA_K20M.memory_bytes == 5_000_000_000
-    assert (cm.TESLA_V100.flops_per_s, cm.TESLA_V100.mem_bandwidth_Bps, cm.TESLA_V100.memory_bytes) == (15.7e12, 900e9, 16e9)
+    assert (v100.flops_per_s, v100.mem_bandwidth_Bps, v100.memory_bytes) == (15.7e12, 900e9, 16e9)
     assert (cm.H100.flops_per_s, cm.H100.mem_bandwidth_Bps, cm.H100.memory_bytes) == (67e12, 3.35e12, 80e9)
     assert [p.device_type for p in (cm.TESLA_K20M, cm.TESLA_V100, cm.H100, cm.CPU)] == ["GPU", "GPU", "GPU", "CPU"]
     assert cm.CPU.flops_per_s < cm.TESLA_K20M.flops_per_s < cm.TESLA_V100.flops_per_s < cm.H100.flops_per_s

@@ -128,7 +128,8 @@ def test_closed_queue_out_of_range_and_cancelled_with_tf_wording():
         sess.run(close)
         thread.join(5)
         assert isinstance(out["error"], tf.errors.OutOfRangeError)
-        assert "FIFOQueue 'q' is closed and has insufficient elements (requested 1, current size 0)" in str(out["error"])
+        assert ("FIFOQueue 'q' is closed and has insufficient elements (requested 1, current size 0)"
+                in str(out["error"]))
         with pytest.raises(tf.errors.CancelledError, match="FIFOQueue 'q' is closed."):
             sess.run(enq)
 

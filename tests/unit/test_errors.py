@@ -37,14 +37,16 @@ def test_unfed_placeholder():
 def test_fed_value_of_wrong_shape():
     x = tf.placeholder(tf.float32, [None, 3], name="x")
     with tf.Session() as sess:
-        with pytest.raises(ValueError, match=r"Cannot feed value of shape \(3,\) for Tensor 'x:0', which has shape '\(\?, 3\)'"):
+        with pytest.raises(ValueError, match=r"Cannot feed value of shape \(3,\) for Tensor 'x:0', which has shape "
+                                             r"'\(\?, 3\)'"):
             sess.run(x, {x: np.zeros(3)})
 
 
 def test_fed_value_of_wrong_dtype():
     x = tf.placeholder(tf.int32, [2], name="i")
     with tf.Session() as sess:
-        with pytest.raises(TypeError, match="Cannot feed value of dtype float64 for Tensor 'i:0', which has dtype int32"):
+        with pytest.raises(TypeError, match="Cannot feed value of dtype float64 for Tensor 'i:0', which has dtype "
+                                            "int32"):
             sess.run(x, {x: np.array([1.5, 2.5])})
         # a safe conversion is accepted, as TF does
         np.testing.assert_array_equal(sess.run(x, {x: np.array([1, 2], np.int64)}), [1, 2])
@@ -81,7 +83,8 @@ def test_cycle_made_with_control_dependencies():
     c = tf.identity(b, name="c")
     b.op._add_control_input(c.op)
     with tf.Session() as sess:
-        with pytest.raises(tf.errors.InvalidArgumentError, match="Graph is invalid, contains a cycle with 2 nodes, including: b, c"):
+        with pytest.raises(tf.errors.InvalidArgumentError, match="Graph is invalid, contains a cycle with 2 nodes, "
+                                                                 "including: b, c"):
             sess.run(c)
 
 

@@ -90,7 +90,9 @@ def test_write_graph_binary_and_text_read_back_equal(tmp_path):
     text = tf.train.write_graph(tf.get_default_graph(), str(tmp_path / "sub"), "g.pbtxt")
     binary = tf.train.write_graph(graph_def, str(tmp_path), "g.pb", as_text=False)
     assert open(text).read().startswith('node {\n  name: "a"')
-    assert read_graph_def(text) == graph_def == read_graph_def(binary) == tf.GraphDef.FromString(open(binary, "rb").read())
+    with open(binary, "rb") as f:
+        from_bytes = tf.GraphDef.FromString(f.read())
+    assert read_graph_def(text) == graph_def == read_graph_def(binary) == from_bytes
 
 
 def test_a_corrupt_pb_is_data_loss_and_a_missing_one_not_found(tmp_path):

@@ -3,9 +3,9 @@ against central finite differences (float64); TF1's names, shapes and error word
 
 import numpy as np
 import pytest
+from gradcheck import GRAD_TOL, grad_error
 
 import dfcore as tf
-from gradcheck import GRAD_TOL, grad_error
 from dfcore import errors
 
 RNG = np.random.RandomState(42)

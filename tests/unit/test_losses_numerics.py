@@ -34,11 +34,11 @@ WEIGHTS = np.array([[1.0], [0.0], [2.0], [0.5]])
 
 
 @pytest.mark.parametrize("reduction,expect", [
-    (tf.losses.Reduction.NONE, lambda l, w: l * w),
-    (tf.losses.Reduction.SUM, lambda l, w: np.sum(l * w)),
-    (tf.losses.Reduction.MEAN, lambda l, w: np.sum(l * w) / np.sum(np.ones_like(l) * w)),
-    (tf.losses.Reduction.SUM_OVER_BATCH_SIZE, lambda l, w: np.sum(l * w) / l.size),
-    (tf.losses.Reduction.SUM_BY_NONZERO_WEIGHTS, lambda l, w: np.sum(l * w) / 9.0),  # 3 nonzero rows x 3
+    (tf.losses.Reduction.NONE, lambda x, w: x * w),
+    (tf.losses.Reduction.SUM, lambda x, w: np.sum(x * w)),
+    (tf.losses.Reduction.MEAN, lambda x, w: np.sum(x * w) / np.sum(np.ones_like(x) * w)),
+    (tf.losses.Reduction.SUM_OVER_BATCH_SIZE, lambda x, w: np.sum(x * w) / x.size),
+    (tf.losses.Reduction.SUM_BY_NONZERO_WEIGHTS, lambda x, w: np.sum(x * w) / 9.0),  # 3 nonzero rows x 3
 ])
 def test_mean_squared_error_reductions(reduction, expect):
     labels0, preds0 = RNG.randn(4, 3), RNG.randn(4, 3)

@@ -5,11 +5,10 @@ import warnings
 
 import numpy as np
 import pytest
+from gradcheck import GRAD_TOL, grad_error
 
 import dfcore as tf
-from gradcheck import GRAD_TOL, grad_error
 from dfcore import errors
-
 from dfcore.ops import math_ops
 
 RNG = np.random.RandomState(42)

@@ -12,9 +12,7 @@ import sys
 
 import pytest
 
-from dfcore.mpi import env as env_lib
-from dfcore.mpi import failures, processes
-from dfcore.mpi import job as job_lib
+from dfcore.mpi import env as env_lib, failures, job as job_lib, processes
 from dfcore.mpi.world import Layout
 
 

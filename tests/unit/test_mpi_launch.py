@@ -18,7 +18,8 @@ from dfcore.mpi.world import Layout, MPIClusterResolver
 @pytest.mark.parametrize("argv, options, program", [
     (["--ps", "1", "--workers", "3", "train.py", "--steps", "5"], ["--ps", "1", "--workers", "3"],
      ["train.py", "--steps", "5"]),
-    (["-n", "4", "-m", "dfcore.bench.all_reduce", "-b", "8"], ["-n", "4"], ["-m", "dfcore.bench.all_reduce", "-b", "8"]),
+    (["-n", "4", "-m", "dfcore.bench.all_reduce", "-b", "8"], ["-n", "4"],
+     ["-m", "dfcore.bench.all_reduce", "-b", "8"]),
     (["--timeout", "3", "--", "-weird.py"], ["--timeout", "3"], ["-weird.py"]),
     (["--print-command", "x.py", "--ps", "9"], ["--print-command"], ["x.py", "--ps", "9"]),
 ])
@@ -121,7 +122,8 @@ def test_import_graph_def_rebuilds_names_devices_control_inputs_and_values():
 def test_import_graph_def_rejects_missing_inputs_and_cycles():
     with pytest.raises(ValueError, match="'x:0', which is not in the GraphDef"):
         import_nodes(make_graph_def([make_node_def("y", "Identity", ["x:0"], "", {})]), "", tf.Graph())
-    loop = make_graph_def([make_node_def("p", "Identity", ["q"], "", {}), make_node_def("q", "Identity", ["p"], "", {})])
+    loop = make_graph_def([make_node_def("p", "Identity", ["q"], "", {}),
+                           make_node_def("q", "Identity", ["p"], "", {})])
     with pytest.raises(ValueError, match="form a cycle"):
         import_nodes(loop, "", tf.Graph())
 

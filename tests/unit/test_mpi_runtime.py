@@ -11,7 +11,6 @@ import pathlib
 import subprocess
 
 import numpy as np
-
 import pytest
 
 from dfcore.launch import command_and_env

@@ -10,10 +10,10 @@ import threading
 
 import numpy as np
 import pytest
+from seed_programs import placement_program
 
 import dfcore as tf
 from dfcore.timeline import Timeline
-from seed_programs import placement_program
 
 RUNNERS = ["inline", "pool"]
 _P = "/job:localhost/replica:0/task:0/device:"

@@ -133,7 +133,10 @@ def test_bias_add_second_derivative():
     b0 = RNG.randn(3)
     v = tf.constant(RNG.randn(2, 3))
     weights = np.arange(6.0).reshape(2, 3)
-    grad_of = lambda b: tf.gradients(tf.reduce_sum(tf.square(tf.nn.bias_add(v, b)) * weights), b)[0]
+
+    def grad_of(b):
+        return tf.gradients(tf.reduce_sum(tf.square(tf.nn.bias_add(v, b)) * weights), b)[0]
+
     assert _grad_error(grad_of, b0) < 1e-6
 
 
@@ -185,7 +188,7 @@ def test_softmax_xent_values_and_op():
 def test_softmax_xent_gradients_v2_and_v1():
     logits0, labels0 = RNG.randn(3, 4), _labels(3, 4)
     assert _grad_error(lambda x: tf.nn.softmax_cross_entropy_with_logits_v2(labels=labels0, logits=x), logits0) < 1e-6
-    assert _grad_error(lambda l: tf.nn.softmax_cross_entropy_with_logits_v2(labels=l, logits=logits0), labels0) < 1e-6
+    assert _grad_error(lambda y: tf.nn.softmax_cross_entropy_with_logits_v2(labels=y, logits=logits0), labels0) < 1e-6
     labels = tf.constant(labels0)
     logits = tf.constant(logits0)
     v1 = tf.nn.softmax_cross_entropy_with_logits(labels=labels, logits=logits)
@@ -196,7 +199,10 @@ def test_softmax_xent_gradients_v2_and_v1():
 
 def test_softmax_xent_second_derivative():
     labels0 = _labels(2, 3)
-    grad_of = lambda x: tf.gradients(tf.nn.softmax_cross_entropy_with_logits_v2(labels=labels0, logits=x), x)[0]
+
+    def grad_of(x):
+        return tf.gradients(tf.nn.softmax_cross_entropy_with_logits_v2(labels=labels0, logits=x), x)[0]
+
     assert _grad_error(lambda x: grad_of(x) * np.arange(1.0, 4.0), RNG.randn(2, 3)) < 1e-6
 
 
@@ -238,7 +244,10 @@ def test_sparse_xent_values_and_gradient(label_dtype):
     assert loss.op.type == "SparseSoftmaxCrossEntropyWithLogits" and loss.dtype == tf.float64
     assert loss.op.name == "SparseSoftmaxCrossEntropyWithLogits/SparseSoftmaxCrossEntropyWithLogits"
     np.testing.assert_allclose(_run(loss), -_log_softmax(logits0)[np.arange(4), labels0])
-    make = lambda x: tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=x)
+
+    def make(x):
+        return tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=x)
+
     assert _grad_error(make, logits0) < 1e-6
 
 
@@ -255,7 +264,8 @@ def test_sparse_xent_out_of_range_label():
     loss = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=tf.zeros([2, 10]))
     with pytest.raises(errors.InvalidArgumentError) as info:
         _run(loss, {labels: [1, 10]})
-    assert "Received a label value of 10 which is outside the valid range of [0, 10).  Label values: 1 10" in str(info.value)
+    assert ("Received a label value of 10 which is outside the valid range of [0, 10).  Label values: 1 10"
+            in str(info.value))
     with pytest.raises(errors.InvalidArgumentError, match="Received a label value of -1 "):
         _run(loss, {labels: [-1, 3]})
 
@@ -295,7 +305,10 @@ def test_sigmoid_xent_values_stability_and_gradient():
     assert np.all(np.isfinite(out))
     np.testing.assert_allclose(out, expect)
     point = RNG.randn(2, 3)  # away from the kink at 0
-    make = lambda x: tf.nn.sigmoid_cross_entropy_with_logits(labels=labels0, logits=x)
+
+    def make(x):
+        return tf.nn.sigmoid_cross_entropy_with_logits(labels=labels0, logits=x)
+
     assert _grad_error(make, point) < 1e-6
     with pytest.raises(ValueError, match="logits and labels must have the same shape"):
         tf.nn.sigmoid_cross_entropy_with_logits(labels=tf.zeros([2]), logits=tf.zeros([3]))

@@ -2,11 +2,11 @@
 
 import numpy as np
 import pytest
+from seed_programs import placement_program
 
 import dfcore as tf
 from dfcore.framework.graph_def import node_attrs
 from dfcore.framework.protos import GRAPH_DEF_VERSION
-from seed_programs import placement_program
 from dfcore.runtime.device_set import DeviceSet, incarnation_of
 from dfcore.runtime.partition import PartitionStats, partition
 from dfcore.runtime.placer import place

@@ -3,9 +3,9 @@
 import re
 
 import pytest
+from seed_programs import placement_program
 
 import dfcore as tf
-from seed_programs import placement_program
 from dfcore.runtime import placer
 from dfcore.runtime.device_set import DeviceSet
 from dfcore.runtime.placer import place, placement_log_lines

@@ -3,9 +3,9 @@ finite differences (float64), ties and zeros included; TF1's argument names, sha
 
 import numpy as np
 import pytest
+from gradcheck import GRAD_TOL, grad_error
 
 import dfcore as tf
-from gradcheck import GRAD_TOL, grad_error
 from dfcore import errors
 
 RNG = np.random.RandomState(42)

@@ -8,8 +8,7 @@ import types
 
 import numpy as np
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from dfcore import errors
 from dfcore.runtime import rendezvous
@@ -257,7 +256,7 @@ def test_deadline_racing_a_send_never_loses_the_value(no_thread_leak):
     for i in range(60):
         rv = Rendezvous()
         delay = rng.uniform(0.0, 0.004)
-        sender = start(lambda: (time.sleep(delay), rv.send(key(), np.array(i))))
+        sender = start(lambda delay=delay, rv=rv, i=i: (time.sleep(delay), rv.send(key(), np.array(i))))
         try:
             value = rv.recv(key(), timeout_s=0.002)
         except errors.DeadlineExceededError:

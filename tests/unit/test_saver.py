@@ -162,7 +162,8 @@ def test_max_to_keep_keeps_exactly_that_many_with_their_sidecars(tmp_path):
         _save_with_sidecars(saver, sess, prefix, range(7))
     assert sorted(os.listdir(tmp_path)) == ["checkpoint", "m-0.py"] + [f"m-{s}.{ext}" for s in (4, 5, 6)
                                                                       for ext in ("driver.json", "meta", "npz")]
-    assert tf.train.get_checkpoint_state(str(tmp_path)).all_model_checkpoint_paths == [f"{prefix}-{s}" for s in (4, 5, 6)]
+    state = tf.train.get_checkpoint_state(str(tmp_path))
+    assert state.all_model_checkpoint_paths == [f"{prefix}-{s}" for s in (4, 5, 6)]
 
 
 def test_max_to_keep_zero_keeps_every_file(tmp_path):

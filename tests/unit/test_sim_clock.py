@@ -7,8 +7,15 @@ import time
 import pytest
 
 from dfcore.runtime import cost_model as cm
-from dfcore.runtime.sim_clock import (NodeRecord, SimTask, TransferRecord, build_tasks, simulate,
-                                      simulate_step, transfer_task_name)
+from dfcore.runtime.sim_clock import (
+    NodeRecord,
+    SimTask,
+    TransferRecord,
+    build_tasks,
+    simulate,
+    simulate_step,
+    transfer_task_name,
+)
 
 PREFIX = "/job:localhost/replica:0/task:0/device:"
 CPU0, GPU0, GPU1 = PREFIX + "CPU:0", PREFIX + "GPU:0", PREFIX + "GPU:1"

@@ -13,14 +13,15 @@ import time
 import numpy as np
 import pytest
 
+import dfcore as tf
+
 SOAK = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "soak")
 sys.path.insert(0, SOAK)
 
-import invariants
-import ring_job
-from jobs import PSJob, RingJob
-
-import dfcore as tf
+# tests/soak/ is importable only once it is on sys.path (above)
+import invariants  # noqa: E402
+import ring_job  # noqa: E402
+from jobs import PSJob, RingJob  # noqa: E402
 
 
 def test_restore_must_be_the_latest_checkpoint_and_never_go_back():

@@ -6,8 +6,7 @@ import random
 import threading
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from dfcore import errors
 from dfcore.runtime.step_stats import (

@@ -137,7 +137,8 @@ def test_make_session_run_hook_runs_a_chief_in_a_monitored_session_without_dupli
             assert len(fills) == 2 and tokens in fills  # the sync op's refill and the one init-tokens op
             while not sess.should_stop():
                 sess.run(m["train"], {m["x"]: np.array([1.0, -1.0], np.float32)})
-    np.testing.assert_allclose(final.final_ops_values, [1.0 - 3 * 0.1, 2.0 + 3 * 0.1], rtol=1e-6)  # 3 synchronous SGD steps
+    # 3 synchronous SGD steps
+    np.testing.assert_allclose(final.final_ops_values, [1.0 - 3 * 0.1, 2.0 + 3 * 0.1], rtol=1e-6)
 
 
 def test_the_hook_needs_apply_gradients_first():

@@ -22,8 +22,15 @@ from dfcore import compat_report
 
 pytest.importorskip("sklearn")
 
-from tf1_programs import (cifar10_multi_gpu, ema_eval, input_data, layers_cnn, linear_regression,  # noqa: E402
-                          mnist_softmax, monitored_training)
+from tf1_programs import (  # noqa: E402
+    cifar10_multi_gpu,
+    ema_eval,
+    input_data,
+    layers_cnn,
+    linear_regression,
+    mnist_softmax,
+    monitored_training,
+)
 
 PROGRAMS = sorted(p.name for p in (pathlib.Path(__file__).parent / "tf1_programs").glob("*.py"))
 
@@ -95,19 +102,19 @@ def test_cifar10_multi_gpu_averages_the_tower_gradients_and_places_each_tower_on
                  run_metadata=summary_metadata)
     assert len(grads) == len(tf.trainable_variables()) == 10
     for i in range(2):  # each tower sums its own cross entropy and the two weight decays it added
-        assert [loss.op.name for loss in tf.get_collection("losses", "tower_%d/" % i)] == [
-            "tower_%d/local3/weight_loss" % i, "tower_%d/local4/weight_loss" % i, "tower_%d/cross_entropy" % i]
-    for (g0, v0), (g1, v1), (g, v) in zip(*tower_grads, grads):
+        assert [loss.op.name for loss in tf.get_collection("losses", f"tower_{i}/")] == [
+            f"tower_{i}/local3/weight_loss", f"tower_{i}/local4/weight_loss", f"tower_{i}/cross_entropy"]
+    for (g0, v0), (g1, _), (g, v) in zip(*tower_grads, grads):
         np.testing.assert_array_equal(v0, v)  # one set of variables, shared by the towers
         assert not np.allclose(g0, g1)  # the towers saw different halves of the batch
         np.testing.assert_allclose(g, (g0 + g1) / 2, rtol=1e-6, atol=1e-7)
     device_of = {node.name: node.device for graph in metadata.partition_graphs for node in graph.node
                  if node.op not in ("_Send", "_Recv")}
     for i in range(2):
-        tower_ops = [name for name in device_of if name.startswith("tower_%d/" % i)]
-        assert "tower_%d/conv1/Conv2D" % i in tower_ops
-        assert "tower_%d/gradients/tower_%d/conv1/Conv2D_grad/Conv2DBackpropFilter" % (i, i) in tower_ops
-        assert {device_of[name] for name in tower_ops} == {"/job:localhost/replica:0/task:0/device:GPU:%d" % i}
+        tower_ops = [name for name in device_of if name.startswith(f"tower_{i}/")]
+        assert f"tower_{i}/conv1/Conv2D" in tower_ops
+        assert f"tower_{i}/gradients/tower_{i}/conv1/Conv2D_grad/Conv2DBackpropFilter" in tower_ops
+        assert {device_of[name] for name in tower_ops} == {f"/job:localhost/replica:0/task:0/device:GPU:{i}"}
     assert device_of["conv1/weights"].endswith("CPU:0") and device_of["concat"].endswith("CPU:0")
     # summary ops have CPU kernels only: allow_soft_placement moves the towers' ones off their GPUs
     summary_devices = {node.name: node.device for graph in summary_metadata.partition_graphs for node in graph.node
@@ -147,7 +154,7 @@ def test_monitored_training_session_resumes_and_writes_summaries(tmp_path, caplo
     for i, line in enumerate(logged):
         elapsed = "" if i in (0, 3) else r" \([0-9.]+ sec\)"  # a new hook (session) starts without one
         assert re.fullmatch(r"loss = [0-9.]+, step = [0-9]+" + elapsed, line), line
-    assert "Saving checkpoints for 50 into %s." % os.path.join(checkpoint_dir, "model.ckpt") in messages
+    assert f"Saving checkpoints for 50 into {os.path.join(checkpoint_dir, 'model.ckpt')}." in messages
     tf.summary.FileWriterCache.clear()  # flush and close the directory's writer, shared by both sessions
     accumulator = EventAccumulator(checkpoint_dir)
     accumulator.Reload()
@@ -191,7 +198,7 @@ def test_getting_started_linear_regression():
     init = tf.global_variables_initializer()
     sess = tf.Session()
     sess.run(init)
-    for i in range(1000):
+    for _ in range(1000):
         sess.run(train, {x: x_train, y: y_train})
     curr_W, curr_b, curr_loss = sess.run([W, b, loss], {x: x_train, y: y_train})
     # TF's documented result: W: [-0.9999969] b: [0.99999082] loss: 5.69997e-11

@@ -57,7 +57,8 @@ def test_auto_reuse_creates_once_then_shares():
 def test_creating_an_existing_variable_without_reuse_raises_tf_message():
     with tf.variable_scope("s"):
         tf.get_variable("x", [1])
-    with tf.variable_scope("s"), pytest.raises(ValueError, match=r"^Variable s/x already exists, disallowed. Did you mean to set "
+    with tf.variable_scope("s"), pytest.raises(ValueError, match=r"^Variable s/x already exists, disallowed. Did you "
+                                                                 r"mean to set "
                                                                 r"reuse=True or reuse=tf.AUTO_REUSE in VarScope\?"):
         tf.get_variable("x", [1])
 

@@ -1,10 +1,10 @@
 """DeviceLog: the device mapping, the filterable placement table, rendezvous events and memory."""
 
 import ipywidgets
+from seed_programs import placement_program
 
 import dfcore as tf
 from dfcore.runtime.rendezvous import TransferRecord
-from seed_programs import placement_program
 from widgets import DeviceLog
 from widgets.device_log import ALL, filter_records, transfer_rows
 

@@ -7,11 +7,11 @@ import sys
 import ipywidgets
 import numpy as np
 import pytest
+from seed_programs import placement_program
 
 import dfcore as tf
 from dfcore.runtime.partition import partition
 from dfcore.runtime.sendrecv_ops import rendezvous_key
-from seed_programs import placement_program
 from widgets import GraphView, PartitionView, _dot, _palette, _render
 from widgets.partition_view import pair_rows
 

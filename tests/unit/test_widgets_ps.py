@@ -90,7 +90,7 @@ def test_bar_geometry_follows_the_times():
     assert "<title>compute step 7: 1.0 ms → 3.0 ms</title>" in svg and ">7</text>" in svg
     clipped = _ps_lanes.draw([lane], 0.002, 0.004, 500, "caption")  # the bar is cut at the window's start
     assert f'<rect x="{_ps_lanes.LABEL_WIDTH:.1f}" y="{_ps_lanes.CAPTION_HEIGHT + 2:.1f}" width="{w:.1f}"' in clipped
-    assert 'height="%d"' % _ps_lanes.height(1) in svg
+    assert f'height="{_ps_lanes.height(1)}"' in svg
 
 
 def test_overview_columns_hold_each_kinds_share_of_time(runs):

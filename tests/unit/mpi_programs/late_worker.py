@@ -9,8 +9,7 @@ import sys
 import time
 
 import dfcore as tf
-from dfcore.mpi import MPIClusterResolver
-from dfcore.mpi import transport as transport_lib
+from dfcore.mpi import MPIClusterResolver, transport as transport_lib
 from dfcore.mpi.report import report
 
 resolver = MPIClusterResolver()

@@ -10,8 +10,9 @@ an exponential moving average of the trainable variables, as the tutorial's ``tr
 import os
 import re
 
-import dfcore as tf
 import numpy as np
+
+import dfcore as tf
 
 from . import input_data
 

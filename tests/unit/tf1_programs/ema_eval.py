@@ -9,8 +9,9 @@ a new graph and restores the *averages* into the model's variables with
 
 import os
 
-import dfcore as tf
 import numpy as np
+
+import dfcore as tf
 
 from . import input_data
 

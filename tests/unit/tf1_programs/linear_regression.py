@@ -2,8 +2,9 @@
 ``GradientDescentOptimizer``, a training loop), fitted to the digits: a digit's value from the
 standardized mean intensity of its 8 pixel rows."""
 
-import dfcore as tf
 import numpy as np
+
+import dfcore as tf
 
 from . import input_data
 
