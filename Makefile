@@ -1,6 +1,7 @@
 # dfcore: one-command set-up, tests, lessons and benchmarks.
-#   make test       set up .venv (once) and run the whole test suite: unit tests, doctests, the lessons
+#   make test       set up .venv (once), lint, and run the whole test suite: unit tests, doctests, the lessons
 #                   under nbval, and the browser smoke tests (JupyterLab and static HTML in headless Chromium)
+#   make lint       ruff's linter (never `ruff format`) and mypy, as configured in pyproject.toml
 #   make lab        set up .venv (once) and open the lessons in JupyterLab on 127.0.0.1
 #   make notebooks  re-run every lesson in place and strip its widget state (do this before committing one)
 #   make html       export every lesson to build/html/ (executed, widget state kept: steps without a kernel)
@@ -36,7 +37,7 @@ VENDOR_STAMP         := $(VENDOR)/.html-manager-$(HTML_MANAGER_VERSION)-requirej
 LAB_PORT ?= 8888
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 
-.PHONY: setup system-deps browser-deps test notebooks html lab bench soak binder-check clean
+.PHONY: setup system-deps browser-deps lint test notebooks html lab bench soak binder-check clean
 
 setup: $(STAMP) system-deps browser-deps
 
@@ -89,7 +90,13 @@ $(VENDOR_STAMP):
 	  echo "note: npm is missing; the static-export browser test will be skipped (and fail in CI)."; \
 	fi
 
-test: setup
+# The code health checks: ruff's linter over the repository (notebooks/ and the vendored renderer excluded)
+# and mypy over dfcore/ and widgets/. `make test` runs them first.
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
+
+test: setup lint
 	$(PY) -m pytest --timeout=$(TEST_TIMEOUT_S) tests/unit tests/notebooks tests/browser --doctest-modules dfcore \
 	  $(NBVAL_ARGS) $(PYTEST_ARGS)
 

@@ -12,7 +12,7 @@ import sys
 
 DEBUG, INFO, WARN, ERROR, FATAL = _logging.DEBUG, _logging.INFO, _logging.WARN, _logging.ERROR, _logging.FATAL
 _LOGGER = _logging.getLogger("dfcore")
-_counts = {}
+_counts: dict[tuple[str, int], int] = {}
 
 __all__ = ["DEBUG", "ERROR", "FATAL", "INFO", "WARN", "debug", "error", "fatal", "get_logger", "get_verbosity",
            "info", "log", "log_every_n", "log_first_n", "log_if", "set_verbosity", "warn", "warning"]

@@ -43,8 +43,8 @@ class BusBandwidth:
     max_bytes_per_link: int
     total_bytes: int
     counted_GBps: float
-    link_name: str = None
-    link_GBps: float = None
+    link_name: str | None = None
+    link_GBps: float | None = None
 
 
 def schedule_of(trace):

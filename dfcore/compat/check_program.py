@@ -88,7 +88,8 @@ class _Collector(ast.NodeVisitor):
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         if id(node) not in self._inner:
-            chain, inner = [], node
+            chain: list[str] = []
+            inner: ast.expr = node
             while isinstance(inner, ast.Attribute):
                 chain.append(inner.attr)
                 self._inner.add(id(inner))

@@ -34,7 +34,8 @@ def check_count(name: str, value, low: int, high: int | None = None, why: str = 
     """
     if not isinstance(value, numbers.Integral) or isinstance(value, bool):
         raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
-    if value < low or (high is not None and value > high):
+    count = int(value)
+    if count < low or (high is not None and count > high):
         allowed = f">= {low}" if high is None else f"in [{low}, {high}]"
         raise ArgumentRangeError(argument or name, f"{name} must be an integer {allowed}"
                                                    f"{' ' + why if why else ''}, got {value!r}")
@@ -54,7 +55,7 @@ def check_positive(name: str, value, why: str = "", argument: str | None = None)
     """
     if not isinstance(value, numbers.Real) or isinstance(value, bool):
         raise TypeError(f"{name} must be a number, got {type(value).__name__} {value!r}")
-    if not (math.isfinite(value) and value > 0):
+    if not (math.isfinite(value) and float(value) > 0):
         raise ArgumentRangeError(argument or name, f"{name} must be a finite number > 0"
                                                    f"{' ' + why if why else ''}, got {value!r}")
 

@@ -144,7 +144,7 @@ class ClusterSpec:
     def __ne__(self, other):
         return not self == other
 
-    __hash__ = None
+    __hash__ = None  # type: ignore[assignment]  # a mutable spec, unhashable (as TF's)
 
     def __str__(self):
         return f"ClusterSpec({self.as_dict()})"

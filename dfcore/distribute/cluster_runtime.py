@@ -25,6 +25,7 @@ another one behind :func:`dfcore.runtime.session.register_target_resolver`).
 import dataclasses
 import functools
 import threading
+from typing import Any
 
 from .. import errors
 from ..framework.device import DeviceSpec
@@ -35,8 +36,8 @@ from ..runtime.session_resources import SessionResources
 from ..runtime.variable_store import VariableState, VariableStore, VarRef
 
 _LOCK = threading.Lock()
-_CLUSTERS = {}
-_ADDRESSES = {}
+_CLUSTERS: dict[str, Any] = {}
+_ADDRESSES: dict[str, Any] = {}
 
 
 @dataclasses.dataclass(frozen=True)

@@ -12,6 +12,10 @@ buffers), except ``inputs``.
 import dataclasses
 import types
 
+import numpy as np
+
+from ..runtime.rendezvous import TransferRecord
+
 
 @dataclasses.dataclass(frozen=True)
 class ChunkTransfer:
@@ -36,13 +40,13 @@ class ChunkTransfer:
     src_device: str
     dst_device: str
     chunk_id: int
-    chunk_ids: tuple
-    element_range: tuple
+    chunk_ids: tuple[int, ...]
+    element_range: tuple[int, int]
     nbytes: int
     op: str
     key: str
-    value_sent: object = None
-    partial_sum_after: object = None
+    value_sent: np.ndarray | None = None
+    partial_sum_after: np.ndarray | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,7 +56,7 @@ class RoundRecord:
 
     round: int
     phase: str
-    transfers: tuple
+    transfers: tuple[ChunkTransfer, ...]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,7 +68,7 @@ class FusionCopy:
     name: str
     device: str
     tensor_index: int
-    buffer_range: tuple
+    buffer_range: tuple[int, int]
     nbytes: int
 
 
@@ -89,24 +93,24 @@ class CollectiveTrace:
     algorithm: str
     convention: str
     reduction: str
-    devices: tuple
+    devices: tuple[str, ...]
     num_elements: int
     dtype: str
     num_subchunks: int
-    chunk_ranges: tuple
-    rounds: tuple
-    bytes_sent_per_device: types.MappingProxyType
-    bytes_per_link: types.MappingProxyType
-    fusion_copies: tuple = ()
-    inputs: tuple = None
+    chunk_ranges: tuple[tuple[int, int], ...]
+    rounds: tuple[RoundRecord, ...]
+    bytes_sent_per_device: types.MappingProxyType[str, int]
+    bytes_per_link: types.MappingProxyType[tuple[str, str], int]
+    fusion_copies: tuple[FusionCopy, ...] = ()
+    inputs: tuple[np.ndarray, ...] | None = None
 
     @property
-    def transfers(self):
+    def transfers(self) -> tuple[ChunkTransfer, ...]:
         """Every :class:`ChunkTransfer`, round by round."""
         return tuple(t for r in self.rounds for t in r.transfers)
 
     @property
-    def num_rounds(self):
+    def num_rounds(self) -> int:
         return len(self.rounds)
 
 
@@ -125,9 +129,9 @@ class AllReduceResult:
             (:func:`dfcore.distribute.collective_cost.predicted_time_s`).
     """
 
-    outputs: tuple
-    trace: CollectiveTrace
-    transfers: tuple
+    outputs: tuple[np.ndarray, ...]
+    trace: CollectiveTrace | None
+    transfers: tuple[TransferRecord, ...]
     simulated_time_s: float
     wall_time_s: float
     predicted_time_s: float

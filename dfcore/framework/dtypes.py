@@ -136,7 +136,7 @@ uint8 = _BY_NAME["uint8"]
 bool = _BY_NAME["bool"]
 string = _BY_NAME["string"]
 
-_BY_NUMPY = {np.dtype(t): _BY_NAME[n] for n, t, _ in _BASE if n != "string"}
+_BY_NUMPY: dict[np.dtype, DType] = {np.dtype(t): _BY_NAME[n] for n, t, _ in _BASE if n != "string"}
 _BY_ENUM = {enum: _BY_NAME[name] for name, enum in _ENUM_BY_NAME.items()}
 _BY_ENUM.update({enum + 100: _BY_NAME[name + "_ref"] for name, enum in _ENUM_BY_NAME.items()})
 _BY_NUMPY[np.dtype(np.object_)] = string

@@ -7,6 +7,8 @@ GraphDef written by TensorFlow imports as long as dfcore has its op types; TF's 
 dropped (dfcore infers shapes). dfcore's MPI tasks use :func:`import_nodes` to rebuild the master's graph.
 """
 
+from typing import Any
+
 from .. import errors
 from . import graph as graph_lib, registry
 from .graph_def import node_attrs
@@ -61,7 +63,7 @@ def import_nodes(graph_def: GraphDef, prefix: str, graph, input_map=None) -> dic
             raise errors.NotFoundError(node, None, f"Op type not registered '{node.op}' in binary running on "
                                                    f"dfcore (node '{node.name}'). Run python -m "
                                                    "dfcore.compat_report to see which ops dfcore has.")
-    created = {}
+    created: dict[str, Any] = {}
     for node_name in _topological(nodes, input_map):
         node = nodes[node_name]
         data, control = [], []

@@ -16,6 +16,7 @@ lives in :mod:`dfcore.train.graph_io`; ``tf.train.export_meta_graph``/``import_m
 import logging
 import re
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from google.protobuf import wrappers_pb2
 
@@ -87,7 +88,7 @@ def export_scoped_meta_graph(graph_def: GraphDef | None = None, graph=None, expo
     meta_graph_def = MetaGraphDef()
     meta_graph_def.meta_info_def.MergeFrom(meta_info_def or MetaGraphDef.MetaInfoDef())
     _stamp_writer(meta_graph_def.meta_info_def)
-    unbound = []
+    unbound: list[str] = []
     if export_scope or exclude or clear_devices:
         meta_graph_def.graph_def.versions.CopyFrom(source.versions)
         meta_graph_def.graph_def.library.CopyFrom(source.library)
@@ -258,7 +259,7 @@ def import_scoped_meta_graph(meta_graph_def: MetaGraphDef, clear_devices: bool =
     with graph.as_default():
         scope = graph.unique_name(import_scope or "", mark_as_used=False)
         import_graph_def(graph_def, input_map=input_map, name=import_scope or scope)
-        variables = {}
+        variables: dict[str, Any] = {}
         for key, col_def in sorted(meta_graph_def.collection_def.items()):
             if key != UNBOUND_INPUTS_COLLECTION:
                 for item in _collection_items(key, col_def, scope, graph, variables):

@@ -23,16 +23,20 @@ Contracts:
     turns them into bytes). See :mod:`dfcore.ops.op_costs` for the conventions.
 """
 
+from collections.abc import Callable
+from typing import Any
+
 from .. import errors
 
-_SHAPES = {}
-_KERNELS = {}
-_GRADIENTS = {}
-_COSTS = {}
-_STATEFUL = set()
-_NOT_DIFFERENTIABLE = set()
-_REF_INPUTS = {}
-_EMPTY = frozenset()
+# All keyed by the TF op type ("MatMul").
+_SHAPES: dict[str, Callable[..., Any]] = {}
+_KERNELS: dict[str, "KernelDef"] = {}
+_GRADIENTS: dict[str, Callable[..., Any] | None] = {}
+_COSTS: dict[str, Callable[..., Any]] = {}
+_STATEFUL: set[str] = set()
+_NOT_DIFFERENTIABLE: set[str] = set()
+_REF_INPUTS: dict[str, frozenset[int]] = {}
+_EMPTY: frozenset[int] = frozenset()
 
 
 class KernelDef:

@@ -5,12 +5,15 @@ Source: ``tensorflow/python/framework/ops.py`` (``convert_to_tensor``,
 ``Const`` ops; Python floats default to float32 and ints to int32, as in TF.
 """
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 
 from . import dtypes
 from .tensor import Tensor
 
-_CONVERSION_FUNCTIONS = []
+_CONVERSION_FUNCTIONS: list[tuple[int, type | tuple[type, ...], Callable[..., Any]]] = []
 
 
 def register_tensor_conversion_function(base_type, conversion_func, priority=100):

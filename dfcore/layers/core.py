@@ -117,7 +117,7 @@ def flatten(inputs, name=None, data_format="channels_last") -> Tensor:
         rank = inputs.shape.ndims
         if not last and rank is not None and rank > 2:
             inputs = array_ops_layout.transpose(inputs, [0, *range(2, rank), 1])
-        dims = inputs.shape.as_list() if rank is not None else [None, None]
+        dims: list = inputs.shape.as_list() if rank is not None else [None, None]
         if rank is not None and None not in dims[1:]:
             outputs = array_ops.reshape(inputs, [-1, int(np.prod(dims[1:], dtype=np.int64))])
         elif dims[0] is not None:

@@ -50,7 +50,7 @@ __all__ = ["RankTrace", "all_reduce", "gather_result", "gather_trace", "last_ran
 _DTYPES = (np.float16, np.float32, np.float64)
 _UFUNC = {"sum": np.add, "mean": np.add, "max": np.maximum}
 _TAG_MODULUS = 32767  # MPI guarantees tags up to at least this
-_last = {}  # name -> this rank's RankTrace of its last traced all_reduce of that name
+_last: dict[str, "RankTrace"] = {}  # name -> this rank's RankTrace of its last traced all_reduce of that name
 _scratch = threading.local()
 
 
@@ -84,8 +84,8 @@ class RankTrace:
     wall_time_s: float
     send_times: dict
     recv_times: dict
-    values_sent: dict = None
-    partials: dict = None
+    values_sent: dict | None = None
+    partials: dict | None = None
     input: object = None
     output: object = None
 

@@ -38,7 +38,7 @@ JOB_DIR_ENV = "DFCORE_JOB_DIR"
 #: Seconds a job may go on after a rank's program ended before that rank counts as having left early.
 DEFAULT_GRACE_S = 3.0
 
-_installed = []
+_installed: list[str] = []
 
 
 def install():

@@ -7,6 +7,9 @@ Source: ``tensorflow/python/framework/op_def_library.py``,
 ``core/framework/shape_inference.cc``, ``python/framework/tensor_util.py``.
 """
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 
 from .. import errors
@@ -139,7 +142,7 @@ def unknown_of_rank(rank):
 
 
 # -- static values ----------------------------------------------------------------
-_CONSTANT_VALUE_FNS = {}
+_CONSTANT_VALUE_FNS: dict[str, Callable[..., Any]] = {}
 
 
 def register_constant_value(op_type):
@@ -163,7 +166,7 @@ def constant_value(tensor):
     return None if fn is None else fn(tensor)
 
 
-_PARTIAL_SHAPE_FNS = {}
+_PARTIAL_SHAPE_FNS: dict[str, Callable[..., Any]] = {}
 
 
 def register_partial_shape(op_type):

@@ -86,7 +86,7 @@ def clip_by_global_norm(t_list, clip_norm, use_norm=None, name=None) -> tuple:
         scale_for_finite = math_ops.multiply(
             clip_norm, math_ops.minimum(math_ops.truediv(1.0, use_norm), math_ops.truediv(one, clip_norm)))
         scale = math_ops.add(scale_for_finite, math_ops.subtract(use_norm, use_norm))  # NaN if use_norm is not finite
-        clipped = []
+        clipped: list[Tensor | None] = []
         for i, value in enumerate(_converted(t_list)):
             if value is None:
                 clipped.append(None)

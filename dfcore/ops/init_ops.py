@@ -8,6 +8,8 @@ The variance-scaling family follows Glorot & Bengio (AISTATS 2010) and He et al.
 """
 
 import math
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -39,7 +41,7 @@ class Initializer:
 class _Filled(Initializer):
     """Every element the same: ``fill(shape, dtype)``."""
 
-    fill = None
+    fill: Callable[..., Any] | None = None
 
     def __init__(self, dtype=dtypes.float32):
         self.dtype = dtypes.as_dtype(dtype).base_dtype

@@ -14,6 +14,7 @@ import numpy as np
 from .. import errors
 from ..framework import dtypes, registry
 from ..framework.protos import HistogramProto, Summary
+from ..framework.tensor import Tensor
 from ..framework.tensor_conversion import convert_to_tensor
 from ..framework.tensor_shape import TensorShape
 from .op_util import apply_op1
@@ -23,7 +24,7 @@ __all__ = ["merge_summary", "scalar_summary", "histogram_summary", "image_summar
 _STRING_SCALAR = [(dtypes.string, TensorShape([]))]
 
 
-def scalar_summary(tag: str, value, name: str) -> "object":
+def scalar_summary(tag: str, value, name: str) -> Tensor:
     """A ``ScalarSummary`` op: ``Summary.value[0] = {tag, simple_value=float(value)}``; ``value`` is a real scalar."""
     return apply_op1("ScalarSummary", [convert_to_tensor(tag, dtype=dtypes.string), value], {}, name)
 

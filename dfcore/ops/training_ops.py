@@ -14,6 +14,8 @@ whole update from the newest committed values (slots are staged before
 ``use_locking=True`` behaviour: updates are serialized, none is lost.
 """
 
+from typing import Any
+
 import numpy as np
 
 from .. import errors
@@ -61,7 +63,7 @@ def _adam(attrs, var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon,
     return var, m, v
 
 
-_UPDATES = {}
+_UPDATES: dict[str, Any] = {}
 
 
 def register_update(op_type, names, num_refs, scalars, fn):

@@ -14,8 +14,14 @@ simulated clock, the rendezvous transfers, the collectives' round-by-round trace
 import collections
 import dataclasses
 import threading
+from typing import TYPE_CHECKING
 
 from ..framework.protos import ConfigProto, GPUOptions, GraphOptions, RunMetadata, RunOptions
+from .rendezvous import TransferRecord
+from .step_stats import StepStats
+
+if TYPE_CHECKING:  # distribute/ is the layer above runtime/: its records are named here, never imported
+    from ..distribute.trace import CollectiveTrace
 
 __all__ = ["ConfigProto", "GPUOptions", "GraphOptions", "RunMetadata", "RunOptions", "StepRecords", "step_records"]
 
@@ -34,9 +40,9 @@ class StepRecords:
     collective instance that ran, by instance key.
     """
 
-    step_stats: object
-    transfers: tuple
-    collective_traces: tuple
+    step_stats: StepStats
+    transfers: tuple[TransferRecord, ...]
+    collective_traces: tuple["CollectiveTrace", ...]
 
 
 _lock = threading.Lock()
@@ -58,7 +64,7 @@ def forget_step_records(run_metadata: RunMetadata) -> None:
         _records.pop(id(run_metadata), None)
 
 
-def step_records(run_metadata) -> StepRecords:
+def step_records(run_metadata: RunMetadata) -> StepRecords:
     """dfcore's :class:`StepRecords` of the step that filled ``run_metadata``.
 
     Raises:

@@ -35,7 +35,7 @@ CPU_ONLY_OP_TYPES = ("AsString", "DecodeCSV", "HistogramSummary", "ImageSummary"
 #: Ops that read only the shape of their input (TF's ``NC_METADATA`` node class).
 METADATA_OP_TYPES = frozenset({"Shape", "Size", "Rank"})
 
-_DEVICE_TYPES = {}
+_DEVICE_TYPES: dict[str, str] = {}
 _LOG_LINE = re.compile(r"^(?P<name>[^:]+): \((?P<op>[A-Za-z0-9_]+)\): (?P<device>/\S+)$")
 
 REASON_ASSIGNED = "assigned"

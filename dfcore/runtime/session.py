@@ -19,6 +19,8 @@ import concurrent.futures
 import itertools
 import os
 import threading
+from collections.abc import Callable
+from typing import Any
 
 from .. import errors
 from ..framework import graph as graph_lib
@@ -333,7 +335,7 @@ class InteractiveSession(BaseSession):
 
 
 # -- targets ----------------------------------------------------------------------
-_TARGET_RESOLVERS = []
+_TARGET_RESOLVERS: list[Callable[..., Any]] = []
 
 
 def register_target_resolver(resolver, first=False):

@@ -20,6 +20,8 @@ and parsed by :func:`parse_timeline_label`:
 import dataclasses
 import re
 import threading
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from .. import errors
 from ..framework import protos
@@ -43,16 +45,16 @@ class NodeExecStats:
     op_end_rel_micros: int
     all_end_rel_micros: int
     thread_id: int
-    output_bytes: tuple
+    output_bytes: tuple[int, ...]
     timeline_label: str
-    sim_start_micros: int = None
-    sim_end_micros: int = None
+    sim_start_micros: int | None = None
+    sim_end_micros: int | None = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "output_bytes", tuple(int(b) for b in self.output_bytes))
 
     @property
-    def all_end_micros(self):
+    def all_end_micros(self) -> int:
         """Absolute wall-clock end: ``all_start_micros + all_end_rel_micros``."""
         return self.all_start_micros + self.all_end_rel_micros
 
@@ -72,17 +74,17 @@ class DeviceStepStats:
     """The nodes one device ran, and its allocators' memory (TF ``DeviceStepStats``)."""
 
     device: str
-    node_stats: list
-    memory: list = dataclasses.field(default_factory=list)
+    node_stats: list[NodeExecStats]
+    memory: list[AllocatorMemoryUsed] = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass(frozen=True)
 class StepStats:
     """All devices' stats for one step (TF ``StepStats``); JSON-ready via :meth:`to_dict`."""
 
-    dev_stats: list
+    dev_stats: list[DeviceStepStats]
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         """A dict of plain lists, ints and strings (``json.dumps``-able)."""
         return {
             "dev_stats": [
@@ -95,7 +97,7 @@ class StepStats:
             ]
         }
 
-    def to_proto(self):
+    def to_proto(self) -> protos.StepStats:
         """TF's ``StepStats`` message of the wall-clock times (what TensorBoard and TF's tools read).
 
         Each node's outputs become ``NodeOutput`` records (shape of unknown rank: TensorBoard's graph fails to
@@ -125,12 +127,12 @@ class StepStats:
         return proto
 
     @classmethod
-    def from_proto(cls, proto) -> "StepStats":
+    def from_proto(cls, proto: protos.StepStats) -> "StepStats":
         """A StepStats of TF's ``StepStats`` message (wall clock only; no simulated times): the op type comes
         from each node's timeline label, ``output_bytes`` from its outputs' requested bytes."""
-        devices = []
+        devices: list[DeviceStepStats] = []
         for dev in proto.dev_stats:
-            nodes = []
+            nodes: list[NodeExecStats] = []
             for ns in dev.node_stats:
                 label = _LABEL.match(ns.timeline_label)
                 sizes = {o.slot: o.tensor_description.allocation_description.requested_bytes for o in ns.output}
@@ -138,13 +140,13 @@ class StepStats:
                     node_name=ns.node_name, op_type=label.group("op") if label else "",
                     all_start_micros=ns.all_start_micros, op_start_rel_micros=ns.op_start_rel_micros,
                     op_end_rel_micros=ns.op_end_rel_micros, all_end_rel_micros=ns.all_end_rel_micros,
-                    thread_id=ns.thread_id, output_bytes=[sizes.get(i, 0) for i in range(len(sizes))],
+                    thread_id=ns.thread_id, output_bytes=tuple(sizes.get(i, 0) for i in range(len(sizes))),
                     timeline_label=ns.timeline_label))
             devices.append(DeviceStepStats(device=dev.device, node_stats=nodes))
         return cls(dev_stats=devices)
 
     @classmethod
-    def from_dict(cls, data):
+    def from_dict(cls, data: Mapping[str, Any]) -> "StepStats":
         """Inverse of :meth:`to_dict`.
 
         Raises:
@@ -165,7 +167,7 @@ class StepStats:
             raise errors.InvalidArgumentError(None, None, f"Malformed StepStats dict: {error}") from error
 
 
-def _node_to_dict(ns):
+def _node_to_dict(ns: NodeExecStats) -> dict[str, Any]:
     out = dataclasses.asdict(ns)
     out["output_bytes"] = list(ns.output_bytes)
     return out
@@ -179,22 +181,22 @@ class StepStatsCollector:
     the result does not depend on thread timing.
     """
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._nodes = {}
-        self._memory = {}
+        self._nodes: dict[str, list[NodeExecStats]] = {}
+        self._memory: dict[str, dict[str, AllocatorMemoryUsed]] = {}
 
-    def record(self, device, node_stats):
+    def record(self, device: str, node_stats: NodeExecStats) -> None:
         """Add one :class:`NodeExecStats` for ``device``."""
         with self._lock:
             self._nodes.setdefault(device, []).append(node_stats)
 
-    def record_memory(self, device, memory):
+    def record_memory(self, device: str, memory: AllocatorMemoryUsed) -> None:
         """Set the :class:`AllocatorMemoryUsed` of one allocator of ``device`` (the last record wins)."""
         with self._lock:
             self._memory.setdefault(device, {})[memory.allocator_name] = memory
 
-    def finalize(self):
+    def finalize(self) -> StepStats:
         """A :class:`StepStats` of everything recorded so far (the collector stays usable)."""
         with self._lock:
             devices = sorted(set(self._nodes) | set(self._memory))
@@ -218,17 +220,18 @@ class TimelineLabel:
 
     node_name: str
     op_type: str
-    inputs: tuple = ()
-    tensor_name: str = None
-    peer_device: str = None
+    inputs: tuple[str, ...] = ()
+    tensor_name: str | None = None
+    peer_device: str | None = None
 
     @property
-    def is_transfer(self):
+    def is_transfer(self) -> bool:
         """True for ``_Send``/``_Recv`` labels (they name a tensor and the peer device)."""
         return self.tensor_name is not None
 
 
-def timeline_label(node_name, op_type, inputs=(), tensor_name=None, peer_device=None):
+def timeline_label(node_name: str, op_type: str, inputs: Sequence[str] = (), tensor_name: str | None = None,
+                   peer_device: str | None = None) -> str:
     """Build a node's timeline label (TF ``SetTimelineLabel`` in ``executor.cc``).
 
     Args:
@@ -248,7 +251,7 @@ def timeline_label(node_name, op_type, inputs=(), tensor_name=None, peer_device=
     return f"{node_name} = {op_type}({body})"
 
 
-def parse_timeline_label(label):
+def parse_timeline_label(label: str) -> TimelineLabel:
     """Split a label built by :func:`timeline_label` into a :class:`TimelineLabel`.
 
     Raises:

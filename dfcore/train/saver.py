@@ -35,6 +35,7 @@ and checkpoint keys through ``save/SaveV2``'s inputs. ``save()`` also writes
 import os
 import re
 import time
+from typing import Any
 
 import numpy as np
 
@@ -77,10 +78,11 @@ class Saver:
                  write_version=SaverDef.V2, restore_sequentially=False, saver_def: SaverDef | None = None):
         self._pad_step_number = pad_step_number
         self._save_relative_paths = save_relative_paths
-        self._last_checkpoints = []
-        self._checkpoints_to_be_deleted = []
+        self._last_checkpoints: list[tuple[str, float]] = []
+        self._checkpoints_to_be_deleted: list[str] = []
         self._saver_def = None
-        self._entries = {}  # checkpoint key -> (variable ref tensor, restore placeholder, its Assign op)
+        # checkpoint key -> (variable ref tensor, restore placeholder, its Assign op)
+        self._entries: dict[str, tuple[Any, Any, Any]] = {}
         if saver_def is not None:
             self._build_from_saver_def(saver_def, name)
         else:
