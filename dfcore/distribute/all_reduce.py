@@ -21,6 +21,8 @@ and a receiver's partial sum after a reduction is the message it sends next of t
 same elements — copied only when its buffer is about to change first (or at the end).
 """
 
+from __future__ import annotations
+
 import functools
 import time
 import types

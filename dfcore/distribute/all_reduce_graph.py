@@ -15,6 +15,8 @@ padding); the ring's per-subchunk rotation of TF's ``_ring_permutations`` is not
 any number of devices (non-powers of two fold first, see schedules).
 """
 
+from __future__ import annotations
+
 from ..framework.scopes import device as device_scope
 from ..ops import array_ops, array_ops_join
 from . import schedules

@@ -8,6 +8,8 @@ an :class:`ArgumentRangeError` into an argparse error naming its flag (``error.a
 is the API's name of the argument).
 """
 
+from __future__ import annotations
+
 import math
 import numbers
 

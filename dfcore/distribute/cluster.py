@@ -12,6 +12,8 @@ its devices (``/job:<job>/replica:0/task:<t>/device:CPU:0``, plus the GPUs of it
 shared by every session on the cluster (see the runtime module).
 """
 
+from __future__ import annotations
+
 import dataclasses
 import itertools
 import threading

@@ -22,6 +22,8 @@ The transport-specific part is only this module's binding (the MPI runtime provi
 another one behind :func:`dfcore.runtime.session.register_target_resolver`).
 """
 
+from __future__ import annotations
+
 import dataclasses
 import functools
 import threading

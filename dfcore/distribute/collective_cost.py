@@ -32,6 +32,8 @@ The replay equals the prediction for a ring with S = 1 and for reduce-to-one; it
 at most the prediction for the round-synchronous tree and halving-doubling formulas.
 """
 
+from __future__ import annotations
+
 import dataclasses
 import functools
 

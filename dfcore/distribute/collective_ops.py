@@ -23,6 +23,8 @@ With ``FULL_TRACE`` each instance's :class:`~dfcore.distribute.trace.CollectiveT
 goes to ``RunMetadata.collective_traces``.
 """
 
+from __future__ import annotations
+
 import itertools
 import threading
 

@@ -16,6 +16,8 @@ a new buffer (a tensor larger than the threshold travels alone, unpacked). A thr
 simulated time.
 """
 
+from __future__ import annotations
+
 import dataclasses
 
 import numpy as np

@@ -18,6 +18,8 @@ equal; the all-reduce (``reduction="mean"``) gives every replica the same gradie
 they stay equal. With equal batch slices one step equals one full-batch SGD step.
 """
 
+from __future__ import annotations
+
 from ..framework.scopes import device as device_scope, name_scope
 from ..ops import array_ops_join, control_flow_ops, variables
 from . import schedules

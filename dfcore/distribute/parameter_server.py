@@ -16,6 +16,8 @@ averages one gradient per worker (``replicas_to_aggregate`` in ``sync``); in ``a
 every gradient is an update, so the same data needs ``num_workers`` times more steps.
 """
 
+from __future__ import annotations
+
 import dataclasses
 import os
 import types

@@ -7,6 +7,8 @@ command line (``python -m dfcore.examples.parameter_server``) reports the same
 flag, so the API and the CLI share every rule.
 """
 
+from __future__ import annotations
+
 from .arguments import ArgumentRangeError, check_choice, check_count, check_positive
 
 MODES = ("sync", "async", "ssp")

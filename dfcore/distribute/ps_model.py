@@ -15,6 +15,8 @@ rest on its own task. Per discipline:
 Worker 0 is the chief: it also holds the evaluation ops and the ``Saver``.
 """
 
+from __future__ import annotations
+
 import dataclasses
 import itertools
 

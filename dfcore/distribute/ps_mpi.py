@@ -22,6 +22,8 @@ workers gather their update records on the chief, which builds the :class:`RunRe
 (``execution="mpi"``, ``clock="wall"``); the other ranks return None.
 """
 
+from __future__ import annotations
+
 import threading
 import time
 

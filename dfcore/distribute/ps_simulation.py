@@ -16,6 +16,8 @@ Transfer time = latency + bytes / bandwidth of the inter-task link (cost model);
 ps's own apply time is not modelled.
 """
 
+from __future__ import annotations
+
 import heapq
 import json
 import os

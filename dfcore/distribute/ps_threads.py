@@ -18,6 +18,8 @@ Every ``sess.run`` has a deadline; a worker that dies leaves the others blocked 
 until it (``DeadlineExceededError``), and every thread is joined before :meth:`run` returns.
 """
 
+from __future__ import annotations
+
 import threading
 import time
 

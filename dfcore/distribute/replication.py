@@ -11,6 +11,8 @@ task, and runs one synchronous step of each from the same initial values: with e
 batches both apply the same averaged gradient (checked to ``atol``).
 """
 
+from __future__ import annotations
+
 import dataclasses
 import types
 

@@ -51,6 +51,8 @@ current block and sends the upper half — leave rank r owning chunk r; log2 p d
 rounds send the owned blocks back; finally ranks r−p unfold the result to ranks r).
 """
 
+from __future__ import annotations
+
 import dataclasses
 import functools
 

@@ -11,6 +11,8 @@ Staleness of a gradient = the parameter version (global step) it was applied at 
 the version it was computed on; 0 means it was computed on the parameters it updated.
 """
 
+from __future__ import annotations
+
 import collections
 import dataclasses
 import types

@@ -9,6 +9,8 @@ numpy arrays the trace owns (messages and snapshots, never the caller's output
 buffers), except ``inputs``.
 """
 
+from __future__ import annotations
+
 import dataclasses
 import types
 

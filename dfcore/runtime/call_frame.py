@@ -10,6 +10,8 @@ a feed or fetch costs no rendezvous key and no copy. ``partial_run`` keeps the
 client-terminated ``_Recv``/``_Send`` path (:mod:`dfcore.runtime.partial_run`).
 """
 
+from __future__ import annotations
+
 from .. import errors
 from ..framework import registry
 from .variable_store import VarRef

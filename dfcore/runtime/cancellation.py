@@ -13,6 +13,8 @@ stops before its next op, and nothing the step did is committed. Executors test
 calling thread too.
 """
 
+from __future__ import annotations
+
 import time
 
 from .. import errors

@@ -11,6 +11,8 @@ simulated clock, the rendezvous transfers, the collectives' round-by-round trace
 :class:`StepRecords`, found with :func:`step_records` (the widgets and lessons use it).
 """
 
+from __future__ import annotations
+
 import collections
 import dataclasses
 import threading
@@ -42,11 +44,11 @@ class StepRecords:
 
     step_stats: StepStats
     transfers: tuple[TransferRecord, ...]
-    collective_traces: tuple["CollectiveTrace", ...]
+    collective_traces: tuple[CollectiveTrace, ...]
 
 
 _lock = threading.Lock()
-_records: "collections.OrderedDict[int, tuple[RunMetadata, StepRecords]]" = collections.OrderedDict()
+_records: collections.OrderedDict[int, tuple[RunMetadata, StepRecords]] = collections.OrderedDict()
 
 
 def attach_step_records(run_metadata: RunMetadata, records: StepRecords) -> None:

@@ -8,6 +8,8 @@ dfcore fills it on steps traced with ``FULL_TRACE`` when ``build_cost_model`` > 
 has timings only when tracing).
 """
 
+from __future__ import annotations
+
 from ..framework.protos import CostGraphDef
 
 

@@ -24,9 +24,13 @@ Formulas (SI units: seconds, bytes, FLOP; ``B`` = bandwidth in bytes/s):
   that once (twice on a half-duplex link).
 """
 
+from __future__ import annotations
+
 import dataclasses
 import math
 import types
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ..framework import registry
 from ..framework.device import DeviceSpec
@@ -115,15 +119,16 @@ class MachineProfile:
         KeyError: from :meth:`device` for an unknown device, listing the known ones.
     """
 
-    def __init__(self, devices, links=None, link_resources=None,
-                 intra_task_link=PCIE_3_X16, inter_task_link=ETHERNET_10G):
+    def __init__(self, devices: Mapping[str, DeviceProfile], links: Mapping[tuple[str, str], LinkProfile] | None = None,
+                 link_resources: Mapping[tuple[str, str], str] | None = None,
+                 intra_task_link: LinkProfile = PCIE_3_X16, inter_task_link: LinkProfile = ETHERNET_10G) -> None:
         self.devices = types.MappingProxyType({_full_name(d): p for d, p in devices.items()})
         self.links = types.MappingProxyType(_pair_map(links))
         self.link_resources = types.MappingProxyType(_pair_map(link_resources))
         self.intra_task_link = intra_task_link
         self.inter_task_link = inter_task_link
 
-    def device(self, name):
+    def device(self, name: str) -> DeviceProfile:
         """The :class:`DeviceProfile` of a device name."""
         key = _full_name(name)
         try:
@@ -131,7 +136,7 @@ class MachineProfile:
         except KeyError:
             raise KeyError(f"Unknown device '{key}'; the machine has: {', '.join(sorted(self.devices))}") from None
 
-    def link(self, src, dst):
+    def link(self, src: str, dst: str) -> LinkProfile:
         """The :class:`LinkProfile` a tensor crosses from device ``src`` to ``dst``."""
         src, dst = _full_name(src), _full_name(dst)
         if src == dst:
@@ -140,7 +145,7 @@ class MachineProfile:
             return self.links[(src, dst)]
         return self.intra_task_link if _task_of(src) == _task_of(dst) else self.inter_task_link
 
-    def link_resource(self, src, dst):
+    def link_resource(self, src: str, dst: str) -> str:
         """The name of the channel a ``src`` → ``dst`` transfer occupies (see the class doc)."""
         src, dst = _full_name(src), _full_name(dst)
         if (src, dst) in self.link_resources:
@@ -153,7 +158,7 @@ class MachineProfile:
         return f"MachineProfile({', '.join(f'{d}: {p.name}' for d, p in sorted(self.devices.items()))})"
 
 
-def default_machine(num_gpus=4, job="localhost", task=0):
+def default_machine(num_gpus: int = 4, job: str = "localhost", task: int = 0) -> MachineProfile:
     """The seeds' machine: ``CPU:0`` plus ``num_gpus`` simulated Tesla K20m on PCIe 3.0."""
     prefix = f"/job:{job}/replica:0/task:{task}/device:"
     devices = {prefix + "CPU:0": CPU}
@@ -161,7 +166,8 @@ def default_machine(num_gpus=4, job="localhost", task=0):
     return MachineProfile(devices)
 
 
-def op_cost(op_type, input_shapes, output_shapes, dtype_size=4, attrs=None):
+def op_cost(op_type: str, input_shapes: Sequence[Any], output_shapes: Sequence[Any], dtype_size: int = 4,
+            attrs: Mapping[str, Any] | None = None) -> OpCost:
     """Estimated work of one execution of an ``op_type`` op.
 
     Args:
@@ -185,7 +191,7 @@ def op_cost(op_type, input_shapes, output_shapes, dtype_size=4, attrs=None):
     return OpCost(int(flops), int(elements) * int(dtype_size))
 
 
-def op_time_s(cost, device):
+def op_time_s(cost: OpCost, device: DeviceProfile) -> float:
     """Roofline time of ``cost`` (:class:`OpCost`) on ``device`` (:class:`DeviceProfile`);
     an op with no work (no flops, no bytes: graph plumbing) launches nothing and takes 0 s."""
     if cost.flops == 0 and cost.bytes_accessed == 0:
@@ -195,12 +201,12 @@ def op_time_s(cost, device):
     return device.launch_overhead_s + max(compute_s, memory_s)
 
 
-def transfer_time_s(nbytes, link):
+def transfer_time_s(nbytes: float, link: LinkProfile) -> float:
     """``latency + nbytes / bandwidth`` for one message over ``link`` (:class:`LinkProfile`)."""
     return link.latency_s + nbytes / link.bandwidth_Bps
 
 
-def ring_allreduce_time_s(nbytes, n, link):
+def ring_allreduce_time_s(nbytes: float, n: int, link: LinkProfile) -> float:
     """α-β time of a ring all-reduce of ``nbytes`` per rank over ``n`` ranks.
 
     ``2(n−1)·α + 2(n−1)/n · nbytes/B``: 2(n−1) steps (reduce-scatter, then allgather),
@@ -218,7 +224,7 @@ def ring_allreduce_time_s(nbytes, n, link):
     return steps * link.latency_s + steps / n * nbytes / link.bandwidth_Bps
 
 
-def ps_sync_time_s(nbytes, n_workers, link, n_ps=1, full_duplex=True):
+def ps_sync_time_s(nbytes: float, n_workers: int, link: LinkProfile, n_ps: int = 1, full_duplex: bool = True) -> float:
     """Communication time of one synchronous parameter-server step.
 
     Each of ``n_workers`` pushes its ``nbytes`` of gradients and pulls ``nbytes`` of

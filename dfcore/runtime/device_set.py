@@ -10,11 +10,15 @@ machine (a ``ConfigProto`` without ``device_count``) is the seeds' server: one C
 and four Tesla K20m. Real-GPU detection plugs in at :func:`local_gpu_profiles`.
 """
 
+from __future__ import annotations
+
 import dataclasses
 import hashlib
+from collections.abc import Iterable, Iterator
 
 from .. import errors
 from ..framework.device import DeviceSpec
+from ..framework.protos import ConfigProto
 
 #: Factory priorities (``REGISTER_LOCAL_DEVICE_FACTORY``): a higher one is preferred.
 DEVICE_TYPE_PRIORITY = {"GPU": 210, "CPU": 60}
@@ -51,15 +55,15 @@ class Device:
     physical_device_desc: str = ""
 
     @property
-    def spec(self):
+    def spec(self) -> DeviceSpec:
         return DeviceSpec.from_string(self.name)
 
     @property
-    def priority(self):
+    def priority(self) -> int:
         return DEVICE_TYPE_PRIORITY.get(self.device_type, 0)
 
 
-def incarnation_of(device_name):
+def incarnation_of(device_name: str) -> int:
     """A deterministic nonzero uint64 for a device name (TF draws a random one per process).
 
     It travels in ``send_device_incarnation`` and in rendezvous keys
@@ -69,14 +73,14 @@ def incarnation_of(device_name):
     return int.from_bytes(digest[:8], "big") or 1
 
 
-def allocator_name(device_name):
+def allocator_name(device_name: str) -> str:
     """The name TF gives the allocator of a device: ``cpu`` for a CPU, ``GPU_<i>_bfc`` for GPU ``i``
     (``gpu/gpu_device.cc``'s BFC allocator); it appears in StepStats and in OOM messages."""
     spec = DeviceSpec.from_string(device_name)
     return "cpu" if spec.device_type == "CPU" else f"{spec.device_type}_{spec.device_index}_bfc"
 
 
-def local_gpu_profiles():
+def local_gpu_profiles() -> tuple[str, ...]:
     """The profiles of this host's GPUs when ``device_count`` does not name ``"GPU"``.
 
     Real-GPU detection belongs here (cupy's device count and names); until then
@@ -85,14 +89,15 @@ def local_gpu_profiles():
     return (DEFAULT_GPU_PROFILE,) * DEFAULT_GPU_COUNT
 
 
-def simulated_gpu_desc(index, profile_name):
+def simulated_gpu_desc(index: int, profile_name: str) -> str:
     """TF's GPU ``physical_device_desc`` with a simulated PCI bus id (``0000:<index+2>:00.0``)."""
     desc = f"device: {index}, name: {profile_name}, pci bus id: 0000:{index + 2:02x}:00.0"
     capability = COMPUTE_CAPABILITY.get(profile_name)
     return desc if capability is None else f"{desc}, compute capability: {capability}"
 
 
-def make_device(job, replica, task, device_type, index, profile_name=None):
+def make_device(job: str, replica: int, task: int, device_type: str, index: int,
+                profile_name: str | None = None) -> Device:
     """A simulated :class:`Device` with its full name, incarnation and description."""
     name = DeviceSpec(job, replica, task, device_type, index).to_string()
     if device_type == "CPU":
@@ -103,7 +108,7 @@ def make_device(job, replica, task, device_type, index, profile_name=None):
     return Device(name, device_type, index, profile_name, True, incarnation_of(name), desc)
 
 
-def passes_device_filters(name, device_filters, own_task):
+def passes_device_filters(name: str, device_filters: Iterable[str], own_task: str) -> bool:
     """True if a session with ``device_filters`` on ``own_task`` sees (and waits for) the task or device ``name``.
 
     Source: ``device_filters`` in TF's ``core/protobuf/config.proto``: with filters, a session ignores the
@@ -143,7 +148,7 @@ class DeviceSet:
         KeyError: ``client_device`` is not in ``devices``.
     """
 
-    def __init__(self, devices, client_device=None):
+    def __init__(self, devices: Iterable[Device], client_device: str | None = None) -> None:
         self._devices = tuple(devices)
         self._by_name = {d.name: d for d in self._devices}
         cpus = [d for d in self._devices if d.device_type == "CPU"]
@@ -157,7 +162,8 @@ class DeviceSet:
                                                                        -d.priority, d.name)))
 
     @classmethod
-    def from_config(cls, config=None, job="localhost", task=0, replica=0):
+    def from_config(cls, config: ConfigProto | None = None, job: str = "localhost", task: int = 0,
+                    replica: int = 0) -> DeviceSet:
         """The devices a Session with ``config`` gets (TF's ``DeviceFactory::AddDevices``).
 
         Without ``device_count`` the session gets the default machine: one CPU and
@@ -186,37 +192,37 @@ class DeviceSet:
         return cls(devices)
 
     @property
-    def devices(self):
+    def devices(self) -> tuple[Device, ...]:
         """All devices, in creation order."""
         return self._devices
 
-    def names(self):
+    def names(self) -> list[str]:
         """The full device names, in creation order."""
         return [d.name for d in self._devices]
 
-    def prioritized_devices(self):
+    def prioritized_devices(self) -> tuple[Device, ...]:
         """Devices by preference: type priority (GPU 210 before CPU 60), then name (TF's sort)."""
         return self._prioritized
 
-    def device_types(self):
+    def device_types(self) -> list[str]:
         """The device types present, by priority (TF's ``PrioritizedDeviceTypeList``)."""
         return list(dict.fromkeys(d.device_type for d in self._prioritized))
 
     @property
-    def client_device(self):
+    def client_device(self) -> Device:
         """CPU:0 of the task: where feeds arrive and fetches leave."""
         return self._client
 
-    def find(self, spec):
+    def find(self, spec: str | DeviceSpec | None) -> list[Device]:
         """Devices matching a (partial) spec (``"/gpu:1"``, ``"/job:localhost"``), in priority order.
 
         Raises:
             ValueError: a malformed device string.
         """
-        spec = DeviceSpec.from_string(spec or "")
-        return [d for d in self._prioritized if spec.matches(d.spec)]
+        wanted = DeviceSpec.from_string(spec or "")
+        return [d for d in self._prioritized if wanted.matches(d.spec)]
 
-    def device(self, name):
+    def device(self, name: str) -> Device:
         """The device with this full name.
 
         Raises:
@@ -227,10 +233,10 @@ class DeviceSet:
     def __contains__(self, name):
         return DeviceSpec.from_string(name).to_string() in self._by_name
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Device]:
         return iter(self._devices)
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self._devices)
 
     def __repr__(self):

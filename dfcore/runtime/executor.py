@@ -29,10 +29,14 @@ Errors: a kernel's exception becomes the step's ``OpError`` in one place,
 :func:`dfcore.runtime.kernel_errors.kernel_error`.
 """
 
+from __future__ import annotations
+
 import collections
 import operator
 import threading
 import time
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from .. import errors
 from .cancellation import cancelled_error
@@ -60,8 +64,9 @@ class StepContext:
     __slots__ = ("call_frame", "collectives", "deadline", "device", "rendezvous", "resources", "step_id", "tracing",
                  "txn")
 
-    def __init__(self, txn, resources, step_id, rendezvous=None, device=None, collectives=None, tracing=False,
-                 deadline=None, call_frame=None):
+    def __init__(self, txn: Any, resources: Any, step_id: int, rendezvous: Any = None, device: str | None = None,
+                 collectives: dict[Any, Any] | None = None, tracing: bool = False, deadline: Any = None,
+                 call_frame: Any = None) -> None:
         self.txn = txn
         self.resources = resources
         self.step_id = step_id
@@ -72,7 +77,7 @@ class StepContext:
         self.deadline = deadline
         self.call_frame = call_frame
 
-    def on_device(self, device):
+    def on_device(self, device: str) -> StepContext:
         return StepContext(self.txn, self.resources, self.step_id, self.rendezvous, device, self.collectives,
                            self.tracing, self.deadline, self.call_frame)
 
@@ -89,8 +94,8 @@ class CompiledNode:
     __slots__ = ("name", "op_type", "compute", "in_slots", "out_slot", "num_outputs", "needs_context",
                  "is_async", "consumers", "pending", "source", "label", "preset", "gather")
 
-    def __init__(self, name, op_type, compute, in_slots, out_slot, num_outputs, needs_context, is_async,
-                 source, label):
+    def __init__(self, name: str, op_type: str, compute: Callable[..., Any], in_slots: Sequence[Any], out_slot: int,
+                 num_outputs: int, needs_context: bool, is_async: bool, source: Any, label: str) -> None:
         self.name = name
         self.op_type = op_type
         self.compute = compute
@@ -99,7 +104,7 @@ class CompiledNode:
         self.num_outputs = num_outputs
         self.needs_context = needs_context
         self.is_async = is_async
-        self.consumers = []
+        self.consumers: list[int] = []
         self.pending = 0
         self.source = source
         self.label = label
@@ -111,7 +116,7 @@ class CompiledPartition:
     """A partition ready to run: nodes in a deterministic topological order, root indices,
     and the initial value slots (constants already materialized, see the compiler)."""
 
-    def __init__(self, device, nodes, initial_values, num_scheduled):
+    def __init__(self, device: str, nodes: list[CompiledNode], initial_values: list[Any], num_scheduled: int) -> None:
         self.device = device
         self.nodes = nodes
         self.initial_values = initial_values
@@ -125,7 +130,7 @@ class NodeTiming:
 
     __slots__ = ("device", "index", "start_s", "end_s", "thread_id", "outputs")
 
-    def __init__(self, device, index, start_s, end_s, thread_id, outputs):
+    def __init__(self, device: str, index: int, start_s: float, end_s: float, thread_id: int, outputs: Any) -> None:
         self.device = device
         self.index = index
         self.start_s = start_s
@@ -145,7 +150,8 @@ class Executor:
         timings: a list to append :class:`NodeTiming` records to, or None (no tracing).
     """
 
-    def __init__(self, partition, ctx, runner, done, timings=None):
+    def __init__(self, partition: CompiledPartition, ctx: StepContext, runner: Callable[[Callable[[], None]], Any],
+                 done: Callable[[errors.OpError | None], None], timings: list[NodeTiming] | None = None) -> None:
         self._partition = partition
         self._ctx = ctx
         self._runner = runner
@@ -158,16 +164,16 @@ class Executor:
         self._lock = threading.Lock()
         self._running = False
         self._finished = False
-        self._async_start = {}
+        self._async_start: dict[int, float] = {}
 
-    def start(self):
+    def start(self) -> None:
         """Begin processing (through the runner); returns at once if the runner is a pool."""
         if self._remaining == 0:
             self._finish(None)
             return
         self._wake()
 
-    def stop(self):
+    def stop(self) -> None:
         """Report now if the step was aborted: an executor not started yet, or idle while it waits for an
         async node, finishes at once (through the runner); a running loop stops before its next node."""
         self._wake()
@@ -318,6 +324,6 @@ def _gatherer(slots):
     return operator.itemgetter(*slots)
 
 
-def inline_runner(fn):
+def inline_runner(fn: Callable[[], Any]) -> None:
     """Run ``fn`` on the calling thread (tests: must give the same results as a thread pool)."""
     fn()

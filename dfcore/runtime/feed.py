@@ -5,6 +5,8 @@ a feed key is a Tensor or a tensor name; a feed value is converted to the tensor
 dtype and checked against its static shape, with TF's messages.
 """
 
+from __future__ import annotations
+
 import numpy as np
 
 from ..framework import dtypes

@@ -6,6 +6,8 @@ names (``"x:0"``, ``"train_op"``) or objects with ``_as_graph_element``
 (Variables). An Operation fetches ``None``.
 """
 
+from __future__ import annotations
+
 from ..framework.operation import Operation
 from ..framework.tensor import Tensor
 

@@ -15,6 +15,8 @@ allocating tensor with shape[...] and type ... on ... by allocator ...``) and th
   on every device instead of losing the exception on a pool thread.
 """
 
+from __future__ import annotations
+
 import numpy as np
 
 from .. import errors

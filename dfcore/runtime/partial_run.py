@@ -10,6 +10,8 @@ for and — dfcore's rule — its variable writes are committed together (or dro
 op failed). An error while feeding or fetching aborts the step and ends the partial run.
 """
 
+from __future__ import annotations
+
 from .. import errors, tf_logging
 from .executor import StepContext, inline_runner
 from .rendezvous import Rendezvous

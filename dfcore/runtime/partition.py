@@ -31,13 +31,19 @@ into fetch endpoints (fetch order). Nodes are visited in op-id order, then
 feeds, then fetches, each partition listing nodes in the order they are created.
 """
 
+from __future__ import annotations
+
 import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from .. import errors
 from ..framework import dtypes
 from ..framework.graph_def import make_graph_def, make_node_def
+from ..framework.operation import Operation
+from ..framework.protos import GraphDef, NodeDef
 from .device_set import incarnation_of
 from .subgraph import check_endpoints, endpoint
 
@@ -59,7 +65,7 @@ class PartitionNode:
     attrs: dict = dataclasses.field(hash=False)
     original: object = dataclasses.field(default=None, compare=False)
 
-    def get_attr(self, name):
+    def get_attr(self, name: str) -> Any:
         """The attr ``name``; raises ValueError (TF's wording) if absent."""
         try:
             return self.attrs[name]
@@ -67,7 +73,7 @@ class PartitionNode:
             raise ValueError(f"Node '{self.name}' has no attr named '{name}'.") from None
 
     @property
-    def node_def(self):
+    def node_def(self) -> NodeDef:
         """This node as TF's ``NodeDef`` message, as ``Operation.node_def``."""
         return make_node_def(self.name, self.op, self.inputs, self.device, self.attrs)
 
@@ -79,11 +85,11 @@ class PartitionGraph:
     device: str
     nodes: tuple
 
-    def as_graph_def(self):
+    def as_graph_def(self) -> GraphDef:
         """This partition as TF's ``GraphDef`` message (what ``RunMetadata.partition_graphs`` holds)."""
         return make_graph_def(n.node_def for n in self.nodes)
 
-    def node(self, name):
+    def node(self, name: str) -> PartitionNode:
         """The node called ``name``; raises KeyError."""
         for node in self.nodes:
             if node.name == name:
@@ -107,10 +113,10 @@ class PartitionStats:
     transfers_saved_by_dedup: int
 
     @property
-    def pairs_inserted(self):
+    def pairs_inserted(self) -> int:
         return self.data_pairs + self.control_pairs
 
-    def vlog_line(self):
+    def vlog_line(self) -> str:
         """TF's ``VLOG(1)`` summary: ``Added send/recv: controls=<n>, data=<m>``."""
         return f"Added send/recv: controls={self.control_pairs}, data={self.data_pairs}"
 
@@ -118,7 +124,7 @@ class PartitionStats:
 class Partitions(dict):
     """``{device name: PartitionGraph}`` plus ``stats`` (:class:`PartitionStats`)."""
 
-    def __init__(self, graphs, stats):
+    def __init__(self, graphs: Mapping[str, PartitionGraph], stats: PartitionStats) -> None:
         super().__init__(graphs)
         self.stats = stats
 
@@ -209,7 +215,8 @@ class _Partitioner:
         return PartitionStats(self.data_edges, self.control_edges, self.data_pairs, self.control_pairs, self.saved)
 
 
-def partition(ops, placement, feeds=(), fetches=(), client_device=CLIENT_DEVICE, call_frame=True):
+def partition(ops: Sequence[Operation], placement: Mapping[Operation, str], feeds: Sequence[Any] = (),
+              fetches: Sequence[Any] = (), client_device: str = CLIENT_DEVICE, call_frame: bool = True) -> Partitions:
     """Partition the placed ops of one run by device (TF's ``Partition`` after ``RewriteGraphForExecution``).
 
     Args:
@@ -235,7 +242,8 @@ def partition(ops, placement, feeds=(), fetches=(), client_device=CLIENT_DEVICE,
     nodes = {op: _Builder(op.name, op.type, placement[op], op.attrs, op) for op in ops}
 
     # Edge ids in TF's creation order (see the module docstring).
-    edge_ids, feed_consumers = {}, {t: [] for t in feeds}
+    edge_ids: dict[Any, int] = {}
+    feed_consumers: dict[Any, list[Any]] = {t: [] for t in feeds}
     for op in ops:
         for i, tensor in enumerate(op.inputs):
             if tensor in fed:
@@ -263,7 +271,8 @@ def partition(ops, placement, feeds=(), fetches=(), client_device=CLIENT_DEVICE,
 
     for op in ops:
         dst = part.add(nodes[op])
-        ref_recvs, read_inputs = [], []
+        ref_recvs: list[Any] = []
+        read_inputs: list[Any] = []
         for i, tensor in enumerate(op.inputs):
             src, index = (feed_nodes[tensor], 0) if tensor in fed else (nodes[tensor.op], tensor.value_index)
             part.connect(dst, src, index, edge_ids[(op, i)], tensor.dtype.base_dtype,

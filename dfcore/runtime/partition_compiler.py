@@ -12,6 +12,8 @@ here, and it is not scheduled in each step (its consumers do not wait for it). A
 ``Const`` with control inputs still runs, so the ordering it carries is kept.
 """
 
+from __future__ import annotations
+
 from .. import errors
 from ..framework import registry
 from . import step_stats

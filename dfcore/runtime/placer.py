@@ -19,12 +19,17 @@ Rules, in order:
    of the request and try again.
 """
 
+from __future__ import annotations
+
 import dataclasses
 import re
+from collections.abc import ItemsView, Iterable, Iterator, Mapping, Sequence
 
 from .. import errors
 from ..framework import registry
 from ..framework.device import DeviceSpec
+from ..framework.operation import Operation
+from .device_set import DeviceSet
 
 DEFAULT_DEVICE_TYPES = ("GPU", "CPU")
 #: Op types with only a CPU kernel in TF 1.x (the summary ops: ``core/kernels/summary_*op.cc``, which is
@@ -35,7 +40,7 @@ CPU_ONLY_OP_TYPES = ("AsString", "DecodeCSV", "HistogramSummary", "ImageSummary"
 #: Ops that read only the shape of their input (TF's ``NC_METADATA`` node class).
 METADATA_OP_TYPES = frozenset({"Shape", "Size", "Rank"})
 
-_DEVICE_TYPES: dict[str, str] = {}
+_DEVICE_TYPES: dict[str, tuple[str, ...]] = {}
 _LOG_LINE = re.compile(r"^(?P<name>[^:]+): \((?P<op>[A-Za-z0-9_]+)\): (?P<device>/\S+)$")
 
 REASON_ASSIGNED = "assigned"
@@ -47,12 +52,12 @@ REASON_SOFT = "soft placement"
 REASON_DEFAULT = "default: highest-priority device"
 
 
-def register_device_types(op_type, *device_types):
+def register_device_types(op_type: str, *device_types: str) -> None:
     """Declare the device types that have a kernel for ``op_type`` (default: GPU and CPU)."""
     _DEVICE_TYPES[op_type] = tuple(device_types)
 
 
-def supported_device_types(op_type):
+def supported_device_types(op_type: str) -> tuple[str, ...]:
     """The device types with a kernel for ``op_type``."""
     return _DEVICE_TYPES.get(op_type, DEFAULT_DEVICE_TYPES)
 
@@ -80,30 +85,30 @@ class PlacementRecord:
 class Placement:
     """The result of :func:`place`: op → full device name, plus a record per op (op-id order)."""
 
-    def __init__(self, devices, records):
+    def __init__(self, devices: Mapping[Operation, str], records: Iterable[PlacementRecord]) -> None:
         self._devices = dict(devices)
         self._records = tuple(records)
 
-    def __getitem__(self, op):
+    def __getitem__(self, op: Operation) -> str:
         return self._devices[op]
 
     def __contains__(self, op):
         return op in self._devices
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self._devices)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Operation]:
         return iter(self._devices)
 
-    def items(self):
+    def items(self) -> ItemsView[Operation, str]:
         return self._devices.items()
 
-    def records(self):
+    def records(self) -> list[PlacementRecord]:
         """One :class:`PlacementRecord` per op, in op-id order."""
         return list(self._records)
 
-    def devices_used(self):
+    def devices_used(self) -> list[str]:
         """The distinct devices of this placement, in order of first use."""
         return list(dict.fromkeys(self._devices[op] for op in sorted(self._devices, key=_op_id)))
 
@@ -126,7 +131,7 @@ def _op_id(op):
     return op._id
 
 
-def place(ops, device_set, allow_soft_placement=False):
+def place(ops: Iterable[Operation], device_set: DeviceSet, allow_soft_placement: bool = False) -> Placement:
     """Place ``ops`` (the pruned ops of one run) on the devices of ``device_set``.
 
     Returns:
@@ -145,7 +150,7 @@ def place(ops, device_set, allow_soft_placement=False):
         if op.assigned_device:
             _pin_assigned(op, groups[op], device_set)
 
-    consumers = {op: [] for op in ops}
+    consumers: dict[Operation, list[Operation]] = {op: [] for op in ops}
     for op in ops:
         for producer in dict.fromkeys([t.op for t in op.inputs] + op.control_inputs):
             if producer in consumers:
@@ -312,7 +317,7 @@ def _assign(op, group, device_set, soft, chosen, reasons, neighbours, heuristic)
     reasons[op] = reason
 
 
-def debug_info(members, device_set):
+def debug_info(members: Sequence[Operation], device_set: DeviceSet) -> str:
     """TF's ``Colocation Debug Info`` text for a group of two or more ops, else ''."""
     if len(members) < 2:
         return ""
@@ -358,7 +363,7 @@ def _unsatisfiable_error(op, group, device_set):
     return errors.InvalidArgumentError(None, op, f"Cannot assign a device for operation '{op.name}': {message}")
 
 
-def placement_log_lines(device_set, records):
+def placement_log_lines(device_set: DeviceSet, records: Iterable[PlacementRecord]) -> list[str]:
     """TF's ``log_device_placement`` text as lines (``direct_session.cc``, ``placer.cc``).
 
     ``Device mapping:`` then ``<device> -> <physical_device_desc>`` per device that
@@ -370,12 +375,12 @@ def placement_log_lines(device_set, records):
     return lines + [placement_log_line(r.node_name, r.op_type, r.assigned_device) for r in records]
 
 
-def placement_log_line(node_name, op_type, device):
+def placement_log_line(node_name: str, op_type: str, device: str) -> str:
     """One node's line, ``<name>: (<OpType>): <device>`` (placer.cc ``LogDeviceAssignment``)."""
     return f"{node_name}: ({op_type}): {device}"
 
 
-def parse_placement_log_line(line):
+def parse_placement_log_line(line: str) -> tuple[str, str, str]:
     """``(node_name, op_type, device)`` from a :func:`placement_log_line`.
 
     Raises:

@@ -7,6 +7,8 @@ ties broken by creation order, so the result is deterministic; a cycle is
 reported in TF's words.
 """
 
+from __future__ import annotations
+
 import heapq
 
 from .. import errors

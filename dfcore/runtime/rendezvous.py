@@ -22,10 +22,14 @@ Every match is logged as a :class:`TransferRecord` so widgets can show how long
 each receiver waited.
 """
 
+from __future__ import annotations
+
 import dataclasses
 import functools
 import threading
 import time
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -65,12 +69,13 @@ class TransferRecord:
     match_time_s: float
 
     @property
-    def recv_wait_s(self):
+    def recv_wait_s(self) -> float:
         """How long the consumer waited for the producer (0 if the value was already there)."""
         return max(0.0, self.match_time_s - self.recv_request_time_s)
 
 
-def create_key(src_device, src_incarnation, dst_device, name, frame_iter=(0, 0)):
+def create_key(src_device: str, src_incarnation: int, dst_device: str, name: str,
+               frame_iter: tuple[int, int] = (0, 0)) -> str:
     """Build ``"<src>;<incarnation:016x>;<dst>;<name>;<frame>:<iter>"`` (TF ``Rendezvous::CreateKey``).
 
     Args:
@@ -88,7 +93,7 @@ def create_key(src_device, src_incarnation, dst_device, name, frame_iter=(0, 0))
     return key
 
 
-def parse_key(key):
+def parse_key(key: str) -> ParsedKey:
     """Split a key made by :func:`create_key` into a :class:`ParsedKey` (TF ``Rendezvous::ParseKey``).
 
     Parses are cached: a step's keys repeat every step.
@@ -167,22 +172,23 @@ class Rendezvous:
             one for deterministic :class:`TransferRecord` times.
     """
 
-    def __init__(self, clock=time.perf_counter):
+    def __init__(self, clock: Callable[[], float] = time.perf_counter) -> None:
         self._clock = clock
         self._lock = threading.Lock()
-        self._table = {}
+        self._table: dict[str, _Item] = {}
         #: The ``OpError`` :meth:`start_abort` was first called with, else None (read-only). A plain
         #: attribute, read without the lock, so executors can test it before every op.
-        self.abort_status = None
-        self._transfers = []
+        self.abort_status: errors.OpError | None = None
+        # (key, parsed key, nbytes, send time, request time, match time) per match
+        self._transfers: list[tuple[str, ParsedKey, int, float, float, float]] = []
 
     @property
-    def is_aborted(self):
+    def is_aborted(self) -> bool:
         """True once :meth:`start_abort` has been called."""
         with self._lock:
             return self.abort_status is not None
 
-    def transfers(self):
+    def transfers(self) -> list[TransferRecord]:
         """The :class:`TransferRecord` of every match so far, in match order (built on demand:
         a match only stores a tuple, keeping the per-transfer cost low)."""
         with self._lock:
@@ -190,7 +196,7 @@ class Rendezvous:
         return [TransferRecord(key, parsed.edge_name, parsed.src_device, parsed.dst_device, nbytes, sent, requested,
                                matched) for key, parsed, nbytes, sent, requested, matched in raw]
 
-    def send(self, key, value, nbytes=None):
+    def send(self, key: str, value: Any, nbytes: int | None = None) -> None:
         """Post ``value`` under ``key``; never blocks.
 
         Args:
@@ -208,7 +214,7 @@ class Rendezvous:
             value = np.asarray(value).copy()  # ndarray.copy: np.array(copy=True) is ~20x slower
         self._post(key, parsed, value, nbytes)
 
-    def deliver(self, key, value, nbytes=None):
+    def deliver(self, key: str, value: Any, nbytes: int | None = None) -> None:
         """Post a value that arrived from another process: as :meth:`send`, without the copy
         (the buffer is already the receiver's own)."""
         self._post(key, parse_key(key), value, nbytes)
@@ -233,7 +239,7 @@ class Rendezvous:
             self._match(key, parsed, item)
         waiter(None, value)
 
-    def recv_async(self, key, done):
+    def recv_async(self, key: str, done: Callable[[errors.OpError | None, Any], None]) -> None:
         """Ask for ``key``; call ``done(error, value)`` exactly once when it is settled.
 
         ``done`` runs on this thread if the value is already there (or the rendezvous is
@@ -265,7 +271,7 @@ class Rendezvous:
         else:
             done(None, value)
 
-    def recv(self, key, timeout_s=None):
+    def recv(self, key: str, timeout_s: float | None = None) -> Any:
         """Return the value sent under ``key``, blocking until it arrives.
 
         Args:
@@ -305,7 +311,7 @@ class Rendezvous:
         A rendezvous fed from another process overrides this to receive while it waits."""
         return settled.wait(timeout_s)
 
-    def start_abort(self, status):
+    def start_abort(self, status: errors.OpError) -> None:
         """Abort: every pending and later send/recv fails with ``AbortedError(status.message)``.
 
         Idempotent: only the first status is kept. Waiting receivers are woken (their

@@ -7,6 +7,8 @@ value arrives (see :mod:`dfcore.runtime.executor`). Keys are built once, when th
 partition is compiled.
 """
 
+from __future__ import annotations
+
 from ..framework import registry
 from .rendezvous import create_key
 from .variable_store import VarRef

@@ -15,6 +15,8 @@ The whole graph is placed on the first run (and again when ops were added), as
 TF's DirectSession does, so ``log_device_placement`` lists every node.
 """
 
+from __future__ import annotations
+
 import concurrent.futures
 import itertools
 import os

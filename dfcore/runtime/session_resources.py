@@ -5,6 +5,8 @@ Source: TF's ``ResourceMgr`` (``core/framework/resource_mgr.h``), keyed here by
 (kind, name). Split out of :mod:`dfcore.runtime.session`.
 """
 
+from __future__ import annotations
+
 import threading
 
 import numpy as np

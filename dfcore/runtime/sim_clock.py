@@ -28,6 +28,8 @@ between the two nodes: op time and transfer time are those of
 :mod:`dfcore.runtime.cost_model`.
 """
 
+from __future__ import annotations
+
 import dataclasses
 import heapq
 import math

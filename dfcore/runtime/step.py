@@ -13,19 +13,30 @@ blocked receives and queue waits fail, every executor stops before its next op, 
 caller gets the error (or its interrupt, re-raised) only once no executor runs.
 """
 
-import threading
+from __future__ import annotations
 
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from .. import errors
 from .call_frame import CallFrame
 from .cancellation import DEFAULT_STEP_TIMEOUT_S, Deadline, cancelled_error
 from .executor import Executor, StepContext, inline_runner
 from .rendezvous import Rendezvous
+from .session_resources import SessionResources
+from .variable_store import StepTransaction
+
+if TYPE_CHECKING:
+    from .step_plan import StepPlan
 
 
 class StepResult:
     """Fetched values plus what tracing needs: executors (their value slots), node timings,
     the rendezvous and the step's collective instances (``StepContext.collectives``)."""
 
-    def __init__(self, values, executors, timings, rendezvous, collectives=None):
+    def __init__(self, values: list[Any], executors: list[Executor | None], timings: list[Any] | None,
+                 rendezvous: Rendezvous, collectives: dict[Any, Any] | None = None) -> None:
         self.values = values
         self.executors = executors
         self.timings = timings
@@ -33,7 +44,8 @@ class StepResult:
         self.collectives = {} if collectives is None else collectives
 
 
-def run_step(plan, feed_values, txn, resources, step_id, pool, timeout_s=None, trace=False):
+def run_step(plan: StepPlan, feed_values: Sequence[Any], txn: StepTransaction, resources: SessionResources,
+             step_id: int, pool: Any, timeout_s: float | None = None, trace: bool = False) -> StepResult:
     """Run ``plan`` once; return a :class:`StepResult`.
 
     Args:
@@ -51,7 +63,7 @@ def run_step(plan, feed_values, txn, resources, step_id, pool, timeout_s=None, t
     deadline = Deadline(DEFAULT_STEP_TIMEOUT_S if timeout_s is None else timeout_s)
     rendezvous = Rendezvous()
     frame = CallFrame(feed_values, plan.num_retvals)
-    timings = [] if trace else None
+    timings: list[Any] | None = [] if trace else None
     barrier = Barrier(len(plan.partitions), rendezvous, deadline)
     # a deadline the caller set holds between ops too; the default one only bounds waits (reading the
     # clock before every op costs ~60 ns, some 8% of a cheap op)
@@ -70,7 +82,8 @@ def run_step(plan, feed_values, txn, resources, step_id, pool, timeout_s=None, t
     return StepResult(values, executors, timings, rendezvous, ctx.collectives)
 
 
-def start_executors(plan, runners, ctx, barrier, timings):
+def start_executors(plan: StepPlan, runners: Mapping[int, Callable[..., Any]], ctx: StepContext,
+                    barrier: Barrier, timings: list[Any] | None) -> list[Executor | None]:
     """Start an executor for each partition index in ``runners`` (``{index: runner}``), pooled ones first;
     returns a list aligned with ``plan.partitions`` (None where a partition is not run here).
 
@@ -79,26 +92,30 @@ def start_executors(plan, runners, ctx, barrier, timings):
             and every executor was told to stop (running ones stop before their next op; the caller
             waits for them, e.g. with :meth:`Barrier.cancel`).
     """
-    executors = [None] * len(plan.partitions)
+    executors: list[Executor | None] = [None] * len(plan.partitions)
     order = sorted(runners, key=lambda i: runners[i] is inline_runner)
     try:
+        made = []
         for i in order:
             partition = plan.partitions[i]
-            executors[i] = Executor(partition, ctx.on_device(partition.device), runners[i], barrier.done, timings)
-        for i in order:
-            executors[i].start()
+            executors[i] = executor = Executor(partition, ctx.on_device(partition.device), runners[i], barrier.done,
+                                               timings)
+            made.append(executor)
+        for executor in made:  # pooled ones first, as made
+            executor.start()
     except BaseException as interrupt:  # Ctrl-C while an inline partition ran on this thread
         barrier.abort(cancelled_error(interrupt))
         for i in order:
-            if executors[i] is None:
+            maybe = executors[i]
+            if maybe is None:
                 barrier.done(None)  # never made: it has nothing to stop
             else:
-                executors[i].stop()  # one not started yet reports at once
+                maybe.stop()  # one not started yet reports at once
         raise
     return executors
 
 
-def fetched_values(plan, frame):
+def fetched_values(plan: StepPlan, frame: CallFrame) -> list[Any]:
     """The fetched values of a finished step, aligned with the plan's fetches: a fed one is its feed (the
     frame's argument), any other the frame's return value."""
     return [frame.get_arg(where) if kind == "feed" else frame.retval(where) for kind, where in plan.fetch_sources]
@@ -114,17 +131,17 @@ class Barrier:
             :data:`DEFAULT_STEP_TIMEOUT_S` from now).
     """
 
-    def __init__(self, count, rendezvous, deadline=None):
+    def __init__(self, count: int, rendezvous: Rendezvous, deadline: Deadline | None = None) -> None:
         self._pending = count
         self._rendezvous = rendezvous
         self._deadline = Deadline(DEFAULT_STEP_TIMEOUT_S) if deadline is None else deadline
         self._lock = threading.Lock()
         self._all_done = threading.Event()
-        self._error = None
+        self._error: errors.OpError | None = None
         if count == 0:
             self._all_done.set()
 
-    def done(self, error):
+    def done(self, error: errors.OpError | None) -> None:
         """An executor finished, with ``error`` (an OpError) or None."""
         if error is not None:
             self.abort(error)
@@ -134,7 +151,7 @@ class Barrier:
         if finished:
             self._all_done.set()
 
-    def abort(self, error):
+    def abort(self, error: errors.OpError) -> None:
         """End the step with ``error`` unless it already has an error: keep it and abort the rendezvous, which
         wakes every blocked wait of the step; executors stop before their next op."""
         with self._lock:
@@ -143,11 +160,11 @@ class Barrier:
             self._error = error
         self._rendezvous.start_abort(error)
 
-    def finished(self):
+    def finished(self) -> bool:
         """True once every partition has reported (successfully or not)."""
         return self._all_done.is_set()
 
-    def wait(self, timeout_s=None):
+    def wait(self, timeout_s: float | None = None) -> None:
         """Wait until every executor has reported, at most until the deadline (or ``timeout_s`` from now;
         then the step is aborted with the deadline's error and stops), and raise the step's first error.
 
@@ -161,7 +178,7 @@ class Barrier:
         if self._error is not None:
             raise self._error
 
-    def cancel(self, interrupt):
+    def cancel(self, interrupt: BaseException) -> None:
         """Abort the step with ``CancelledError`` (the caller was interrupted by ``interrupt``) and wait until
         every executor has reported."""
         self.abort(cancelled_error(interrupt))

@@ -14,6 +14,8 @@ else runs inline on the calling thread (TF likewise runs cheap kernels inline â€
 a thread hand-off costs tens of Âµs, more than a small op).
 """
 
+from __future__ import annotations
+
 import dataclasses
 
 from ..framework import dtypes

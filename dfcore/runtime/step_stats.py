@@ -17,6 +17,8 @@ and parsed by :func:`parse_timeline_label`:
 - ``_Recv``: ``"<node> = _Recv(<tensor_name> @<send_device>)"``.
 """
 
+from __future__ import annotations
+
 import dataclasses
 import re
 import threading
@@ -127,7 +129,7 @@ class StepStats:
         return proto
 
     @classmethod
-    def from_proto(cls, proto: protos.StepStats) -> "StepStats":
+    def from_proto(cls, proto: protos.StepStats) -> StepStats:
         """A StepStats of TF's ``StepStats`` message (wall clock only; no simulated times): the op type comes
         from each node's timeline label, ``output_bytes`` from its outputs' requested bytes."""
         devices: list[DeviceStepStats] = []
@@ -146,7 +148,7 @@ class StepStats:
         return cls(dev_stats=devices)
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "StepStats":
+    def from_dict(cls, data: Mapping[str, Any]) -> StepStats:
         """Inverse of :meth:`to_dict`.
 
         Raises:

@@ -16,6 +16,8 @@ reserves its whole memory up front, as TF's BFC allocator does; that shows as an
 extra ``GPU_<i>_bfc reserved`` record.
 """
 
+from __future__ import annotations
+
 import time
 
 import numpy as np

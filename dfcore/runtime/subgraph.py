@@ -14,6 +14,8 @@ for ``partial_run``). Every endpoint sits on the client device.
   ``recv_device`` = the client, ``client_terminated=True``.
 """
 
+from __future__ import annotations
+
 import re
 
 from .. import errors

@@ -16,7 +16,11 @@ function; if another step committed the variable in between, commit re-applies
 TF's locking ``Apply*`` kernels).
 """
 
+from __future__ import annotations
+
 import threading
+from collections.abc import Callable
+from typing import Any
 
 from .. import errors
 
@@ -28,16 +32,16 @@ class VariableState:
 
     __slots__ = ("name", "current")
 
-    def __init__(self, name):
+    def __init__(self, name: str) -> None:
         self.name = name
         self.current = (None, 0)
 
     @property
-    def value(self):
+    def value(self) -> Any:
         return self.current[0]
 
     @property
-    def version(self):
+    def version(self) -> int:
         return self.current[1]
 
 
@@ -46,11 +50,11 @@ class VarRef:
 
     __slots__ = ("state",)
 
-    def __init__(self, state):
+    def __init__(self, state: VariableState) -> None:
         self.state = state
 
     @property
-    def name(self):
+    def name(self) -> str:
         return self.state.name
 
     def __repr__(self):
@@ -68,7 +72,7 @@ class VariableStore:
         self._states = {}
         self._refs = {}
 
-    def ref(self, name):
+    def ref(self, name: str) -> VarRef:
         """The reference for variable ``name``, creating its (uninitialized) state."""
         ref = self._refs.get(name)
         if ref is not None:
@@ -79,20 +83,20 @@ class VariableStore:
                 self._refs[name] = VarRef(state)
             return self._refs[name]
 
-    def value(self, name):
+    def value(self, name: str) -> Any:
         """The published value of ``name`` (None if uninitialized or unknown)."""
         state = self._states.get(name)
         return None if state is None else state.value
 
-    def names(self):
+    def names(self) -> list[str]:
         return sorted(self._states)
 
-    def clear(self):
+    def clear(self) -> None:
         with self._lock:
             self._states.clear()
             self._refs.clear()
 
-    def begin(self):
+    def begin(self) -> StepTransaction:
         return StepTransaction(self)
 
 
@@ -101,12 +105,12 @@ class StepTransaction:
 
     __slots__ = ("_store", "_staged", "_seen")
 
-    def __init__(self, store):
+    def __init__(self, store: VariableStore) -> None:
         self._store = store
-        self._staged = {}
-        self._seen = {}
+        self._staged: dict[VariableState, tuple[Any, int, list]] = {}  # state -> (value, base version, redos)
+        self._seen: dict[VariableState, int] = {}  # state -> the version this step read
 
-    def read(self, ref):
+    def read(self, ref: VarRef) -> Any:
         """The value this step sees for ``ref``.
 
         Raises:
@@ -121,10 +125,10 @@ class StepTransaction:
         self._seen.setdefault(ref.state, version)
         return value
 
-    def is_initialized(self, ref):
+    def is_initialized(self, ref: VarRef) -> bool:
         return ref.state in self._staged or ref.state.value is not None
 
-    def write(self, ref, value, redo=None):
+    def write(self, ref: VarRef, value: Any, redo: Callable[[Any], Any] | None = None) -> Any:
         """Stage ``value`` as the new value of ``ref``.
 
         Args:
@@ -143,7 +147,7 @@ class StepTransaction:
         self._staged[state] = (value, base_version, redos)
         return value
 
-    def commit(self):
+    def commit(self) -> None:
         """Publish every staged write atomically (re-applying redos after a concurrent commit)."""
         if not self._staged:
             return
@@ -158,10 +162,10 @@ class StepTransaction:
         self._staged = {}
         self._seen = {}
 
-    def abort(self):
+    def abort(self) -> None:
         self._staged = {}
         self._seen = {}
 
-    def ref(self, name):
+    def ref(self, name: str) -> VarRef:
         """The reference for variable ``name`` in this transaction's store."""
         return self._store.ref(name)
