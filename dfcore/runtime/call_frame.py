@@ -12,6 +12,9 @@ client-terminated ``_Recv``/``_Send`` path (:mod:`dfcore.runtime.partial_run`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 from .. import errors
 from ..framework import registry
 from .variable_store import VarRef
@@ -26,18 +29,18 @@ class CallFrame:
 
     __slots__ = ("_args", "_retvals", "_set")
 
-    def __init__(self, args, num_retvals):
+    def __init__(self, args: Sequence[Any], num_retvals: int) -> None:
         self._args = tuple(args)
         self._retvals = [None] * num_retvals
         self._set = [False] * num_retvals
 
-    def get_arg(self, index):
+    def get_arg(self, index: int) -> Any:
         """Argument ``index`` (the feed value with that arg index)."""
         if not 0 <= index < len(self._args):
             raise errors.InvalidArgumentError(None, None, f"GetArg {index} is not within [0, {len(self._args)})")
         return self._args[index]
 
-    def set_retval(self, index, value):
+    def set_retval(self, index: int, value: Any) -> None:
         """Store return value ``index`` (once)."""
         if not 0 <= index < len(self._retvals):
             raise errors.InvalidArgumentError(
@@ -47,7 +50,7 @@ class CallFrame:
         self._retvals[index] = value
         self._set[index] = True
 
-    def retval(self, index):
+    def retval(self, index: int) -> Any:
         """Return value ``index`` of the finished step."""
         if not self._set[index]:
             raise errors.InvalidArgumentError(None, None, f"Retval[{index}] does not have value")

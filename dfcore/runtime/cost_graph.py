@@ -10,10 +10,14 @@ has timings only when tracing).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from ..framework.protos import CostGraphDef
+from .partition import PartitionGraph
+from .step_stats import StepStats
 
 
-def cost_graph(partition_graphs: dict, step_stats) -> CostGraphDef:
+def cost_graph(partition_graphs: Mapping[str, PartitionGraph], step_stats: StepStats) -> CostGraphDef:
     """The ``CostGraphDef`` of a step: ``partition_graphs`` by device, ``step_stats`` dfcore's StepStats."""
     stats = {ns.node_name: ns for dev in step_stats.dev_stats for ns in dev.node_stats}
     order = [(device, node) for device in sorted(partition_graphs) for node in partition_graphs[device].nodes]
@@ -32,7 +36,7 @@ def cost_graph(partition_graphs: dict, step_stats) -> CostGraphDef:
             continue
         for size in ns.output_bytes:
             proto.output_info.add(size=size)
-        if ns.sim_end_micros is not None:
+        if ns.sim_end_micros is not None and ns.sim_start_micros is not None:
             proto.compute_cost = ns.sim_end_micros - ns.sim_start_micros
         proto.compute_time = ns.op_end_rel_micros - ns.op_start_rel_micros
     return graph

@@ -7,13 +7,16 @@ dtype and checked against its static shape, with TF's messages.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ..framework import dtypes
+from ..framework.graph import Graph
 from ..framework.tensor import Tensor
 
 
-def feed_tensor(graph, key, what="feed_dict"):
+def feed_tensor(graph: Graph, key: Any, what: str = "feed_dict") -> Tensor:
     """The Tensor of ``graph`` a feed key names (``what``: ``feed_dict`` or ``feed_list`` in the message).
 
     Raises:
@@ -29,21 +32,21 @@ def feed_tensor(graph, key, what="feed_dict"):
     return element
 
 
-def feed_list_tensors(graph, feeds):
+def feed_list_tensors(graph: Graph, feeds: Any) -> list[Tensor]:
     """The Tensors ``partial_run_setup``'s ``feeds`` (None, a key, or a list or tuple of keys) name, sorted by
     name. Raises TypeError as :func:`feed_tensor` (``feed_list`` in the message)."""
     feeds = [] if feeds is None else list(feeds) if isinstance(feeds, (list, tuple)) else [feeds]
     return sorted((feed_tensor(graph, f, "feed_list") for f in feeds), key=lambda t: t.name)
 
 
-def client_value(value):
+def client_value(value: Any) -> Any:
     """A fetched value as the client sees it: 0-d arrays become numpy scalars, as in TF."""
     if isinstance(value, np.ndarray) and value.ndim == 0:
         return value[()]
     return value
 
 
-def feed_value(tensor, value):
+def feed_value(tensor: Tensor, value: Any) -> Any:
     """Convert a fed value to the tensor's dtype and check its shape (TF's messages, ``client/session.py``).
 
     Raises:

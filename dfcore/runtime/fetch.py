@@ -8,6 +8,10 @@ names (``"x:0"``, ``"train_op"``) or objects with ``_as_graph_element``
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
+from ..framework.graph import Graph
 from ..framework.operation import Operation
 from ..framework.tensor import Tensor
 
@@ -20,11 +24,11 @@ class FetchHandler:
         ValueError: a leaf that is not an element of ``graph`` or does not exist.
     """
 
-    def __init__(self, graph, fetches):
+    def __init__(self, graph: Graph, fetches: Any) -> None:
         self._graph = graph
-        self.tensors = []
-        self.targets = []
-        self._index = {}
+        self.tensors: list[Tensor] = []
+        self.targets: list[Operation] = []
+        self._index: dict[Tensor, int] = {}
         self._structure = self._map(fetches)
 
     def _map(self, fetch):
@@ -58,7 +62,7 @@ class FetchHandler:
             self.tensors.append(element)
         return self._index[element]
 
-    def build(self, values):
+    def build(self, values: Sequence[Any]) -> Any:
         """Rebuild the fetch structure from ``values`` (aligned with :attr:`tensors`)."""
         return _build(self._structure, values)
 

@@ -17,6 +17,9 @@ allocating tensor with shape[...] and type ... on ... by allocator ...``) and th
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from .. import errors
@@ -24,10 +27,13 @@ from ..framework import dtypes
 from ..framework.tensor_shape import TensorShape
 from .device_set import allocator_name
 
+if TYPE_CHECKING:
+    from .executor import CompiledNode
+
 _NUMPY_SIZE_ERRORS = ("array is too big", "Maximum allowed size exceeded")
 
 
-def kernel_error(error: Exception, node, args, device: str) -> errors.OpError:
+def kernel_error(error: Exception, node: CompiledNode, args: Sequence[Any], device: str) -> errors.OpError:
     """The step's error for ``error``, raised by the kernel of ``node`` (a CompiledNode) given ``args`` on
     ``device``."""
     if isinstance(error, errors.OpError):
@@ -42,7 +48,7 @@ def kernel_error(error: Exception, node, args, device: str) -> errors.OpError:
         None, _op(node), f"{type(error).__name__}: {error} ({_describe(node, args)})\n\t [[node {node.name}]]")
 
 
-def with_node(error: errors.OpError, node) -> errors.OpError:
+def with_node(error: errors.OpError, node: CompiledNode) -> errors.OpError:
     """``error`` with TF's node suffix ``[[node <name>]]`` (unchanged if it has one)."""
     if "[[node" in error.message:
         return error

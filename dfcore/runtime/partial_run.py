@@ -12,13 +12,24 @@ op failed). An error while feeding or fetching aborts the step and ends the part
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
 from .. import errors, tf_logging
 from .executor import StepContext, inline_runner
 from .rendezvous import Rendezvous
+from .session_resources import SessionResources
 from .step import Barrier, start_executors
+from .variable_store import StepTransaction
+
+if TYPE_CHECKING:
+    from ..framework.operation import Operation
+    from ..framework.tensor import Tensor
+    from .step_plan import StepPlan
 
 
-def partial_run_handle(feeds, fetches, targets, number):
+def partial_run_handle(feeds: Sequence[Tensor], fetches: Sequence[Tensor], targets: Sequence[Operation],
+                       number: int) -> str:
     """TF's handle of the ``number``-th partial run: ``<feeds>-><fetches>/<targets>/1/;<number>``, names
     sorted and joined by commas (``DirectSession::GetOrCreateExecutors``)."""
     names = [",".join(sorted(x.name for x in group)) for group in (feeds, fetches, targets)]
@@ -36,7 +47,8 @@ class PartialRun:
         timeout_s: how long a fetch, and the final wait for the step, may take.
     """
 
-    def __init__(self, plan, feeds, fetches, txn, resources, step_id, pool, timeout_s):
+    def __init__(self, plan: StepPlan, feeds: Sequence[Tensor], fetches: Sequence[Tensor], txn: StepTransaction,
+                 resources: SessionResources, step_id: int, pool: Any, timeout_s: float) -> None:
         self._plan = plan
         self._feed_keys = dict(zip(feeds, plan.feed_keys))
         self._fetch_keys = {t: key for t, (_, key) in zip(fetches, plan.fetch_sources)}
@@ -52,7 +64,7 @@ class PartialRun:
                    for i in range(len(plan.partitions))}
         start_executors(plan, runners, ctx, self._barrier, None)
 
-    def check(self, feeds, fetches):
+    def check(self, feeds: Sequence[Tensor], fetches: Sequence[Tensor]) -> None:
         """Raise ``InvalidArgumentError`` (TF's wording) unless ``feeds`` and ``fetches`` were named at setup,
         are still pending, and every fetch can be computed from the feeds given so far plus ``feeds``."""
         for tensor in feeds:
@@ -80,7 +92,7 @@ class PartialRun:
                     seen.add(producer)
                     stack.append(producer)
 
-    def run(self, feeds, values, fetches):
+    def run(self, feeds: Sequence[Tensor], values: Sequence[Any], fetches: Sequence[Tensor]) -> list[Any]:
         """Send ``values`` for ``feeds``, then receive ``fetches``; returns their values (after :meth:`check`).
 
         Raises:
@@ -88,8 +100,9 @@ class PartialRun:
         """
         try:
             for tensor, value in zip(feeds, values):
-                if self._feed_keys[tensor] is not None:
-                    self._rendezvous.send(self._feed_keys[tensor], value)
+                key = self._feed_keys[tensor]
+                if key is not None:
+                    self._rendezvous.send(key, value)
             results = [self._rendezvous.recv(self._fetch_keys[t], self._timeout_s) for t in fetches]
         except errors.OpError as error:
             first = self._rendezvous.abort_status or error
@@ -103,11 +116,11 @@ class PartialRun:
         return results
 
     @property
-    def finished(self):
+    def finished(self) -> bool:
         """True once every feed was given and every fetch taken (TF's ``PendingDone``)."""
         return all(self._fed.values()) and all(self._fetched.values())
 
-    def cancel(self, error):
+    def cancel(self, error: errors.OpError) -> None:
         """End the partial run early with ``error`` (an OpError): abort the step and drop its writes."""
         self._barrier.abort(error)
         self._end(error)

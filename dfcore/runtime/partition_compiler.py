@@ -18,12 +18,13 @@ from .. import errors
 from ..framework import registry
 from . import step_stats
 from .executor import CompiledNode, CompiledPartition
+from .partition import PartitionGraph
 from .variable_store import VarRef
 
 _SINGLE_OUTPUT_INSERTED = {"_Recv", "_Arg", "Const", "Identity"}
 
 
-def compile_partition(graph):
+def compile_partition(graph: PartitionGraph) -> CompiledPartition:
     """Compile every node of ``graph``; nodes keep the partition's (topological) order.
 
     Raises:

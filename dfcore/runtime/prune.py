@@ -10,12 +10,16 @@ reported in TF's words.
 from __future__ import annotations
 
 import heapq
+from collections.abc import Collection, Iterable
 
 from .. import errors
 from ..framework import dtypes
+from ..framework.operation import Operation
+from ..framework.tensor import Tensor
 
 
-def prune(fetch_tensors, target_ops, feed_tensors):
+def prune(fetch_tensors: Iterable[Tensor], target_ops: Iterable[Operation],
+          feed_tensors: Iterable[Tensor]) -> set[Operation]:
     """The set of ops needed to compute the fetches and run the targets, given the feeds."""
     fed = set(feed_tensors)
     needed = set()
@@ -34,15 +38,15 @@ def prune(fetch_tensors, target_ops, feed_tensors):
     return needed
 
 
-def topological_order(ops, feed_tensors=()):
+def topological_order(ops: Collection[Operation], feed_tensors: Iterable[Tensor] = ()) -> list[Operation]:
     """Kahn's algorithm over ``ops``; ties broken by op creation id.
 
     Raises:
         InvalidArgumentError: the ops contain a cycle (TF's wording).
     """
     fed = set(feed_tensors)
-    pending = {}
-    consumers = {op: [] for op in ops}
+    pending: dict[Operation, int] = {}
+    consumers: dict[Operation, list[Operation]] = {op: [] for op in ops}
     for op in ops:
         deps = {t.op for t in op.inputs if t not in fed and t.op in consumers}
         deps.update(c for c in op.control_inputs if c in consumers)
@@ -68,7 +72,7 @@ def topological_order(ops, feed_tensors=()):
     return order
 
 
-def check_feeds_cover_placeholders(ops):
+def check_feeds_cover_placeholders(ops: Iterable[Operation]) -> None:
     """Raise TF's error for the first Placeholder that must run but is not fed."""
     for op in sorted(ops, key=lambda o: o._id):
         if op.type == "Placeholder":

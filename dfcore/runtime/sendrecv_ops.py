@@ -9,12 +9,14 @@ partition is compiled.
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..framework import registry
 from .rendezvous import create_key
 from .variable_store import VarRef
 
 
-def rendezvous_key(node):
+def rendezvous_key(node: Any) -> str:
     """The rendezvous key of a ``_Send``/``_Recv`` node, from its attrs (frame and iter 0:0)."""
     return create_key(node.get_attr("send_device"), node.get_attr("send_device_incarnation"),
                       node.get_attr("recv_device"), node.get_attr("tensor_name"))

@@ -18,23 +18,29 @@ TF's DirectSession does, so ``log_device_placement`` lists every node.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import itertools
 import os
 import threading
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from types import TracebackType
+from typing import Any, Literal
 
 from .. import errors
 from ..framework import graph as graph_lib
 from ..framework.default_stack import DefaultStack
+from ..framework.protos import GraphDef
 from . import placer, step as step_lib, step_plan
 from .cancellation import DEFAULT_STEP_TIMEOUT_S
-from .config import ConfigProto, RunOptions
-from .device_set import DeviceSet
+from .config import ConfigProto, RunMetadata, RunOptions
+from .device_set import Device, DeviceSet
 from .feed import client_value, feed_list_tensors, feed_tensor, feed_value
 from .fetch import FetchHandler
 from .partial_run import PartialRun, partial_run_handle
+from .partition import Partitions
+from .placer import PlacementRecord
 from .session_resources import SessionResources
+from .step_plan import StepPlan
 from .step_trace import fill_run_metadata
 from .variable_store import VariableStore
 
@@ -47,7 +53,8 @@ class BaseSession:
     calling thread) or ``"pool"`` (all on the thread pool); results are identical.
     """
 
-    def __init__(self, target="", graph=None, config=None, executor_runner="auto"):
+    def __init__(self, target: str = "", graph: graph_lib.Graph | None = None, config: ConfigProto | None = None,
+                 executor_runner: str = "auto") -> None:
         if executor_runner not in step_plan.RUNNERS:
             raise ValueError(f"executor_runner must be one of {step_plan.RUNNERS}, got {executor_runner!r}")
         self._runner = executor_runner
@@ -67,46 +74,47 @@ class BaseSession:
             self._variables = self._binding.variable_store
             self._resources = self._binding.resources
             self._device_set = self._binding.device_set
-        self._plans = {}
+        self._plans: dict[Any, StepPlan] = {}
         self._plans_lock = threading.Lock()
         self._step_ids = itertools.count(1)
         self._closed = False
-        self._default_session_context = None
+        self._default_session_context: Any = None
         self._placement = None
         self._placed_version = -1
         self._placement_lock = threading.Lock()
         threads = self._config.inter_op_parallelism_threads or os.cpu_count() or 1
         self._pool_threads = max(1, int(threads))
         self._pool = None
-        self._partial_runs = {}
+        self._partial_runs: dict[str, PartialRun] = {}
         self._partial_run_ids = itertools.count()
 
     @property
-    def graph(self):
+    def graph(self) -> graph_lib.Graph:
         return self._graph
 
     @property
-    def graph_def(self):
+    def graph_def(self) -> GraphDef:
         return self._graph.as_graph_def()
 
     @property
-    def sess_str(self):
+    def sess_str(self) -> str:
         return self._target
 
     @property
-    def variable_store(self):
+    def variable_store(self) -> VariableStore:
         return self._variables
 
     @property
-    def device_set(self):
+    def device_set(self) -> DeviceSet:
         """The :class:`~dfcore.runtime.device_set.DeviceSet` this session runs on."""
         return self._device_set
 
-    def list_devices(self):
+    def list_devices(self) -> list[Device]:
         """The session's devices (TF's ``Session.list_devices``), as Device records."""
         return list(self._device_set.devices)
 
-    def partitions(self, fetches, feed_dict=None, partial_run=False):
+    def partitions(self, fetches: Any, feed_dict: Mapping[Any, Any] | None = None,
+                   partial_run: bool = False) -> Partitions:
         """The :class:`~dfcore.runtime.partition.Partitions` (``{device: PartitionGraph}`` with ``.stats``) that
         ``run(fetches, feed_dict)`` executes (``partial_run``: that ``partial_run_setup(fetches, list(feed_dict))``
         starts); builds (and caches) its plan without running it (dfcore, for the partition widgets and lessons)."""
@@ -116,12 +124,13 @@ class BaseSession:
         feed_tensors, _ = self._process_feeds(feed_dict)
         return self._plan_for(handler.tensors, handler.targets, feed_tensors, partial_run).graphs
 
-    def placement_records(self):
+    def placement_records(self) -> list[PlacementRecord]:
         """One :class:`~dfcore.runtime.placer.PlacementRecord` per placed node (empty before the first run)."""
         return [] if self._placement is None else self._placement.records()
 
     # -- running --------------------------------------------------------------
-    def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
+    def run(self, fetches: Any, feed_dict: Mapping[Any, Any] | None = None, options: RunOptions | None = None,
+            run_metadata: RunMetadata | None = None) -> Any:
         """Run the ops needed for ``fetches``, feeding ``feed_dict``; return values in the fetches' structure.
 
         Raises:
@@ -159,7 +168,7 @@ class BaseSession:
         return handler.build([client_value(v) for v in result.values])
 
     # -- partial runs (TF 1.x, experimental there too) ---------------------------
-    def partial_run_setup(self, fetches, feeds=None):
+    def partial_run_setup(self, fetches: Any, feeds: Any = None) -> str:
         """Start a step whose ``feeds`` (a tensor or list) are given and ``fetches`` taken in later
         :meth:`partial_run` calls; returns its handle (a str). Source: TF ``DirectSession::PRunSetup``.
         Raises:
@@ -182,7 +191,7 @@ class BaseSession:
             self._thread_pool(), self._timeout_s(RunOptions()) or DEFAULT_STEP_TIMEOUT_S)
         return handle
 
-    def partial_run(self, handle, fetches, feed_dict=None):
+    def partial_run(self, handle: str, fetches: Any, feed_dict: Mapping[Any, Any] | None = None) -> Any:
         """Feed ``feed_dict`` to and fetch ``fetches`` from the partial run ``handle``; values in the fetches'
         structure. Each feed and fetch named at setup is given once over the calls; the step's writes are
         committed when the last one is. Source: TF ``DirectSession::PRun``.
@@ -271,7 +280,7 @@ class BaseSession:
         return tuple(tensors[i] for i in order), tuple(values[i] for i in order)
 
     # -- lifecycle ------------------------------------------------------------
-    def close(self):
+    def close(self) -> None:
         """Release the session's variables, plans and threads (cancelling unfinished partial runs); later
         ``run`` calls raise RuntimeError."""
         if not self._closed:
@@ -287,18 +296,19 @@ class BaseSession:
                 self._pool.shutdown(wait=True)
                 self._pool = None
 
-    def as_default(self):
+    def as_default(self) -> contextlib.AbstractContextManager[Any]:
         """A context manager making this the default session (for ``Tensor.eval``)."""
         return _default_session(self)
 
-    def __enter__(self):
+    def __enter__(self) -> BaseSession:
         self._graph_context = self._graph.as_default()
         self._graph_context.__enter__()
         self._default_session_context = _default_session(self)
         self._default_session_context.__enter__()
         return self
 
-    def __exit__(self, exc_type, exc, tb):
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> Literal[False]:
         self._default_session_context.__exit__(exc_type, exc, tb)
         self._graph_context.__exit__(exc_type, exc, tb)
         self.close()
@@ -322,14 +332,15 @@ class Session(BaseSession):
 class InteractiveSession(BaseSession):
     """A session that installs itself as the default session on construction (for shells and notebooks)."""
 
-    def __init__(self, target="", graph=None, config=None, executor_runner="auto"):
+    def __init__(self, target: str = "", graph: graph_lib.Graph | None = None, config: ConfigProto | None = None,
+                 executor_runner: str = "auto") -> None:
         super().__init__(target, graph, config, executor_runner)
         self._interactive_context = _default_session(self)
         self._interactive_context.__enter__()
         self._graph_context = self._graph.as_default()
         self._graph_context.__enter__()
 
-    def close(self):
+    def close(self) -> None:
         if not self._closed and getattr(self, "_interactive_context", None) is not None:
             self._graph_context.__exit__(None, None, None)
             self._interactive_context.__exit__(None, None, None)
@@ -340,7 +351,7 @@ class InteractiveSession(BaseSession):
 _TARGET_RESOLVERS: list[Callable[..., Any]] = []
 
 
-def register_target_resolver(resolver, first=False):
+def register_target_resolver(resolver: Callable[[str, ConfigProto], Any], first: bool = False) -> None:
     """Let ``Session(target=...)`` run on something other than this process.
 
     ``resolver(target, config)`` returns None when ``target`` is not its kind, else a
@@ -356,7 +367,7 @@ def register_target_resolver(resolver, first=False):
         _TARGET_RESOLVERS.append(resolver)
 
 
-def bind_target(target, config):
+def bind_target(target: str, config: ConfigProto) -> Any:
     """The binding of ``target`` (None for the local target ``""``).
 
     Raises:
@@ -381,12 +392,12 @@ def _default_session(session):
     return _default_sessions.get_controller(session)
 
 
-def get_default_session():
+def get_default_session() -> BaseSession | None:
     """The innermost default session of this thread, or None."""
     return _default_sessions.top()
 
 
-def default_session_for(element, session, what):
+def default_session_for(element: Any, session: BaseSession | None, what: str) -> BaseSession:
     """The session to evaluate ``element`` in, checking that it owns the element's graph.
 
     Raises:

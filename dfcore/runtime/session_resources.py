@@ -8,6 +8,8 @@ Source: TF's ``ResourceMgr`` (``core/framework/resource_mgr.h``), keyed here by
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -29,11 +31,11 @@ class SessionResources:
         self._resources = {}
         self._step_hooks = {}
 
-    def variable_key(self, name, device):
+    def variable_key(self, name: str, device: str) -> str:
         """The store key of variable ``name`` on ``device``: the name (a local session is one task)."""
         return name
 
-    def resource(self, kind, name, device, factory):
+    def resource(self, kind: str, name: str, device: str, factory: Callable[[], Any]) -> Any:
         """The resource ``(kind, name)`` of an op on ``device``, made by ``factory()`` on first use."""
         with self._lock:
             found = self._resources.get((kind, name))
@@ -41,12 +43,13 @@ class SessionResources:
                 found = self._resources[(kind, name)] = factory()
             return found
 
-    def defer(self, step_id, on_commit=None, on_abort=None):
+    def defer(self, step_id: int, on_commit: Callable[[], Any] | None = None,
+              on_abort: Callable[[], Any] | None = None) -> None:
         """Run ``on_commit()`` after step ``step_id`` commits, or ``on_abort()`` if it fails."""
         with self._lock:
             self._step_hooks.setdefault(step_id, []).append((on_commit, on_abort))
 
-    def end_step(self, step_id, committed):
+    def end_step(self, step_id: int, committed: bool) -> None:
         """Run the hooks :meth:`defer` registered for ``step_id`` (in registration order)."""
         with self._lock:
             hooks = self._step_hooks.pop(step_id, ())
@@ -55,7 +58,7 @@ class SessionResources:
             if fn is not None:
                 fn()
 
-    def close(self):
+    def close(self) -> None:
         """Cancel the session's own resources (blocked waiters fail with ``CancelledError``)."""
         with self._lock:
             resources, self._resources = list(self._resources.values()), {}
@@ -64,7 +67,7 @@ class SessionResources:
             if cancel is not None:
                 cancel(errors.CancelledError(None, None, "Session has been closed."))
 
-    def generator(self, key, seed, seed2):
+    def generator(self, key: Any, seed: int, seed2: int) -> np.random.Generator:
         """The numpy Generator of one random op; ``seed == seed2 == 0`` draws fresh entropy."""
         with self._lock:
             gen = self._generators.get(key)

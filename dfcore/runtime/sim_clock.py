@@ -34,9 +34,10 @@ import dataclasses
 import heapq
 import math
 import types
+from collections.abc import Iterable
 
 from ..framework.device import canonical_name
-from .cost_model import op_time_s, transfer_time_s
+from .cost_model import LinkProfile, MachineProfile, OpCost, op_time_s, transfer_time_s
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,7 +76,7 @@ class SimResult:
     order: tuple
 
 
-def simulate(tasks):
+def simulate(tasks: Iterable[SimTask]) -> SimResult:
     """Schedule ``tasks`` (an iterable of :class:`SimTask`) by the rules in the module doc.
 
     Returns:
@@ -86,8 +87,8 @@ def simulate(tasks):
             dependency on an unknown task, or a dependency cycle (the cycle is named).
     """
     by_name = _index(tasks)
-    dependents = {name: [] for name in by_name}
-    pending = {}
+    dependents: dict[str, list[str]] = {name: [] for name in by_name}
+    pending: dict[str, int] = {}
     for name in sorted(by_name):
         deps = sorted(set(by_name[name].deps))
         for dep in deps:
@@ -96,11 +97,13 @@ def simulate(tasks):
             dependents[dep].append(name)
         pending[name] = len(deps)
 
-    ready = {}  # resource -> heap of (priority, name)
-    busy = set()
-    dirty = set()
-    events = []  # heap of (end_s, name)
-    start_s, end_s, busy_s = {}, {}, {}
+    ready: dict[str, list[tuple[int, str]]] = {}  # resource -> heap of (priority, name)
+    busy: set[str] = set()
+    dirty: set[str] = set()
+    events: list[tuple[float, str]] = []  # heap of (end_s, name)
+    start_s: dict[str, float] = {}
+    end_s: dict[str, float] = {}
+    busy_s: dict[str, float] = {}
 
     now = 0.0
 
@@ -164,7 +167,7 @@ class NodeRecord:
 
     name: str
     device: str
-    cost: object
+    cost: OpCost
     deps: tuple = ()
     priority: int = 0
 
@@ -180,16 +183,17 @@ class TransferRecord:
     src: str
     dst: str
     nbytes: int
-    link: object = None
+    link: LinkProfile | None = None
 
 
-def transfer_task_name(src, dst):
+def transfer_task_name(src: str, dst: str) -> str:
     """Name of the task carrying ``src``'s tensor to ``dst``: ``"<src> -> <dst>"`` (op
     names have no spaces, so it never collides with a node's name)."""
     return f"{src} -> {dst}"
 
 
-def build_tasks(nodes, transfers, machine):
+def build_tasks(nodes: Iterable[NodeRecord], transfers: Iterable[TransferRecord],
+                machine: MachineProfile) -> list[SimTask]:
     """:class:`SimTask` list for one step's records.
 
     Each :class:`NodeRecord` becomes a task named after the node, on its (canonical)
@@ -215,7 +219,7 @@ def build_tasks(nodes, transfers, machine):
         if node.name in by_name:
             raise ValueError(f"Two NodeRecords are named '{node.name}'")
         by_name[node.name] = node
-    extra_deps = {name: [] for name in by_name}
+    extra_deps: dict[str, list[str]] = {name: [] for name in by_name}
     tasks = []
     for tr in transfers:
         for end in (tr.src, tr.dst):
@@ -240,7 +244,8 @@ def build_tasks(nodes, transfers, machine):
     return tasks
 
 
-def simulate_step(nodes, transfers, machine):
+def simulate_step(nodes: Iterable[NodeRecord], transfers: Iterable[TransferRecord],
+                  machine: MachineProfile) -> SimResult:
     """``simulate(build_tasks(nodes, transfers, machine))``."""
     return simulate(build_tasks(nodes, transfers, machine))
 

@@ -17,9 +17,15 @@ a thread hand-off costs tens of µs, more than a small op).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from ..framework import dtypes
+from ..framework.operation import Operation
+from ..framework.tensor import Tensor
 from . import cost_model, partition as partition_lib, prune as prune_lib
+from .executor import CompiledPartition
+from .partition import Partitions
 from .partition_compiler import compile_partition
 from .sendrecv_ops import rendezvous_key
 
@@ -44,20 +50,21 @@ class StepPlan:
         pooled: indices of the partitions to start on the thread pool.
     """
 
-    partitions: tuple
-    graphs: object
-    ops: tuple
-    feed_keys: tuple
-    fetch_sources: tuple
+    partitions: tuple[CompiledPartition, ...]
+    graphs: Partitions
+    ops: tuple[Operation, ...]
+    feed_keys: tuple[str | None, ...]
+    fetch_sources: tuple[tuple[str, Any], ...]  # ("feed", int), ("retval", int) or ("key", str)
     num_retvals: int
-    pooled: frozenset
+    pooled: frozenset[int]
 
 
 RUNNERS = ("auto", "inline", "pool")
 
 
-def build_step_plan(fetch_tensors, target_ops, feed_tensors, placement_for, client_device, pool_threads,
-                    runner="auto", partial_run=False):
+def build_step_plan(fetch_tensors: Sequence[Tensor], target_ops: Sequence[Operation], feed_tensors: Sequence[Tensor],
+                    placement_for: Callable[..., Any], client_device: str, pool_threads: int, runner: str = "auto",
+                    partial_run: bool = False) -> StepPlan:
     """Prune, place, partition and compile one run signature.
 
     Args:
@@ -91,7 +98,7 @@ def build_step_plan(fetch_tensors, target_ops, feed_tensors, placement_for, clie
         feed_keys = ()
         fetch_sources = tuple(("feed", fed[t]) if t in fed else ("retval", retvals[t]) for t in fetch_tensors)
     if runner == "inline" or (runner == "auto" and pool_threads <= 1):
-        pooled = frozenset()
+        pooled: frozenset[int] = frozenset()
     elif runner == "pool":
         pooled = frozenset(range(len(partitions)))
     else:

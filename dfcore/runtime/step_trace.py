@@ -19,24 +19,29 @@ extra ``GPU_<i>_bfc reserved`` record.
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..framework.device import DeviceSpec
 from ..ops import op_costs
 from . import cost_model, sim_clock
-from .config import RunOptions, StepRecords, attach_step_records, forget_step_records
+from .config import ConfigProto, RunMetadata, RunOptions, StepRecords, attach_step_records, forget_step_records
 from .cost_graph import cost_graph
-from .device_set import allocator_name
+from .device_set import DeviceSet, allocator_name
 from .sendrecv_ops import rendezvous_key
-from .step_stats import AllocatorMemoryUsed, NodeExecStats, StepStatsCollector
+from .step import StepResult
+from .step_stats import AllocatorMemoryUsed, NodeExecStats, StepStats, StepStatsCollector
+
+if TYPE_CHECKING:
+    from .step_plan import StepPlan
 
 _PROFILES = {p.name: p for p in (cost_model.TESLA_K20M, cost_model.TESLA_V100, cost_model.H100)}
 # _Arg: a fed value
 _ALIASING = frozenset(("Identity", "Reshape", "StopGradient", "VariableV2", "Const", "_Send", "_Arg"))
 
 
-def machine_for(device_set):
+def machine_for(device_set: DeviceSet) -> cost_model.MachineProfile:
     """A :class:`~dfcore.runtime.cost_model.MachineProfile` for the devices of a session."""
     devices = {}
     for device in device_set.devices:
@@ -45,7 +50,8 @@ def machine_for(device_set):
     return cost_model.MachineProfile(devices)
 
 
-def fill_run_metadata(run_metadata, plan, result, options, device_set, config):
+def fill_run_metadata(run_metadata: RunMetadata, plan: StepPlan, result: StepResult, options: RunOptions,
+                      device_set: DeviceSet, config: ConfigProto) -> None:
     """Refill ``run_metadata`` (TF's message, cleared first as TF's session parses it anew): its
     ``partition_graphs`` when asked, its ``step_stats`` with FULL_TRACE (and ``cost_graph`` when the config's
     ``graph_options.build_cost_model`` > 0), and then dfcore's
@@ -64,10 +70,11 @@ def fill_run_metadata(run_metadata, plan, result, options, device_set, config):
         attach_step_records(run_metadata, StepRecords(stats, tuple(result.rendezvous.transfers()), traces))
 
 
-def build_step_stats(plan, result, machine, allow_growth=False):
+def build_step_stats(plan: StepPlan, result: StepResult, machine: cost_model.MachineProfile,
+                     allow_growth: bool = False) -> StepStats:
     """A :class:`~dfcore.runtime.step_stats.StepStats` of one traced step (wall + simulated)."""
     by_device = {p.device: (i, p) for i, p in enumerate(plan.partitions)}
-    timings = sorted(result.timings, key=lambda t: (t.start_s, t.device, t.index))
+    timings = sorted(result.timings or (), key=lambda t: (t.start_s, t.device, t.index))
     sim = _simulate(plan, result, machine)
     base_perf = timings[0].start_s if timings else 0.0
     base_wall_us = time.time() * 1e6 - (time.perf_counter() - base_perf) * 1e6

@@ -17,16 +17,21 @@ for ``partial_run``). Every endpoint sits on the client device.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from .. import errors
 from .device_set import incarnation_of
+
+if TYPE_CHECKING:
+    from ..framework.tensor import Tensor
 
 _OP_TYPE = {("feed", True): "_Arg", ("fetch", True): "_Retval", ("feed", False): "_Recv", ("fetch", False): "_Send"}
 _PREFIX = {"_Arg": "_arg_", "_Retval": "_retval_", "_Recv": "_recv_", "_Send": "_send_"}
 _NAME = re.compile(r"^_(arg|retval|recv|send)_(.+)_(\d+)$")
 
 
-def endpoint_name(op_type, tensor_name, index=None):
+def endpoint_name(op_type: str, tensor_name: str, index: int | None = None) -> str:
     """The node name of an endpoint: ``_arg_<op>_<output>_<index>`` (``_Arg``, ``_Retval``: ``index``
     required) or ``_recv_<op>_<output>`` (``_Recv``, ``_Send``) for tensor ``<op>:<output>``."""
     op_name, _, output = tensor_name.rpartition(":")
@@ -34,7 +39,7 @@ def endpoint_name(op_type, tensor_name, index=None):
     return name if op_type in ("_Recv", "_Send") else f"{name}_{index}"
 
 
-def parse_endpoint_name(name):
+def parse_endpoint_name(name: str) -> tuple[str, str, int | None] | None:
     """``(op type, tensor name, index or None)`` of an :func:`endpoint_name`; None for any other name."""
     match = _NAME.match(name)
     if match is None:
@@ -49,7 +54,8 @@ def parse_endpoint_name(name):
     return op_type, f"{op_name}:{output}", int(last)
 
 
-def endpoint(role, tensor, index, client, call_frame=True):
+def endpoint(role: str, tensor: Tensor, index: int, client: str,
+             call_frame: bool = True) -> tuple[str, str, dict[str, Any]]:
     """``(name, op type, attrs)`` of the node on ``client`` through which ``tensor`` is fed (``role="feed"``:
     no inputs) or fetched (``"fetch"``: one input, ``tensor``); ``index``: its position among the run's
     feeds (fetches); ``call_frame`` False: a partial run's client-terminated endpoint."""
@@ -61,12 +67,12 @@ def endpoint(role, tensor, index, client, call_frame=True):
     return endpoint_name(op_type, tensor.name), op_type, {dtype_attr: dtype, **_client_attrs(tensor, client)}
 
 
-def is_client_endpoint(node):
+def is_client_endpoint(node: Any) -> bool:
     """True for a feed or fetch endpoint (``_Arg``, ``_Retval``, or a client-terminated ``_Send``/``_Recv``)."""
     return node.op in ("_Arg", "_Retval") or bool(node.attrs.get("client_terminated"))
 
 
-def check_endpoints(feeds, fetches):
+def check_endpoints(feeds: Sequence[Tensor], fetches: Sequence[Tensor]) -> None:
     """Raise ``InvalidArgumentError`` (``subgraph.cc``'s wording) for a feed given twice or a tensor both
     fed and fetched."""
     seen = set()
