@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Collection
+from typing import Any
 
 
 class ArgumentRangeError(ValueError):
@@ -22,7 +24,7 @@ class ArgumentRangeError(ValueError):
         self.argument = argument
 
 
-def check_count(name: str, value, low: int, high: int | None = None, why: str = "",
+def check_count(name: str, value: Any, low: int, high: int | None = None, why: str = "",
                 argument: str | None = None) -> None:
     """Raise unless ``value`` is an integer in ``[low, high]`` (``high`` None: no upper bound).
 
@@ -43,12 +45,12 @@ def check_count(name: str, value, low: int, high: int | None = None, why: str = 
                                                    f"{' ' + why if why else ''}, got {value!r}")
 
 
-def check_rank(name: str, value, num_ranks: int) -> None:
+def check_rank(name: str, value: Any, num_ranks: int) -> None:
     """Raise (as :func:`check_count`) unless ``value`` is one of ``num_ranks`` ranks, ``[0, num_ranks − 1]``."""
     check_count(name, value, 0, num_ranks - 1, f"(one of {num_ranks} ranks)")
 
 
-def check_positive(name: str, value, why: str = "", argument: str | None = None) -> None:
+def check_positive(name: str, value: Any, why: str = "", argument: str | None = None) -> None:
     """Raise unless ``value`` is a finite real number > 0 (a rate, a time, a speed factor);
     ``name``, ``why`` and ``argument`` as :func:`check_count`.
 
@@ -62,7 +64,7 @@ def check_positive(name: str, value, why: str = "", argument: str | None = None)
                                                    f"{' ' + why if why else ''}, got {value!r}")
 
 
-def check_choice(name: str, value, choices) -> None:
+def check_choice(name: str, value: Any, choices: Collection[Any]) -> None:
     """Raise :class:`ArgumentRangeError` unless ``value`` is one of ``choices``."""
     if value not in choices:
         raise ArgumentRangeError(name, f"{name} must be one of {', '.join(map(repr, choices))}, got {value!r}")

@@ -17,6 +17,8 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import threading
+from collections.abc import Mapping
+from typing import Any
 
 from .. import errors
 from ..framework.protos import ClusterDef, JobDef
@@ -34,7 +36,7 @@ class ServerDef:
     job_name: str
     task_index: int
     protocol: str = "grpc"
-    default_session_config: object = None
+    default_session_config: ConfigProto | None = None
 
 
 class ClusterSpec:
@@ -49,7 +51,10 @@ class ClusterSpec:
             a job name, task index or address of the wrong type.
     """
 
-    def __init__(self, cluster):
+    _spec: dict[str, dict[int, str]]  # job -> {task index: address}
+
+    def __init__(self, cluster: ClusterSpec | Mapping[str, Any] | ClusterDef | None) -> None:
+        spec: dict[str, dict[int, str]]
         if isinstance(cluster, dict):
             spec = {}
             for job_name, tasks in cluster.items():
@@ -78,11 +83,11 @@ class ClusterSpec:
         self._spec = spec
 
     @property
-    def jobs(self):
+    def jobs(self) -> list[str]:
         """The job names, in the order given."""
         return list(self._spec)
 
-    def num_tasks(self, job_name):
+    def num_tasks(self, job_name: str) -> int:
         """The number of tasks of ``job_name``.
 
         Raises:
@@ -90,11 +95,11 @@ class ClusterSpec:
         """
         return len(self._job(job_name))
 
-    def task_indices(self, job_name):
+    def task_indices(self, job_name: str) -> list[int]:
         """The sorted task indices of ``job_name`` (raises ValueError for an unknown job)."""
         return sorted(self._job(job_name))
 
-    def task_address(self, job_name, task_index):
+    def task_address(self, job_name: str, task_index: int) -> str:
         """The address of task ``task_index`` of ``job_name``.
 
         Raises:
@@ -106,16 +111,16 @@ class ClusterSpec:
         except KeyError:
             raise ValueError(f"No task with index {task_index!r} in job {job_name!r}") from None
 
-    def job_tasks(self, job_name):
+    def job_tasks(self, job_name: str) -> list[str | None]:
         """The addresses of ``job_name`` by index, ``None`` where a sparse job has no task."""
         tasks = self._job(job_name)
         if not tasks:
             return []
         return [tasks.get(i) for i in range(max(tasks) + 1)]
 
-    def as_dict(self):
+    def as_dict(self) -> dict[str, list[str | None] | dict[int, str]]:
         """``{job: [addresses]}`` for dense jobs, ``{job: {index: address}}`` for sparse ones."""
-        result = {}
+        result: dict[str, list[str | None] | dict[int, str]] = {}
         for job in self.jobs:
             indices = self.task_indices(job)
             if not indices:
@@ -126,7 +131,7 @@ class ClusterSpec:
                 result[job] = {i: self.task_address(job, i) for i in indices}
         return result
 
-    def as_cluster_def(self):
+    def as_cluster_def(self) -> ClusterDef:
         """TF's ``ClusterDef`` message: jobs sorted by name (TF's ``_make_cluster_def``), ``tasks`` a map from
         task index to address."""
         return ClusterDef(job=[JobDef(name=name, tasks=tasks) for name, tasks in sorted(self._spec.items())])
@@ -175,8 +180,9 @@ class Server:
         UnknownError: ``start`` finds the address taken by another running server.
     """
 
-    def __init__(self, server_or_cluster_def, job_name=None, task_index=None, protocol=None, config=None,
-                 start=True):
+    def __init__(self, server_or_cluster_def: ClusterSpec | Mapping[str, Any] | ClusterDef | ServerDef,
+                 job_name: str | None = None, task_index: int | None = None, protocol: str | None = None,
+                 config: ConfigProto | None = None, start: bool = True) -> None:
         self._server_def = _make_server_def(server_or_cluster_def, job_name, task_index, protocol, config)
         self._config = config if config is not None else ConfigProto()
         self._stopped = threading.Event()
@@ -187,40 +193,40 @@ class Server:
             self.start()
 
     @staticmethod
-    def create_local_server(config=None, start=True):
+    def create_local_server(config: ConfigProto | None = None, start: bool = True) -> Server:
         """A one-task server (job ``"localhost"``) on a fresh in-process address."""
         return Server({"localhost": [f"localhost:{next(_LOCAL_PORTS)}"]}, protocol="grpc", config=config,
                       start=start)
 
     @property
-    def server_def(self):
+    def server_def(self) -> ServerDef:
         return self._server_def
 
     @property
-    def target(self):
+    def target(self) -> str:
         """``"grpc://<address>"``: pass it to ``tf.Session(target=...)``."""
         return "grpc://" + self.address
 
     @property
-    def address(self):
+    def address(self) -> str:
         """This task's address in the cluster spec (``"localhost:2222"``)."""
         spec = ClusterSpec(self._server_def.cluster)
         return spec.task_address(self._server_def.job_name, self._server_def.task_index)
 
     @property
-    def cluster_spec(self):
+    def cluster_spec(self) -> ClusterSpec:
         return ClusterSpec(self._server_def.cluster)
 
     @property
-    def task_name(self):
+    def task_name(self) -> str:
         """``/job:<job>/replica:0/task:<index>``."""
         return f"/job:{self._server_def.job_name}/replica:0/task:{self._server_def.task_index}"
 
     @property
-    def config(self):
+    def config(self) -> ConfigProto:
         return self._config
 
-    def start(self):
+    def start(self) -> None:
         """Register the task in the process's cluster registry (idempotent)."""
         with self._lock:
             if self._started:
@@ -236,7 +242,7 @@ class Server:
                 cluster_runtime.start_task(self)
             self._started = True
 
-    def join(self, timeout_s=None):
+    def join(self, timeout_s: float | None = None) -> None:
         """Block until the server is stopped (TF's ``join`` blocks forever); inside an MPI job
         (:mod:`dfcore.launch`), until every task of the other jobs has exited.
 
@@ -253,7 +259,7 @@ class Server:
         if not self._stopped.wait(timeout_s):
             raise errors.DeadlineExceededError(None, None, f"Server {self.target} still running after {timeout_s} s")
 
-    def stop(self, reason=None):
+    def stop(self, reason: str | None = None) -> None:
         """Stop the task (dfcore: simulate its death): later steps that use its devices fail with
         ``UnavailableError``, and every op blocked on its queues or accumulators is woken with it."""
         with self._lock:
@@ -264,7 +270,7 @@ class Server:
                 cluster_runtime.stop_task(self, reason)
 
     @property
-    def is_running(self):
+    def is_running(self) -> bool:
         return self._started and not self._stopped.is_set()
 
     def __repr__(self):

@@ -27,19 +27,24 @@ from __future__ import annotations
 import dataclasses
 import functools
 import threading
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 from .. import errors
 from ..framework.device import DeviceSpec
 from ..runtime import session as session_lib
 from ..runtime.config import ConfigProto
-from ..runtime.device_set import DeviceSet, passes_device_filters
+from ..runtime.device_set import Device, DeviceSet, passes_device_filters
 from ..runtime.session_resources import SessionResources
 from ..runtime.variable_store import VariableState, VariableStore, VarRef
 
+if TYPE_CHECKING:
+    from ..runtime.step_plan import StepPlan
+    from .cluster import ClusterSpec, Server
+
 _LOCK = threading.Lock()
-_CLUSTERS: dict[str, Any] = {}
-_ADDRESSES: dict[str, Any] = {}
+_CLUSTERS: dict[tuple, InProcessCluster] = {}  # by the spec's _key
+_ADDRESSES: dict[str, tuple[InProcessCluster, str]] = {}  # address -> (cluster, task name)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,7 +61,7 @@ class TaskInfo:
 
 
 @functools.lru_cache(maxsize=4096)
-def task_of(device):
+def task_of(device: str) -> str:
     """``/job:ps/replica:0/task:1`` of a full device name (or of a task name)."""
     spec = DeviceSpec.from_string(device)
     return f"/job:{spec.job}/replica:{spec.replica or 0}/task:{spec.task or 0}"
@@ -66,7 +71,7 @@ class ClusterVariableStore(VariableStore):
     """A :class:`VariableStore` keyed by ``(task, name)``; a variable's state keeps its plain name
     (so messages read ``Attempting to use uninitialized value w``)."""
 
-    def ref(self, key):
+    def ref(self, key: Any) -> VarRef:
         ref = self._refs.get(key)
         if ref is not None:
             return ref
@@ -76,13 +81,13 @@ class ClusterVariableStore(VariableStore):
                 self._refs[key] = VarRef(state)
             return self._refs[key]
 
-    def task_variables(self, task):
+    def task_variables(self, task: str) -> dict[str, Any]:
         """``{name: value}`` of the initialized variables of ``task``."""
         with self._lock:
             return {k[1]: s.value for k, s in sorted(self._states.items())
                     if isinstance(k, tuple) and k[0] == task and s.value is not None}
 
-    def purge_task(self, task):
+    def purge_task(self, task: str) -> None:
         with self._lock:
             for key in [k for k in self._states if isinstance(k, tuple) and k[0] == task]:
                 del self._states[key]
@@ -96,7 +101,7 @@ class TaskResources:
         self._lock = threading.Lock()
         self._resources = {}
 
-    def resource(self, task, kind, name, factory):
+    def resource(self, task: str, kind: str, name: str, factory: Callable[[], Any]) -> Any:
         with self._lock:
             found = self._resources.get((task, kind, name))
             if found is None:
@@ -107,19 +112,19 @@ class TaskResources:
 class InProcessCluster(TaskResources):
     """The shared state of one cluster: its tasks' servers, variables and resources."""
 
-    def __init__(self, spec):
+    def __init__(self, spec: ClusterSpec) -> None:
         super().__init__()
         self.spec = spec
-        self._servers = {}
-        self._down = {}
+        self._servers: dict[str, Server] = {}
+        self._down: dict[str, str] = {}  # task -> why it is down
         self.variable_store = ClusterVariableStore()
 
-    def task_names(self):
+    def task_names(self) -> list[str]:
         """Every task of the spec, by job name then index."""
         return [f"/job:{job}/replica:0/task:{t}" for job in sorted(self.spec.jobs)
                 for t in self.spec.task_indices(job)]
 
-    def task_devices(self, task):
+    def task_devices(self, task: str) -> tuple[Device, ...]:
         """The devices of ``task``: from its server's config, or CPU:0 if no server was created yet."""
         spec = DeviceSpec.from_string(task)
         server = self._servers.get(task)
@@ -128,23 +133,23 @@ class InProcessCluster(TaskResources):
             config = ConfigProto(device_count={"CPU": 1, "GPU": 0})
         return DeviceSet.from_config(config, job=spec.job, task=spec.task).devices
 
-    def device_set(self, client_task, device_filters=()):
+    def device_set(self, client_task: str, device_filters: Iterable[str] = ()) -> DeviceSet:
         """The devices a session on ``client_task`` sees: every task's, or those passing ``device_filters``."""
         devices = [d for task in self.task_names() if passes_device_filters(task, device_filters, client_task)
                    for d in self.task_devices(task) if passes_device_filters(d.name, device_filters, client_task)]
         return DeviceSet(devices, client_device=client_task + "/device:CPU:0")
 
-    def is_up(self, task):
+    def is_up(self, task: str) -> bool:
         with self._lock:
             return task in self._servers and task not in self._down
 
-    def down_reason(self, task):
+    def down_reason(self, task: str) -> str | None:
         with self._lock:
             if task in self._down:
                 return self._down[task]
             return None if task in self._servers else "no server was started for it"
 
-    def cancel_waiters(self, error):
+    def cancel_waiters(self, error: errors.OpError) -> None:
         """Fail every op blocked on any resource of the cluster with ``error`` (state is kept)."""
         with self._lock:
             resources = list(self._resources.values())
@@ -153,12 +158,12 @@ class InProcessCluster(TaskResources):
             if cancel is not None:
                 cancel(error)
 
-    def find_resource(self, task, kind, name):
+    def find_resource(self, task: str, kind: str, name: str) -> Any:
         """The resource ``(kind, name)`` of ``task``, or None."""
         with self._lock:
             return self._resources.get((task, kind, name))
 
-    def task_info(self):
+    def task_info(self) -> tuple[TaskInfo, ...]:
         """A :class:`TaskInfo` per task of the spec."""
         out = []
         for task in self.task_names():
@@ -193,29 +198,29 @@ class ClusterResources(SessionResources):
     """A session's resources on a cluster: variable keys and resources are the cluster's,
     keyed by the task of the op's device; random generators and step hooks stay per session."""
 
-    def __init__(self, cluster):
+    def __init__(self, cluster: InProcessCluster) -> None:
         super().__init__()
         self._cluster = cluster
 
-    def variable_key(self, name, device):
+    def variable_key(self, name: str, device: str) -> Any:
         return (task_of(device), name)
 
-    def resource(self, kind, name, device, factory):
+    def resource(self, kind: str, name: str, device: str, factory: Callable[[], Any]) -> Any:
         return self._cluster.resource(task_of(device), kind, name, factory)
 
 
 class ClusterBinding:
     """What a Session on a cluster target uses (see ``register_target_resolver``)."""
 
-    def __init__(self, cluster, task, config=None):
+    def __init__(self, cluster: InProcessCluster, task: str, config: ConfigProto | None = None) -> None:
         self.cluster = cluster
         self.task = task
         self.device_set = cluster.device_set(task, config.device_filters if config is not None else ())
         self.variable_store = cluster.variable_store
         self.resources = ClusterResources(cluster)
-        self._plan_tasks = {}
+        self._plan_tasks: dict[int, tuple[StepPlan, list[str]]] = {}  # id(plan) -> (plan, its tasks)
 
-    def check_step(self, plan):
+    def check_step(self, plan: StepPlan) -> None:
         """Raise ``UnavailableError`` if a task with a partition of ``plan`` is down."""
         entry = self._plan_tasks.get(id(plan))
         if entry is None or entry[0] is not plan:
@@ -232,7 +237,7 @@ def _key(spec):
     return tuple(sorted((job, tuple(sorted(spec._spec[job].items()))) for job in spec.jobs))
 
 
-def start_task(server):
+def start_task(server: Server) -> None:
     """Register ``server``'s task (called by ``Server.start``).
 
     Raises:
@@ -251,7 +256,7 @@ def start_task(server):
         _ADDRESSES[address] = (cluster, server.task_name)
 
 
-def stop_task(server, reason=None):
+def stop_task(server: Server, reason: str | None = None) -> None:
     """Mark ``server``'s task down (called by ``Server.stop``); forget the cluster once no task runs."""
     with _LOCK:
         entry = _ADDRESSES.pop(server.address, None)
@@ -263,7 +268,7 @@ def stop_task(server, reason=None):
             del _CLUSTERS[_key(cluster.spec)]
 
 
-def cluster_for_target(target):
+def cluster_for_target(target: str) -> tuple[InProcessCluster, str]:
     """``(InProcessCluster, task name)`` serving ``grpc://<address>``.
 
     Raises:
@@ -279,7 +284,7 @@ def cluster_for_target(target):
     return entry
 
 
-def cluster_of(server):
+def cluster_of(server: Server) -> InProcessCluster | None:
     """The :class:`InProcessCluster` a running ``server`` belongs to (None once it stopped)."""
     with _LOCK:
         entry = _ADDRESSES.get(server.address)

@@ -74,7 +74,7 @@ class DriverOptions:
     kill_worker: dict
     kill_ps: dict
     fault_timeout_s: float
-    hooks: object
+    hooks: _Hooks
 
     def speed(self, worker):
         return float(self.straggler.get(worker, 1.0))

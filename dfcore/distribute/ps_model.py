@@ -49,7 +49,7 @@ class ModelConfig:
     batch_size: int
     seed: int
     ps_strategy: str
-    ema_decay: object
+    ema_decay: float | None
 
 
 class WorkerModel:
@@ -180,8 +180,8 @@ class StepCosts:
     the bytes pulled from / pushed to each ps task, with the link between them."""
 
     compute_s: float
-    bytes_per_ps: tuple
-    link: object
+    bytes_per_ps: tuple[int, ...]
+    link: cost_model.LinkProfile
 
 
 def step_costs(model, config, worker_profile=cost_model.NUMPY_CORE):

@@ -103,18 +103,18 @@ class Schedule:
     steps: tuple
 
     @property
-    def messages(self):
+    def messages(self) -> tuple[Message, ...]:
         """The :class:`Message` steps, in order."""
         return tuple(s for s in self.steps if isinstance(s, Message))
 
     @property
-    def num_rounds(self):
+    def num_rounds(self) -> int:
         return 1 + max((s.round for s in self.steps), default=-1)
 
 
-def chunk_layout(num_elements, num_subchunks, pieces):
+def chunk_layout(num_elements: int, num_subchunks: int, pieces: int) -> tuple[tuple[int, int], ...]:
     """Leaf chunk ``(start, stop)`` ranges by the module's chunking rule (``num_subchunks·pieces`` of them)."""
-    ranges = []
+    ranges: list[tuple[int, int]] = []
     for seg_start, seg_len in _split(0, num_elements, num_subchunks):
         ranges.extend((a, a + length) for a, length in _split(seg_start, seg_len, pieces))
     return tuple(ranges)
@@ -130,7 +130,7 @@ def _split(start, length, parts):
     return out
 
 
-def pieces_per_segment(algorithm, num_ranks):
+def pieces_per_segment(algorithm: str, num_ranks: int) -> int:
     """Chunks per segment (the module's chunking rule): N for ring, the largest power of two ≤ N for
     recursive halving-doubling, 1 for tree and reduce-to-one."""
     if algorithm == "ring":
@@ -144,21 +144,21 @@ def _largest_power_of_two(n):
     return 1 << (n.bit_length() - 1)
 
 
-def max_subchunks(algorithm, num_ranks, num_elements):
+def max_subchunks(algorithm: str, num_ranks: int, num_elements: int) -> int:
     """The largest ``num_subchunks`` for ``num_elements``: one segment per element of a chunk,
     ``⌈K / pieces⌉`` (at least 1, so an empty tensor or one shorter than N still has a segment)."""
     return max(1, -(-num_elements // pieces_per_segment(algorithm, num_ranks)))
 
 
-def capped_subchunks(algorithm, num_ranks, num_elements, num_subchunks):
+def capped_subchunks(algorithm: str, num_ranks: int, num_elements: int, num_subchunks: int) -> int:
     """``num_subchunks`` (checked ≥ 1) capped at :func:`max_subchunks`: for APIs that all-reduce many
     tensors with one setting (``MirroredStrategy``, ``batch_all_reduce``), where it is an upper bound."""
     check_count("num_subchunks", num_subchunks, 1)
     return min(num_subchunks, max_subchunks(algorithm, num_ranks, num_elements))
 
 
-def check_arguments(algorithm, num_ranks, num_elements=None, num_subchunks=1, convention="textbook", root=0,
-                    reduction=None):
+def check_arguments(algorithm: str, num_ranks: int, num_elements: int | None = None, num_subchunks: int = 1,
+                    convention: str = "textbook", root: int = 0, reduction: str | None = None) -> None:
     """The one check of an all-reduce's arguments, before any work (every all-reduce entry point calls it).
 
     Args:
@@ -193,15 +193,15 @@ def check_arguments(algorithm, num_ranks, num_elements=None, num_subchunks=1, co
                 "(at most one segment per element of a chunk)")
 
 
-def check_reduction(reduction):
+def check_reduction(reduction: str) -> None:
     """Raise ValueError unless ``reduction`` is one of :data:`REDUCTIONS`."""
     if reduction not in REDUCTIONS:
         raise ValueError(f"Unknown reduction {reduction!r}; use one of {', '.join(REDUCTIONS)}")
 
 
 @functools.lru_cache(maxsize=512)
-def build_schedule(algorithm, num_ranks, num_elements, num_subchunks=1, convention="textbook", root=0,
-                   root_input=True):
+def build_schedule(algorithm: str, num_ranks: int, num_elements: int, num_subchunks: int = 1,
+                   convention: str = "textbook", root: int = 0, root_input: bool = True) -> Schedule:
     """The :class:`Schedule` of ``algorithm`` (see the module doc); cached.
 
     ``root`` (reduce_to_one) is the rank that reduces; with ``root_input=False`` it has no
@@ -278,7 +278,7 @@ def _root_copies_first(steps, root):
     return out
 
 
-def tree_depth(rank):
+def tree_depth(rank: int) -> int:
     """Depth of ``rank`` in the binary heap tree rooted at rank 0."""
     return (rank + 1).bit_length() - 1
 
@@ -346,7 +346,7 @@ def _halving_doubling(n, subchunks, convention, root):
     return steps
 
 
-def bytes_sent_per_rank(schedule, itemsize):
+def bytes_sent_per_rank(schedule: Schedule, itemsize: int) -> dict[int, int]:
     """``{rank: bytes}`` the ranks send under ``schedule`` for elements of ``itemsize`` bytes."""
     sent = dict.fromkeys(range(schedule.num_ranks), 0)
     for m in schedule.messages:
@@ -354,7 +354,8 @@ def bytes_sent_per_rank(schedule, itemsize):
     return sent
 
 
-def ring_bytes_sent(rank, num_ranks, num_elements, itemsize, num_subchunks=1, convention="textbook"):
+def ring_bytes_sent(rank: int, num_ranks: int, num_elements: int, itemsize: int, num_subchunks: int = 1,
+                    convention: str = "textbook") -> int:
     """Closed form of the ring's bytes sent by ``rank`` (the rule in the module doc), for tests and lessons."""
     n = num_ranks
     if n == 1:

@@ -16,6 +16,14 @@ from __future__ import annotations
 import collections
 import dataclasses
 import types
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from ..train.device_setter import PsLoad
+from collections.abc import Mapping
+from typing import Any
 
 PHASES = ("pull", "compute", "push", "wait", "recv", "apply")
 
@@ -57,7 +65,7 @@ class EvalPoint:
     sim_time_s: float
     loss: float
     accuracy: float
-    accuracy_ema: object = None
+    accuracy_ema: float | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,39 +110,39 @@ class RunRecord:
     """
 
     mode: str
-    staleness: object
+    staleness: int | None
     num_ps: int
     num_workers: int
     replicas_to_aggregate: int
     execution: str
     seed: int
     clock: str
-    updates: tuple
-    evals: tuple
-    phases: tuple
-    faults: tuple
-    ps_load: tuple
+    updates: tuple[UpdateRecord, ...]
+    evals: tuple[EvalPoint, ...]
+    phases: tuple[PhaseRecord, ...]
+    faults: tuple[FaultRecord, ...]
+    ps_load: tuple[PsLoad, ...]
     status: str
-    error: object
+    error: str | None
     final_version: int
     sim_time_s: float
     test_accuracy: float
     test_loss: float
-    params: types.MappingProxyType
+    params: types.MappingProxyType[str, np.ndarray]
 
     @property
-    def updates_applied(self):
+    def updates_applied(self) -> int:
         return sum(1 for u in self.updates if u.applied)
 
     @property
-    def updates_dropped(self):
+    def updates_dropped(self) -> int:
         return sum(1 for u in self.updates if not u.applied)
 
-    def staleness_histogram(self):
+    def staleness_histogram(self) -> dict[int, int]:
         """``{staleness: number of applied gradients}``, sorted by staleness."""
         return dict(sorted(collections.Counter(u.staleness for u in self.updates if u.applied).items()))
 
-    def wait_s_by_worker(self):
+    def wait_s_by_worker(self) -> dict[int, float]:
         """Total waiting time of each worker, ``{worker: seconds}``."""
         totals = {w: 0.0 for w in range(self.num_workers)}
         for u in self.updates:
@@ -142,7 +150,7 @@ class RunRecord:
         return totals
 
 
-def format_histogram(histogram, width=40):
+def format_histogram(histogram: Mapping[Any, int], width: int = 40) -> str:
     """A text bar chart of ``{value: count}``, one line per value: ``  2 | ##### 12``."""
     if not histogram:
         return "(no updates)"
@@ -154,7 +162,7 @@ def format_histogram(histogram, width=40):
     return "\n".join(lines)
 
 
-def summary_lines(record):
+def summary_lines(record: RunRecord) -> list[str]:
     """The example's report: accuracy, times, updates applied/dropped, waits and the staleness histogram."""
     unit = "simulated" if record.clock == "simulated" else "wall"
     lines = [f"test_accuracy={record.test_accuracy:.4f}",

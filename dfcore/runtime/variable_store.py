@@ -72,7 +72,7 @@ class VariableStore:
         self._states = {}
         self._refs = {}
 
-    def ref(self, name: str) -> VarRef:
+    def ref(self, name: Any) -> VarRef:
         """The reference for variable ``name``, creating its (uninitialized) state."""
         ref = self._refs.get(name)
         if ref is not None:
