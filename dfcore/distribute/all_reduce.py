@@ -26,6 +26,8 @@ from __future__ import annotations
 import functools
 import time
 import types
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -34,16 +36,18 @@ from ..framework.device import DeviceSpec
 from ..runtime import cost_model
 from ..runtime.rendezvous import Rendezvous, create_key
 from . import collective_cost, schedules
-from .trace import AllReduceResult, ChunkTransfer, CollectiveTrace, RoundRecord
+from .trace import AllReduceResult, ChunkTransfer, CollectiveTrace, FusionCopy, RoundRecord
 
 _REDUCE_UFUNC = {"sum": np.add, "mean": np.add, "max": np.maximum}
 _DTYPES = (np.float16, np.float32, np.float64)
 _LOCAL = "/job:localhost/replica:0/task:0"
 
 
-def all_reduce(values, devices=None, algorithm="ring", reduction="sum", num_subchunks=1, convention="textbook",
-               rendezvous=None, machine=None, trace=True, trace_values=True, name="allreduce", in_place=False,
-               root=0, check_numerics=False):
+def all_reduce(values: Sequence[Any], devices: Sequence[str] | None = None, algorithm: str = "ring",
+               reduction: str = "sum", num_subchunks: int = 1, convention: str = "textbook",
+               rendezvous: Rendezvous | None = None, machine: cost_model.MachineProfile | None = None,
+               trace: bool = True, trace_values: bool = True, name: str = "allreduce", in_place: bool = False,
+               root: int = 0, check_numerics: bool = False) -> AllReduceResult:
     """All-reduce one tensor per device.
 
     Args:
@@ -108,7 +112,7 @@ def all_reduce(values, devices=None, algorithm="ring", reduction="sum", num_subc
                                                           num_subchunks, reduction))
 
 
-def canonical_devices(devices, count):
+def canonical_devices(devices: Sequence[str] | None, count: int) -> tuple[str, ...]:
     """Full device names for ``count`` ranks (default GPUs 0…count−1 of the local task).
 
     Raises:
@@ -136,7 +140,7 @@ def _full(device):
 
 
 @functools.lru_cache(maxsize=64)
-def machine_for_devices(devices):
+def machine_for_devices(devices: tuple[str, ...]) -> cost_model.MachineProfile:
     """A :class:`~dfcore.runtime.cost_model.MachineProfile` with ``devices`` (a tuple of full names) as in
     ``default_machine`` (GPUs are Tesla K20m, CPUs the nominal host; PCIe within a task, 10 GbE between
     tasks); cached."""
@@ -175,13 +179,15 @@ def _check_numerics(arrays, devices):
 
 
 @functools.lru_cache(maxsize=256)
-def message_keys(schedule, devices, name):
+def message_keys(schedule: schedules.Schedule, devices: tuple[str, ...], name: str) -> tuple[str | None, ...]:
     """The rendezvous key of every message of ``schedule`` (tensor name ``<name>/<alg>/r<round>/c<chunk>``)."""
     return tuple(create_key(devices[m.src], 1, devices[m.dst], f"{name}/{schedule.algorithm}/r{m.round}/c{m.chunks[0]}")
                  if isinstance(m, schedules.Message) else None for m in schedule.steps)
 
 
-def run_schedule(schedule, flats, devices, rendezvous, reduction, name, trace, in_place=False):
+def run_schedule(schedule: schedules.Schedule, flats: Sequence[np.ndarray], devices: Sequence[str],
+                 rendezvous: Rendezvous, reduction: str, name: str, trace: bool,
+                 in_place: bool = False) -> tuple[list[np.ndarray], list[Any]]:
     """Move the values of ``flats`` (1-D, one per rank) by ``schedule``; return ``(outputs, records)``.
 
     ``records`` holds, per message, ``[value_sent, partial_sum_after]`` (None without ``trace``).
@@ -272,12 +278,16 @@ def _snapshot_before_write(entries, buffer, lo, hi):
         entries.remove(entry)
 
 
-def build_trace(schedule, devices, reduction, dtype, records, name, inputs=None, fusion_copies=()):
+def build_trace(schedule: schedules.Schedule, devices: Sequence[str], reduction: str, dtype: Any,
+                records: Sequence[Any], name: str, inputs: Sequence[np.ndarray] | None = None,
+                fusion_copies: Sequence[FusionCopy] = ()) -> CollectiveTrace:
     """The :class:`~dfcore.distribute.trace.CollectiveTrace` of a run (``records`` from :func:`run_schedule`,
     ``name`` as given to it; ``inputs`` are kept as given, not copied)."""
     itemsize = np.dtype(dtype).itemsize
     keys = message_keys(schedule, tuple(devices), name)
-    rounds, sent, links = {}, dict.fromkeys(devices, 0), {}
+    rounds: dict[tuple[int, str], list[ChunkTransfer]] = {}  # (round, phase) -> its transfers
+    sent = dict.fromkeys(devices, 0)
+    links: dict[tuple[str, str], int] = {}
     k = 0
     for key, step in zip(keys, schedule.steps):
         if key is None:

@@ -17,13 +17,18 @@ any number of devices (non-powers of two fold first, see schedules).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 from ..framework.scopes import device as device_scope
+from ..framework.tensor import Tensor
 from ..ops import array_ops, array_ops_join
 from . import schedules
 from .arguments import check_count
 
 
-def build_ring_all_reduce(input_tensors, num_workers, num_subchunks, gpu_perm, red_op, un_op=None):
+def build_ring_all_reduce(input_tensors: Sequence[Tensor], num_workers: int, num_subchunks: int,
+                          gpu_perm: Sequence[int], red_op: Callable[..., Tensor],
+                          un_op: Callable[[Tensor], Tensor] | None = None) -> list[Tensor]:
     """Ring all-reduce subgraph (textbook convention).
 
     Args:
@@ -54,12 +59,15 @@ def build_ring_all_reduce(input_tensors, num_workers, num_subchunks, gpu_perm, r
     return _build(input_tensors, order, "ring", num_subchunks, red_op, un_op)
 
 
-def build_recursive_hd_all_reduce(input_tensors, red_op, un_op=None):
+def build_recursive_hd_all_reduce(input_tensors: Sequence[Tensor], red_op: Callable[..., Tensor],
+                                  un_op: Callable[[Tensor], Tensor] | None = None) -> list[Tensor]:
     """Recursive halving-doubling all-reduce subgraph (any N; see schedules); same args as the ring."""
     return _build(input_tensors, list(range(len(input_tensors))), "recursive_halving_doubling", 1, red_op, un_op)
 
 
-def build_shuffle_all_reduce(input_tensors, gather_devices, red_op, un_op=None):
+def build_shuffle_all_reduce(input_tensors: Sequence[Tensor], gather_devices: Sequence[str],
+                             red_op: Callable[..., Tensor],
+                             un_op: Callable[[Tensor], Tensor] | None = None) -> list[Tensor]:
     """Shuffle all-reduce: "essentially the algorithm implemented when using parameter servers" (TF).
 
     Each input is cut into ``len(gather_devices)`` shards; shard j of every input goes to

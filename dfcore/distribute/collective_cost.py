@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections.abc import Iterable, Sequence
 
 from ..runtime import cost_model, sim_clock
 from . import schedules
@@ -53,7 +54,8 @@ def _copy_s(nbytes, device):
     return cost_model.op_time_s(cost_model.OpCost(0, 2 * nbytes), device)
 
 
-def build_sim_tasks(schedule, devices, machine, itemsize, reduction="sum", fusion_bytes=None):
+def build_sim_tasks(schedule: schedules.Schedule, devices: Sequence[str], machine: cost_model.MachineProfile,
+                    itemsize: int, reduction: str = "sum", fusion_bytes: int | None = None) -> list[sim_clock.SimTask]:
     """The :class:`~dfcore.runtime.sim_clock.SimTask` list of one collective (see the module doc).
 
     Args:
@@ -105,19 +107,22 @@ def build_sim_tasks(schedule, devices, machine, itemsize, reduction="sum", fusio
     return tasks
 
 
-def simulate_schedule(schedule, devices, machine, itemsize, reduction="sum", fusion_bytes=None):
+def simulate_schedule(schedule: schedules.Schedule, devices: Sequence[str], machine: cost_model.MachineProfile,
+                      itemsize: int, reduction: str = "sum", fusion_bytes: int | None = None) -> sim_clock.SimResult:
     """:class:`~dfcore.runtime.sim_clock.SimResult` of :func:`build_sim_tasks` (same arguments)."""
     return sim_clock.simulate(build_sim_tasks(schedule, devices, machine, itemsize, reduction, fusion_bytes))
 
 
 @functools.lru_cache(maxsize=256)
-def simulated_time_s(schedule, devices, machine, itemsize, reduction="sum", fusion_bytes=None):
+def simulated_time_s(schedule: schedules.Schedule, devices: Sequence[str], machine: cost_model.MachineProfile,
+                     itemsize: int, reduction: str = "sum", fusion_bytes: int | None = None) -> float:
     """Makespan (s) of :func:`simulate_schedule`; cached (schedules and machines are immutable)."""
     return simulate_schedule(schedule, devices, machine, itemsize, reduction, fusion_bytes).makespan_s
 
 
 @functools.lru_cache(maxsize=256)
-def predicted_time_s(algorithm, num_elements, itemsize, devices, machine, num_subchunks=1, reduction="sum"):
+def predicted_time_s(algorithm: str, num_elements: int, itemsize: int, devices: Sequence[str],
+                     machine: cost_model.MachineProfile, num_subchunks: int = 1, reduction: str = "sum") -> float:
     """α-β(-γ) time of an all-reduce (formulas in the module doc); links and devices are
     those between ``devices[0]`` and ``devices[1]`` (homogeneous machines).
 
@@ -157,7 +162,7 @@ def predicted_time_s(algorithm, num_elements, itemsize, devices, machine, num_su
     else:
         p = 1 << (n.bit_length() - 1)
         total = 2 * t(k) + g(k) if n > p else 0.0
-        size = k
+        size: float = k
         for _ in range(p.bit_length() - 1):
             size /= 2
             total += 2 * t(size) + g(size)
@@ -178,7 +183,10 @@ class PsRingPoint:
     ring_formula_s: float
 
 
-def cluster_machine(num_workers, link=cost_model.ETHERNET_10G, worker=cost_model.TESLA_K20M, ps=cost_model.CPU):
+def cluster_machine(num_workers: int, link: cost_model.LinkProfile = cost_model.ETHERNET_10G,
+                    worker: cost_model.DeviceProfile = cost_model.TESLA_K20M,
+                    ps: cost_model.DeviceProfile = cost_model.CPU,
+                    ) -> tuple[cost_model.MachineProfile, tuple[str, ...], str]:
     """A cluster: one GPU per ``/job:worker`` task and one ``/job:ps`` CPU task, ``link`` between tasks.
 
     Returns:
@@ -191,8 +199,9 @@ def cluster_machine(num_workers, link=cost_model.ETHERNET_10G, worker=cost_model
     return cost_model.MachineProfile(devices, inter_task_link=link), tuple(workers), ps_device
 
 
-def ps_vs_ring_curve(num_params=300e6, link=cost_model.ETHERNET_10G, workers=range(2, 33), itemsize=4,
-                     ps_subchunks=10):
+def ps_vs_ring_curve(num_params: float = 300e6, link: cost_model.LinkProfile = cost_model.ETHERNET_10G,
+                     workers: Iterable[int] = range(2, 33), itemsize: int = 4,
+                     ps_subchunks: int = 10) -> list[PsRingPoint]:
     """Synchronisation time per step, parameter server vs ring, on a simulated cluster.
 
     PS: the workers' gradients go to one ``/job:ps`` task, which sums them and sends the

@@ -27,23 +27,30 @@ from __future__ import annotations
 
 import itertools
 import threading
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .. import errors
 from ..framework import registry
 from ..framework.device import DeviceSpec
+from ..framework.tensor import Tensor
 from ..ops import common_shapes, math_dtypes
 from ..ops.op_util import graph_of
 from ..runtime.rendezvous import create_key
 from . import schedules
 from .all_reduce import all_reduce
 
+if TYPE_CHECKING:
+    from ..runtime.executor import StepContext
+
 _INSTANCE_KEYS = itertools.count(1)
 
 
-def collective_all_reduce(tensors, algorithm="ring", reduction="sum", num_subchunks=1, convention="textbook",
-                          group_key=1, instance_key=None, name="CollectiveAllReduce"):
+def collective_all_reduce(tensors: Sequence[Any], algorithm: str = "ring", reduction: str = "sum",
+                          num_subchunks: int = 1, convention: str = "textbook", group_key: int = 1,
+                          instance_key: int | None = None, name: str = "CollectiveAllReduce") -> list[Tensor]:
     """All-reduce ``tensors`` (one per device) in the graph; returns one output per input.
 
     Each output has its input's shape and dtype and is produced on its input's device
@@ -129,18 +136,18 @@ def _kernel(op):
 class CollectiveInstance:
     """The participants of one collective in one step; ``trace`` is set after a traced run."""
 
-    def __init__(self, key, size, settings):
+    def __init__(self, key: tuple[int, int], size: int, settings: Any) -> None:
         self.key = key
         self.size = size
         self.settings = settings
         self.name = f"collective/g{key[0]}/i{key[1]}"
         self.trace = None
         self._lock = threading.Lock()
-        self._arrived = {}
+        self._arrived: dict[int, tuple[str | None, Any, Callable[..., None]]] = {}  # rank -> (device, value, done)
         self._error = None
         self._finished = False
 
-    def join(self, ctx, rank, value, done):
+    def join(self, ctx: StepContext, rank: int, value: Any, done: Callable[[errors.OpError | None, Any], None]) -> None:
         """Add a participant; the last one runs the collective (see the module doc)."""
         with self._lock:
             error = self._error
@@ -152,7 +159,8 @@ class CollectiveInstance:
             done(error, None)
             return
         if first and not last:
-            watch = create_key(ctx.device, 1, ctx.device, f"{self.name}/abort_watch")
+            device = ctx.device or ""
+            watch = create_key(device, 1, device, f"{self.name}/abort_watch")
             ctx.rendezvous.recv_async(watch, self._on_abort)
         if last:
             self._run(ctx)

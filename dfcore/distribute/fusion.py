@@ -19,12 +19,15 @@ simulated time.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
+from ..runtime import cost_model
 from . import collective_cost, schedules
 from .all_reduce import all_reduce, canonical_devices, machine_for_devices
-from .trace import FusionCopy
+from .trace import AllReduceResult, FusionCopy
 
 DEFAULT_FUSION_THRESHOLD_BYTES = 64 * 1024 * 1024  # Horovod's default (64 MB)
 
@@ -40,16 +43,18 @@ class BatchAllReduceResult:
         simulated_time_s, wall_time_s: sums over the buffers (they run one after another).
     """
 
-    outputs: tuple
-    groups: tuple
-    results: tuple
+    outputs: tuple[tuple[np.ndarray, ...], ...]
+    groups: tuple[tuple[int, ...], ...]
+    results: tuple[AllReduceResult, ...]
     simulated_time_s: float
     wall_time_s: float
 
 
-def fusion_groups(tensors, fusion_threshold_bytes):
+def fusion_groups(tensors: Sequence[np.ndarray], fusion_threshold_bytes: int) -> tuple[tuple[int, ...], ...]:
     """Tensor index groups by the module's packing rule (``tensors``: one device's arrays)."""
-    groups, current, current_bytes, current_dtype = [], [], 0, None
+    groups: list[tuple[int, ...]] = []
+    current: list[int] = []
+    current_bytes, current_dtype = 0, None
     for i, t in enumerate(tensors):
         nbytes = t.nbytes
         if current and (t.dtype == current_dtype and current_bytes + nbytes <= fusion_threshold_bytes):
@@ -64,8 +69,9 @@ def fusion_groups(tensors, fusion_threshold_bytes):
     return tuple(groups)
 
 
-def batch_all_reduce(per_device_tensors, devices=None, fusion_threshold_bytes=DEFAULT_FUSION_THRESHOLD_BYTES,
-                     machine=None, **kwargs):
+def batch_all_reduce(per_device_tensors: Sequence[Sequence[np.ndarray]], devices: Sequence[str] | None = None,
+                     fusion_threshold_bytes: int = DEFAULT_FUSION_THRESHOLD_BYTES,
+                     machine: cost_model.MachineProfile | None = None, **kwargs: Any) -> BatchAllReduceResult:
     """All-reduce a list of tensors on every device, fusing small ones.
 
     Args:
@@ -93,7 +99,7 @@ def batch_all_reduce(per_device_tensors, devices=None, fusion_threshold_bytes=DE
         raise ValueError(f"Every device must give the same number of tensors, got {sorted(counts)}")
     devices = canonical_devices(devices, len(arrays))
     machine = machine if machine is not None else machine_for_devices(devices)
-    outputs = [[None] * len(arrays[0]) for _ in arrays]
+    outputs: list[list[Any]] = [[None] * len(arrays[0]) for _ in arrays]
     groups = fusion_groups(arrays[0], fusion_threshold_bytes)
     results = []
     requested = kwargs.pop("num_subchunks", 1)

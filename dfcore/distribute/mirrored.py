@@ -20,8 +20,14 @@ they stay equal. With equal batch slices one step equals one full-batch SGD step
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..framework.operation import Operation
 from ..framework.scopes import device as device_scope, name_scope
+from ..framework.tensor import Tensor
 from ..ops import array_ops_join, control_flow_ops, variables
+from ..ops.variables import Variable
 from . import schedules
 from .all_reduce import canonical_devices
 from .collective_ops import collective_all_reduce
@@ -40,7 +46,7 @@ class MirroredStrategy:
         TypeError: a non-integer ``num_subchunks``.
     """
 
-    def __init__(self, devices, all_reduce_alg="ring", num_subchunks=1):
+    def __init__(self, devices: Sequence[str], all_reduce_alg: str = "ring", num_subchunks: int = 1) -> None:
         devices = list(devices)
         if not devices:
             raise ValueError("MirroredStrategy needs at least one device")
@@ -51,10 +57,10 @@ class MirroredStrategy:
         self.num_subchunks = num_subchunks
 
     @property
-    def num_replicas_in_sync(self):
+    def num_replicas_in_sync(self) -> int:
         return len(self.devices)
 
-    def create_variables(self, variable_fn):
+    def create_variables(self, variable_fn: Callable[[], Sequence[Variable]]) -> list[list[Any]]:
         """Call ``variable_fn()`` (returning a sequence of Variables) on replica 0's device and
         mirror its variables on the others; returns one list of variables per replica."""
         replicas = []
@@ -67,16 +73,16 @@ class MirroredStrategy:
                                      for v in replicas[0]])
         return replicas
 
-    def split(self, *batches):
+    def split(self, *batches: Tensor) -> list[tuple[Tensor, ...]]:
         """Cut each full-batch tensor into ``num_replicas_in_sync`` equal slices along axis 0;
         returns one tuple of slices per replica."""
         pieces = [array_ops_join.split(b, self.num_replicas_in_sync) for b in batches]
         return [tuple(p[i] for p in pieces) for i in range(self.num_replicas_in_sync)]
 
-    def reduce_gradients(self, per_replica_grads):
+    def reduce_gradients(self, per_replica_grads: Sequence[Sequence[Tensor]]) -> list[list[Tensor]]:
         """All-reduce (mean) the gradients: ``per_replica_grads[i][j]`` is replica i's gradient
         of variable j; returns the same structure, every replica holding the mean."""
-        reduced = [[None] * len(per_replica_grads[0]) for _ in per_replica_grads]
+        reduced: list[list[Any]] = [[None] * len(per_replica_grads[0]) for _ in per_replica_grads]
         for j, grads in enumerate(zip(*per_replica_grads)):
             outs = collective_all_reduce(list(grads), algorithm=self.all_reduce_alg, reduction="mean",
                                          num_subchunks=self._subchunks(grads[0].shape.num_elements()),
@@ -92,7 +98,8 @@ class MirroredStrategy:
         return schedules.capped_subchunks(self.all_reduce_alg, self.num_replicas_in_sync, num_elements,
                                           self.num_subchunks)
 
-    def minimize(self, optimizer_fn, loss_fn, per_replica_inputs, replica_vars):
+    def minimize(self, optimizer_fn: Callable[[], Any], loss_fn: Callable[..., Tensor],
+                 per_replica_inputs: Sequence[Sequence[Tensor]], replica_vars: Sequence[Sequence[Any]]) -> Operation:
         """Build one training step: each replica's loss and gradients on its device, the
         all-reduce, and each replica's optimizer (``optimizer_fn()``, one per replica) applying
         the reduced gradients to its own variables. Returns the grouped train op."""
@@ -109,7 +116,8 @@ class MirroredStrategy:
                 updates.append(opt.apply_gradients(list(zip(reduced[i], params))))
         return control_flow_ops.group(*updates)
 
-    def communication_bytes_per_device(self, replica_vars, itemsize=4):
+    def communication_bytes_per_device(self, replica_vars: Sequence[Sequence[Any]],
+                                       itemsize: int = 4) -> dict[str, int]:
         """Bytes each device sends per step in the gradient all-reduces (the schedules' exact rule):
         ``{device: bytes}``."""
         sent = dict.fromkeys(self.devices, 0)

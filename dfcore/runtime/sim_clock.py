@@ -34,7 +34,7 @@ import dataclasses
 import heapq
 import math
 import types
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from ..framework.device import canonical_name
 from .cost_model import LinkProfile, MachineProfile, OpCost, op_time_s, transfer_time_s
@@ -49,10 +49,10 @@ class SimTask:
     name: str
     resource: str
     duration_s: float
-    deps: tuple = ()
+    deps: Sequence[str] = ()  # stored as a tuple
     priority: int = 0
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "deps", tuple(self.deps))
 
 
