@@ -21,6 +21,8 @@ from __future__ import annotations
 import dataclasses
 import os
 import types
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -49,7 +51,7 @@ class ShardedDigits:
             without replacement).
     """
 
-    def __init__(self, num_workers, batch_size, seed):
+    def __init__(self, num_workers: int, batch_size: int, seed: int) -> None:
         split = load_digits_split(seed=seed)
         smallest_shard = len(range(num_workers - 1, len(split.x_train), num_workers))
         check_count("batch_size", batch_size, 1, smallest_shard,
@@ -58,7 +60,7 @@ class ShardedDigits:
         self.x_test, self.y_test = split.x_test, split.y_test
         self.num_workers, self.batch_size, self.seed = num_workers, batch_size, seed
 
-    def batch(self, worker, clock):
+    def batch(self, worker: int, clock: int) -> tuple[np.ndarray, np.ndarray]:
         shard = np.arange(worker, len(self.x_train), self.num_workers)
         rng = np.random.default_rng([self.seed, worker, clock])
         index = rng.choice(shard, self.batch_size, replace=False)
@@ -76,7 +78,7 @@ class DriverOptions:
     fault_timeout_s: float
     hooks: _Hooks
 
-    def speed(self, worker):
+    def speed(self, worker: int) -> float:
         return float(self.straggler.get(worker, 1.0))
 
 
@@ -107,10 +109,14 @@ class _Hooks:
         save_sidecar(path, version, time_s, clocks)
 
 
-def train(mode="sync", staleness=0, num_ps=1, num_workers=4, replicas_to_aggregate=None, straggler=None,
-          steps=None, execution="simulated", seed=0, learning_rate=None, batch_size=32, hidden=64,
-          ps_strategy="round_robin", ema_decay=None, eval_every=25, worker_profile=None, checkpoint_dir=None,
-          checkpoint_every=0, restore=False, kill_worker=None, kill_ps=None, fault_timeout_s=0.5):
+def train(mode: str = "sync", staleness: int = 0, num_ps: int = 1, num_workers: int = 4,
+          replicas_to_aggregate: int | None = None, straggler: Mapping[int, float] | None = None,
+          steps: int | None = None, execution: str = "simulated", seed: int = 0, learning_rate: float | None = None,
+          batch_size: int = 32, hidden: int = 64, ps_strategy: str = "round_robin", ema_decay: float | None = None,
+          eval_every: int = 25, worker_profile: cost_model.DeviceProfile | None = None,
+          checkpoint_dir: str | None = None, checkpoint_every: int = 0, restore: bool = False,
+          kill_worker: Mapping[int, int] | None = None, kill_ps: Mapping[int, int] | None = None,
+          fault_timeout_s: float = 0.5) -> RunRecord:
     """Train the digits MLP with a parameter server; return a :class:`RunRecord`.
 
     Args:
@@ -167,7 +173,7 @@ def train(mode="sync", staleness=0, num_ps=1, num_workers=4, replicas_to_aggrega
         start = _initialize(models, config, checkpoint_dir if restore else None)
         if execution == "simulated":
             costs = step_costs(models[0], config, worker_profile or cost_model.NUMPY_CORE)
-            result = SimulatedRun(models, ps_servers, worker_servers, config, costs, data, options, start).run()
+            result: Any = SimulatedRun(models, ps_servers, worker_servers, config, costs, data, options, start).run()
         else:
             from .ps_threads import ThreadedRun
 

@@ -9,6 +9,8 @@ flag, so the API and the CLI share every rule.
 
 from __future__ import annotations
 
+from typing import Any
+
 from .arguments import ArgumentRangeError, check_choice, check_count, check_positive
 
 MODES = ("sync", "async", "ssp")
@@ -16,9 +18,11 @@ EXECUTIONS = ("simulated", "threads", "mpi")
 PS_STRATEGIES = ("round_robin", "greedy")
 
 
-def check_train_arguments(*, mode, execution, num_ps, num_workers, replicas_to_aggregate, staleness, steps,
-                          learning_rate, batch_size, hidden, ps_strategy, seed, eval_every, checkpoint_dir,
-                          checkpoint_every, restore, straggler, kill_worker, kill_ps, fault_timeout_s) -> None:
+def check_train_arguments(*, mode: str, execution: str, num_ps: int, num_workers: int,
+                          replicas_to_aggregate: int | None, staleness: int, steps: int | None,
+                          learning_rate: float | None, batch_size: int, hidden: int, ps_strategy: str, seed: int,
+                          eval_every: int, checkpoint_dir: str | None, checkpoint_every: int, restore: bool,
+                          straggler: Any, kill_worker: Any, kill_ps: Any, fault_timeout_s: float) -> None:
     """Check :func:`~dfcore.distribute.parameter_server.train`'s arguments (same names and meanings).
 
     Ranges: ``num_ps``, ``num_workers``, ``batch_size``, ``hidden`` ≥ 1; ``replicas_to_aggregate``

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from .. import train as train_lib
 from ..examples.multi_tower import mlp_logits, mlp_variables, tower_loss
@@ -55,14 +57,18 @@ class ModelConfig:
 class WorkerModel:
     """One worker's graph, session and the tensors and ops the drivers run."""
 
-    def __init__(self, index, graph, session, tensors):
+    if TYPE_CHECKING:
+        # The tensors and ops are attributes named by build_worker's table (loss, grads, train_op, ...).
+        def __getattr__(self, name: str) -> Any: ...
+
+    def __init__(self, index: int, graph: Graph, session: Session, tensors: Mapping[str, Any]) -> None:
         self.index = index
         self.graph = graph
         self.session = session
         self.__dict__.update(tensors)
 
 
-def start_cluster(config):
+def start_cluster(config: ModelConfig) -> tuple[ClusterSpec, list[Server], list[Server]]:
     """``(ClusterSpec, ps servers, worker servers)`` of a fresh in-process cluster (CPU-only tasks)."""
     run = next(_RUNS)
     spec = ClusterSpec({"ps": [f"ps{i}.run{run}.local:2222" for i in range(config.num_ps)],
@@ -81,10 +87,11 @@ def _strategy(config):
     raise ValueError(f"ps_strategy must be 'round_robin' or 'greedy', got {config.ps_strategy!r}")
 
 
-def build_worker(index, config, spec, server, executor_runner="inline"):
+def build_worker(index: int, config: ModelConfig, spec: ClusterSpec, server: Server,
+                 executor_runner: str = "inline") -> WorkerModel:
     """The :class:`WorkerModel` of worker ``index`` (a session on its server's target)."""
     graph = Graph()
-    t = {}
+    t: dict[str, Any] = {}
     with graph.as_default():
         setter = train_lib.replica_device_setter(cluster=spec, worker_device=f"/job:worker/task:{index}",
                                                  ps_strategy=_strategy(config))
@@ -184,7 +191,8 @@ class StepCosts:
     link: cost_model.LinkProfile
 
 
-def step_costs(model, config, worker_profile=cost_model.NUMPY_CORE):
+def step_costs(model: WorkerModel, config: ModelConfig,
+               worker_profile: cost_model.DeviceProfile = cost_model.NUMPY_CORE) -> StepCosts:
     """:class:`StepCosts` from the cost model (static shapes, ops on ``worker_profile``) and the ps load table."""
     ops = prune.prune([model.loss] + model.grads, [], [model.x, model.y])
     compute_s = 0.0

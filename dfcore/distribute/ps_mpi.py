@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -37,13 +39,17 @@ from .cluster import Server
 from .ps_model import build_worker
 from .staleness import PhaseRecord, UpdateRecord
 
+if TYPE_CHECKING:
+    from .parameter_server import DriverOptions, ShardedDigits
+    from .ps_model import ModelConfig, WorkerModel
+
 #: How long any wait of a worker or the chief may take before the run fails (seconds).
 TIMEOUT_S = 60.0
 _POLL_S = 0.002
 PS_TASK = "/job:ps/replica:0/task:0"  # where the apply marks go (the global step lives on ps 0)
 
 
-def start_task(timeout_s=TIMEOUT_S):
+def start_task(timeout_s: float = TIMEOUT_S) -> tuple[MPIClusterResolver, Server]:
     """``(resolver, server)`` of this rank: a CPU-only task of the launcher's cluster.
 
     Raises:
@@ -58,20 +64,21 @@ def start_task(timeout_s=TIMEOUT_S):
 class MPIRun:
     """One worker's part of the run (see the module docstring); :meth:`run` returns its update and phase records."""
 
-    def __init__(self, model, config, data, options, t0):
+    def __init__(self, model: WorkerModel, config: ModelConfig, data: ShardedDigits | None, options: DriverOptions,
+                 t0: float) -> None:
         self.model, self.config, self.data, self.options = model, config, data, options
         self.t0 = t0
         self.run_options = RunOptions(timeout_in_ms=int(TIMEOUT_S * 1000))
-        self.updates = []
-        self.phases = []
+        self.updates: list[UpdateRecord] = []
+        self.phases: list[PhaseRecord] = []
         self._next_eval = self._next_checkpoint = 0
         self.stop = threading.Event()
-        self.chief_error = []
+        self.chief_error: list[BaseException] = []
 
-    def now(self):
+    def now(self) -> float:
         return time.time() - self.t0
 
-    def initialize(self):
+    def initialize(self) -> None:
         """Chief: initialize the ps variables (and the sync tokens); others: wait for that, then local state."""
         model, session = self.model, self.model.session
         if model.index == 0:
@@ -84,7 +91,7 @@ class MPIRun:
             if model.index == 0:
                 session.run([model.chief_init, model.init_tokens])
 
-    def run(self):
+    def run(self) -> Any:
         chief = None
         if self.model.index == 0 and self.config.mode in ("sync", "ssp"):
             chief = threading.Thread(target=self._chief_loop, name="ps-chief-sync", daemon=True)
@@ -228,7 +235,7 @@ def _initialized(session, variable):
     return True
 
 
-def train_rank(config, make_data, options):
+def train_rank(config: ModelConfig, make_data: Callable[[], ShardedDigits], options: DriverOptions) -> Any:
     """This rank's part of :func:`dfcore.distribute.parameter_server.train` with ``execution="mpi"``;
     the chief loads the data with ``make_data()`` and sends it to the other workers (a ps never loads it).
 

@@ -21,6 +21,8 @@ from __future__ import annotations
 import heapq
 import json
 import os
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -30,6 +32,11 @@ from ..runtime.config import RunOptions
 from ..train.file_io import atomic_write
 from .staleness import FaultRecord, PhaseRecord, UpdateRecord
 
+if TYPE_CHECKING:
+    from .cluster import Server
+    from .parameter_server import DriverOptions, ShardedDigits
+    from .ps_model import ModelConfig, StepCosts, WorkerModel
+
 _ARRIVE, _PUSH, _START = 0, 1, 2
 _OK_OPTIONS = RunOptions(timeout_in_ms=120_000)
 
@@ -38,7 +45,9 @@ class SimulatedRun:
     """Runs the event loop; see the module doc. ``hooks`` hold ``eval(version, t)`` and
     ``checkpoint(version, t, clocks)`` callbacks of the driver."""
 
-    def __init__(self, models, ps_servers, worker_servers, config, costs, data, options, start):
+    def __init__(self, models: Sequence[WorkerModel], ps_servers: Sequence[Server], worker_servers: Sequence[Server],
+                 config: ModelConfig, costs: StepCosts, data: ShardedDigits, options: DriverOptions,
+                 start: Mapping[str, Any]) -> None:
         self.models = models
         self.ps_servers = ps_servers
         self.worker_servers = worker_servers
@@ -50,21 +59,24 @@ class SimulatedRun:
         n = config.num_workers
         self.clock = list(start["clocks"])
         self.alive = [True] * n
-        self.waiting = {}  # worker -> time it started waiting
+        self.waiting: dict[int, float] = {}  # worker -> time it started waiting
         self.wait_s = [0.0] * n
-        self.pending = {}  # worker -> computed gradient awaiting its push
-        self.contributions = []  # sync/ssp: records waiting for their update
-        self.arrivals = {}  # ssp: clock -> gradients in
+        self.pending: dict[int, dict[str, Any]] = {}  # worker -> computed gradient awaiting its push
+        self.contributions: list[Any] = []  # sync/ssp: records waiting for their update
+        self.arrivals: dict[int, list[Any]] = {}  # ssp: clock -> gradients in
         self.accumulated = 0
         self.tokens = 0
-        self.nic_free = {}
+        self.nic_free: dict[str, float] = {}
         self.start_queued = [False] * n
-        self.events, self.seq = [], 0
-        self.updates, self.phases, self.faults = [], [], []
-        self.failed = None
+        self.events: list[tuple[Any, ...]] = []  # heap
+        self.seq = 0
+        self.updates: list[UpdateRecord] = []
+        self.phases: list[PhaseRecord] = []
+        self.faults: list[FaultRecord] = []
+        self.failed: str | None = None
 
     # -- the loop ------------------------------------------------------------------
-    def run(self):
+    def run(self) -> SimulatedRun:
         for w in range(self.config.num_workers):
             self._schedule_start(w)
         while self.events and self.failed is None and self.version < self.options.steps:
@@ -272,13 +284,13 @@ def _worker(w):
     return f"/job:worker/replica:0/task:{w}"
 
 
-def save_sidecar(path, version, time_s, clocks):
+def save_sidecar(path: str, version: int, time_s: float, clocks: Iterable[int]) -> None:
     """Driver state saved next to a checkpoint: version, simulated time, worker clocks (JSON)."""
     state = {"version": int(version), "time_s": float(time_s), "clocks": [int(c) for c in clocks]}
     atomic_write(path + ".driver.json", lambda f: f.write(json.dumps(state).encode("utf-8")))
 
 
-def load_sidecar(path, version, num_workers):
+def load_sidecar(path: str, version: int, num_workers: int) -> dict[str, Any]:
     """The state :func:`save_sidecar` wrote, or one inferred from ``version`` if there is none.
 
     Raises:

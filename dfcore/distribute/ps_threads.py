@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -29,7 +31,12 @@ from .. import errors
 from ..runtime.config import RunOptions
 from ..train.queue_runner import Coordinator
 from . import cluster_runtime
-from .staleness import FaultRecord, UpdateRecord
+from .staleness import FaultRecord, PhaseRecord, UpdateRecord
+
+if TYPE_CHECKING:
+    from .cluster import Server
+    from .parameter_server import DriverOptions, ShardedDigits
+    from .ps_model import ModelConfig, WorkerModel
 
 _NORMAL_TIMEOUT_S = 60.0
 
@@ -37,7 +44,9 @@ _NORMAL_TIMEOUT_S = 60.0
 class ThreadedRun:
     """Runs the worker threads (and the chief's) to ``options.steps`` updates; see the module doc."""
 
-    def __init__(self, models, ps_servers, worker_servers, config, data, options, start):
+    def __init__(self, models: Sequence[WorkerModel], ps_servers: Sequence[Server], worker_servers: Sequence[Server],
+                 config: ModelConfig, data: ShardedDigits, options: DriverOptions,
+                 start: Mapping[str, Any]) -> None:
         self.models, self.ps_servers, self.worker_servers = models, ps_servers, worker_servers
         self.config, self.data, self.options = config, data, options
         self.version = start["version"]
@@ -48,18 +57,20 @@ class ThreadedRun:
         self.timeout_s = timeout_s
         self.cond = threading.Condition()
         self.lock = threading.Lock()
-        self.updates, self.phases, self.faults = [], [], []
-        self.pending = {}
-        self.failed = None
+        self.updates: list[UpdateRecord] = []
+        self.phases: list[PhaseRecord] = []
+        self.faults: list[FaultRecord] = []
+        self.pending: dict[int, Any] = {}
+        self.failed: str | None = None
         self.stop = threading.Event()
         self.t0 = time.perf_counter()
         self.time_s = 0.0
         self._next_eval = self._next_checkpoint = self.version
 
-    def now(self):
+    def now(self) -> float:
         return time.perf_counter() - self.t0
 
-    def run(self):
+    def run(self) -> ThreadedRun:
         coord = Coordinator()
         chief_threads = []
         if self.config.mode == "sync":

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import types
+from typing import Any
 
 import numpy as np
 
@@ -25,6 +26,7 @@ from ..framework.device import DeviceSpec
 from ..framework.graph import Graph
 from ..ops import array_ops, variables
 from ..runtime.session import Session
+from .cluster import ClusterSpec
 from .parameter_server import ShardedDigits
 from .ps_model import NUM_FEATURES, ModelConfig, build_worker, start_cluster
 
@@ -47,13 +49,13 @@ class ReplicationComparison:
     max_abs_difference: float
 
     @property
-    def between_graph_total_ops(self):
+    def between_graph_total_ops(self) -> int:
         return sum(g.num_ops for g in self.between_graph)
 
 
-def graph_size(graph):
+def graph_size(graph: Graph) -> GraphSize:
     """A :class:`GraphSize` from the requested devices of ``graph``'s ops (unplaced ops: ``"(any)"``)."""
-    counts = {}
+    counts: dict[str, int] = {}
     for op in graph.get_operations():
         spec = DeviceSpec.from_string(op.device or "")
         task = "(any)" if spec.job is None else f"/job:{spec.job}/replica:0/task:{spec.task or 0}"
@@ -61,7 +63,7 @@ def graph_size(graph):
     return GraphSize(len(graph.get_operations()), types.MappingProxyType(dict(sorted(counts.items()))))
 
 
-def build_in_graph(spec, config):
+def build_in_graph(spec: ClusterSpec, config: ModelConfig) -> tuple[Graph, dict[str, Any]]:
     """One graph with a tower per worker task; returns ``(graph, handles)``."""
     graph = Graph()
     with graph.as_default():
@@ -80,8 +82,8 @@ def build_in_graph(spec, config):
     return graph, dict(params=params, xs=xs, ys=ys, train_op=train_op, init=init)
 
 
-def compare_replication(num_workers=4, num_ps=1, batch_size=32, hidden=64, learning_rate=0.5, seed=0,
-                        atol=1e-6):
+def compare_replication(num_workers: int = 4, num_ps: int = 1, batch_size: int = 32, hidden: int = 64,
+                        learning_rate: float = 0.5, seed: int = 0, atol: float = 1e-6) -> ReplicationComparison:
     """Build both replication styles on one cluster and run one step of each; see the module doc."""
     config = ModelConfig("sync", num_ps, num_workers, num_workers, 0, learning_rate, hidden, batch_size, seed,
                          "round_robin", None)
