@@ -290,7 +290,7 @@ def build_trace(schedule: schedules.Schedule, devices: Sequence[str], reduction:
     links: dict[tuple[str, str], int] = {}
     k = 0
     for key, step in zip(keys, schedule.steps):
-        if key is None:
+        if key is None or not isinstance(step, schedules.Message):  # a key for each message, None for the rest
             continue
         lo, hi = step.element_range
         nbytes = (hi - lo) * itemsize

@@ -56,7 +56,7 @@ class TaskInfo:
     task_index: int
     address: str
     task_name: str
-    devices: tuple
+    devices: tuple[str, ...]
     running: bool
 
 

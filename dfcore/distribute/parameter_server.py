@@ -72,9 +72,9 @@ class DriverOptions:
     """The driver's knobs the runners read (see :func:`train`)."""
 
     steps: int
-    straggler: dict
-    kill_worker: dict
-    kill_ps: dict
+    straggler: dict[int, float]  # worker -> speed factor
+    kill_worker: dict[int, int]  # worker -> the step it dies at
+    kill_ps: dict[int, int]  # ps task -> the version it dies at
     fault_timeout_s: float
     hooks: _Hooks
 

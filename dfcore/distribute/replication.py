@@ -36,7 +36,7 @@ class GraphSize:
     """Ops of one client's graph: the total and per task (``/job:ps/replica:0/task:0`` → count)."""
 
     num_ops: int
-    ops_per_task: types.MappingProxyType
+    ops_per_task: types.MappingProxyType[str, int]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,7 +45,7 @@ class ReplicationComparison:
     client; ``max_abs_difference``: between the parameters after one step of each."""
 
     in_graph: GraphSize
-    between_graph: tuple
+    between_graph: tuple[GraphSize, ...]
     max_abs_difference: float
 
     @property

@@ -73,8 +73,8 @@ class Message:
     phase: str
     src: int
     dst: int
-    chunks: tuple
-    element_range: tuple
+    chunks: tuple[int, ...]
+    element_range: tuple[int, int]
     op: str
 
 
@@ -84,8 +84,8 @@ class Finalize:
 
     round: int
     rank: int
-    chunks: tuple
-    element_range: tuple
+    chunks: tuple[int, ...]
+    element_range: tuple[int, int]
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -99,8 +99,8 @@ class Schedule:
     num_ranks: int
     num_elements: int
     num_subchunks: int
-    chunk_ranges: tuple
-    steps: tuple
+    chunk_ranges: tuple[tuple[int, int], ...]
+    steps: tuple[Message | Finalize, ...]
 
     @property
     def messages(self) -> tuple[Message, ...]:

@@ -60,10 +60,10 @@ class PartitionNode:
 
     name: str
     op: str
-    inputs: tuple
+    inputs: tuple[str, ...]
     device: str
-    attrs: dict = dataclasses.field(hash=False)
-    original: object = dataclasses.field(default=None, compare=False)
+    attrs: dict[str, Any] = dataclasses.field(hash=False)
+    original: Operation | None = dataclasses.field(default=None, compare=False)
 
     def get_attr(self, name: str) -> Any:
         """The attr ``name``; raises ValueError (TF's wording) if absent."""
@@ -83,7 +83,7 @@ class PartitionGraph:
     """The nodes one device runs in one step."""
 
     device: str
-    nodes: tuple
+    nodes: tuple[PartitionNode, ...]
 
     def as_graph_def(self) -> GraphDef:
         """This partition as TF's ``GraphDef`` message (what ``RunMetadata.partition_graphs`` holds)."""

@@ -54,10 +54,10 @@ def compile_partition(graph: PartitionGraph) -> CompiledPartition:
         if node.op_type == "Const" and not record.inputs:
             node.preset = True
             initial_values[node.out_slot] = node.compute()
-    for src, dst in edges:
-        if not compiled[src].preset:
-            compiled[src].consumers.append(dst)
-            compiled[dst].pending += 1
+    for src_index, dst_index in edges:
+        if not compiled[src_index].preset:
+            compiled[src_index].consumers.append(dst_index)
+            compiled[dst_index].pending += 1
     num_scheduled = sum(1 for node in compiled if not node.preset)
     return CompiledPartition(graph.device, compiled, initial_values, num_scheduled)
 

@@ -68,12 +68,12 @@ class SimResult:
         order: task names in the order they started.
     """
 
-    start_s: types.MappingProxyType
-    end_s: types.MappingProxyType
+    start_s: types.MappingProxyType[str, float]
+    end_s: types.MappingProxyType[str, float]
     makespan_s: float
-    busy_s: types.MappingProxyType
-    utilization: types.MappingProxyType
-    order: tuple
+    busy_s: types.MappingProxyType[str, float]
+    utilization: types.MappingProxyType[str, float]
+    order: tuple[str, ...]
 
 
 def simulate(tasks: Iterable[SimTask]) -> SimResult:
@@ -168,7 +168,7 @@ class NodeRecord:
     name: str
     device: str
     cost: OpCost
-    deps: tuple = ()
+    deps: Sequence[str] = ()  # stored as a tuple
     priority: int = 0
 
     def __post_init__(self):
@@ -240,7 +240,7 @@ def build_tasks(nodes: Iterable[NodeRecord], transfers: Iterable[TransferRecord]
     for node in by_name.values():
         duration = op_time_s(node.cost, machine.device(node.device))
         tasks.append(SimTask(node.name, canonical_name(node.device), duration,
-                             tuple(dict.fromkeys(node.deps + tuple(extra_deps[node.name]))), node.priority))
+                             tuple(dict.fromkeys((*node.deps, *extra_deps[node.name]))), node.priority))
     return tasks
 
 
