@@ -22,8 +22,8 @@ import numpy as np
 class Cell:
     """One device's copy of one chunk: its elements (None without values) and its contributors."""
 
-    values: object
-    contributors: frozenset
+    values: np.ndarray | None
+    contributors: frozenset[int]
 
 
 @dataclasses.dataclass(frozen=True)

@@ -35,9 +35,9 @@ class VariablePlacement:
 
     name: str
     op_type: str
-    shape: tuple
+    shape: tuple[int | None, ...]
     dtype: str
-    nbytes: object
+    nbytes: int | None
     requested_device: str
     assigned_device: str
     task: str

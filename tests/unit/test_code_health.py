@@ -1,0 +1,71 @@
+"""Code-health rules that ruff and mypy do not check (``make lint`` runs those; see pyproject.toml).
+
+* DESIGN §2: ``dfcore/framework/`` imports nothing from ``dfcore/ops/`` or ``dfcore/runtime/`` at module
+  level (a function that needs them imports them when it runs).
+* The public API of ``dfcore/runtime/`` and ``dfcore/distribute/`` is annotated (mypy then checks those
+  functions' bodies): every public function and method names its parameter and return types.
+"""
+
+import ast
+import pathlib
+
+import pytest
+
+DFCORE = pathlib.Path(__file__).resolve().parents[2] / "dfcore"
+_EXEMPT_RETURNS = {"__init__"}
+_PUBLIC_DUNDERS = {"__init__", "__call__", "__enter__", "__exit__", "__iter__", "__len__", "__getitem__"}
+
+
+def _module_level_imports(tree):
+    """Import statements outside functions (module body, class bodies, if/try blocks)."""
+    stack = list(tree.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            continue
+        else:
+            stack.extend(ast.iter_child_nodes(node))
+
+
+@pytest.mark.parametrize("path", sorted((DFCORE / "framework").glob("*.py")), ids=lambda p: p.name)
+def test_framework_imports_no_ops_or_runtime_at_module_level(path):
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    bad = []
+    for node in _module_level_imports(tree):
+        if isinstance(node, ast.ImportFrom):
+            module = "." * node.level + (node.module or "")
+            names = [module] + [f"{module}.{a.name}" for a in node.names]
+        else:
+            names = [a.name for a in node.names]
+        if any(n.startswith(("..ops", "..runtime", "dfcore.ops", "dfcore.runtime")) for n in names):
+            bad.append(f"line {node.lineno}: {ast.unparse(node)}")
+    assert not bad, f"{path.name} imports ops/ or runtime/ at module level: {bad}"
+
+
+def _unannotated(tree):
+    def visit(node, prefix, public):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                if not (public and (not child.name.startswith("_") or child.name in _PUBLIC_DUNDERS)):
+                    continue
+                args = child.args
+                params = [a for a in args.posonlyargs + args.args + args.kwonlyargs if a.arg not in ("self", "cls")]
+                params += [a for a in (args.vararg, args.kwarg) if a is not None]
+                missing = [a.arg for a in params if a.annotation is None]
+                if child.returns is None and child.name not in _EXEMPT_RETURNS:
+                    missing.append("return")
+                if missing:
+                    yield f"{prefix}{child.name} (line {child.lineno}): {', '.join(missing)}"
+            elif isinstance(child, ast.ClassDef):
+                yield from visit(child, f"{prefix}{child.name}.", public and not child.name.startswith("_"))
+
+    yield from visit(tree, "", True)
+
+
+@pytest.mark.parametrize("path", sorted([*(DFCORE / "runtime").glob("*.py"), *(DFCORE / "distribute").glob("*.py")]),
+                         ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_public_api_of_runtime_and_distribute_is_annotated(path):
+    missing = list(_unannotated(ast.parse(path.read_text(encoding="utf-8"))))
+    assert not missing, f"{path.parent.name}/{path.name}: unannotated public API: {missing}"
