@@ -59,11 +59,11 @@ def test_a_name_dfcore_has_is_present_and_a_missing_one_is_missing():
 
 def test_a_missing_tf_name_says_dfcore_does_not_implement_it_yet():
     with pytest.raises(AttributeError) as caught:
-        tf.nn.ctc_loss  # noqa: B018
+        tf.nn.ctc_loss  # noqa: B018 - the attribute access is what raises
     assert str(caught.value) == f"module 'dfcore.nn' has no attribute 'ctc_loss': tf.nn.ctc_loss {NOT_YET}"
     assert caught.value.name == "ctc_loss"
     with pytest.raises(AttributeError, match=re.escape(f"tf.estimator {NOT_YET}")):
-        tf.compat.v1.estimator  # noqa: B018
+        tf.compat.v1.estimator  # noqa: B018 - the attribute access is what raises
     assert not hasattr(tf, "estimator") and not hasattr(tf.train, "ProximalAdagradOptimizer")
 
 
@@ -77,10 +77,10 @@ def test_every_missing_name_on_a_namespace_dfcore_has_gets_the_message():
 
 def test_a_name_outside_tfs_api_keeps_pythons_plain_message():
     with pytest.raises(AttributeError) as caught:
-        tf.train.Foo  # noqa: B018
+        tf.train.Foo  # noqa: B018 - the attribute access is what raises
     assert str(caught.value) == "module 'dfcore.train' has no attribute 'Foo'"
     with pytest.raises(AttributeError, match=r"^module 'dfcore' has no attribute '__wrapped__'$"):
-        tf.__wrapped__  # noqa: B018
+        tf.__wrapped__  # noqa: B018 - the attribute access is what raises
     assert tf.nn.relu.__module__ == "dfcore.ops.nn_ops"  # real attributes are not shadowed
 
 

@@ -7,7 +7,7 @@ pytest.importorskip("mpi4py", reason="the MPI tests need mpi4py (pip install 'df
 
 from test_mpi_jobs import program  # noqa: E402 - skips this module too where there is no mpiexec
 
-from dfcore.mpi import run_job  # noqa: E402
+from dfcore.mpi import run_job  # noqa: E402 - after the importorskip, as above
 
 
 def test_a_steps_writes_on_other_tasks_are_visible_once_its_run_returns():

@@ -19,9 +19,9 @@ import pytest
 
 pytest.importorskip("mpi4py", reason="the MPI job tests need mpi4py (pip install 'dfcore[mpi]')")
 
-import dfcore as tf  # noqa: E402
-from dfcore.mpi.env import find_mpiexec  # noqa: E402
-from dfcore.mpi.job import MPIJobError, run_job  # noqa: E402
+import dfcore as tf  # noqa: E402 - after the importorskip: no mpi4py, no module
+from dfcore.mpi.env import find_mpiexec  # noqa: E402 - as above
+from dfcore.mpi.job import MPIJobError, run_job  # noqa: E402 - as above
 
 try:
     find_mpiexec()

@@ -18,10 +18,9 @@ import dfcore as tf
 SOAK = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "soak")
 sys.path.insert(0, SOAK)
 
-# tests/soak/ is importable only once it is on sys.path (above)
-import invariants  # noqa: E402
-import ring_job  # noqa: E402
-from jobs import PSJob, RingJob  # noqa: E402
+import invariants  # noqa: E402 - tests/soak/ is importable once on sys.path (above)
+import ring_job  # noqa: E402 - as invariants
+from jobs import PSJob, RingJob  # noqa: E402 - as invariants
 
 
 def test_restore_must_be_the_latest_checkpoint_and_never_go_back():

@@ -22,7 +22,7 @@ from dfcore import compat_report
 
 pytest.importorskip("sklearn")
 
-from tf1_programs import (  # noqa: E402
+from tf1_programs import (  # noqa: E402 - after the importorskip: the programs need sklearn's digits
     cifar10_multi_gpu,
     ema_eval,
     input_data,
