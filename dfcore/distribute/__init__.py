@@ -8,8 +8,6 @@ chunking and byte counts; :mod:`dfcore.distribute.cluster` for ``ClusterSpec``/`
 training (``parameter_server.train``) and its run records.
 """
 
-from __future__ import annotations
-
 import importlib
 
 from .all_reduce import all_reduce
