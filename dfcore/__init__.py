@@ -44,7 +44,7 @@ from .ops.data_flow_ops import *  # noqa: F401,F403
 from .ops.clip_ops import *  # noqa: F401,F403
 from .ops.dynamic_partition import *  # noqa: F401,F403
 from .ops import nn_grad as _nn_grad  # noqa: F401 - register gradients
-from . import compat, data, debugging, initializers, layers, linalg, losses, math, nn, queue, random, summary, test, train  # noqa: E402,A004,E501
+from . import compat, data, debugging, initializers, io, python_io, layers, linalg, losses, math, nn, queue, random, summary, test, train  # noqa: E402,A004,E501
 from . import app, tf_logging as logging  # noqa: E402 - tf.app.run, tf.logging
 from absl import flags  # noqa: E402 - tf.flags is absl's, as in TF 1.x
 from . import distribute  # noqa: E402

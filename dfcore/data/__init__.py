@@ -6,5 +6,6 @@ Source: ``tensorflow/python/data/`` (TF 1.15's ``tf.data`` and ``tf.compat.v1.da
 from . import experimental
 from .dataset_ops import Dataset
 from .iterator_ops import Iterator, make_initializable_iterator, make_one_shot_iterator
+from .readers import TFRecordDataset
 
-__all__ = ["Dataset", "Iterator", "experimental", "make_initializable_iterator", "make_one_shot_iterator"]
+__all__ = ["Dataset", "Iterator", "TFRecordDataset", "experimental", "make_initializable_iterator", "make_one_shot_iterator"]
