@@ -14,7 +14,8 @@ op's kernel (``batch(0)``, mismatched slice lengths of fed tensors) are raised a
 first ``get_next``).
 """
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..framework.tensor import Tensor
 from . import structure as nest
@@ -173,4 +174,4 @@ class Dataset:
         return iterator_ops.make_initializable_iterator(self, shared_name)
 
 
-from . import iterator_ops, prefetch, sources, transformations  # noqa: E402 - they subclass Dataset
+from . import iterator_ops, prefetch, sources, transformations

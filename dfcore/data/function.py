@@ -11,7 +11,8 @@ with the element. Unlike TF, the function cannot capture Tensors of the user's g
 NumPy arrays are captured as constants.
 """
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 

@@ -10,7 +10,8 @@ Source: dfcore; TF keeps the same state in ``IteratorContext`` (``core/framework
 
 import collections
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 

@@ -7,7 +7,8 @@ thread (prefetch and parallel map on their own threads), one call at a time per 
 """
 
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 

@@ -25,7 +25,8 @@ from ..framework.tensor import Tensor
 from ..framework.tensor_conversion import convert_to_tensor
 from ..framework.tensor_shape import TensorShape
 from ..ops.op_util import apply_op, apply_op1, graph_of
-from . import iterator_kernels, structure as nest
+from . import iterator_kernels
+from . import structure as nest
 from .dataset_ops import Dataset
 
 _PIPELINES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()

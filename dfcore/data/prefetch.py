@@ -10,7 +10,8 @@ An exception in the producer is raised to the consumer at ``get_next``.
 import collections
 import concurrent.futures
 import threading
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from .dataset_ops import AUTOTUNE, Dataset
 from .iteration import JOIN_TIMEOUT_S, IterationContext
@@ -78,7 +79,7 @@ def _prefetch(run: IterationContext, elements: Iterator, size: int):
                 if not buffer.put((None, element)):
                     return
             buffer.put((None, _END))
-        except Exception as error:  # handed to the consumer, raised at get_next
+        except Exception as error:  # noqa: BLE001 - handed to the consumer, raised at get_next
             buffer.put((error, None))
         finally:
             elements_close = getattr(elements, "close", None)

@@ -5,7 +5,8 @@ Source: ``tensorflow/python/data/ops/dataset_ops.py`` (``TensorSliceDataset``,
 ``ConcatenateDataset``) and their kernels in ``core/kernels/data/``.
 """
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 

@@ -6,7 +6,8 @@ tuple (or namedtuple) and a dict are structure; a list is *not*: it is one compo
 element is a flat tuple of numpy arrays, one per component.
 """
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -37,7 +38,7 @@ def pack_as(structure: Any, flat: list | tuple) -> Any:
     flat = list(flat)
     if len(flat) != len(flatten(structure)):
         raise ValueError(f"Structure has {len(flatten(structure))} components, got {len(flat)}.")
-    packed, rest = _pack(structure, flat)
+    packed, _ = _pack(structure, flat)
     return packed
 
 

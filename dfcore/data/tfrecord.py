@@ -9,8 +9,10 @@ reading is :func:`tf_record_iterator`, which checks both CRCs. Records are raw b
 Compression (GZIP, ZLIB) is not supported.
 """
 
+import os
 import struct
-from typing import Iterator
+from collections.abc import Iterator
+from typing import Self
 
 from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c
 from tensorboard.summary.writer.record_writer import RecordWriter
@@ -37,7 +39,7 @@ class TFRecordWriter:
     def __init__(self, path: str, options: object = None):
         check_options(options)
         self._path = path
-        self._writer = RecordWriter(open(path, "wb"))
+        self._writer = RecordWriter(open(path, "wb"))  # noqa: SIM115 - closed by close()
 
     def write(self, record: bytes | str) -> None:
         if isinstance(record, str):
@@ -53,7 +55,7 @@ class TFRecordWriter:
         if not self._writer.closed:
             self._writer.close()
 
-    def __enter__(self) -> "TFRecordWriter":
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc_info) -> None:
@@ -68,11 +70,9 @@ def tf_record_iterator(path: str, options: object = None) -> Iterator[bytes]:
         naming the file and the record's byte offset (TF's "corrupted record at <offset>").
     """
     check_options(options)
-    try:
-        handle = open(path, "rb")
-    except FileNotFoundError:
-        raise errors.NotFoundError(None, None, f"{path}; No such file or directory") from None
-    with handle:
+    if not os.path.isfile(path):
+        raise errors.NotFoundError(None, None, f"{path}; No such file or directory")
+    with open(path, "rb") as handle:
         offset = 0
         while True:
             header = handle.read(_HEADER)

@@ -8,7 +8,8 @@ iterator is initialized.
 
 import itertools
 import os
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -16,7 +17,8 @@ from .. import errors
 from ..framework import dtypes as dtypes_lib
 from ..framework.tensor_shape import TensorShape
 from ..ops.random_ops import get_seed
-from . import prefetch, structure as nest
+from . import prefetch
+from . import structure as nest
 from .dataset_ops import AUTOTUNE, Dataset
 from .function import TracedFunction
 

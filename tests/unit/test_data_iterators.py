@@ -35,10 +35,10 @@ def test_get_next_is_one_op_with_static_shapes():
 
 def test_failed_precondition_before_initializer():
     iterator = tf.data.Dataset.range(3).make_initializable_iterator()
-    with tf.Session() as sess:
-        with pytest.raises(tf.errors.FailedPreconditionError, match="GetNext\\(\\) failed because the iterator has "
-                           "not been initialized. Ensure that you have run the initializer operation"):
-            sess.run(iterator.get_next())
+    message = ("GetNext\\(\\) failed because the iterator has not been initialized. Ensure that you have run the "
+               "initializer operation")
+    with tf.Session() as sess, pytest.raises(tf.errors.FailedPreconditionError, match=message):
+        sess.run(iterator.get_next())
 
 
 def test_reinitialize_restarts_and_feeds_parameterize():
@@ -81,9 +81,8 @@ def test_iterator_ops_are_placed_on_the_cpu():
     config = tf.ConfigProto(device_count={"CPU": 1, "GPU": 1})
     with tf.device("/gpu:0"):
         next_element = tf.data.Dataset.range(2).make_one_shot_iterator().get_next()
-    with tf.Session(config=config) as sess:
-        with pytest.raises(tf.errors.InvalidArgumentError):
-            sess.run(next_element)
+    with tf.Session(config=config) as sess, pytest.raises(tf.errors.InvalidArgumentError):
+        sess.run(next_element)
     tf.reset_default_graph()
     next_element = tf.data.Dataset.range(2).make_one_shot_iterator().get_next()
     with tf.Session(config=config) as sess:

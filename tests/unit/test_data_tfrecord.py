@@ -2,6 +2,7 @@
 
 import os
 import struct
+from pathlib import Path
 
 import pytest
 
@@ -21,8 +22,7 @@ def _write(path, records=RECORDS):
 def test_round_trip_and_tf_framing(tmp_path):
     path = _write(tmp_path / "r.tfrecord")
     assert list(tf.io.tf_record_iterator(path)) == RECORDS
-    with open(path, "rb") as handle:
-        assert struct.unpack("<Q", handle.read(8))[0] == 0  # first record: its length, little endian
+    assert struct.unpack("<Q", Path(path).read_bytes()[:8])[0] == 0  # first record: its length, little endian
     assert os.path.getsize(path) == sum(16 + len(r) for r in RECORDS)
 
 
@@ -38,10 +38,10 @@ def test_tfrecord_dataset_over_files(tmp_path):
 
 def test_corrupt_record_raises_data_loss_with_offset(tmp_path):
     path = _write(tmp_path / "c.tfrecord")
-    data = bytearray(open(path, "rb").read())
+    data = bytearray(Path(path).read_bytes())
     second_record = 16 + len(RECORDS[0])
     data[second_record + 12] ^= 0xFF  # the data byte of record 2
-    open(path, "wb").write(bytes(data))
+    Path(path).write_bytes(bytes(data))
     next_element = tf.data.TFRecordDataset(path).make_one_shot_iterator().get_next()
     with tf.Session() as sess:
         assert sess.run(next_element) == b""
@@ -51,8 +51,7 @@ def test_corrupt_record_raises_data_loss_with_offset(tmp_path):
 
 def test_truncated_and_missing_files(tmp_path):
     path = _write(tmp_path / "t.tfrecord")
-    data = open(path, "rb").read()
-    open(path, "wb").write(data[:-3])
+    Path(path).write_bytes(Path(path).read_bytes()[:-3])
     with pytest.raises(tf.errors.DataLossError, match="truncated record at"):
         list(tf.io.tf_record_iterator(path))
     with pytest.raises(tf.errors.NotFoundError):
