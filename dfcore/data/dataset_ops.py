@@ -174,4 +174,19 @@ class Dataset:
         return iterator_ops.make_initializable_iterator(self, shared_name)
 
 
+def get_output_types(dataset_or_iterator: Any) -> Any:
+    """The nested ``tf.DType`` of a dataset's or iterator's elements (TF's ``tf.data.get_output_types``)."""
+    return dataset_or_iterator.output_types
+
+
+def get_output_shapes(dataset_or_iterator: Any) -> Any:
+    """The nested ``tf.TensorShape`` of a dataset's or iterator's elements."""
+    return dataset_or_iterator.output_shapes
+
+
+def get_output_classes(dataset_or_iterator: Any) -> Any:
+    """The nested component classes (``tf.Tensor``) of a dataset's or iterator's elements."""
+    return dataset_or_iterator.output_classes
+
+
 from . import iterator_ops, prefetch, sources, transformations

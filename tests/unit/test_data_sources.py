@@ -89,3 +89,10 @@ def test_concatenate_generalizes_shapes():
     a = tf.data.Dataset.from_tensor_slices(np.zeros((2, 3)))
     b = tf.data.Dataset.from_tensor_slices(np.zeros((2, 4)))
     assert a.concatenate(b).output_shapes.as_list() == [None]
+
+
+def test_get_output_functions():
+    ds = tf.data.Dataset.range(3)
+    iterator = ds.make_one_shot_iterator()
+    assert tf.data.get_output_types(ds) == tf.int64 == tf.data.get_output_types(iterator)
+    assert tf.data.get_output_shapes(iterator).as_list() == [] and tf.data.get_output_classes(ds) is tf.Tensor
