@@ -158,6 +158,17 @@ class Dataset:
         ``block_length`` from each in turn."""
         return transformations.InterleaveDataset(self, map_func, cycle_length, block_length)
 
+    def flat_map(self, map_func: Callable) -> "Dataset":
+        """The elements of the datasets ``map_func`` makes from each input element, one dataset after another."""
+        return transformations.InterleaveDataset(self, map_func, 1, 1)
+
+    def apply(self, transformation_func: Callable[["Dataset"], "Dataset"]) -> "Dataset":
+        """``transformation_func(self)``, which must return a Dataset (TF's wording otherwise)."""
+        dataset = transformation_func(self)
+        if not isinstance(dataset, Dataset):
+            raise TypeError("`transformation_func` must return a Dataset.")
+        return dataset
+
     def prefetch(self, buffer_size: int) -> "Dataset":
         """The same elements, produced ahead by a background thread into a buffer of ``buffer_size``
         (``tf.data.experimental.AUTOTUNE``: 2)."""

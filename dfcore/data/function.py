@@ -6,7 +6,7 @@ is built, on placeholders with the input element's dtypes and static shapes, in 
 ``Graph``; its result (Tensors, Python values, nested tuples/dicts, or a Dataset for
 ``interleave``) fixes the output structure, dtypes and static shapes. Per element, the
 traced ops run in a private ``Session`` (inline executor, one per iterator pass) fed
-with the element. Unlike TF, the function cannot capture Tensors of the user's graph
+with the element; the private graph takes the user's graph seed. Unlike TF, the function cannot capture Tensors of the user's graph
 (building it then raises ValueError, "must be from the same graph"); Python values and
 NumPy arrays are captured as constants.
 """
@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from .. import errors
-from ..framework.graph import Graph
+from ..framework.graph import Graph, get_default_graph
 from ..framework.tensor_conversion import convert_to_tensor
 from ..ops.array_ops import placeholder
 from ..runtime.session import Session
@@ -36,6 +36,7 @@ class TracedFunction:
         self.name = getattr(fn, "__name__", type(fn).__name__)
         self.kind = kind
         self.graph = Graph()
+        self.graph.seed = get_default_graph().seed  # random ops in the function follow the user's graph seed
         with self.graph.as_default():
             self.inputs = [placeholder(t, s, name=f"arg{i}") for i, (t, s) in
                            enumerate(zip(input_types, input_shapes))]

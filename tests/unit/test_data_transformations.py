@@ -169,3 +169,18 @@ def test_interleave_cycle_and_block():
         return out
 
     assert as_lists(elements(ds)) == reference([1, 2, 3], 2, 2)
+
+
+def test_flat_map_and_apply():
+    ds = tf.data.Dataset.range(1, 4).flat_map(lambda x: tf.data.Dataset.range(x)).apply(lambda d: d.skip(1))
+    assert as_lists(elements(ds)) == [v for x in range(1, 4) for v in range(x)][1:]
+
+
+def test_random_ops_in_map_follow_the_graph_seed():
+    def noisy():
+        tf.reset_default_graph()
+        tf.set_random_seed(11)
+        return as_lists(elements(_range(5).map(lambda x: tf.cast(x, tf.float32) + tf.random_uniform([]))))
+
+    first = noisy()
+    assert first == noisy() and [int(v) for v in first] == list(range(5))
