@@ -2,10 +2,14 @@
 
 Source: TF's ``core/kernels/data/iterator_ops.cc`` and ``core/ops/dataset_ops.cc``. The resource
 lives in the session (``ctx.resources``, kind ``"Iterator"``); the session's ``close`` cancels it,
-which stops the current pass's threads. ``get_next`` runs the pipeline on the calling executor
-thread (prefetch and parallel map on their own threads), one call at a time per iterator.
+which stops the current pass's threads. ``get_next`` is asynchronous: the pipeline runs on one
+fetching thread per pass (prefetch and parallel map on their own threads), never on an executor
+thread, so a step's deadline or error ends a waiting ``get_next`` (TF blocks a thread instead).
 """
 
+import collections
+import concurrent.futures
+import functools
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -16,6 +20,7 @@ from .. import errors
 from ..framework import dtypes, registry
 from ..framework.tensor_shape import TensorShape
 from ..ops import common_shapes
+from ..ops.data_flow_resources import Waiter, watch_abort
 from ..runtime import placer
 from .iteration import IterationContext
 
@@ -33,13 +38,22 @@ def set_pipeline_lookup(lookup: Callable) -> None:
 
 
 class IteratorResource:
-    """One iterator in one session: the current pass (an element generator) or none yet."""
+    """One iterator in one session: the current pass (an element generator) or none yet.
+
+    ``get_next`` never holds an executor thread: a request is a waiter (as a queue's dequeue,
+    :mod:`dfcore.ops.data_flow_resources`) served by the pass's one fetching thread; a request whose
+    step is aborted (deadline, error, Ctrl-C) is withdrawn, and an element fetched for it is kept
+    for the next request.
+    """
 
     def __init__(self, name: str):
         self.name = name
         self._lock = threading.Lock()
         self._run: IterationContext | None = None
         self._elements = None
+        self._waiters: collections.deque = collections.deque()
+        self._ready: collections.deque = collections.deque()
+        self._fetcher = None
 
     @property
     def initialized(self) -> bool:
@@ -55,41 +69,79 @@ class IteratorResource:
             return
         run = IterationContext(values)
         dataset._check(run)
-        self._stop()
+        self._stop(errors.CancelledError(None, None, "Iterator was re-initialized."))
         with self._lock:
             if only_once and self._run is not None:
                 run.close()
                 return
             self._run, self._elements = run, dataset._iterate(run)
 
-    def get_next(self) -> tuple:
-        """The next element (copies of its components).
+    def get_next(self, ctx: Any, done: Callable) -> None:
+        """Call ``done(error, element)`` with the next element (copies of its components).
 
-        Raises:
-            FailedPreconditionError: not initialized; OutOfRangeError: "End of sequence";
-            whatever the pipeline raised (InvalidArgumentError naming a failing function).
+        Errors (through ``done``): FailedPreconditionError: not initialized; OutOfRangeError: "End of
+        sequence"; whatever the pipeline raised (InvalidArgumentError naming a failing function).
         """
         with self._lock:
-            if self._elements is None:
-                raise errors.FailedPreconditionError(None, None, _NOT_INITIALIZED)
-            try:
-                element = next(self._elements)
-            except StopIteration:
-                raise errors.OutOfRangeError(None, None, "End of sequence") from None
-        return tuple(np.array(c, copy=True) for c in element)
+            if self._run is None:
+                outcome = (errors.FailedPreconditionError(None, None, _NOT_INITIALIZED), None)
+            elif self._ready:
+                outcome = self._ready.popleft()
+            else:
+                outcome, waiter = None, Waiter(done, None, self)
+                self._waiters.append(waiter)
+                if self._fetcher is None:
+                    self._fetcher = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="tf_data_get_next")
+                    self._run.add_closer(functools.partial(self._fetcher.shutdown, wait=True))
+                self._fetcher.submit(self._fetch, self._run, self._elements)
+        if outcome is not None:
+            done(*outcome)
+        else:
+            watch_abort(ctx, waiter)
 
-    def _stop(self) -> None:
-        run = self._run
+    def _fetch(self, run: IterationContext, elements: Any) -> None:
+        with self._lock:
+            if self._run is not run or not self._waiters:
+                return
+        try:
+            outcome = (None, tuple(np.array(c, copy=True) for c in next(elements)))
+        except StopIteration:
+            outcome = (errors.OutOfRangeError(None, None, "End of sequence"), None)
+        except errors.OpError as error:
+            outcome = (error, None)
+        except Exception as error:  # noqa: BLE001 - a bug in user code must still settle the request
+            outcome = (errors.UnknownError(None, None, f"{type(error).__name__}: {error}"), None)
+        with self._lock:
+            if self._run is not run:
+                return
+            waiter = self._waiters.popleft() if self._waiters else None
+            if waiter is None:
+                self._ready.append(outcome)
+        if waiter is not None and not waiter.settle(*outcome):
+            with self._lock:
+                self._ready.appendleft(outcome)
+
+    def _withdraw(self, waiter: Waiter) -> None:
+        with self._lock:
+            if waiter in self._waiters:
+                self._waiters.remove(waiter)
+
+    def _stop(self, error: errors.OpError) -> None:
+        with self._lock:
+            run, elements, waiters = self._run, self._elements, list(self._waiters)
+            self._run = self._elements = self._fetcher = None
+            self._waiters.clear()
+            self._ready.clear()
+        for waiter in waiters:
+            waiter.settle(error)
         if run is not None:
             run.close()
-        with self._lock:
-            if self._elements is not None and hasattr(self._elements, "close"):
-                self._elements.close()
-            self._run = self._elements = None
+        if elements is not None and hasattr(elements, "close"):
+            elements.close()
 
     def cancel_all(self, error: errors.OpError) -> None:
-        """The session is closing: stop the current pass and its threads."""
-        self._stop()
+        """The session is closing: fail waiting requests with ``error``, stop the pass and its threads."""
+        self._stop(error)
 
 
 def _iterator(ctx, name: str) -> IteratorResource:
@@ -153,18 +205,20 @@ def _one_shot_kernel(op):
     return compute
 
 
-@registry.RegisterKernel("IteratorGetNext")
+@registry.RegisterKernel("IteratorGetNext", is_async=True)
 def _get_next_kernel(op):
     count = len(op.get_attr("output_types"))
 
-    def compute(iterator):
-        element = iterator.get_next()
-        if len(element) != count:
-            raise errors.InvalidArgumentError(
+    def deliver(done, error, element):
+        if error is None and len(element) != count:
+            error = errors.InvalidArgumentError(
                 None, None, f"Number of components does not match: expected {count} types but got {len(element)}.")
-        return element[0] if count == 1 else element
+        if error is not None:
+            done(error, None)
+        else:
+            done(None, element[0] if count == 1 else element)
 
-    return compute
+    return lambda ctx, done, iterator: iterator.get_next(ctx, functools.partial(deliver, done))
 
 
 @registry.RegisterKernel("IteratorToStringHandle")

@@ -1,6 +1,7 @@
 """tf.data iterators: end of data, initialization, restart, feeds, handles, threads, errors, placement."""
 
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -129,3 +130,16 @@ def test_monitored_training_session_stops_at_end_of_data():
         while not sess.should_stop():
             seen.append(sess.run([next_element, step])[0].tolist())
     assert seen == [[0, 1], [2, 3], [4]]
+
+
+def test_a_waiting_get_next_ends_with_the_step_deadline_and_keeps_the_element(no_thread_leak):
+    def slow():
+        for i in range(3):
+            time.sleep(0.5)
+            yield i
+
+    next_element = tf.data.Dataset.from_generator(slow, tf.int64).make_one_shot_iterator().get_next()
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.DeadlineExceededError):
+            sess.run(next_element, options=tf.RunOptions(timeout_in_ms=100))
+        assert [sess.run(next_element) for _ in range(3)] == [0, 1, 2]  # the element fetched meanwhile is kept
