@@ -1,0 +1,68 @@
+"""A user function of a dataset transformation (``map``, ``filter``, ``interleave``), traced once.
+
+Source: TF's ``StructuredFunctionWrapper`` (``tensorflow/python/data/ops/dataset_ops.py``).
+As TF traces a ``Defun``, the Python function is called **once**, when the transformation
+is built, on placeholders with the input element's dtypes and static shapes, in a private
+``Graph``; its result (Tensors, Python values, nested tuples/dicts, or a Dataset for
+``interleave``) fixes the output structure, dtypes and static shapes. Per element, the
+traced ops run in a private ``Session`` (inline executor, one per iterator pass) fed
+with the element; the private graph takes the user's graph seed. Unlike TF, the function cannot capture
+Tensors of the user's graph (building it then raises ValueError, "must be from the same graph"); Python values and
+NumPy arrays are captured as constants.
+"""
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .. import errors
+from ..framework.graph import Graph, get_default_graph
+from ..framework.tensor_conversion import convert_to_tensor
+from ..ops.array_ops import placeholder
+from ..runtime.session import Session
+from . import structure as nest
+from .iteration import IterationContext
+
+
+class TracedFunction:
+    """``fn`` traced on an element of ``(structure, types, shapes)``; ``outputs`` are its flat result Tensors.
+
+    ``result`` is the traced return value itself (a Dataset for ``interleave``, else the nested
+    Tensors); ``output_structure``, ``output_types``, ``output_shapes`` describe it.
+    """
+
+    def __init__(self, fn: Callable, input_structure: Any, input_types: list, input_shapes: list, kind: str):
+        self.name = getattr(fn, "__name__", type(fn).__name__)
+        self.kind = kind
+        self.graph = Graph()
+        self.graph.seed = get_default_graph().seed  # random ops in the function follow the user's graph seed
+        with self.graph.as_default():
+            self.inputs = [placeholder(t, s, name=f"arg{i}") for i, (t, s) in
+                           enumerate(zip(input_types, input_shapes))]
+            args = nest.pack_as(input_structure, self.inputs)
+            self.result = fn(*args) if type(args) is tuple else fn(args)
+            if hasattr(self.result, "_iterate"):
+                self.outputs = list(self.result._captured_tensors())
+                return
+            structure, flat = nest.normalize_element(self.result)
+            self.outputs = [convert_to_tensor(c) for c in flat]
+        self.output_structure = nest.pack_as(structure, self.outputs)
+        self.output_types = [t.dtype.base_dtype for t in self.outputs]
+        self.output_shapes = [t.shape for t in self.outputs]
+
+    def __call__(self, run: IterationContext, element: tuple) -> tuple:
+        """The function's flat outputs for one element (a tuple of numpy arrays).
+
+        Raises:
+            InvalidArgumentError: an op of the function failed; the message names the function.
+        """
+        if not self.outputs:
+            return ()
+        session = run.session(self, lambda: Session(graph=self.graph, executor_runner="inline"))
+        try:
+            values = session.run(self.outputs, feed_dict=dict(zip(self.inputs, element)))
+        except errors.OpError as error:
+            raise errors.InvalidArgumentError(
+                None, None, f"{error.message} [while running the {self.kind} function '{self.name}']") from error
+        return tuple(np.asarray(v) for v in values)

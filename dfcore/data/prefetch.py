@@ -1,0 +1,135 @@
+"""The threaded parts of tf.data: ``prefetch`` (a producer thread and a bounded buffer) and ``map`` with
+``num_parallel_calls`` (a thread pool, results in input order).
+
+Source: TF's ``core/kernels/data/prefetch_dataset_op.cc`` and ``parallel_map_dataset_op.cc``. Every
+thread belongs to one iterator pass (:class:`~dfcore.data.iteration.IterationContext`): it stops, and is
+joined, when the consumer abandons the pipeline, the iterator is re-initialized or the session closes.
+An exception in the producer is raised to the consumer at ``get_next``.
+"""
+
+import collections
+import concurrent.futures
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from .dataset_ops import AUTOTUNE, Dataset
+from .iteration import JOIN_TIMEOUT_S, IterationContext
+
+AUTOTUNE_BUFFER = 2
+_END = object()
+
+
+class PrefetchDataset(Dataset):
+    """The input's elements, produced ahead by a background thread into a buffer of ``buffer_size``."""
+
+    def __init__(self, input_dataset: Dataset, buffer_size: Any):
+        super().__init__(input_dataset._structure, input_dataset._types, input_dataset._shapes, (input_dataset,),
+                         (buffer_size,))
+        self._input, self._buffer_size = input_dataset, buffer_size
+
+    def _iterate(self, run):
+        size = run.scalar(self._buffer_size)
+        return _prefetch(run, self._input._iterate(run), AUTOTUNE_BUFFER if size == AUTOTUNE else max(size, 1))
+
+
+class _Buffer:
+    """A bounded buffer between one producer and one consumer; ``stop()`` wakes both."""
+
+    def __init__(self, size: int):
+        self._size = size
+        self._items: collections.deque = collections.deque()
+        self._cond = threading.Condition()
+        self.stopped = False
+
+    def put(self, item: Any) -> bool:
+        """Add ``item`` (waiting for room); False once stopped."""
+        with self._cond:
+            while len(self._items) >= self._size and not self.stopped:
+                self._cond.wait()
+            if self.stopped:
+                return False
+            self._items.append(item)
+            self._cond.notify_all()
+            return True
+
+    def get(self, run: IterationContext) -> Any:
+        """The next item; raises CancelledError if the pass is stopped meanwhile."""
+        with self._cond:
+            while not self._items and not self.stopped:
+                self._cond.wait()
+            if not self._items:
+                run.check_stopped()
+            item = self._items.popleft()
+            self._cond.notify_all()
+            return item
+
+    def stop(self) -> None:
+        with self._cond:
+            self.stopped = True
+            self._cond.notify_all()
+
+
+def _prefetch(run: IterationContext, elements: Iterator, size: int):
+    buffer = _Buffer(size)
+
+    def produce():
+        try:
+            for element in elements:
+                if not buffer.put((None, element)):
+                    return
+            buffer.put((None, _END))
+        except Exception as error:  # noqa: BLE001 - handed to the consumer, raised at get_next
+            buffer.put((error, None))
+        finally:
+            elements_close = getattr(elements, "close", None)
+            if elements_close is not None:
+                elements_close()
+
+    thread = threading.Thread(target=produce, name="tf_data_prefetch", daemon=True)
+
+    def stop():
+        buffer.stop()
+        thread.join(JOIN_TIMEOUT_S)
+
+    run.add_closer(stop)
+    thread.start()
+    return _consume(run, buffer, stop)
+
+
+def _consume(run: IterationContext, buffer: _Buffer, stop: Callable[[], None]):
+    try:
+        while True:
+            error, element = buffer.get(run)
+            if error is not None:
+                raise error
+            if element is _END:
+                return
+            yield element
+    finally:
+        stop()
+
+
+def ordered_parallel_map(run: IterationContext, elements: Iterator, fn: Callable, parallel: int):
+    """``fn`` over ``elements`` with up to ``parallel`` calls in flight on a pool; yields in input order."""
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="tf_data_map")
+
+    def stop():
+        pool.shutdown(wait=True, cancel_futures=True)
+
+    run.add_closer(stop)
+    return _ordered(run, elements, fn, parallel, pool, stop)
+
+
+def _ordered(run, elements, fn, parallel, pool, stop):
+    pending: collections.deque = collections.deque()
+    try:
+        for element in elements:
+            pending.append(pool.submit(fn, element))
+            if len(pending) >= parallel:
+                yield pending.popleft().result()
+            run.check_stopped()
+        while pending:
+            yield pending.popleft().result()
+    finally:
+        stop()
