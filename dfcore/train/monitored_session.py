@@ -20,6 +20,7 @@ from .. import errors, summary
 from ..framework import graph as graph_lib
 from ..framework.graph import GraphKeys
 from ..ops import control_flow_ops, state_ops, variables
+from ..ops.array_ops_join import stack
 from ..runtime.config import RunMetadata, RunOptions
 from ..runtime.session import Session
 from . import checkpoint_management
@@ -55,9 +56,8 @@ class Scaffold:
         graph = graph_lib.get_default_graph()
         self.init_op = self.init_op or _get_or_default(graph, GraphKeys.INIT_OP,
                                                        variables.global_variables_initializer)
-        self.ready_op = self.ready_op or _get_or_default(
-            graph, GraphKeys.READY_OP,
-            lambda: [state_ops.is_variable_initialized(v) for v in variables.global_variables()])
+        if self.ready_op is None:
+            self.ready_op = _get_or_default(graph, GraphKeys.READY_OP, _default_ready_op)
         self.local_init_op = self.local_init_op or _get_or_default(
             graph, GraphKeys.LOCAL_INIT_OP,
             lambda: control_flow_ops.group(variables.local_variables_initializer(), name="local_init_op"))
@@ -74,7 +74,15 @@ class Scaffold:
 
     def is_ready(self, session):
         """True once every global variable is initialized."""
-        return all(session.run(self.ready_op)) if self.ready_op else True
+        return True if self.ready_op is None else bool(all(session.run(self.ready_op)))
+
+
+def _default_ready_op():
+    """One bool vector, True where a global variable is initialized (None without variables): a single
+    tensor, so the ``ready_op`` collection exports to a MetaGraphDef. TF's default is
+    ``report_uninitialized_variables()``, the names of the uninitialized ones; dfcore has no string masking."""
+    flags = [state_ops.is_variable_initialized(v) for v in variables.global_variables()]
+    return stack(flags, name="ready_op") if flags else None
 
 
 def _get_or_default(graph, key, make):
