@@ -23,7 +23,7 @@ from . import structure as nest
 AUTOTUNE = -1
 
 
-class Dataset:
+class Dataset(nest.ElementStructure):
     """Base class: ``_structure`` (nested leaf indices), ``_types`` and ``_shapes`` (flat lists)."""
 
     def __init__(self, structure: Any, types: list, shapes: list, inputs: tuple = (), tensors: tuple = ()):
@@ -32,22 +32,6 @@ class Dataset:
         self._shapes = list(shapes)
         self._inputs = tuple(inputs)
         self._tensors = tuple(t for t in tensors if isinstance(t, Tensor))
-
-    # -- structure ------------------------------------------------------------
-    @property
-    def output_types(self) -> Any:
-        """The nested ``tf.DType`` of an element."""
-        return nest.pack_as(self._structure, self._types)
-
-    @property
-    def output_shapes(self) -> Any:
-        """The nested static ``tf.TensorShape`` of an element (unknown dimensions are None)."""
-        return nest.pack_as(self._structure, self._shapes)
-
-    @property
-    def output_classes(self) -> Any:
-        """The nested class of an element's components (always ``tf.Tensor``: dfcore has no sparse tensors)."""
-        return nest.pack_as(self._structure, [Tensor] * len(self._types))
 
     def _captured_tensors(self) -> list:
         """The user-graph Tensors this pipeline reads, each once, inputs first."""

@@ -42,7 +42,7 @@ def _attrs(types: list, shapes: list) -> dict:
     return {"output_types": list(types), "output_shapes": [TensorShape(s) for s in shapes]}
 
 
-class Iterator:
+class Iterator(nest.ElementStructure):
     """An iterator: its handle Tensor, element structure, and (if made for one dataset) ``initializer``."""
 
     def __init__(self, handle: Tensor, structure: Any, types: list, shapes: list, initializer=None):
@@ -60,18 +60,6 @@ class Iterator:
         if self._initializer is None:
             raise ValueError("Iterator does not have an initializer.")
         return self._initializer
-
-    @property
-    def output_types(self) -> Any:
-        return nest.pack_as(self._structure, self._types)
-
-    @property
-    def output_shapes(self) -> Any:
-        return nest.pack_as(self._structure, self._shapes)
-
-    @property
-    def output_classes(self) -> Any:
-        return nest.pack_as(self._structure, [Tensor] * len(self._types))
 
     def make_initializer(self, dataset: Dataset, name: str | None = None):
         """A ``MakeIterator`` op starting this iterator on ``dataset``.
@@ -106,7 +94,7 @@ class Iterator:
     def from_structure(output_types: Any, output_shapes: Any = None, shared_name: str | None = None,
                        output_classes: Any = None) -> "Iterator":
         """An iterator of this structure, started on any matching dataset by :meth:`make_initializer`."""
-        structure, types, shapes = _spec(output_types, output_shapes)
+        structure, types, shapes = nest.element_spec(output_types, output_shapes)
         handle = apply_op1("IteratorV2", [], dict(_attrs(types, shapes), shared_name=shared_name or "",
                                                  container=""), "Iterator")
         return Iterator(handle, structure, types, shapes)
@@ -115,21 +103,11 @@ class Iterator:
     def from_string_handle(string_handle: Any, output_types: Any, output_shapes: Any = None,
                            output_classes: Any = None) -> "Iterator":
         """The iterator a string handle (fed at run time) names (TF's feedable iterator)."""
-        structure, types, shapes = _spec(output_types, output_shapes)
+        structure, types, shapes = nest.element_spec(output_types, output_shapes)
         string_handle = convert_to_tensor(string_handle, dtype=dtypes_lib.string)
         handle = apply_op1("IteratorFromStringHandleV2", [string_handle], _attrs(types, shapes),
                            "IteratorFromStringHandle")
         return Iterator(handle, structure, types, shapes)
-
-
-def _spec(output_types: Any, output_shapes: Any) -> tuple:
-    types = [dtypes_lib.as_dtype(t) for t in nest.flatten(output_types)]
-    if output_shapes is None:
-        shapes = [TensorShape(None)] * len(types)
-    else:
-        nest.assert_same_structure(output_types, output_shapes)
-        shapes = [TensorShape(s) for s in nest.flatten(output_shapes)]
-    return nest.indices(output_types), types, shapes
 
 
 def make_initializable_iterator(dataset: Dataset, shared_name: str | None = None) -> Iterator:

@@ -96,15 +96,9 @@ class GeneratorDataset(Dataset):
     def __init__(self, generator: Callable, output_types: Any, output_shapes: Any, args: tuple):
         if not callable(generator):
             raise TypeError("`generator` must be callable.")
-        types = [dtypes_lib.as_dtype(t) for t in nest.flatten(output_types)]
-        if output_shapes is None:
-            shapes = [TensorShape(None)] * len(types)
-        else:
-            nest.assert_same_structure(output_types, output_shapes)
-            shapes = [TensorShape(s) for s in nest.flatten(output_shapes)]
         self._generator, self._args = generator, args
         self._name = getattr(generator, "__name__", type(generator).__name__)
-        super().__init__(nest.indices(output_types), types, shapes)
+        super().__init__(*nest.element_spec(output_types, output_shapes))
 
     def _convert(self, value: Any) -> tuple:
         try:

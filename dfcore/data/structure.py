@@ -83,6 +83,45 @@ def assert_same_structure(a: Any, b: Any) -> None:
             assert_same_structure(x, y)
 
 
+def element_spec(output_types: Any, output_shapes: Any) -> tuple:
+    """``(structure, flat DTypes, flat TensorShapes)`` of nested ``output_types``/``output_shapes`` as a user gives
+    them (``from_generator``, ``Iterator.from_structure``); no shapes means unknown shapes.
+
+    Raises:
+        TypeError, ValueError: the two structures differ, or a type is not a dtype.
+    """
+    types = [dtypes_lib.as_dtype(t) for t in flatten(output_types)]
+    if output_shapes is None:
+        shapes = [TensorShape(None)] * len(types)
+    else:
+        assert_same_structure(output_types, output_shapes)
+        shapes = [TensorShape(s) for s in flatten(output_shapes)]
+    return indices(output_types), types, shapes
+
+
+class ElementStructure:
+    """The element properties datasets and iterators share, from ``_structure``, ``_types`` and ``_shapes``."""
+
+    _structure: Any
+    _types: list
+    _shapes: list
+
+    @property
+    def output_types(self) -> Any:
+        """The nested ``tf.DType`` of an element."""
+        return pack_as(self._structure, self._types)
+
+    @property
+    def output_shapes(self) -> Any:
+        """The nested static ``tf.TensorShape`` of an element (unknown dimensions are None)."""
+        return pack_as(self._structure, self._shapes)
+
+    @property
+    def output_classes(self) -> Any:
+        """The nested class of an element's components (always ``tf.Tensor``: dfcore has no sparse tensors)."""
+        return pack_as(self._structure, [Tensor] * len(self._types))
+
+
 def component_spec(value: Any) -> tuple:
     """``(DType, TensorShape)`` of one normalized component (a Tensor or a numpy array)."""
     if isinstance(value, Tensor):
