@@ -58,8 +58,9 @@ def import_nodes(graph_def: GraphDef, prefix: str, graph, input_map=None) -> dic
                         f"{type(graph_def).__name__}")
     input_map = {_tensor_key(k): v for k, v in (input_map or {}).items()}
     nodes = {node.name: node for node in graph_def.node}
+    known = set(registry.registered_op_types())  # sorted anew on each call: take it once, not per node
     for node in graph_def.node:
-        if node.op not in registry.registered_op_types():
+        if node.op not in known:
             raise errors.NotFoundError(node, None, f"Op type not registered '{node.op}' in binary running on "
                                                    f"dfcore (node '{node.name}'). Run python -m "
                                                    "dfcore.compat_report to see which ops dfcore has.")

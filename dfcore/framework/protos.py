@@ -29,7 +29,7 @@ from tensorboard.compat.proto.step_stats_pb2 import (
     NodeOutput,
     StepStats,
 )
-from tensorboard.compat.proto.summary_pb2 import HistogramProto, Summary
+from tensorboard.compat.proto.summary_pb2 import HistogramProto, Summary, SummaryMetadata
 from tensorboard.compat.proto.tensor_pb2 import TensorProto
 from tensorboard.compat.proto.tensor_shape_pb2 import TensorShapeProto
 from tensorboard.compat.proto.types_pb2 import DataType
@@ -40,8 +40,8 @@ __all__ = [
     "AllocatorMemoryUsed", "AttrValue", "ClusterDef", "CollectionDef", "ConfigProto", "CostGraphDef", "DataType",
     "DeviceStepStats", "Event", "GPUOptions", "GraphDef", "GraphOptions", "HistogramProto", "JobDef",
     "MetaGraphDef", "NameAttrList", "NodeDef", "NodeExecStats", "NodeOutput", "OptimizerOptions", "RunMetadata",
-    "RunOptions", "SaverDef", "SessionLog", "StepStats", "Summary", "TaggedRunMetadata", "TensorProto",
-    "TensorShapeProto", "VariableDef", "VersionDef",
+    "RunOptions", "SaverDef", "SessionLog", "StepStats", "Summary", "SummaryMetadata", "TaggedRunMetadata",
+    "TensorProto", "TensorShapeProto", "VariableDef", "VersionDef",
 ]
 
 # The producer version dfcore writes into its GraphDefs (``versions.producer``; TF 1.x-era graphs). TensorFlow

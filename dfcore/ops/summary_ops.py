@@ -10,10 +10,11 @@ Pillow (a dependency of ``tensorboard``).
 import io
 
 import numpy as np
+from tensorboard.util import tensor_util
 
 from .. import errors
 from ..framework import dtypes, registry
-from ..framework.protos import HistogramProto, Summary
+from ..framework.protos import HistogramProto, Summary, SummaryMetadata
 from ..framework.tensor import Tensor
 from ..framework.tensor_conversion import convert_to_tensor
 from ..framework.tensor_shape import TensorShape
@@ -153,9 +154,6 @@ def _png(image: np.ndarray) -> Summary.Image:
 
 @registry.RegisterKernel("TensorSummaryV2")
 def _text_kernel(op):
-    from tensorboard.compat.proto.summary_pb2 import SummaryMetadata
-    from tensorboard.util import tensor_util
-
     metadata = SummaryMetadata(plugin_data=SummaryMetadata.PluginData(plugin_name=op.get_attr("plugin_name")))
 
     def compute(tag, tensor):
