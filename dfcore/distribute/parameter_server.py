@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from .. import errors
-from ..examples.digits_data import load_digits_split
+from ..models.digits import load_digits_split
 from ..runtime import cost_model
 from .arguments import check_count
 from .ps_arguments import check_train_arguments

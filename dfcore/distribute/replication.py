@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from .. import train as train_lib
-from ..examples.multi_tower import average_gradients, mlp_variables, tower_loss
+from ..models.mlp import average_gradients, mlp_variables, tower_loss
 from ..framework import dtypes
 from ..framework.device import DeviceSpec
 from ..framework.graph import Graph
