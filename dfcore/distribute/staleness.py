@@ -107,6 +107,8 @@ class RunRecord:
         final_version: the global step reached; ``sim_time_s``: when the run ended.
         test_accuracy, test_loss: of the final parameters (nan if the run failed before).
         params: the final ps parameters, name → array (read-only mapping).
+        learning_rate: the SGD rate per update; examples_per_update: the examples whose mean gradient one
+            update applies (batch size × gradients per update).
     """
 
     mode: str
@@ -129,6 +131,14 @@ class RunRecord:
     test_accuracy: float
     test_loss: float
     params: types.MappingProxyType[str, np.ndarray]
+    learning_rate: float = float("nan")
+    examples_per_update: int = 0
+
+    @property
+    def learning_rate_per_example(self) -> float:
+        """The effective SGD rate per training example: ``learning_rate / examples_per_update`` (an update
+        applies the mean gradient of ``examples_per_update`` examples), the rate to match across modes."""
+        return self.learning_rate / self.examples_per_update if self.examples_per_update else float("nan")
 
     @property
     def updates_applied(self) -> int:
