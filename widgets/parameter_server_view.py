@@ -90,8 +90,8 @@ class ParameterServerView(widgets.VBox):
                          f"{format_us(r.sim_time_s * 1e6)} ({r.clock})", f"{r.test_accuracy:.4f}",
                          f"{r.test_loss:.4f}", format_us(sum(r.wait_s_by_worker().values()) * 1e6),
                          r.status if r.error is None else _shorten(f"{r.status}: {r.error}", 90)))
-        text = ("applied/dropped count pushed gradients; a sync or ssp update averages one gradient per worker, "
-                "an async update applies one gradient.")
+        text = ("applied/dropped count pushed gradients; a sync or bounded_delay update averages one gradient per "
+                "worker, an async or ssp update applies one gradient.")
         return _html.heading("parameter-server runs") + _html.table(head, rows, numeric=(1, 2, 3, 4, 5, 6, 7, 8, 9)) \
             + _html.note(text)
 
@@ -172,10 +172,10 @@ def _lane_legend():
 
 
 def run_name(record):
-    """A run's default name: ``sync``, ``sync 3 of 4`` (backup workers), ``async``, ``ssp s=2``;
+    """A run's default name: ``sync``, ``sync 3 of 4`` (backup workers), ``async``, ``ssp s=2``, ``bounded_delay s=2``;
     `` (threads)`` for a free-running run."""
     name = record.mode
-    if record.mode == "ssp":
+    if record.staleness is not None:  # ssp and bounded_delay
         name += f" s={record.staleness}"
     elif record.mode == "sync" and record.replicas_to_aggregate < record.num_workers:
         name += f" {record.replicas_to_aggregate} of {record.num_workers}"

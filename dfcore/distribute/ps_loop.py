@@ -82,7 +82,8 @@ def run_worker(model: WorkerModel, mode: Discipline, data: ShardedDigits, ctx: W
         if started - waited_from > 0.001:
             ctx.phase(PhaseRecord(task, "wait", waited_from, started, clock, mode.waits_for))
         xb, yb = data.batch(w, clock)
-        values = session.run([model.loss, model.global_step] + model.grads, {model.x: xb, model.y: yb},
+        extra = mode.pull_fetches(model)
+        values = session.run([model.loss, model.global_step, *extra, *model.grads], {model.x: xb, model.y: yb},
                              options=options)
         read = int(values[1])
         if mode.done(clock, read, steps):
@@ -90,7 +91,7 @@ def run_worker(model: WorkerModel, mode: Discipline, data: ShardedDigits, ctx: W
         slow = speed(clock) - 1.0
         if slow > 0:
             ctx.stop.wait(slow * (ctx.now() - started))
-        feed = dict(zip(model.grads, values[2:]))
+        feed = dict(zip(model.grads, values[2 + len(extra):]))
         feed.update(mode.feed(model, clock))
         pushed = mode.push(model, feed, clock, options)
         end = ctx.now()
@@ -98,7 +99,7 @@ def run_worker(model: WorkerModel, mode: Discipline, data: ShardedDigits, ctx: W
         if pushed.immediate:
             ctx.phase(PhaseRecord(PS0, "apply", end, end, pushed.applied_at, f"from worker {w}"))
         ctx.record(UpdateRecord(w, clock, read, pushed.applied_at, pushed.applied_at - read, started - waited_from,
-                                end, pushed.applied, float(values[0])))
+                                end, pushed.applied, float(values[0]), mode.slowest_clock(values[2:2 + len(extra)])))
         ctx.saw_version(pushed.applied_at + 1 if pushed.immediate else read)
         clock, first = clock + 1, False
 

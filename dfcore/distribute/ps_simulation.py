@@ -110,7 +110,8 @@ class SimulatedRun:
             return
         model = self.models[w]
         xb, yb = self.data.batch(w, self.clock[w])
-        values = model.session.run([model.loss, model.global_step] + model.grads, {model.x: xb, model.y: yb},
+        extra = self.mode.pull_fetches(model)
+        values = model.session.run([model.loss, model.global_step, *extra, *model.grads], {model.x: xb, model.y: yb},
                                    options=_OK_OPTIONS)
         t0 = pull_end = self.time_s
         for nbytes in self.costs.bytes_per_ps:
@@ -118,8 +119,9 @@ class SimulatedRun:
         compute_end = pull_end + self.costs.compute_s * self.speed(w, self.clock[w])
         self.phases.append(PhaseRecord(_worker(w), "pull", t0, pull_end, self.clock[w]))
         self.phases.append(PhaseRecord(_worker(w), "compute", pull_end, compute_end, self.clock[w]))
-        self.pending[w] = dict(loss=float(values[0]), version=int(values[1]), grads=values[2:], step=self.clock[w],
-                               wait_s=self.wait_s[w])
+        self.pending[w] = dict(loss=float(values[0]), version=int(values[1]), grads=values[2 + len(extra):],
+                               step=self.clock[w], wait_s=self.wait_s[w],
+                               slowest=self.mode.slowest_clock(values[2:2 + len(extra)]))
         self.wait_s[w] = 0.0
         self._schedule(compute_end, _PUSH, w)
 
@@ -175,7 +177,7 @@ class SimulatedRun:
 
     def _record(self, w: int, grad: Mapping[str, Any], applied_at: int, applied: bool) -> None:
         self.updates.append(UpdateRecord(w, grad["step"], grad["version"], applied_at, applied_at - grad["version"],
-                                         grad["wait_s"], self.time_s, applied, grad["loss"]))
+                                         grad["wait_s"], self.time_s, applied, grad["loss"], grad["slowest"]))
 
     # -- faults --------------------------------------------------------------------
     def _kill_worker(self, w: int) -> None:

@@ -77,6 +77,10 @@ class ThreadedRun:
         for thread in [chief, *workers]:
             thread.join(self.ctx.timeout_s + 5)
         self.time_s = self.now()
+        try:  # the global step the ps holds (what the records must add up to)
+            self.version = int(self.models[0].session.run(self.models[0].global_step))
+        except errors.OpError:
+            pass  # a ps task is down: keep the newest version seen
         return self
 
     def _shut_down(self) -> None:

@@ -43,6 +43,8 @@ class UpdateRecord:
         sim_time_s: when it was applied or dropped.
         applied: False when the ps dropped it as stale (sync) or it missed its update.
         loss: the worker's mini-batch loss for it.
+        slowest_clock: ``ssp``: the clocks of the slowest worker whose updates were in when the parameters were
+            read (Ho et al.'s guarantee: ≥ ``step - s``); -1 in the other modes.
     """
 
     worker: int
@@ -54,6 +56,7 @@ class UpdateRecord:
     sim_time_s: float
     applied: bool = True
     loss: float = float("nan")
+    slowest_clock: int = -1
 
 
 @dataclasses.dataclass(frozen=True)

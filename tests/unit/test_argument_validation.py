@@ -174,7 +174,7 @@ def no_cluster(monkeypatch):
     ({"learning_rate": -0.1}, "learning_rate", "learning_rate must be a finite number > 0"),
     ({"learning_rate": float("nan")}, "learning_rate", "learning_rate must be a finite number > 0, got nan"),
     ({"fault_timeout_s": 0}, "fault_timeout_s", "fault_timeout_s must be a finite number > 0"),
-    ({"mode": "bsp"}, "mode", "mode must be one of 'sync', 'async', 'ssp', got 'bsp'"),
+    ({"mode": "bsp"}, "mode", "mode must be one of 'sync', 'async', 'ssp', 'bounded_delay', got 'bsp'"),
     ({"ps_strategy": "random"}, "ps_strategy", "ps_strategy must be one of 'round_robin', 'greedy'"),
     ({"restore": True}, "checkpoint_dir", "need a checkpoint_dir"),
 ])

@@ -1,5 +1,7 @@
-"""Parameter-server training: determinism, sync/async/SSP semantics, stragglers, EMA, checkpoints, replication."""
+"""Parameter-server training: determinism, the disciplines' semantics (sync, async, SSP as Ho et al., bounded
+delay) and the equivalences between them, stragglers, EMA, checkpoints, replication."""
 
+import dataclasses
 import threading
 
 import numpy as np
@@ -23,24 +25,89 @@ def _same_params(a, b):
     return a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
 
 
-def test_simulated_runs_are_reproducible_bit_for_bit():
-    kwargs = dict(mode="async", steps=24, straggler={3: 4.0}, eval_every=8)
+@pytest.mark.parametrize("mode,kwargs", [("sync", {"replicas_to_aggregate": 3}), ("async", {}),
+                                         ("ssp", {"staleness": 1}), ("bounded_delay", {"staleness": 1})])
+def test_every_mode_gives_the_same_update_sequence_run_after_run(mode, kwargs):
+    kwargs = dict(mode=mode, steps=16, straggler={3: 4.0}, occasional_straggler=(0.2, 3.0), eval_every=8, **kwargs)
     first, second = ps.train(**kwargs), ps.train(**kwargs)
     assert first.updates == second.updates and first.evals == second.evals and first.phases == second.phases
     assert _same_params(first.params, second.params) and first.sim_time_s == second.sim_time_s
+    assert first.status == "completed" and first.final_version == 16
 
 
-def test_ssp_with_zero_staleness_reproduces_sync_exactly():
+def test_ssp_with_zero_staleness_is_bulk_synchronous():
+    """s = 0 is BSP: at clock c every worker reads the parameters after exactly the N·c updates of the clocks
+    before (sync's reads: after c updates), on the same batch, at the same simulated instants; applying a clock's
+    N gradients one by one at rate η equals sync's one averaged update at rate N·η, up to float32 rounding
+    (the same losses at every read, the same final parameters). Not bit for bit: N in-place additions round
+    differently from one mean."""
+    n, clocks = 4, 8
+    common = dict(straggler={1: 3.0}, eval_every=0)
+    sync = ps.train(mode="sync", steps=clocks, learning_rate=0.4, **common)
+    ssp = ps.train(mode="ssp", staleness=0, steps=n * clocks, learning_rate=0.1, **common)
+    assert all(u.version_computed_on == u.step for u in sync.updates)
+    assert all(u.version_computed_on == n * u.step and u.slowest_clock == u.step for u in ssp.updates)
+    sync_loss = {(u.worker, u.step): u.loss for u in sync.updates}
+    ssp_loss = {(u.worker, u.step): u.loss for u in ssp.updates}
+    assert sync_loss.keys() == ssp_loss.keys() == {(w, c) for w in range(n) for c in range(clocks)}
+    np.testing.assert_allclose([ssp_loss[k] for k in sorted(sync_loss)], [sync_loss[k] for k in sorted(sync_loss)],
+                               rtol=1e-5)
+    for name in sync.params:
+        np.testing.assert_allclose(ssp.params[name], sync.params[name], rtol=1e-4, atol=1e-6)
+    assert ssp.sim_time_s == sync.sim_time_s and ssp.wait_s_by_worker() == sync.wait_s_by_worker()
+    assert ssp.learning_rate_per_example == sync.learning_rate_per_example == 0.1 / 32
+
+
+def test_ssp_with_a_bound_beyond_the_run_is_async_bit_for_bit():
+    kwargs = dict(steps=30, straggler={3: 4.0}, ema_decay=0.9, eval_every=10)
+    asynchronous, ssp = ps.train(mode="async", **kwargs), ps.train(mode="ssp", staleness=30, **kwargs)
+    assert ssp.updates == tuple(dataclasses.replace(u, slowest_clock=v.slowest_clock)
+                                for u, v in zip(asynchronous.updates, ssp.updates))
+    assert asynchronous.evals == ssp.evals and asynchronous.phases == ssp.phases
+    assert _same_params(asynchronous.params, ssp.params) and asynchronous.sim_time_s == ssp.sim_time_s
+
+
+def assert_ssp_invariants(record, s):
+    """Ho et al.'s rules, checked on any driver's record: no gradient recorded twice or lost (every worker's
+    clocks 0, 1, … in order; as many applied gradients as the ps's global step counts), each applied once, on
+    arrival; and the read gate: a gradient of clock c was computed on parameters holding every update of clocks
+    <= c - s - 1 (the slowest worker's clock then was >= c - s)."""
+    keys = [(u.worker, u.step) for u in record.updates]
+    assert len(keys) == len(set(keys))
+    for w in range(record.num_workers):
+        assert sorted(c for v, c in keys if v == w) == list(range(sum(v == w for v, _ in keys)))
+    assert all(u.applied for u in record.updates) and len(record.updates) == record.final_version
+    assert all(u.slowest_clock >= u.step - s for u in record.updates)
+
+
+def test_ssp_read_gate_staleness_and_read_my_writes_in_the_simulation():
+    s, n = 1, 4
+    record = ps.train(mode="ssp", staleness=s, steps=60, straggler={3: 4.0}, occasional_straggler=(0.1, 4.0),
+                      eval_every=0)
+    assert_ssp_invariants(record, s)
+    assert sorted(u.version_applied_at for u in record.updates) == list(range(60))  # one update per gradient
+    by_key = {(u.worker, u.step): u for u in record.updates}
+    for u in record.updates:
+        # the read holds every update of clocks <= c - s - 1, and the worker's own previous update
+        assert all(v.version_applied_at < u.version_computed_on for v in record.updates if v.step <= u.step - s - 1)
+        if u.step:
+            assert by_key[u.worker, u.step - 1].version_applied_at < u.version_computed_on
+        assert 0 <= u.staleness <= (n - 1) * (2 * s + 1)  # the others apply at most 2s + 1 clocks meanwhile
+    assert max(record.wait_s_by_worker().values()) > 0  # the fast workers do wait for the straggler
+    assert any(u.slowest_clock == u.step - s for u in record.updates)  # and the gate binds
+
+
+def test_bounded_delay_with_zero_staleness_reproduces_sync_exactly():
     kwargs = dict(steps=12, straggler={1: 3.0}, num_ps=2, ema_decay=0.9, eval_every=4)
-    sync, ssp = ps.train(mode="sync", **kwargs), ps.train(mode="ssp", staleness=0, **kwargs)
-    assert sync.updates == ssp.updates and sync.evals == ssp.evals
-    assert _same_params(sync.params, ssp.params)
-    assert sync.sim_time_s == ssp.sim_time_s
-    assert ssp.staleness_histogram() == {0: 48}
+    sync, delayed = ps.train(mode="sync", **kwargs), ps.train(mode="bounded_delay", staleness=0, **kwargs)
+    assert sync.updates == delayed.updates and sync.evals == delayed.evals
+    assert _same_params(sync.params, delayed.params)
+    assert sync.sim_time_s == delayed.sim_time_s
+    assert delayed.staleness_histogram() == {0: 48}
 
 
 def test_records_are_consistent():
-    record = ps.train(mode="ssp", staleness=2, steps=15, straggler={3: 4.0}, eval_every=5)
+    record = ps.train(mode="bounded_delay", staleness=2, steps=15, straggler={3: 4.0}, eval_every=5)
     assert record.status == "completed" and record.final_version == 15
     for u in record.updates:
         assert u.staleness == u.version_applied_at - u.version_computed_on

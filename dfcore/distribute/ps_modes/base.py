@@ -72,6 +72,14 @@ class Discipline:
     def begin(self, model: WorkerModel, clock: int, first: bool, options: RunOptions) -> None:
         """Pass the gate :meth:`ready` found open (``sync``: take the token)."""
 
+    def pull_fetches(self, model: WorkerModel) -> list[Any]:
+        """Tensors the discipline reads with the parameters (their values go to :meth:`slowest_clock`)."""
+        return []
+
+    def slowest_clock(self, values: list[Any]) -> int:
+        """The record's ``slowest_clock`` from the values of :meth:`pull_fetches` (-1: not tracked)."""
+        return -1
+
     def feed(self, model: WorkerModel, clock: int) -> Mapping[Any, Any]:
         """Extra feeds of the push of step ``clock`` (besides the gradients)."""
         return {}

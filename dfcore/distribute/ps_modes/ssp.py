@@ -56,6 +56,12 @@ class SSP(Discipline):
         needed = clock - self.config.staleness
         return needed <= 0 or int(model.session.run(model.min_clock)) >= needed
 
+    def pull_fetches(self, model: WorkerModel) -> list[Any]:
+        return [model.min_clock]
+
+    def slowest_clock(self, values: list[Any]) -> int:
+        return int(values[0])
+
     def push(self, model: WorkerModel, feed: dict[Any, Any], clock: int, options: RunOptions) -> Pushed:
         new_version = int(model.session.run(model.new_version, feed, options=options))
         return Pushed(new_version - 1, True, True)
