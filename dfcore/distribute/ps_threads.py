@@ -98,6 +98,8 @@ class ThreadedRun:
         except errors.OpError as error:
             if isinstance(error, errors.CancelledError) and self.stop.is_set():
                 return  # woken by the shutdown
+            if who == "chief" and not self.worker_servers[0].is_running:
+                return  # the chief's task, worker 0, was killed: the chief died with it
             task = "/job:worker/replica:0/task:0" if who == "chief" else f"/job:worker/replica:0/task:{who}"
             with self.lock:
                 self.faults.append(FaultRecord(self.now(), task, "error", type(error).__name__, error.message))

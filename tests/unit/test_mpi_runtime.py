@@ -113,6 +113,15 @@ def test_bounded_delay_parameter_server_as_processes_keeps_the_staleness_bound()
 
 
 @pytest.mark.timeout(200)
+def test_ssp_parameter_server_as_processes_keeps_ho_et_al_rules():
+    from ps_invariants import assert_ssp_invariants
+
+    run = _ps_run("ssp", 90, ["--staleness", "1"])
+    assert run.status == "completed" and run.final_version >= 90
+    assert_ssp_invariants(run, 1)
+
+
+@pytest.mark.timeout(200)
 def test_the_chief_checkpoints_the_ps_variables_of_a_multi_process_run(tmp_path):
     from dfcore.train.checkpoint_management import latest_checkpoint
 

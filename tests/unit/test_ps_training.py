@@ -12,6 +12,7 @@ from dfcore.distribute.ps_model import ModelConfig, build_worker, start_cluster,
 from dfcore.distribute.replication import compare_replication
 from dfcore.distribute.staleness import PHASES, format_histogram
 from dfcore.runtime import cost_model
+from ps_invariants import assert_ssp_invariants
 
 
 @pytest.fixture(autouse=True)
@@ -65,19 +66,6 @@ def test_ssp_with_a_bound_beyond_the_run_is_async_bit_for_bit():
                                 for u, v in zip(asynchronous.updates, ssp.updates))
     assert asynchronous.evals == ssp.evals and asynchronous.phases == ssp.phases
     assert _same_params(asynchronous.params, ssp.params) and asynchronous.sim_time_s == ssp.sim_time_s
-
-
-def assert_ssp_invariants(record, s):
-    """Ho et al.'s rules, checked on any driver's record: no gradient recorded twice or lost (every worker's
-    clocks 0, 1, … in order; as many applied gradients as the ps's global step counts), each applied once, on
-    arrival; and the read gate: a gradient of clock c was computed on parameters holding every update of clocks
-    <= c - s - 1 (the slowest worker's clock then was >= c - s)."""
-    keys = [(u.worker, u.step) for u in record.updates]
-    assert len(keys) == len(set(keys))
-    for w in range(record.num_workers):
-        assert sorted(c for v, c in keys if v == w) == list(range(sum(v == w for v, _ in keys)))
-    assert all(u.applied for u in record.updates) and len(record.updates) == record.final_version
-    assert all(u.slowest_clock >= u.step - s for u in record.updates)
 
 
 def test_ssp_read_gate_staleness_and_read_my_writes_in_the_simulation():

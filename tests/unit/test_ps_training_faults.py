@@ -5,6 +5,7 @@ import time
 
 import numpy as np
 import pytest
+from ps_invariants import assert_ssp_invariants, assert_sync_invariants
 
 import dfcore as tf
 from dfcore.distribute import parameter_server as ps
@@ -82,6 +83,20 @@ def test_threaded_runs_complete(mode, kwargs):
     assert record.updates and all(u.staleness == u.version_applied_at - u.version_computed_on
                                   for u in record.updates)
     assert record.evals and 0.0 <= record.test_accuracy <= 1.0
+
+
+@pytest.mark.parametrize("staleness", [0, 2])
+def test_threaded_ssp_keeps_the_read_gate_and_loses_no_update(staleness):
+    record = ps.train(mode="ssp", staleness=staleness, execution="threads", steps=40, straggler={3: 2.0},
+                      eval_every=0)
+    assert record.status == "completed", record.error
+    assert_ssp_invariants(record, staleness)
+
+
+def test_threaded_sync_applies_one_gradient_per_worker_per_update():
+    record = ps.train(mode="sync", execution="threads", steps=15, straggler={3: 2.0}, eval_every=0)
+    assert record.status == "completed", record.error
+    assert_sync_invariants(record)
 
 
 def test_threaded_sync_without_backups_times_out_when_a_worker_dies():
