@@ -108,9 +108,10 @@ def check_train_arguments(*, mode: str, execution: str, num_ps: int, num_workers
     None or in ``[1, num_workers]``; ``staleness`` ≥ 0 (None allowed outside ``ssp`` and
     ``bounded_delay``); ``steps`` None or ≥ 1; ``learning_rate`` None or finite > 0; ``seed``,
     ``eval_every``, ``checkpoint_every`` ≥ 0; ``straggler`` ``{worker: speed factor}`` with workers in
-    ``[0, num_workers)`` and finite factors > 0; ``kill_worker`` ``{worker: step ≥ 0}``;
-    ``kill_ps`` ``{ps task in [0, num_ps): version ≥ 0}``; ``fault_timeout_s`` finite > 0;
-    ``occasional_straggler`` None or ``(probability in (0, 1], factor > 0)``; ``ema_decay`` None or finite > 0; ``checkpoint_every`` and ``restore`` need a ``checkpoint_dir``.
+    ``[0, num_workers)`` and finite factors > 0; ``occasional_straggler`` None or ``(probability in
+    (0, 1], factor > 0)``; ``kill_worker`` ``{worker: step ≥ 0}``; ``kill_ps`` ``{ps task in
+    [0, num_ps): version ≥ 0}``; ``fault_timeout_s`` finite > 0; ``ema_decay`` None or finite > 0;
+    ``checkpoint_every`` and ``restore`` need a ``checkpoint_dir``.
 
     Raises:
         ArgumentRangeError (a ValueError): a value out of its range or choices, or

@@ -53,7 +53,8 @@ def run_worker(model: WorkerModel, mode: Discipline, data: ShardedDigits, ctx: W
                speed: Callable[[int], float] = lambda clock: 1.0, start_clock: int = 0, kill_at: int | None = None,
                on_kill: Callable[[int], None] | None = None) -> None:
     """Worker ``model.index``'s steps until the discipline says its gradients can no longer be applied within
-    ``steps`` updates, or ``ctx.stop``. A step ``c`` with ``speed(c)`` > 1 (a straggler) sleeps so it takes ``speed(c)`` × as long.
+    ``steps`` updates, or ``ctx.stop``. A step ``c`` with ``speed(c)`` > 1 (a straggler) sleeps so that it takes
+    ``speed(c)`` × as long.
 
     Raises:
         DeadlineExceededError: its gate stayed closed for ``ctx.timeout_s`` (a worker may be down).

@@ -17,10 +17,10 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from .. import train as train_lib
-from ..models.mlp import mlp_logits, mlp_variables, tower_loss
 from ..framework import dtypes
 from ..framework.graph import Graph
-from ..ops import array_ops, control_flow_ops, data_flow_ops, math_ops, nn_ops_xent, state_ops, variables
+from ..models.mlp import mlp_logits, mlp_variables, tower_loss
+from ..ops import array_ops, math_ops, nn_ops_xent, variables
 from ..runtime import cost_model, prune
 from ..runtime.config import ConfigProto
 from ..runtime.session import Session

@@ -20,10 +20,10 @@ from typing import Any
 import numpy as np
 
 from .. import train as train_lib
-from ..models.mlp import average_gradients, mlp_variables, tower_loss
 from ..framework import dtypes
 from ..framework.device import DeviceSpec
 from ..framework.graph import Graph
+from ..models.mlp import average_gradients, mlp_variables, tower_loss
 from ..ops import array_ops, variables
 from ..runtime.session import Session
 from .cluster import ClusterSpec

@@ -140,8 +140,8 @@ def train(config: TrainConfig) -> RunRecord | None:
         gathered = world.gather_polling((updates, phases), workers, root=0, timeout_s=TIMEOUT_S)
         if index != 0:
             return None
-        result = _Result(version(), [u for part, _ in gathered for u in part], [p for _, part in gathered for p in part],
-                         now())
+        result = _Result(version(), [u for part, _ in gathered for u in part],
+                         [p for _, part in gathered for p in part], now())
         return run_record(config, model_cfg, model, schedule, result)
     finally:
         model.session.close()

@@ -6,13 +6,13 @@ import threading
 
 import numpy as np
 import pytest
+from ps_invariants import assert_ssp_invariants
 
 from dfcore.distribute import parameter_server as ps
 from dfcore.distribute.ps_model import ModelConfig, build_worker, start_cluster, step_costs
 from dfcore.distribute.replication import compare_replication
 from dfcore.distribute.staleness import PHASES, format_histogram
 from dfcore.runtime import cost_model
-from ps_invariants import assert_ssp_invariants
 
 
 @pytest.fixture(autouse=True)

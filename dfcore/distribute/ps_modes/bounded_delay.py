@@ -17,8 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ...framework import dtypes
-from ...ops import array_ops, data_flow_ops
-from ...ops import control_flow_ops
+from ...ops import array_ops, control_flow_ops, data_flow_ops
 from ...runtime.config import RunOptions
 from .base import Discipline, Pushed
 
