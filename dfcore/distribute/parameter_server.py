@@ -41,11 +41,12 @@ DEFAULT_STEPS = {"sync": 300, "bounded_delay": 300, "async": 1200, "ssp": 1200}
 DEFAULT_LEARNING_RATE = {"sync": 0.5, "bounded_delay": 0.5, "async": 0.15, "ssp": 0.15}
 
 
-def train(config: TrainConfig | None = None, **fields: Any) -> RunRecord | None:
+def train(config: TrainConfig | str | None = None, **fields: Any) -> RunRecord | None:
     """Train the digits MLP with a parameter server as ``config`` says; return a :class:`RunRecord`.
 
     Args:
-        config: the run (None: ``TrainConfig()``'s defaults).
+        config: the run (None: ``TrainConfig()``'s defaults); a mode name is short for ``TrainConfig(mode=...)``,
+            so ``train("async", steps=40)`` reads as before.
         **fields: :class:`~dfcore.distribute.ps_arguments.TrainConfig` fields that replace ``config``'s,
             e.g. ``train(mode="async", steps=40)``.
     Returns:
@@ -55,6 +56,8 @@ def train(config: TrainConfig | None = None, **fields: Any) -> RunRecord | None:
             (:meth:`TrainConfig.check`); ``.argument`` names it.
         TypeError: an unknown field, a count that is not an integer or a rate that is not a number.
     """
+    if isinstance(config, str):
+        config = TrainConfig(mode=config)
     config = dataclasses.replace(config or TrainConfig(), **fields)
     config.check()
     return runner_of(config.execution)(config)
