@@ -36,7 +36,7 @@ from .ps_modes import DISCIPLINES, STALENESS_MODES
 from .ps_simulation import SimulatedRun
 from .staleness import RunRecord
 
-#: Default updates and learning rates per update: ``sync`` and ``bounded_delay`` reach ≥ 0.95 test accuracy.
+#: Default updates and learning rates per update; with them every mode reaches ≥ 0.95 test accuracy.
 DEFAULT_STEPS = {"sync": 300, "bounded_delay": 300, "async": 1200, "ssp": 1200}
 DEFAULT_LEARNING_RATE = {"sync": 0.5, "bounded_delay": 0.5, "async": 0.15, "ssp": 0.15}
 
