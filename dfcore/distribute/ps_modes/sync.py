@@ -42,9 +42,7 @@ class Sync(Discipline):
         push = control_flow_ops.group(*sync.worker_push_ops, name="push_gradients")
         with graph.device(gs.device):
             t["token_op"] = state_ops.assign(sync.local_step, sync.sync_token_queue.dequeue(), name="take_token")
-            t["tokens_left"] = sync.sync_token_queue.size()
-            with graph.control_dependencies([push]):
-                t["version_after_push"] = gs.read_value()
+            t["tokens_left"] = sync.sync_token_queue.size()  # the drivers' one extra op: may a worker go on?
         t.update(sync_opt=sync, push_op=push, num_accumulated=sync.accumulators[0][0].num_accumulated(),
                  local_step=sync.local_step, chief_init=sync.chief_init_op, local_step_init=sync.local_step_init_op,
                  sync_op=sync.sync_op, init_tokens=sync.get_init_tokens_op(0))
@@ -62,7 +60,7 @@ class Sync(Discipline):
             model.session.run(model.token_op, options=options)
 
     def push(self, model: WorkerModel, feed: dict[Any, Any], clock: int, options: RunOptions) -> Pushed:
-        _, local, version = model.session.run([model.push_op, model.local_step, model.version_after_push], feed,
+        _, local, version = model.session.run([model.push_op, model.local_step, model.global_step], feed,
                                               options=options)
         accepted = int(local) == int(version)  # the accumulators' step is the global step between sync ops
         return Pushed(int(local) if accepted else int(version), accepted, False)
