@@ -25,7 +25,7 @@ from dfcore.mpi.report import report
 FLAGS = {"mode": "--mode", "staleness": "--staleness", "num_ps": "--ps", "num_workers": "--workers",
          "replicas_to_aggregate": "--replicas", "straggler": "--straggler", "steps": "--steps",
          "learning_rate": "--lr", "execution": "--execution", "ps_strategy": "--ps-strategy", "seed": "--seed",
-         "checkpoint_dir": "--checkpoint-dir", "checkpoint_every": "--checkpoint-every"}
+         "checkpoint_dir": "--checkpoint-dir", "checkpoint_every": "--checkpoint-every", "w1_shards": "--w1-shards"}
 
 
 def parse_straggler(text):
@@ -59,6 +59,8 @@ def main(argv=None):
     parser.add_argument("--execution", choices=EXECUTIONS, default="simulated")
     parser.add_argument("--ps-strategy", choices=PS_STRATEGIES, default="round_robin")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--w1-shards", type=int, default=1,
+                        help="split the first layer's weights into this many shards over the ps tasks")
     parser.add_argument("--checkpoint-dir", default=None, help="the chief saves checkpoints here")
     parser.add_argument("--checkpoint-every", type=int, default=0, help="updates between checkpoints")
     args = parser.parse_args(argv)
@@ -67,7 +69,8 @@ def main(argv=None):
                                    num_workers=args.workers, replicas_to_aggregate=args.replicas,
                                    straggler=args.straggler, steps=args.steps, execution=args.execution,
                                    seed=args.seed, learning_rate=args.lr, ps_strategy=args.ps_strategy,
-                                   checkpoint_dir=args.checkpoint_dir, checkpoint_every=args.checkpoint_every))
+                                   checkpoint_dir=args.checkpoint_dir, checkpoint_every=args.checkpoint_every,
+                                   w1_shards=args.w1_shards))
     except ArgumentRangeError as error:
         parser.error(f"argument {FLAGS.get(error.argument, error.argument)}: {error}")
     if record is not None:  # with --execution mpi, only the chief (worker 0) has the record
