@@ -4,7 +4,9 @@ Source: TF1's between-graph recipe (``replica_device_setter`` + ``SyncReplicasOp
 ``tensorflow/tools/dist_test/python/mnist_replica.py``). Every worker builds the digits MLP
 under ``replica_device_setter``: variables (and ``global_step``) on the ps tasks, the
 rest on its own task; the update discipline adds its own ops
-(:meth:`dfcore.distribute.ps_modes.Discipline.build`).
+(:meth:`dfcore.distribute.ps_modes.Discipline.build`). With ``w1_shards`` > 1 the first layer's
+weights are one partitioned variable (``tf.fixed_size_partitioner``) whose shards the setter
+spreads over the ps tasks (:func:`dfcore.models.mlp.sharded_mlp_variables`).
 
 Worker 0 is the chief: it also holds the evaluation ops and the ``Saver``.
 """

@@ -25,7 +25,8 @@ from dfcore.mpi.report import report
 FLAGS = {"mode": "--mode", "staleness": "--staleness", "num_ps": "--ps", "num_workers": "--workers",
          "replicas_to_aggregate": "--replicas", "straggler": "--straggler", "steps": "--steps",
          "learning_rate": "--lr", "execution": "--execution", "ps_strategy": "--ps-strategy", "seed": "--seed",
-         "checkpoint_dir": "--checkpoint-dir", "checkpoint_every": "--checkpoint-every", "w1_shards": "--w1-shards"}
+         "checkpoint_dir": "--checkpoint-dir", "checkpoint_every": "--checkpoint-every", "w1_shards": "--w1-shards",
+         "occasional_straggler": "--occasional-straggler"}
 
 
 def parse_straggler(text):
@@ -46,6 +47,21 @@ def parse_straggler(text):
     return out
 
 
+def parse_occasional(text):
+    """``"0.1:4"`` → ``(0.1, 4.0)`` (probability, speed factor); the ranges are ``train``'s to check.
+
+    Raises:
+        argparse.ArgumentTypeError: not ``probability:factor``.
+    """
+    probability, sep, factor = text.partition(":")
+    try:
+        if sep:
+            return float(probability), float(factor)
+    except ValueError:
+        pass
+    raise argparse.ArgumentTypeError(f"--occasional-straggler takes probability:factor, got {text!r}")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mode", choices=MODES, default="sync")
@@ -54,6 +70,8 @@ def main(argv=None):
     parser.add_argument("--workers", type=int, default=4, help="number of worker tasks")
     parser.add_argument("--replicas", type=int, default=None, help="sync: replicas_to_aggregate (backup workers)")
     parser.add_argument("--straggler", type=parse_straggler, default={}, help="worker:speed_factor[,...]")
+    parser.add_argument("--occasional-straggler", type=parse_occasional, default=None,
+                        help="probability:speed_factor: each worker step is that much slower with that probability")
     parser.add_argument("--steps", type=int, default=None, help="parameter updates (global steps)")
     parser.add_argument("--lr", type=float, default=None)
     parser.add_argument("--execution", choices=EXECUTIONS, default="simulated")
@@ -70,7 +88,7 @@ def main(argv=None):
                                    straggler=args.straggler, steps=args.steps, execution=args.execution,
                                    seed=args.seed, learning_rate=args.lr, ps_strategy=args.ps_strategy,
                                    checkpoint_dir=args.checkpoint_dir, checkpoint_every=args.checkpoint_every,
-                                   w1_shards=args.w1_shards))
+                                   w1_shards=args.w1_shards, occasional_straggler=args.occasional_straggler))
     except ArgumentRangeError as error:
         parser.error(f"argument {FLAGS.get(error.argument, error.argument)}: {error}")
     if record is not None:  # with --execution mpi, only the chief (worker 0) has the record

@@ -241,3 +241,17 @@ def test_a_sharded_first_layer_spreads_over_the_ps_tasks_and_trains_the_same_mod
     hot = {name: max(busy for _, busy in r.ps_traffic().values())
            for name, r in (("whole", whole), ("sharded", sharded))}
     assert hot["sharded"] < hot["whole"]  # the hot ps (w1's) cools down once w1 is spread
+
+
+def test_an_occasional_straggler_slows_random_steps_the_same_way_in_every_run():
+    config = ps.TrainConfig(mode="async", straggler={1: 2.0}, occasional_straggler=(0.25, 4.0), seed=3, steps=24,
+                            eval_every=0)
+    factors = {(w, c): config.speed(w, c) for w in range(4) for c in range(400)}
+    assert factors == {(w, c): dataclasses.replace(config).speed(w, c) for w, c in factors}
+    assert {f for (w, _), f in factors.items() if w != 1} == {1.0, 4.0}
+    assert {f for (w, _), f in factors.items() if w == 1} == {2.0, 8.0}
+    assert 0.2 < sum(f in (4.0, 8.0) for f in factors.values()) / len(factors) < 0.3
+    record = ps.train(config)
+    per_unit = {round((p.end_s - p.start_s) / factors[int(p.task[-1]), p.step], 15)
+                for p in record.phases if p.kind == "compute"}
+    assert len(per_unit) == 1  # every step's compute time is the worker's normal time × that step's factor
