@@ -92,8 +92,8 @@ from .runtime.config import ConfigProto, GPUOptions, GraphOptions, RunMetadata, 
 from .runtime.session import InteractiveSession, Session, get_default_session
 
 # isort: split
-# The subpackages come last, after every name above: examples/ (which distribute/ and train/ use) build on
-# `import dfcore as tf`, so they need the core namespace filled in first.
+# The subpackages come last, after every name above: they build on `import dfcore as tf`, so they need the
+# core namespace filled in first. mpi/ comes after distribute/, with which it registers its server backend.
 from absl import flags  # tf.flags is absl's, as in TF 1.x
 
 from . import (
@@ -108,6 +108,7 @@ from . import (
     linalg,
     losses,
     math,
+    mpi,
     nn,
     python_io,
     queue,
