@@ -35,15 +35,25 @@ class MapDataset(Dataset):
     """``map_func`` applied to each element (traced once); with ``num_parallel_calls`` > 1 (or AUTOTUNE)
     that many calls run on a thread pool and results keep the input order."""
 
-    def __init__(self, input_dataset: Dataset, map_func: Callable, num_parallel_calls: int | None):
+    def __init__(self, input_dataset: Dataset, map_func: Callable, num_parallel_calls: int | None,
+                 simulated_cost_s: float | None = None):
+        if simulated_cost_s is not None and not simulated_cost_s >= 0:
+            raise ValueError(f"simulated_cost_s must be >= 0 seconds, got {simulated_cost_s!r}")
         self._fn = TracedFunction(map_func, input_dataset._structure, input_dataset._types,
                                   input_dataset._shapes, "map")
+        self._simulated_cost_s = simulated_cost_s
         if isinstance(self._fn.result, Dataset):
             raise TypeError(f"The map function '{self._fn.name}' returned a Dataset; use interleave or flat_map.")
         super().__init__(nest.indices(self._fn.output_structure), self._fn.output_types, self._fn.output_shapes,
                          (input_dataset,))
         self._input = input_dataset
         self._parallel = (os.cpu_count() or 1) if num_parallel_calls == AUTOTUNE else (num_parallel_calls or 1)
+
+    @property
+    def simulated_cost_s(self) -> float:
+        """Host CPU seconds of one call on the simulated clock: the ``map(simulated_cost_s=...)`` given, else
+        the cost model's estimate of the traced ops (:meth:`TracedFunction.estimated_cost_s`)."""
+        return self._fn.estimated_cost_s() if self._simulated_cost_s is None else float(self._simulated_cost_s)
 
     def _iterate(self, run):
         elements = self._input._iterate(run)
