@@ -10,9 +10,11 @@ An exception in the producer is raised to the consumer at ``get_next``.
 import collections
 import concurrent.futures
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from . import pipeline_trace
 from .dataset_ops import AUTOTUNE, Dataset
 from .iteration import JOIN_TIMEOUT_S, IterationContext
 
@@ -75,9 +77,15 @@ def _prefetch(run: IterationContext, elements: Iterator, size: int):
 
     def produce():
         try:
-            for element in elements:
+            while True:
+                pulled = time.perf_counter()
+                element = next(elements, _END)
+                if element is _END:
+                    break
                 if not buffer.put((None, element)):
                     return
+                pipeline_trace.call_done("Prefetch", pulled)
+                pipeline_trace.buffer_changed(+1)
             buffer.put((None, _END))
         except Exception as error:  # noqa: BLE001 - handed to the consumer, raised at get_next
             buffer.put((error, None))
@@ -101,6 +109,8 @@ def _consume(run: IterationContext, buffer: _Buffer, stop: Callable[[], None]):
     try:
         while True:
             error, element = buffer.get(run)
+            if error is None and element is not _END:
+                pipeline_trace.buffer_changed(-1)
             if error is not None:
                 raise error
             if element is _END:

@@ -17,7 +17,7 @@ from .. import errors
 from ..framework import dtypes as dtypes_lib
 from ..framework.tensor_shape import TensorShape
 from ..ops.random_ops import get_seed
-from . import prefetch, structure as nest
+from . import pipeline_trace, prefetch, structure as nest
 from .dataset_ops import AUTOTUNE, Dataset
 from .function import TracedFunction
 
@@ -57,9 +57,14 @@ class MapDataset(Dataset):
 
     def _iterate(self, run):
         elements = self._input._iterate(run)
+        stage = "ParallelMap" if self._parallel > 1 else "Map"
+
+        def call(element):
+            return pipeline_trace.timed(stage, lambda: self._fn(run, element))
+
         if self._parallel <= 1:
-            return (self._fn(run, element) for element in elements)
-        return prefetch.ordered_parallel_map(run, elements, lambda element: self._fn(run, element), self._parallel)
+            return (call(element) for element in elements)
+        return prefetch.ordered_parallel_map(run, elements, call, self._parallel)
 
 
 class FilterDataset(_Unary):

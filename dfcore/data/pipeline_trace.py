@@ -1,0 +1,149 @@
+"""Input pipelines on the wall clock: what the map and prefetch threads did while a loop of steps ran.
+
+Source: dfcore; TF records the same events with its profiler's ``TraceMe`` in each tf.data
+iterator (``core/kernels/data/``, ``Iterator::<name>`` events on the ``tf_data_*`` threads).
+:func:`record_pipeline` runs ``Session.run`` steps with ``FULL_TRACE`` while a recorder is active:
+each ``map`` call (on its pool thread), each prefetch fill (from asking its input for an element to
+putting it in the buffer) and each buffer change is recorded; the training side is each step's
+``IteratorGetNext`` (from the step's stats) and the rest of the step. A ``feed_fn`` stands for a
+``feed_dict`` loop's batch preparation (lane ``client``). Only one recording runs at a time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from ..runtime.config import RunMetadata, RunOptions, step_records
+from .pipeline_run import TRAIN_STEP, LaneRecorder, PipelineRun, lane_device, occupancy_series
+
+_LOCK = threading.Lock()
+_ACTIVE: _Recorder | None = None
+
+
+class _Recorder:
+    def __init__(self, host: str):
+        self.host = host
+        self.t0 = time.perf_counter()
+        self.lock = threading.Lock()
+        self.lanes = LaneRecorder(simulated=False)
+        self.threads: dict[str, dict[int, int]] = {}
+        self.counts: dict[str, int] = {}
+        self.changes: list[tuple[int, int]] = []
+
+    def us(self, t: float) -> int:
+        return int(round((t - self.t0) * 1e6))
+
+    def call(self, stage: str, start: float, end: float) -> None:
+        with self.lock:
+            threads = self.threads.setdefault(stage, {})
+            index = threads.setdefault(threading.get_ident(), len(threads))
+            k = self.counts[stage] = self.counts.get(stage, -1) + 1
+            self.lanes.add(lane_device(self.host, stage, index), f"Iterator::{stage}#{k}", stage, self.us(start),
+                           self.us(end), thread_id=index)
+
+    def level(self, delta: int) -> None:
+        with self.lock:
+            self.changes.append((self.us(time.perf_counter()), delta))
+
+
+def timed(stage: str, fn: Callable[[], Any]) -> Any:
+    """``fn()``, recorded as a call of ``stage`` on this thread when a recording is active."""
+    recorder = _ACTIVE
+    if recorder is None:
+        return fn()
+    start = time.perf_counter()
+    try:
+        return fn()
+    finally:
+        recorder.call(stage, start, time.perf_counter())
+
+
+def call_done(stage: str, start: float) -> None:
+    """A call of ``stage`` on this thread from ``start`` (``time.perf_counter()``) to now, when recording."""
+    recorder = _ACTIVE
+    if recorder is not None:
+        recorder.call(stage, start, time.perf_counter())
+
+
+def buffer_changed(delta: int) -> None:
+    """The prefetch buffer gained (+1) or lost (-1) an element, when a recording is active."""
+    recorder = _ACTIVE
+    if recorder is not None:
+        recorder.level(delta)
+
+
+@contextlib.contextmanager
+def _recording(host: str) -> Iterator[_Recorder]:
+    global _ACTIVE
+    if not _LOCK.acquire(blocking=False):
+        raise RuntimeError("record_pipeline is already recording in this process; one recording at a time.")
+    try:
+        _ACTIVE = _Recorder(host)
+        yield _ACTIVE
+    finally:
+        _ACTIVE = None
+        _LOCK.release()
+
+
+def record_pipeline(sess: Any, fetches: Any, steps: int, feed_fn: Callable[[], dict] | None = None,
+                    name: str = "", host: str = "/job:localhost/replica:0/task:0/device:CPU:0",
+                    accelerator: str = "/job:localhost/replica:0/task:0/device:GPU:0") -> PipelineRun:
+    """Run ``sess.run(fetches, feed_fn())`` ``steps`` times and return what happened on the wall clock.
+
+    Args:
+        feed_fn: makes each step's ``feed_dict`` (timed on the ``client`` lane: the feed_dict loop's stall);
+            None for a pipeline read by ``IteratorGetNext`` inside the step.
+        host, accelerator: the devices to name the lanes after.
+
+    Returns:
+        A :class:`~dfcore.data.pipeline_run.PipelineRun` with ``clock="wall"``; ``waits_us`` per step is the
+        client's batch preparation plus the step's ``IteratorGetNext`` time.
+
+    Raises:
+        RuntimeError: another recording is active. Errors of ``sess.run`` propagate.
+    """
+    options = RunOptions(trace_level=RunOptions.FULL_TRACE)
+    starts, ends, waits = [], [], []
+    busy = 0
+    with _recording(host) as recorder:
+        for j in range(steps):
+            t_start = time.perf_counter()
+            feed = None
+            if feed_fn is not None:
+                feed = feed_fn()
+                recorder.lanes.add(lane_device(host, "client", 0), f"feed_dict#{j}", "client",
+                                   recorder.us(t_start), recorder.us(time.perf_counter()))
+            t_run = time.perf_counter()
+            metadata = RunMetadata()
+            sess.run(fetches, feed_dict=feed, options=options, run_metadata=metadata)
+            t_end = time.perf_counter()
+            wait_us = recorder.us(t_run) - recorder.us(t_start)
+            train_from = recorder.us(t_run)
+            span = _get_next_span(metadata)
+            if span is not None:
+                start_us, end_us = (recorder.us(t_run) + int(s) for s in span)
+                recorder.lanes.add(host, f"IteratorGetNext#{j}", "IteratorGetNext", start_us, end_us)
+                wait_us += end_us - start_us
+                train_from = end_us
+            recorder.lanes.add(accelerator, f"train_step#{j}", TRAIN_STEP, train_from, recorder.us(t_end))
+            busy += recorder.us(t_end) - train_from
+            starts.append(recorder.us(t_start))
+            ends.append(recorder.us(t_end))
+            waits.append(wait_us)
+        return PipelineRun(name or ("feed_dict" if feed_fn else "tf.data"), "wall", recorder.lanes.step_stats(),
+                           tuple(starts), tuple(ends), tuple(waits), occupancy_series(recorder.changes), busy)
+
+
+def _get_next_span(metadata: RunMetadata) -> tuple[float, float] | None:
+    """The ``IteratorGetNext`` node's span in µs from the step's first node, or None if the step had none."""
+    nodes = [ns for dev in step_records(metadata).step_stats.dev_stats for ns in dev.node_stats]
+    found = [ns for ns in nodes if ns.op_type == "IteratorGetNext"]
+    if not found:
+        return None
+    first = min(ns.all_start_micros for ns in nodes)
+    ns = found[0]
+    return ns.all_start_micros - first, ns.all_end_micros - first
