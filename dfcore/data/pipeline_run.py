@@ -7,7 +7,8 @@ each input-pipeline thread is a ``DeviceStepStats`` named
 ``QueueRunner``, ``client``), whose nodes are that thread's calls (``Iterator::<stage>#<k>``). TF's
 profiler shows the same threads as the host's ``tf_data_private_threadpool`` / ``tf_data_prefetch``
 threads (``core/profiler``); TF 1.x's ``RunMetadata.step_stats`` has no tf.data lanes at all.
-The training side is the host device's ``IteratorGetNext`` (its span is the wait for data), the
+The training side is the host device's ``IteratorGetNext`` (its span is the wait for data; ``FeedDict``
+for a feed_dict loop's batch preparation), the
 host→accelerator copy as a ``_Send``/``_Recv`` pair, and one ``TrainStep`` node per step on the
 accelerator. Times are integer microseconds from the start of the run.
 """
@@ -20,6 +21,9 @@ from ..runtime.step_stats import DeviceStepStats, NodeExecStats, StepStats, time
 
 #: The op type of the training side's node: one whole ``Session.run`` step on the accelerator.
 TRAIN_STEP = "TrainStep"
+#: The op types of the training side waiting for its batch (the stall): a tf.data pipeline's
+#: ``IteratorGetNext``, and a feed_dict loop's client preparing the feed (lane stage ``client``).
+WAIT_OP_TYPES = ("IteratorGetNext", "FeedDict")
 
 
 def lane_device(host: str, stage: str, thread: int) -> str:
@@ -129,7 +133,7 @@ class LaneRecorder:
 
 def occupancy_series(changes: list[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
     """``(time, +1/-1)`` changes → ``(time, level)`` after each instant (removals first at a tie)."""
-    level, out = 0, []
+    level, out = 0, []  # type: int, list[tuple[int, int]]
     for time_us, delta in sorted(changes):
         level += delta
         if out and out[-1][0] == time_us:

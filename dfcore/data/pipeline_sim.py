@@ -18,8 +18,8 @@ The model, per map call ``k`` (``B`` calls per batch, ``P`` map threads, calls i
   (``latency + bytes / bandwidth``) and trained on the accelerator for ``step_s``.
 
 ``feed_dict`` is the same model with one client thread preparing each batch (``P = 1``, no prefetch,
-``stage="client"``). With prefetch ``K``, a map of ``m`` per batch and a step of ``s`` reach a period of
-``max(m, s)``; without, ``m + s``.
+``stage="client"``; the host's wait is then a ``FeedDict`` node). With prefetch ``K``, a map of ``m``
+per batch and a step of ``s`` reach a period of ``max(m, s)``; without, ``m + s``.
 """
 
 from __future__ import annotations
@@ -170,8 +170,9 @@ def _run(spec: PipelineSpec, steps: int, result: sim_clock.SimResult) -> Pipelin
             lanes.add(lane_device(spec.host, "Prefetch", 0), f"Iterator::Prefetch#{j}", "Prefetch",
                       _us(start[f"pull/{j}"]), _us(end[f"put/{j}"]))
             changes += [(_us(end[f"put/{j}"]), 1), (_us(end[f"taken/{j}"]), -1)]
-        lanes.add(spec.host, f"IteratorGetNext#{j}", "IteratorGetNext", _us(start[f"getnext/{j}"]),
-                  _us(end[f"taken/{j}"]), (spec.batch_bytes,))
+        wait = "FeedDict" if spec.stage == "client" else "IteratorGetNext"
+        lanes.add(spec.host, f"{wait}#{j}", wait, _us(start[f"getnext/{j}"]), _us(end[f"taken/{j}"]),
+                  (spec.batch_bytes,))
         if spec.host != spec.accelerator:
             lanes.add_copy(spec.host, spec.accelerator, j, _us(end[f"taken/{j}"]), _us(start[f"copy/{j}"]),
                            _us(end[f"copy/{j}"]), spec.batch_bytes)

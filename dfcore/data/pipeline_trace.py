@@ -6,7 +6,7 @@ iterator (``core/kernels/data/``, ``Iterator::<name>`` events on the ``tf_data_*
 each ``map`` call (on its pool thread), each prefetch fill (from asking its input for an element to
 putting it in the buffer) and each buffer change is recorded; the training side is each step's
 ``IteratorGetNext`` (from the step's stats) and the rest of the step. A ``feed_fn`` stands for a
-``feed_dict`` loop's batch preparation (lane ``client``). Only one recording runs at a time.
+``feed_dict`` loop's batch preparation (a ``FeedDict`` node on the host). Only one recording runs at a time.
 """
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ def record_pipeline(sess: Any, fetches: Any, steps: int, feed_fn: Callable[[], d
     """Run ``sess.run(fetches, feed_fn())`` ``steps`` times and return what happened on the wall clock.
 
     Args:
-        feed_fn: makes each step's ``feed_dict`` (timed on the ``client`` lane: the feed_dict loop's stall);
+        feed_fn: makes each step's ``feed_dict`` (timed as the host's ``FeedDict``: the feed_dict loop's stall);
             None for a pipeline read by ``IteratorGetNext`` inside the step.
         host, accelerator: the devices to name the lanes after.
 
@@ -115,8 +115,8 @@ def record_pipeline(sess: Any, fetches: Any, steps: int, feed_fn: Callable[[], d
             feed = None
             if feed_fn is not None:
                 feed = feed_fn()
-                recorder.lanes.add(lane_device(host, "client", 0), f"feed_dict#{j}", "client",
-                                   recorder.us(t_start), recorder.us(time.perf_counter()))
+                recorder.lanes.add(host, f"FeedDict#{j}", "FeedDict", recorder.us(t_start),
+                                   recorder.us(time.perf_counter()))
             t_run = time.perf_counter()
             metadata = RunMetadata()
             sess.run(fetches, feed_dict=feed, options=options, run_metadata=metadata)
