@@ -15,7 +15,7 @@ import ipywidgets as widgets
 from dfcore.data.pipeline_run import TRAIN_STEP, WAIT_OP_TYPES, PipelineRun, split_lane_device
 
 from . import _html, _palette, _svg
-from ._format import format_us, short_device
+from ._format import count, format_us, short_device
 
 _LANE_H, _GAP, _LEFT, _PLOT_H = 18, 6, 190, 60
 _WAITS = WAIT_OP_TYPES
@@ -66,8 +66,8 @@ def draw(run: PipelineRun, max_steps: int = 6, width_px: int = 900) -> str:
         parts.append(_svg.text(_LEFT - 6, y + _LANE_H - 5, label, anchor="end"))
         for ns in nodes:
             start, end = ns.all_start_micros, ns.all_end_micros
-            if start - t0 >= t_end:
-                continue
+            if start - t0 >= t_end or (ns.op_type in _WAITS and end == start):
+                continue  # past the steps drawn, or a wait that did not wait
             fill, stroke = _bar_color(ns.op_type, device)
             title = f"{ns.node_name}: {format_us(start - t0)} – {format_us(end - t0)} ({format_us(end - start)})"
             parts.append(_svg.rect(x(start), y, max(x(end) - x(start), 1.5), _LANE_H, fill, stroke, title=title,
@@ -154,4 +154,4 @@ class PipelineView(widgets.VBox):
         super().__init__([self.picker, self.stack], **kwargs)
 
     def __repr__(self):
-        return f"<PipelineView: {len(self.runs)} runs ({', '.join(self.runs)})>"
+        return f"<PipelineView: {count(len(self.runs), 'run')} ({', '.join(self.runs)})>"
