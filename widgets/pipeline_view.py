@@ -148,7 +148,8 @@ class PipelineView(widgets.VBox):
                       + "training step")])
         panels = [widgets.HTML(_html.note(summary(run, batch_size)) + legend + self.svgs[label])
                   for label, run in self.runs.items()]
-        self.picker = widgets.ToggleButtons(options=list(self.runs), value=next(iter(self.runs)))
+        self.picker = widgets.ToggleButtons(options=list(self.runs), value=next(iter(self.runs)),
+                                            style={"button_width": "auto"})
         self.stack = widgets.Stack(panels, selected_index=0)
         self.links = [widgets.jslink((self.picker, "index"), (self.stack, "selected_index"))]
         super().__init__([self.picker, self.stack], **kwargs)
