@@ -6,7 +6,8 @@ iterator (``core/kernels/data/``, ``Iterator::<name>`` events on the ``tf_data_*
 each ``map`` call (on its pool thread), each prefetch fill (from asking its input for an element to
 putting it in the buffer) and each buffer change is recorded; the training side is each step's
 ``IteratorGetNext`` (from the step's stats) and the rest of the step. A ``feed_fn`` stands for a
-``feed_dict`` loop's batch preparation (a ``FeedDict`` node on the host). Only one recording runs at a time.
+``feed_dict`` loop's batch preparation (a ``FeedDict`` node on the host). The recorder is process-wide: the
+threads of every pipeline iterated meanwhile are recorded, and only one recording runs at a time.
 """
 
 from __future__ import annotations
