@@ -4,9 +4,10 @@ Source: dfcore. The lanes follow the step-stats conventions of TF's GPU tracer, 
 pseudo-devices after a device's name (``/device:GPU:0/stream:all``, ``/device:GPU:0/memcpy``):
 each input-pipeline thread is a ``DeviceStepStats`` named
 ``<host device>/input:<stage>/thread:<i>`` (``stage``: ``Map``, ``ParallelMap``, ``Prefetch``,
-``QueueRunner``, ``client``), whose nodes are that thread's calls (``Iterator::<stage>#<k>``). TF's
-profiler shows the same threads as the host's ``tf_data_private_threadpool`` / ``tf_data_prefetch``
-threads (``core/profiler``); TF 1.x's ``RunMetadata.step_stats`` has no tf.data lanes at all.
+``QueueRunner``, ``client``), whose nodes are that thread's calls (``Iterator::<stage>#<k>``). TF's own
+threads are named ``tf_data_prefetch`` and ``tf_data_parallel_map`` (``core/kernels/data/prefetch_dataset_op.cc``,
+``parallel_map_dataset_op.cc``) and its profiler shows them as host threads; TF 1.x's
+``RunMetadata.step_stats`` has no tf.data lanes at all.
 The training side is the host device's ``IteratorGetNext`` (its span is the wait for data; ``FeedDict``
 for a feed_dict loop's batch preparation), the
 host→accelerator copy as a ``_Send``/``_Recv`` pair, and one ``TrainStep`` node per step on the
