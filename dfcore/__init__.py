@@ -73,7 +73,7 @@ from .ops.math_ops import *
 from .ops.numerics import *
 from .ops.partitioned_variables import *
 from .ops.random_ops import *
-from .ops.state_ops import assign, assign_add, assign_sub, is_variable_initialized
+from .ops.state_ops import assign, assign_add, assign_sub, count_up_to, is_variable_initialized
 from .ops.variable_scope import AUTO_REUSE, VariableScope, get_variable, get_variable_scope, variable_scope
 from .ops.variables import (
     Variable,
