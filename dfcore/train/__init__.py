@@ -1,13 +1,26 @@
 """``tf.train``: optimizers, global step, moving averages, Saver; clusters (``ClusterSpec``,
 ``Server``), ``replica_device_setter``, ``SyncReplicasOptimizer``, ``QueueRunner``/``Coordinator``,
-the queue-based input pipeline (``batch``, ``shuffle_batch``, ``*_input_producer``),
+the queue-based input pipeline (``batch``, ``shuffle_batch``, ``*_input_producer``), ``Example`` and its messages,
 ``MonitoredTrainingSession`` and its hooks.
 
 Source: ``tensorflow/python/training/``; names as TF1's ``tf.train``.
 """
 
 from ..distribute.cluster import ClusterSpec, Server
-from ..framework.protos import ClusterDef, JobDef, SaverDef  # TF 1.x exports these messages here
+from ..framework.protos import (  # TF 1.x exports these messages here
+    BytesList,
+    ClusterDef,
+    Example,
+    Feature,
+    FeatureList,
+    FeatureLists,
+    Features,
+    FloatList,
+    Int64List,
+    JobDef,
+    SaverDef,
+    SequenceExample,
+)
 from .adadelta import AdadeltaOptimizer
 from .adagrad import AdagradOptimizer
 from .adam import AdamOptimizer
