@@ -152,21 +152,22 @@ def _parse_record(record, keys, types, shapes, defaults, prefix):
         raise errors.InvalidArgumentError(None, None, f"Could not parse example input, value: '{record!r}'") from None
     values = []
     for key, dtype, shape, default in zip(keys, types, shapes, defaults):
+        type_name = dtypes.tf_type_name(dtype)
         feature = example.features.feature.get(key)
         kind = feature.WhichOneof("kind") if feature is not None else None
         if kind is None:
             if default.size == 0 and shape.num_elements() != 0:
                 raise errors.InvalidArgumentError(
-                    None, None, f"{prefix}Feature: {key} (data type: {dtype.name}) is required but could not be found.")
+                    None, None, f"{prefix}Feature: {key} (data type: {type_name}) is required but could not be found.")
             values.append(np.asarray(default).reshape(shape.as_list()))
             continue
         if kind != _KINDS[dtype]:
             raise errors.InvalidArgumentError(
-                None, None, f"{prefix}Feature: {key}.  Data types don't match. Expected type: {dtype.name}")
+                None, None, f"{prefix}Feature: {key}.  Data types don't match. Expected type: {type_name}")
         items = list(getattr(feature, kind).value)
         if len(items) != shape.num_elements():
             raise errors.InvalidArgumentError(
-                None, None, f"{prefix}Key: {key}, Index: 0.  Number of {dtype.name} values != expected.  Values "
+                None, None, f"{prefix}Key: {key}, Index: 0.  Number of {type_name} values != expected.  Values "
                 f"size: {len(items)} but output shape: {shape.tf_str()}")
         array = np.empty(len(items), dtype=object) if dtype == dtypes.string else None
         if array is not None:
