@@ -29,7 +29,7 @@ import numpy as np
 
 from .. import errors
 from ..runtime.config import RunOptions
-from ..train.queue_runner import Coordinator
+from ..train.coordinator import Coordinator
 from . import cluster_runtime
 from .staleness import FaultRecord, PhaseRecord, UpdateRecord
 
