@@ -4,9 +4,9 @@ One panel per :class:`~dfcore.data.pipeline_run.PipelineRun` (``feed_dict``, ``t
 with ``num_parallel_calls`` and ``prefetch`` ...), picked by ``ToggleButtons`` joined to a ``Stack``
 with ``jslink`` (works without a kernel). Each panel draws, over the first ``max_steps`` steps:
 a lane per input thread (map calls, prefetch fills, the client preparing a feed_dict), the host's
-``IteratorGetNext`` (vermillion when the accelerator waits for data: starved), the host→accelerator
-copies, the accelerator's training steps, and below them the prefetch buffer's (or queue's)
-occupancy over time as a step plot. The summary gives the period per step, the starved and idle
+``IteratorGetNext`` (dashed red while the accelerator waits for data: starved), the host→accelerator
+copies, the accelerator's training steps, and below them the occupancy of each prefetch buffer and
+queue over time as step plots. The summary gives the period per step, the starved and idle
 shares of the run and, with ``batch_size``, images per second.
 """
 
@@ -47,7 +47,7 @@ def _bar_color(op_type: str, device: str) -> tuple[str, str]:
 
 
 def draw(run: PipelineRun, max_steps: int = 6, width_px: int = 900) -> str:
-    """The SVG of ``run``'s first ``max_steps`` steps: lanes, then the buffer occupancy (a string)."""
+    """The SVG of ``run``'s first ``max_steps`` steps: lanes, then one occupancy plot per buffer (a string)."""
     steps = min(max_steps, len(run.step_ends_us))
     t0 = run.step_starts_us[0] if steps else 0
     t_end = max(run.step_ends_us[steps - 1] - t0, 1) if steps else 1
@@ -55,7 +55,8 @@ def draw(run: PipelineRun, max_steps: int = 6, width_px: int = 900) -> str:
     plot_w = width_px - _LEFT - 20
     top = 8
     axis_y = top + len(lanes) * (_LANE_H + _GAP) + 4
-    height = axis_y + 30 + _PLOT_H + 28
+    buffers = list(run.occupancy.items()) or [("", ())]
+    height = axis_y + 30 + len(buffers) * (_PLOT_H + 14) + 14
 
     def x(t_us):
         return _LEFT + plot_w * min(max(t_us - t0, 0), t_end) / t_end
@@ -72,14 +73,15 @@ def draw(run: PipelineRun, max_steps: int = 6, width_px: int = 900) -> str:
             title = f"{ns.node_name}: {format_us(start - t0)} – {format_us(end - t0)} ({format_us(end - start)})"
             parts.append(_svg.rect(x(start), y, max(x(end) - x(start), 1.5), _LANE_H, fill, stroke, title=title,
                                    dash="4,2" if ns.op_type in _WAITS else None))
-    parts.append(_occupancy(run, t0, t_end, x, axis_y + 30))
+    for i, (name, levels) in enumerate(buffers):
+        parts.append(_occupancy(name, levels, t0, t_end, x, axis_y + 30 + i * (_PLOT_H + 14)))
     return _svg.document(width_px, height, "".join(parts))
 
 
-def _occupancy(run: PipelineRun, t0: int, t_end: int, x, y0: float) -> str:
-    levels = run.occupancy
+def _occupancy(name: str, levels: tuple, t0: int, t_end: int, x, y0: float) -> str:
+    """A step plot of one buffer's level over the drawn steps (or a note that there is no buffer)."""
     peak = max([level for _, level in levels] + [1])
-    parts = [_svg.text(_LEFT - 6, y0 + 12, "buffer occupancy", anchor="end"),
+    parts = [_svg.text(_LEFT - 6, y0 + 12, f"{name} occupancy" if name else "buffer occupancy", anchor="end"),
              _svg.text(_LEFT - 6, y0 + 26, f"(max {peak})", anchor="end", size=10),
              _svg.line(_LEFT, y0 + _PLOT_H, x(t0 + t_end), y0 + _PLOT_H, _palette.INK)]
     if not levels:

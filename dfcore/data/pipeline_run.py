@@ -17,14 +17,15 @@ accelerator. Times are integer microseconds from the start of the run.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 
 from ..runtime.step_stats import DeviceStepStats, NodeExecStats, StepStats, timeline_label
 
 #: The op type of the training side's node: one whole ``Session.run`` step on the accelerator.
 TRAIN_STEP = "TrainStep"
 #: The op types of the training side waiting for its batch (the stall): a tf.data pipeline's
-#: ``IteratorGetNext``, and a feed_dict loop's client preparing the feed (lane stage ``client``).
-WAIT_OP_TYPES = ("IteratorGetNext", "FeedDict")
+#: ``IteratorGetNext``, a queue's dequeue (queue runners), and a feed_dict loop's client preparing the feed.
+WAIT_OP_TYPES = ("IteratorGetNext", "QueueDequeueManyV2", "QueueDequeueUpToV2", "QueueDequeueV2", "FeedDict")
 
 
 def lane_device(host: str, stage: str, thread: int) -> str:
@@ -53,8 +54,8 @@ class PipelineRun:
         step_starts_us, step_ends_us: when each step asked for its batch (``IteratorGetNext`` or the
             client's batch preparation began) and when its training step ended.
         waits_us: per step, how long training waited for its batch (the stall).
-        occupancy: ``(time µs, elements)`` of the prefetch buffer or queue after each change
-            (empty without one).
+        occupancy: buffer name (``Prefetch``, a queue's name) → ``(time µs, elements)`` after each change
+            (empty without a buffer).
         busy_us: time the accelerator spent in training steps.
     """
 
@@ -64,7 +65,7 @@ class PipelineRun:
     step_starts_us: tuple[int, ...]
     step_ends_us: tuple[int, ...]
     waits_us: tuple[int, ...]
-    occupancy: tuple[tuple[int, int], ...]
+    occupancy: Mapping[str, tuple[tuple[int, int], ...]]
     busy_us: int
 
     @property

@@ -18,8 +18,10 @@ The model, per map call ``k`` (``B`` calls per batch, ``P`` map threads, calls i
   (``latency + bytes / bandwidth``) and trained on the accelerator for ``step_s``.
 
 ``feed_dict`` is the same model with one client thread preparing each batch (``P = 1``, no prefetch,
-``stage="client"``; the host's wait is then a ``FeedDict`` node). With prefetch ``K``, a map of ``m``
-per batch and a step of ``s`` reach a period of ``max(m, s)``; without, ``m + s``.
+``stage="client"``; the host's wait is then a ``FeedDict`` node); queue runners are ``num_threads`` map
+threads and a buffer of ``capacity / batch`` batches (``stage="QueueRunner"``; the wait is a
+``QueueDequeueManyV2``). With prefetch ``K``, a map of ``m`` per batch and a step of ``s`` reach a period of
+``max(m, s)``; without, ``m + s``.
 """
 
 from __future__ import annotations
@@ -153,6 +155,14 @@ def _tasks(spec: PipelineSpec, steps: int) -> list[sim_clock.SimTask]:
     return tasks
 
 
+#: The training side's wait: a feed_dict loop's client, a queue's dequeue_many, else IteratorGetNext.
+_WAIT_BY_STAGE = {"client": "FeedDict", "QueueRunner": "QueueDequeueManyV2"}
+
+
+def _buffer_name(spec: PipelineSpec) -> str:
+    return "queue" if spec.stage == "QueueRunner" else "Prefetch"
+
+
 def _us(seconds: float) -> int:
     return int(round(seconds * 1e6))
 
@@ -170,7 +180,7 @@ def _run(spec: PipelineSpec, steps: int, result: sim_clock.SimResult) -> Pipelin
             lanes.add(lane_device(spec.host, "Prefetch", 0), f"Iterator::Prefetch#{j}", "Prefetch",
                       _us(start[f"pull/{j}"]), _us(end[f"put/{j}"]))
             changes += [(_us(end[f"put/{j}"]), 1), (_us(end[f"taken/{j}"]), -1)]
-        wait = "FeedDict" if spec.stage == "client" else "IteratorGetNext"
+        wait = _WAIT_BY_STAGE.get(spec.stage, "IteratorGetNext")
         lanes.add(spec.host, f"{wait}#{j}", wait, _us(start[f"getnext/{j}"]), _us(end[f"taken/{j}"]),
                   (spec.batch_bytes,))
         if spec.host != spec.accelerator:
@@ -182,5 +192,5 @@ def _run(spec: PipelineSpec, steps: int, result: sim_clock.SimResult) -> Pipelin
         step_starts_us=tuple(_us(start[f"getnext/{j}"]) for j in range(steps)),
         step_ends_us=tuple(_us(end[f"train/{j}"]) for j in range(steps)),
         waits_us=tuple(_us(end[f"taken/{j}"] - start[f"getnext/{j}"]) for j in range(steps)),
-        occupancy=occupancy_series(changes),
+        occupancy={_buffer_name(spec): occupancy_series(changes)} if spec.prefetch else {},
         busy_us=sum(_us(end[f"train/{j}"]) - _us(start[f"train/{j}"]) for j in range(steps)))

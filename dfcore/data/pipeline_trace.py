@@ -2,10 +2,11 @@
 
 Source: dfcore; TF records the same events with its profiler's ``TraceMe`` in each tf.data
 iterator (``core/kernels/data/``, ``Iterator::<name>`` events on the ``tf_data_*`` threads).
-:func:`record_pipeline` runs ``Session.run`` steps with ``FULL_TRACE`` while a recorder is active:
-each ``map`` call (on its pool thread), each prefetch fill (from asking its input for an element to
-putting it in the buffer) and each buffer change is recorded; the training side is each step's
-``IteratorGetNext`` (from the step's stats) and the rest of the step. A ``feed_fn`` stands for a
+:func:`record_pipeline` runs ``Session.run`` steps with ``FULL_TRACE`` while a recorder is installed
+(:mod:`dfcore.framework.input_events`): each ``map`` call (on its pool thread), each prefetch fill (from
+asking its input for an element to putting it in the buffer), each queue-runner enqueue step (on its
+thread) and the level of every prefetch buffer and queue are recorded; the training side is each step's
+``IteratorGetNext`` or queue dequeue (from the step's stats) and the rest of the step. A ``feed_fn`` stands for a
 ``feed_dict`` loop's batch preparation (a ``FeedDict`` node on the host). The recorder is process-wide: the
 threads of every pipeline iterated meanwhile are recorded, and only one recording runs at a time.
 """
@@ -18,14 +19,14 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from ..framework import input_events
 from ..runtime.config import RunMetadata, RunOptions, step_records
-from .pipeline_run import TRAIN_STEP, LaneRecorder, PipelineRun, lane_device, occupancy_series
-
-_LOCK = threading.Lock()
-_ACTIVE: _Recorder | None = None
+from .pipeline_run import TRAIN_STEP, WAIT_OP_TYPES, LaneRecorder, PipelineRun, lane_device
 
 
 class _Recorder:
+    """Receives :mod:`dfcore.framework.input_events` reports: calls become lanes, levels occupancy series."""
+
     def __init__(self, host: str):
         self.host = host
         self.t0 = time.perf_counter()
@@ -33,7 +34,7 @@ class _Recorder:
         self.lanes = LaneRecorder(simulated=False)
         self.threads: dict[str, dict[int, int]] = {}
         self.counts: dict[str, int] = {}
-        self.changes: list[tuple[int, int]] = []
+        self.levels: dict[str, list[tuple[int, int]]] = {}
 
     def us(self, t: float) -> int:
         return int(round((t - self.t0) * 1e6))
@@ -46,48 +47,28 @@ class _Recorder:
             self.lanes.add(lane_device(self.host, stage, index), f"Iterator::{stage}#{k}", stage, self.us(start),
                            self.us(end), thread_id=index)
 
-    def level(self, delta: int) -> None:
+    def level(self, buffer: str, level: int, at: float) -> None:
         with self.lock:
-            self.changes.append((self.us(time.perf_counter()), delta))
+            series = self.levels.setdefault(buffer, [])
+            t_us = self.us(at)
+            if series and series[-1][0] >= t_us:
+                series[-1] = (series[-1][0], level)  # the same instant (or a late report): the last level wins
+            elif not series or series[-1][1] != level:
+                series.append((t_us, level))
 
-
-def timed(stage: str, fn: Callable[[], Any]) -> Any:
-    """``fn()``, recorded as a call of ``stage`` on this thread when a recording is active."""
-    recorder = _ACTIVE
-    if recorder is None:
-        return fn()
-    start = time.perf_counter()
-    try:
-        return fn()
-    finally:
-        recorder.call(stage, start, time.perf_counter())
-
-
-def call_done(stage: str, start: float) -> None:
-    """A call of ``stage`` on this thread from ``start`` (``time.perf_counter()``) to now, when recording."""
-    recorder = _ACTIVE
-    if recorder is not None:
-        recorder.call(stage, start, time.perf_counter())
-
-
-def buffer_changed(delta: int) -> None:
-    """The prefetch buffer gained (+1) or lost (-1) an element, when a recording is active."""
-    recorder = _ACTIVE
-    if recorder is not None:
-        recorder.level(delta)
+    def occupancy(self) -> dict[str, tuple[tuple[int, int], ...]]:
+        with self.lock:
+            return {name: tuple(series) for name, series in sorted(self.levels.items())}
 
 
 @contextlib.contextmanager
 def _recording(host: str) -> Iterator[_Recorder]:
-    global _ACTIVE
-    if not _LOCK.acquire(blocking=False):
-        raise RuntimeError("record_pipeline is already recording in this process; one recording at a time.")
+    recorder = _Recorder(host)
+    input_events.install(recorder)
     try:
-        _ACTIVE = _Recorder(host)
-        yield _ACTIVE
+        yield recorder
     finally:
-        _ACTIVE = None
-        _LOCK.release()
+        input_events.uninstall()
 
 
 def record_pipeline(sess: Any, fetches: Any, steps: int, feed_fn: Callable[[], dict] | None = None,
@@ -102,7 +83,7 @@ def record_pipeline(sess: Any, fetches: Any, steps: int, feed_fn: Callable[[], d
 
     Returns:
         A :class:`~dfcore.data.pipeline_run.PipelineRun` with ``clock="wall"``; ``waits_us`` per step is the
-        client's batch preparation plus the step's ``IteratorGetNext`` time.
+        client's batch preparation plus the step's ``IteratorGetNext`` (or queue dequeue) time.
 
     Raises:
         RuntimeError: another recording is active. Errors of ``sess.run`` propagate.
@@ -124,10 +105,11 @@ def record_pipeline(sess: Any, fetches: Any, steps: int, feed_fn: Callable[[], d
             t_end = time.perf_counter()
             wait_us = recorder.us(t_run) - recorder.us(t_start)
             train_from = recorder.us(t_run)
-            span = _get_next_span(metadata)
-            if span is not None:
+            found = _input_wait(metadata)
+            if found is not None:
+                op_type, span = found
                 start_us, end_us = (recorder.us(t_run) + int(s) for s in span)
-                recorder.lanes.add(host, f"IteratorGetNext#{j}", "IteratorGetNext", start_us, end_us)
+                recorder.lanes.add(host, f"{op_type}#{j}", op_type, start_us, end_us)
                 wait_us += end_us - start_us
                 train_from = end_us
             recorder.lanes.add(accelerator, f"train_step#{j}", TRAIN_STEP, train_from, recorder.us(t_end))
@@ -136,15 +118,16 @@ def record_pipeline(sess: Any, fetches: Any, steps: int, feed_fn: Callable[[], d
             ends.append(recorder.us(t_end))
             waits.append(wait_us)
         return PipelineRun(name or ("feed_dict" if feed_fn else "tf.data"), "wall", recorder.lanes.step_stats(),
-                           tuple(starts), tuple(ends), tuple(waits), occupancy_series(recorder.changes), busy)
+                           tuple(starts), tuple(ends), tuple(waits), recorder.occupancy(), busy)
 
 
-def _get_next_span(metadata: RunMetadata) -> tuple[float, float] | None:
-    """The ``IteratorGetNext`` node's span in µs from the step's first node, or None if the step had none."""
+def _input_wait(metadata: RunMetadata) -> tuple[str, tuple[int, int]] | None:
+    """The op type and span (µs from the step's first node) of the step's first input op (``IteratorGetNext``
+    or a queue's dequeue), or None if the step had none."""
     nodes = [ns for dev in step_records(metadata).step_stats.dev_stats for ns in dev.node_stats]
-    found = [ns for ns in nodes if ns.op_type == "IteratorGetNext"]
+    found = sorted((ns for ns in nodes if ns.op_type in WAIT_OP_TYPES), key=lambda ns: ns.all_start_micros)
     if not found:
         return None
     first = min(ns.all_start_micros for ns in nodes)
     ns = found[0]
-    return ns.all_start_micros - first, ns.all_end_micros - first
+    return ns.op_type, (ns.all_start_micros - first, ns.all_end_micros - first)

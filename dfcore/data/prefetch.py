@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from . import pipeline_trace
+from ..framework import input_events
 from .dataset_ops import AUTOTUNE, Dataset
 from .iteration import JOIN_TIMEOUT_S, IterationContext
 
@@ -52,6 +52,7 @@ class _Buffer:
             if self.stopped:
                 return False
             self._items.append(item)
+            input_events.buffer_level("Prefetch", len(self._items))
             self._cond.notify_all()
             return True
 
@@ -63,6 +64,7 @@ class _Buffer:
             if not self._items:
                 run.check_stopped()
             item = self._items.popleft()
+            input_events.buffer_level("Prefetch", len(self._items))
             self._cond.notify_all()
             return item
 
@@ -84,8 +86,7 @@ def _prefetch(run: IterationContext, elements: Iterator, size: int):
                     break
                 if not buffer.put((None, element)):
                     return
-                pipeline_trace.call_done("Prefetch", pulled)
-                pipeline_trace.buffer_changed(+1)
+                input_events.call_done("Prefetch", pulled)
             buffer.put((None, _END))
         except Exception as error:  # noqa: BLE001 - handed to the consumer, raised at get_next
             buffer.put((error, None))
@@ -109,8 +110,6 @@ def _consume(run: IterationContext, buffer: _Buffer, stop: Callable[[], None]):
     try:
         while True:
             error, element = buffer.get(run)
-            if error is None and element is not _END:
-                pipeline_trace.buffer_changed(-1)
             if error is not None:
                 raise error
             if element is _END:

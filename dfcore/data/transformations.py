@@ -14,10 +14,10 @@ from typing import Any
 import numpy as np
 
 from .. import errors
-from ..framework import dtypes as dtypes_lib
+from ..framework import dtypes as dtypes_lib, input_events
 from ..framework.tensor_shape import TensorShape
 from ..ops.random_ops import get_seed
-from . import pipeline_trace, prefetch, structure as nest
+from . import prefetch, structure as nest
 from .dataset_ops import AUTOTUNE, Dataset
 from .function import TracedFunction
 
@@ -60,7 +60,7 @@ class MapDataset(Dataset):
         stage = "ParallelMap" if self._parallel > 1 else "Map"
 
         def call(element):
-            return pipeline_trace.timed(stage, lambda: self._fn(run, element))
+            return input_events.timed(stage, lambda: self._fn(run, element))
 
         if self._parallel <= 1:
             return (call(element) for element in elements)

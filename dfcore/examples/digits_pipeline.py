@@ -100,3 +100,18 @@ def dataset_model(ds: Any, seed: int = 0) -> DigitsModel:
     tf.set_random_seed(seed)
     x, y = ds.make_one_shot_iterator().get_next()
     return build_model(x, y, seed=seed)
+
+
+def queue_model(data: DigitsSplit, batch_size: int, decode_s: float, num_threads: int = 2, capacity: int = 64,
+                min_after_dequeue: int = 0, seed: int = 0) -> DigitsModel:
+    """The model fed by TF 1.x queue runners, in a new graph: ``slice_input_producer`` → ``decode`` →
+    ``shuffle_batch(num_threads, capacity, min_after_dequeue)``. Start the runners with
+    ``tf.train.start_queue_runners(sess, coord)`` after ``model.init``."""
+    with tf.Graph().as_default():
+        tf.set_random_seed(seed)
+        image, label = tf.train.slice_input_producer([data.x_train, data.y_train], seed=seed)
+        decoded = tf.py_func(lambda im: decode(im, decode_s), [image], tf.float32, stateful=False)
+        decoded.set_shape([DigitsSplit.num_features])
+        x, y = tf.train.shuffle_batch([decoded, label], batch_size, capacity, min_after_dequeue,
+                                      num_threads=num_threads, seed=seed)
+        return build_model(x, y, seed=seed)

@@ -20,6 +20,7 @@ import threading
 import numpy as np
 
 from .. import errors
+from ..framework import input_events
 from ..runtime.rendezvous import create_key
 
 _WAITER_IDS = itertools.count(1)
@@ -280,6 +281,7 @@ class FIFOQueueResource(_Resource):
         ready = []
         while self._feed_streams(ready) | self._serve_waiters(ready):
             pass
+        input_events.buffer_level(self.name, len(self._items))  # for a recording of the input pipeline
         return ready
 
     def _feed_streams(self, ready):

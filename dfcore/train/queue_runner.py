@@ -17,7 +17,7 @@ import threading
 import weakref
 
 from .. import errors
-from ..framework import graph as graph_lib
+from ..framework import graph as graph_lib, input_events
 from ..framework.graph import GraphKeys
 from ..runtime.session import get_default_session
 from .coordinator import Coordinator
@@ -108,7 +108,7 @@ class QueueRunner:
         try:
             while not (coord is not None and coord.should_stop()):
                 try:
-                    sess.run(op)
+                    input_events.timed("QueueRunner", lambda: sess.run(op))  # a lane in record_pipeline
                 except self._queue_closed_exception_types:
                     decremented = True
                     if self._end_run(sess):

@@ -31,7 +31,7 @@ def test_without_prefetch_map_and_step_take_turns(m, s):
     assert r.period_us == (m + s) * 1000
     assert r.starved_fraction == pytest.approx(m / (m + s))
     assert r.idle_fraction == pytest.approx(m / (m + s))
-    assert r.occupancy == ()
+    assert r.occupancy == {}
 
 
 def test_prefetch_one_with_a_slow_map_runs_at_the_map_rate():
@@ -49,13 +49,13 @@ def test_prefetch_one_with_a_fast_map_keeps_the_accelerator_busy():
     assert r.period_us == s * 1000  # max(m, s)
     assert r.waits_us == (m * 1000,) + (0,) * (n - 1)  # only the first batch is waited for
     assert r.starved_fraction == pytest.approx(m / (m + n * s))
-    levels = [level for _, level in r.occupancy]
+    levels = [level for _, level in r.occupancy["Prefetch"]]
     assert max(levels) == 1 and min(levels) == 0  # a buffer of one batch, full while the step runs
 
 
 def test_a_bigger_prefetch_buffer_fills_up_when_the_map_is_faster():
     r = run(1 * MS, 4 * MS, prefetch=3, steps=12)
-    assert max(level for _, level in r.occupancy) == 3
+    assert max(level for _, level in r.occupancy["Prefetch"]) == 3
     assert r.period_us == 4000
 
 

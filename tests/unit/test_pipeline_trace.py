@@ -47,7 +47,8 @@ def test_parallel_map_and_prefetch_threads_get_a_lane_each():
     host = by_lane["/job:localhost/replica:0/task:0/device:CPU:0"]
     assert [ns.op_type for ns in host] == ["IteratorGetNext"] * 5
     assert all(0 <= w <= e - s for w, s, e in zip(run.waits_us, run.step_starts_us, run.step_ends_us))
-    assert all(0 <= level <= 1 for _, level in run.occupancy) and run.occupancy
+    assert list(run.occupancy) == ["Prefetch"] and all(0 <= level <= 1 for _, level in run.occupancy["Prefetch"])
+    assert {level for _, level in run.occupancy["Prefetch"]} == {0, 1}
     assert 0.0 <= run.starved_fraction <= 1.0 and run.period_us > 0
     assert not threads_left_running(before)
 
@@ -58,7 +59,7 @@ def test_a_sequential_map_runs_on_one_lane_without_a_buffer():
         sess.run(tf.global_variables_initializer())
         run = record_pipeline(sess, train, steps=3)
     by_lane = lanes(run)
-    assert len(by_lane[("Map", 0)]) == 12 and run.occupancy == ()
+    assert len(by_lane[("Map", 0)]) == 12 and run.occupancy == {}
     assert not any(isinstance(key, tuple) and key[0] in ("ParallelMap", "Prefetch") for key in by_lane)
 
 
@@ -89,3 +90,26 @@ def test_one_recording_at_a_time_and_none_left_after_an_error():
         with pytest.raises(tf.errors.InvalidArgumentError):
             record_pipeline(sess, x, steps=1)  # the placeholder is not fed: the step's error propagates
         assert record_pipeline(sess, x, steps=2, feed_fn=lambda: {x: 1.0}).makespan_us > 0
+
+
+def test_queue_runner_threads_and_queue_levels_are_recorded():
+    before = threading.enumerate()
+    images = np.arange(40, dtype=np.float32).reshape(40, 1)
+    image, = tf.train.slice_input_producer([images], shuffle=False)
+    slow = tf.py_func(lambda a: (threading.Event().wait(0.001), a)[1], [image], tf.float32)
+    slow.set_shape([1])
+    batch = tf.train.batch([slow], 4, num_threads=2, capacity=8)
+    total = tf.reduce_sum(batch)
+    with tf.Session() as sess:
+        coord = tf.train.Coordinator()
+        threads = tf.train.start_queue_runners(sess, coord)
+        run = record_pipeline(sess, total, steps=4)
+        coord.request_stop()
+        coord.join(threads)
+    by_lane = lanes(run)
+    assert {("QueueRunner", 0), ("QueueRunner", 1)} <= set(by_lane)  # one lane per enqueue thread
+    host = by_lane["/job:localhost/replica:0/task:0/device:CPU:0"]
+    assert [ns.op_type for ns in host] == ["QueueDequeueManyV2"] * 4  # the training side's wait
+    queues = {name: max(level for _, level in series) for name, series in run.occupancy.items()}
+    assert queues["batch/fifo_queue"] <= 8 and queues["input_producer/input_producer"] <= 32
+    assert not threads_left_running(before)
