@@ -81,14 +81,16 @@ def draw(run: PipelineRun, max_steps: int = 6, width_px: int = 900) -> str:
 def _occupancy(name: str, levels: tuple, t0: int, t_end: int, x, y0: float) -> str:
     """A step plot of one buffer's level over the drawn steps (or a note that there is no buffer)."""
     peak = max([level for _, level in levels] + [1])
-    parts = [_svg.text(_LEFT - 6, y0 + 12, f"{name} occupancy" if name else "buffer occupancy", anchor="end"),
-             _svg.text(_LEFT - 6, y0 + 26, f"(max {peak})", anchor="end", size=10),
+    title = f"{name or 'buffer'} occupancy (elements; max {peak})"
+    parts = [_svg.text(_LEFT, y0 + 8, title, size=10),
+             _svg.text(_LEFT - 6, y0 + 20, str(peak), anchor="end", size=10),
+             _svg.text(_LEFT - 6, y0 + _PLOT_H, "0", anchor="end", size=10),
              _svg.line(_LEFT, y0 + _PLOT_H, x(t0 + t_end), y0 + _PLOT_H, _palette.INK)]
     if not levels:
         return "".join(parts + [_svg.text(_LEFT + 6, y0 + _PLOT_H - 6, "no prefetch buffer or queue", size=10)])
 
     def y(level):
-        return y0 + _PLOT_H - (_PLOT_H - 6) * level / peak
+        return y0 + _PLOT_H - (_PLOT_H - 16) * level / peak
 
     points, level = [(x(t0), y(0))], 0
     for t_us, new in levels:
@@ -106,7 +108,7 @@ def summary(run: PipelineRun, batch_size: int | None = None) -> str:
     """One line: period per step, starved and idle shares, images/s with ``batch_size``."""
     text = (f"{run.name}: {len(run.step_ends_us)} steps on the {run.clock} clock · period "
             f"{format_us(run.period_us)} per step · starved {100 * run.starved_fraction:.0f} % of the time "
-            f"(waiting in IteratorGetNext or for the feed_dict) · accelerator idle {100 * run.idle_fraction:.0f} %")
+            f"(waiting for its batch) · accelerator idle {100 * run.idle_fraction:.0f} %")
     if batch_size:
         text += f" · {run.images_per_s(batch_size):,.0f} images/s"
     return text

@@ -1,6 +1,7 @@
 """PipelineView: panels per run linked with jslink, lanes and dashed waits in the SVG, the occupancy plot, the
 summary's numbers, stable repr; and the input lanes in TimelineView."""
 
+import dataclasses
 import re
 
 import ipywidgets
@@ -62,7 +63,7 @@ def test_occupancy_plot_follows_the_buffer():
     svg = draw(fast)
     points = re.search(r'<polyline points="([^"]+)"', svg).group(1).split()
     ys = sorted({float(p.split(",")[1]) for p in points})
-    assert len(ys) == 2 and "(max 1)" in svg  # empty and one batch
+    assert len(ys) == 2 and "Prefetch occupancy (elements; max 1)" in svg  # empty and one batch
 
 
 def test_view_needs_pipeline_runs():
@@ -82,3 +83,13 @@ def test_timeline_view_and_the_palette_take_input_lanes():
         [cpu, lane]
     view = TimelineView(fast.step_stats)
     assert repr(view).startswith("<TimelineView: 5 devices") and view.mode.value == "simulated"
+
+
+def test_one_occupancy_plot_per_buffer():
+    _, fast = runs()
+    two = dataclasses.replace(fast, occupancy={"input_producer/input_producer": ((0, 32), (500, 31)),
+                                               "shuffle_batch/random_shuffle_queue": ((0, 0), (100, 5), (300, 1))})
+    svg = draw(two)
+    assert svg.count("<polyline") == 2
+    assert "input_producer/input_producer occupancy (elements; max 32)" in svg
+    assert "shuffle_batch/random_shuffle_queue occupancy (elements; max 5)" in svg
