@@ -1,5 +1,6 @@
 """Images per second of the digits MLP (batch 32) fed through a 2 ms-per-image ``decode``: a ``feed_dict`` loop,
-a plain Python generator feeding ``feed_dict``, and ``tf.data`` with ``map(num_parallel_calls=2)`` + ``prefetch(1)``.
+a plain Python generator feeding ``feed_dict``, and ``tf.data`` with ``map(num_parallel_calls=2)`` + ``prefetch(1)``
+(and TF 1.x's queue runners with two enqueue threads).
 
 Each stage is also timed alone: the ``tf.data`` input pipeline without training (``get_next`` only) and the
 training step with a fixed ``feed_dict``. Target (printed, never asserted): the pipelined run reaches the rate of
@@ -40,7 +41,7 @@ def feed_dict_loop(data):
             xb = [dp.decode(image, DECODE_S) for image in xb]
             sess.run(model.train_op, {model.x: xb, model.y: yb})
 
-    return run_steps, sess
+    return run_steps, sess.close
 
 
 def generator_feed(data):
@@ -54,7 +55,7 @@ def generator_feed(data):
         for _ in range(n):
             sess.run(model.train_op, next_feed())
 
-    return run_steps, sess
+    return run_steps, sess.close
 
 
 def tf_data(data, train=True):
@@ -71,7 +72,27 @@ def tf_data(data, train=True):
         for _ in range(n):
             sess.run(fetch)
 
-    return run_steps, sess
+    return run_steps, sess.close
+
+
+def queue_runners(data):
+    """TF 1.x's queue runners: ``slice_input_producer`` → decode → ``shuffle_batch(num_threads=2)``."""
+    model = dp.queue_model(data, BATCH, DECODE_S, num_threads=2, capacity=4 * BATCH, min_after_dequeue=BATCH)
+    sess = tf.Session(graph=model.graph)
+    sess.run(model.init)
+    coord = tf.train.Coordinator()
+    threads = tf.train.start_queue_runners(sess, coord)
+
+    def run_steps(n):
+        for _ in range(n):
+            sess.run(model.train_op)
+
+    def close():
+        coord.request_stop()
+        coord.join(threads)
+        sess.close()
+
+    return run_steps, close
 
 
 def train_only(data):
@@ -85,14 +106,15 @@ def train_only(data):
         for _ in range(n):
             sess.run(model.train_op, feed)
 
-    return run_steps, sess
+    return run_steps, sess.close
 
 
 def main():
     """Print images/s of each way of feeding, of each stage alone, and the ratios."""
     data = load_digits_split()
     makers = {"feed_dict loop": feed_dict_loop, "generator -> feed_dict": generator_feed,
-              "tf.data map x2 + prefetch": tf_data, "input stage alone (tf.data)": lambda d: tf_data(d, train=False),
+              "tf.data map x2 + prefetch": tf_data, "queue runners, 2 threads": queue_runners,
+              "input stage alone (tf.data)": lambda d: tf_data(d, train=False),
               "training step alone": train_only}
     runners = {name: make(data) for name, make in makers.items()}
     rates = {name: [] for name in runners}
@@ -102,8 +124,8 @@ def main():
             for name in names[r % len(names):] + names[:r % len(names)]:
                 rates[name].append(_rate(runners[name][0]))
     finally:
-        for _, sess in runners.values():
-            sess.close()
+        for _, close in runners.values():
+            close()
     rate = {name: statistics.median(values) for name, values in rates.items()}
     bound = min(rate["input stage alone (tf.data)"], rate["training step alone"])
     print(f"digits MLP 64-64-10, batch {BATCH}, decode {DECODE_S * 1e3:.0f} ms per image; "
@@ -111,6 +133,7 @@ def main():
     report([(name, value, "images/s") for name, value in rate.items()])
     report([("tf.data / feed_dict loop", rate["tf.data map x2 + prefetch"] / rate["feed_dict loop"], "x"),
             ("generator / feed_dict loop", rate["generator -> feed_dict"] / rate["feed_dict loop"], "x"),
+            ("queue runners / feed_dict loop", rate["queue runners, 2 threads"] / rate["feed_dict loop"], "x"),
             ("tf.data / slower stage alone (target ~1)", rate["tf.data map x2 + prefetch"] / bound, "x")])
 
 
