@@ -95,6 +95,8 @@ def test_lanes_are_device_step_stats_named_after_the_host():
                               lane_device(HOST, "Prefetch", 0)])
     assert lane_device(HOST, "Prefetch", 0) == "/job:localhost/replica:0/task:0/device:CPU:0/input:Prefetch/thread:0"
     assert split_lane_device(GPU) is None
+    for host, stage, thread in ((HOST, "ParallelMap", 3), ("/job:worker/replica:0/task:2/device:CPU:0", "client", 0)):
+        assert split_lane_device(lane_device(host, stage, thread)) == (host, stage, thread)  # one format, both ways
     host = next(d for d in r.step_stats.dev_stats if d.device == HOST)
     get_next = [ns for ns in host.node_stats if ns.op_type == "IteratorGetNext"]
     assert [ns.all_end_rel_micros for ns in get_next] == list(r.waits_us)
