@@ -77,6 +77,8 @@ def record_pipeline(sess: Any, fetches: Any, steps: int, feed_fn: Callable[[], d
     """Run ``sess.run(fetches, feed_fn())`` ``steps`` times and return what happened on the wall clock.
 
     Args:
+        sess, fetches: what each step runs (``sess.run(fetches, ...)``); steps: how many steps (>= 1);
+            name: the run's title.
         feed_fn: makes each step's ``feed_dict`` (timed as the host's ``FeedDict``: the feed_dict loop's stall);
             None for a pipeline read by ``IteratorGetNext`` inside the step.
         host, accelerator: the devices to name the lanes after.
@@ -86,8 +88,10 @@ def record_pipeline(sess: Any, fetches: Any, steps: int, feed_fn: Callable[[], d
         client's batch preparation plus the step's ``IteratorGetNext`` (or queue dequeue) time.
 
     Raises:
-        RuntimeError: another recording is active. Errors of ``sess.run`` propagate.
+        ValueError: ``steps < 1``. RuntimeError: another recording is active. Errors of ``sess.run`` propagate.
     """
+    if steps < 1:
+        raise ValueError(f"record_pipeline needs steps >= 1, got {steps}")
     options = RunOptions(trace_level=RunOptions.FULL_TRACE)
     starts, ends, waits = [], [], []
     busy = 0

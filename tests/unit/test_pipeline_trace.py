@@ -90,6 +90,8 @@ def test_one_recording_at_a_time_and_none_left_after_an_error():
         with pytest.raises(tf.errors.InvalidArgumentError):
             record_pipeline(sess, x, steps=1)  # the placeholder is not fed: the step's error propagates
         assert record_pipeline(sess, x, steps=2, feed_fn=lambda: {x: 1.0}).makespan_us > 0
+        with pytest.raises(ValueError, match="steps >= 1"):
+            record_pipeline(sess, x, steps=0)
 
 
 def test_queue_runner_threads_and_queue_levels_are_recorded():
