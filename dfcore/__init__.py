@@ -71,9 +71,11 @@ from .ops.init_ops import *
 from .ops.linalg_ops import matrix_determinant, matrix_inverse
 from .ops.math_ops import *
 from .ops.numerics import *
+from .ops.parsing_ops import *
 from .ops.partitioned_variables import *
 from .ops.random_ops import *
-from .ops.state_ops import assign, assign_add, assign_sub, is_variable_initialized
+from .ops.script_ops import py_func
+from .ops.state_ops import assign, assign_add, assign_sub, count_up_to, is_variable_initialized
 from .ops.variable_scope import AUTO_REUSE, VariableScope, get_variable, get_variable_scope, variable_scope
 from .ops.variables import (
     Variable,
