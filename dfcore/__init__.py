@@ -64,6 +64,7 @@ from .ops.array_ops_where import *
 from .ops.clip_ops import *
 from .ops.constant_op import constant
 from .ops.control_flow_ops import group, no_op, tuple, with_dependencies
+from .ops import control_flow_prims as _control_flow_prims  # registers Switch, Merge, Enter, Exit, NextIteration
 from .ops.data_flow_ops import *
 from .ops.dynamic_partition import *
 from .ops.gradients_impl import gradients

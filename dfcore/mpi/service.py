@@ -21,7 +21,8 @@ from ..distribute.cluster_runtime import ClusterResources, ClusterVariableStore,
 from ..framework import graph as graph_lib
 from ..framework.importer import import_nodes
 from ..runtime.cancellation import Deadline
-from ..runtime.executor import Executor, StepContext, inline_runner
+from ..runtime.control_flow_executor import make_executor
+from ..runtime.executor import StepContext, inline_runner
 from ..runtime.partition import PartitionGraph, PartitionNode
 from ..runtime.partition_compiler import compile_partition
 
@@ -118,7 +119,7 @@ class WorkerService:
                 return
             reply(_trace_reply(executor, timings, rendezvous) if trace else None)
 
-        executor = Executor(partition, ctx, inline_runner, done, timings)
+        executor = make_executor(partition, ctx, inline_runner, done, timings)
         executor.start()
 
     def _end_step(self, source, reply, step_handle, commit):

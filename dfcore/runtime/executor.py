@@ -114,10 +114,13 @@ class CompiledNode:
 
 class CompiledPartition:
     """A partition ready to run: nodes in a deterministic topological order, root indices,
-    and the initial value slots (constants already materialized, see the compiler)."""
+    the initial value slots (constants already materialized, see the compiler), and its
+    :class:`~dfcore.runtime.control_flow_info.ControlFlowInfo` if it holds control flow (None: straight line)."""
 
-    def __init__(self, device: str, nodes: list[CompiledNode], initial_values: list[Any], num_scheduled: int) -> None:
+    def __init__(self, device: str, nodes: list[CompiledNode], initial_values: list[Any], num_scheduled: int,
+                 control_flow: Any = None) -> None:
         self.device = device
+        self.control_flow = control_flow  # a ControlFlowInfo when the partition has control-flow ops
         self.nodes = nodes
         self.initial_values = initial_values
         self.num_slots = len(initial_values)
@@ -126,17 +129,20 @@ class CompiledPartition:
 
 
 class NodeTiming:
-    """Wall-clock record of one executed node (seconds from ``perf_counter``)."""
+    """Wall-clock record of one executed node (seconds from ``perf_counter``); ``frame_iter`` is
+    ``(frame_id, iteration)`` for a node run by the control-flow executor, else None."""
 
-    __slots__ = ("device", "index", "start_s", "end_s", "thread_id", "outputs")
+    __slots__ = ("device", "index", "start_s", "end_s", "thread_id", "outputs", "frame_iter")
 
-    def __init__(self, device: str, index: int, start_s: float, end_s: float, thread_id: int, outputs: Any) -> None:
+    def __init__(self, device: str, index: int, start_s: float, end_s: float, thread_id: int, outputs: Any,
+                 frame_iter: tuple[int, int] | None = None) -> None:
         self.device = device
         self.index = index
         self.start_s = start_s
         self.end_s = end_s
         self.thread_id = thread_id
         self.outputs = outputs
+        self.frame_iter = frame_iter
 
 
 class Executor:

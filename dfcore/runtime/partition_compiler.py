@@ -7,7 +7,10 @@ for graph nodes, the node record itself for ``_Send``/``_Recv``, ``_Arg``/``_Ret
 and the dummy ``Const``/``Identity`` of control pairs), a value slot per output, the slots of
 its data inputs, and pending counts over its data and control inputs.
 
-A ``Const`` with no control inputs is *preset*: its value is put in its slot once,
+A partition with control-flow ops gets a
+:class:`~dfcore.runtime.control_flow_info.ControlFlowInfo` instead of pending counts and
+presets (every node runs in its frame and iteration; see
+:mod:`dfcore.runtime.control_flow_executor`). Otherwise, a ``Const`` with no control inputs is *preset*: its value is put in its slot once,
 here, and it is not scheduled in each step (its consumers do not wait for it). A
 ``Const`` with control inputs still runs, so the ordering it carries is kept.
 """
@@ -17,6 +20,7 @@ from __future__ import annotations
 from .. import errors
 from ..framework import registry
 from . import step_stats
+from .control_flow_info import build_control_flow_info, has_control_flow
 from .executor import CompiledNode, CompiledPartition
 from .partition import PartitionGraph
 from .variable_store import VarRef
@@ -42,19 +46,22 @@ def compile_partition(graph: PartitionGraph) -> CompiledPartition:
         in_slots = []
         for name in node.inputs:
             if name.startswith("^"):
-                edges.append((index[name[1:]], i))
+                edges.append((index[name[1:]], i, -1))
                 continue
             src, _, port = name.partition(":")
             src_index = index[src]
             in_slots.append(out_base[src_index] + (int(port) if port else 0))
-            edges.append((src_index, i))
+            edges.append((src_index, i, int(port) if port else 0))
         compiled.append(_compile_node(node, in_slots, out_base[i]))
     initial_values = [None] * num_slots
+    if has_control_flow([node.op for node in nodes]):
+        info = build_control_flow_info(compiled, [(src, port, dst) for src, dst, port in edges])
+        return CompiledPartition(graph.device, compiled, initial_values, len(compiled), info)
     for node, record in zip(compiled, nodes):
         if node.op_type == "Const" and not record.inputs:
             node.preset = True
             initial_values[node.out_slot] = node.compute()
-    for src_index, dst_index in edges:
+    for src_index, dst_index, _ in edges:
         if not compiled[src_index].preset:
             compiled[src_index].consumers.append(dst_index)
             compiled[dst_index].pending += 1
