@@ -64,7 +64,9 @@ from .ops.array_ops_where import *
 from .ops.clip_ops import *
 from .ops.constant_op import constant
 from .ops.control_flow_ops import group, no_op, tuple, with_dependencies
-from .ops import control_flow_prims as _control_flow_prims  # registers Switch, Merge, Enter, Exit, NextIteration
+from .ops import control_flow_grad as _control_flow_grad  # registers Switch, Merge, Enter, Exit, NextIteration and their gradients
+from .ops.control_flow_cond import case, cond
+from .ops.control_flow_while import while_loop
 from .ops.data_flow_ops import *
 from .ops.dynamic_partition import *
 from .ops.gradients_impl import gradients

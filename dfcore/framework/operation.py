@@ -26,6 +26,7 @@ class Operation:
         self._outputs = []
         self._control_outputs = []
         self._assigned_device = None
+        self._control_flow_context = None  # the cond branch or loop body that built this op, if any
         specs = registry.shape_function(op_type)(self)
         self._outputs = [Tensor(self, i, dtype, shape) for i, (dtype, shape) in enumerate(specs)]
         for tensor in self._inputs:
@@ -112,6 +113,10 @@ class Operation:
         old._consumers.remove(self)
         self._inputs[index] = tensor
         tensor._consumers.append(self)
+
+    def _get_control_flow_context(self):
+        """The control-flow context (cond branch, loop body) this op was built in, or None (TF's method)."""
+        return self._control_flow_context
 
     # -- export and running ---------------------------------------------------
     @property

@@ -1,0 +1,108 @@
+"""Control-flow contexts: what a ``cond`` branch or ``while_loop`` body does to the ops built in it.
+
+Source: ``tensorflow/python/ops/control_flow_ops.py`` (``ControlFlowContext``,
+``CondContext``, ``WhileContext``: ``AddValue``, ``AddOp``). While a context is active
+(:meth:`ControlFlowContext.entered`), :meth:`dfcore.framework.graph.Graph.create_op` asks it
+
+* for every input (:meth:`add_value`): a tensor built outside the context enters through
+  a ``Switch`` on the branch's predicate (cond; so an untaken branch runs dead), or a
+  constant ``Enter`` into the loop's frame (while; a loop invariant), made once per
+  tensor and context, in the enclosing context (so nested contexts chain);
+* for every new op (:meth:`add_op`): an op without inputs gets a control input from the
+  context's *pivot* (``cond/switch_t``, ``while/Identity``…) so it runs in the branch or
+  iteration, not once in the root frame.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+from ..framework.operation import Operation
+from ..framework.tensor import Tensor
+from . import control_flow_prims
+
+
+class ControlFlowContext:
+    """The base of :class:`CondContext` and :class:`WhileContext`."""
+
+    def __init__(self, graph: Any) -> None:
+        self.graph = graph
+        self.outer_context: ControlFlowContext | None = graph._control_flow_context
+        self._external: dict[Tensor, Tensor] = {}
+        self.pivot: Tensor | None = None
+
+    @contextlib.contextmanager
+    def entered(self) -> Iterator[ControlFlowContext]:
+        """Make this the graph's active context for the ``with`` block."""
+        saved = self.graph._control_flow_context
+        self.graph._control_flow_context = self
+        try:
+            yield self
+        finally:
+            self.graph._control_flow_context = saved
+
+    def contains(self, tensor: Tensor) -> bool:
+        """True if ``tensor`` was built in this context or one nested in it."""
+        context = tensor.op._control_flow_context
+        while context is not None:
+            if context is self:
+                return True
+            context = context.outer_context
+        return False
+
+    def add_value(self, tensor: Tensor) -> Tensor:
+        """``tensor`` as seen inside this context (see the module docstring)."""
+        if self.contains(tensor) or tensor in self._external.values():
+            return tensor
+        inner = self._external.get(tensor)
+        if inner is None:
+            saved = self.graph._control_flow_context
+            self.graph._control_flow_context = self.outer_context
+            try:
+                with self.graph.control_dependencies(None):
+                    inner = self._bring_in(tensor)
+            finally:
+                self.graph._control_flow_context = saved
+            self._external[tensor] = inner
+        return inner
+
+    def _bring_in(self, tensor: Tensor) -> Tensor:
+        raise NotImplementedError
+
+    def add_op(self, op: Operation) -> None:
+        """Give an input-less op a control input from the pivot."""
+        if not op.inputs and not op.control_inputs and self.pivot is not None:
+            op._add_control_input(self.pivot.op)
+
+
+class CondContext(ControlFlowContext):
+    """One branch of a ``cond``: ``pred`` (the ``cond/pred_id`` tensor), ``pivot`` (``switch_t`` or
+    ``switch_f``) and ``branch`` (1: true, 0: false)."""
+
+    def __init__(self, graph: Any, pred: Tensor, pivot: Tensor, branch: int) -> None:
+        super().__init__(graph)
+        self.pred = pred
+        self.pivot = pivot
+        self.branch = branch
+
+    def _bring_in(self, tensor):
+        return control_flow_prims.switch(tensor, self.pred)[self.branch]
+
+
+class WhileContext(ControlFlowContext):
+    """The body (and predicate) of one ``while_loop``: frame ``name``, ``parallel_iterations``, ``back_prop``;
+    ``pivot`` is the first loop variable's ``Merge`` while the predicate is built, its ``Identity`` after."""
+
+    def __init__(self, graph: Any, name: str, parallel_iterations: int, back_prop: bool) -> None:
+        super().__init__(graph)
+        self.name = name
+        self.parallel_iterations = parallel_iterations
+        self.back_prop = back_prop
+        self.loop_enters: list[Tensor] = []
+        self.loop_exits: list[Tensor] = []
+
+    def _bring_in(self, tensor):
+        return control_flow_prims.enter(tensor, self.name, is_constant=True,
+                                        parallel_iterations=self.parallel_iterations)
