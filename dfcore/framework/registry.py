@@ -42,6 +42,7 @@ _STATEFUL: set[str] = set()
 _NOT_DIFFERENTIABLE: set[str] = set()
 _REF_INPUTS: dict[str, frozenset[int]] = {}
 _CONTROL_FLOW: dict[str, str] = {}
+_RUNS_DEAD: set[str] = set()
 _EMPTY: frozenset[int] = frozenset()
 CONTROL_FLOW_KINDS = ("switch", "merge", "enter", "exit", "next_iteration")
 
@@ -146,6 +147,15 @@ def register_control_flow(op_type, kind):
         raise ValueError(f"Unknown control-flow kind {kind!r}")
     _check_new(_CONTROL_FLOW, op_type, "control-flow kind")
     _CONTROL_FLOW[op_type] = kind
+
+
+def mark_runs_when_dead(*op_types):
+    """Ops whose kernel runs even with a dead input, to pass the deadness on (``_Send``: TF sends ``is_dead``)."""
+    _RUNS_DEAD.update(op_types)
+
+
+def runs_when_dead(op_type):
+    return op_type in _RUNS_DEAD
 
 
 def control_flow_kind(op_type):

@@ -15,7 +15,8 @@ use it (:func:`make_executor` picks), so straight-line graphs keep the lean
   dead. A ``Merge`` runs on its first live data input (``value_index`` says which; a later
   live input is ignored) and is dead only when all its awaited data inputs are dead. A dead
   ``NextIteration`` ends the iteration chain; a dead ``Exit`` is passed to the parent only
-  when its frame ends without a live one (a loop inside an untaken branch).
+  when its frame ends without a live one (a loop inside an untaken branch). A dead ``_Send``
+  still runs and sends DEAD, so its ``_Recv`` runs dead on the other device (TF's ``is_dead``).
 * ``parallel_iterations``: a frame instance has at most that many iterations outstanding;
   a ``NextIteration`` past the bound waits until the oldest iteration is done.
 * Iterations are done oldest first (no ready or running node, no child frame, and for
@@ -156,7 +157,8 @@ class ControlFlowExecutor:
                         self._finish(error)
                         return
                     outputs = (value,) if node.num_outputs == 1 else tuple(value)
-                elif dead:
+                    dead = value is DEAD  # a _Recv of a dead value
+                elif dead and index not in self._info.runs_dead:
                     outputs = (DEAD,) * node.num_outputs
                 elif node.is_async:
                     self._start_async(index, node, frame, it, node.gather(state.values))
@@ -165,6 +167,8 @@ class ControlFlowExecutor:
                     if index in state.merged:
                         position = state.merged[index]
                         args = (state.values[node.in_slots[position]], position)
+                    elif dead:  # it runs to pass the deadness on (a _Send)
+                        args = (DEAD,) * len(node.in_slots)
                     else:
                         args = node.gather(state.values)
                     start = clock()

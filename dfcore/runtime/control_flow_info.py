@@ -28,6 +28,7 @@ class ControlFlowInfo:
 
     Attributes:
         kinds: the control-flow kind of each node (``"merge"``, ``"enter"`` …) or None.
+        runs_dead: nodes whose kernel runs even when they are dead (``_Send``).
         out_edges: per node, ``(consumer, output port)`` per edge; port -1 for a control edge.
         pending: per node, the inputs it waits for: all edges, but only control edges for a Merge.
         merge_inputs: per Merge, how many dead data inputs make it run dead (1 for a loop merge).
@@ -39,6 +40,7 @@ class ControlFlowInfo:
     """
 
     kinds: tuple[str | None, ...]
+    runs_dead: frozenset[int]
     out_edges: tuple[tuple[tuple[int, int], ...], ...]
     pending: tuple[int, ...]
     merge_inputs: dict[int, int]
@@ -79,7 +81,8 @@ def build_control_flow_info(nodes: Sequence, edges: Sequence[tuple[int, int, int
     merge_inputs = {i: (1 if i in loop_merges else datas[i]) for i in range(n) if kinds[i] == "merge"}
     roots = tuple(i for i in range(n) if controls[i] + datas[i] == 0)
     frames, parent, enters, exits = _frames(nodes, kinds, out_edges, roots)
-    return ControlFlowInfo(kinds, tuple(tuple(e) for e in out_edges), pending, merge_inputs, tuple(frames), parent,
+    runs_dead = frozenset(i for i, node in enumerate(nodes) if registry.runs_when_dead(node.op_type))
+    return ControlFlowInfo(kinds, runs_dead, tuple(tuple(e) for e in out_edges), pending, merge_inputs, tuple(frames), parent,
                            enters, {f: tuple(v) for f, v in exits.items()}, roots)
 
 

@@ -22,6 +22,9 @@ def rendezvous_key(node: Any) -> str:
                       node.get_attr("recv_device"), node.get_attr("tensor_name"))
 
 
+registry.mark_runs_when_dead("_Send")  # a dead value is sent as DEAD, so the receiver's side runs dead too
+
+
 @registry.RegisterKernel("_Send", needs_context=True)
 def _send_kernel(node):
     key = rendezvous_key(node)

@@ -25,7 +25,7 @@ import numpy as np
 
 from ..framework.device import DeviceSpec
 from ..ops import op_costs
-from . import cost_model, sim_clock
+from . import cost_model, sim_clock, step_stats
 from .config import ConfigProto, RunMetadata, RunOptions, StepRecords, attach_step_records, forget_step_records
 from .cost_graph import cost_graph
 from .device_set import DeviceSet, allocator_name
@@ -87,7 +87,8 @@ def build_step_stats(plan: StepPlan, result: StepResult, machine: cost_model.Mac
             node_name=node.name, op_type=node.op_type,
             all_start_micros=int(base_wall_us + (t.start_s - base_perf) * 1e6),
             op_start_rel_micros=0, op_end_rel_micros=duration_us, all_end_rel_micros=duration_us,
-            thread_id=t.thread_id, output_bytes=tuple(_nbytes(v) for v in t.outputs), timeline_label=node.label,
+            thread_id=t.thread_id, output_bytes=tuple(_nbytes(v) for v in t.outputs),
+            timeline_label=step_stats.iteration_label(node.label, t.frame_iter),
             sim_start_micros=int(round(sim.start_s[node.name] * 1e6)),
             sim_end_micros=int(round(sim.end_s[node.name] * 1e6))))
     for device, (i, partition) in by_device.items():
