@@ -67,6 +67,7 @@ from .ops.control_flow_ops import group, no_op, tuple, with_dependencies
 from .ops import control_flow_grad as _control_flow_grad  # registers Switch, Merge, Enter, Exit, NextIteration and their gradients
 from .ops.control_flow_cond import case, cond
 from .ops.control_flow_while import while_loop
+from .ops import stack_ops as _stack_ops  # registers StackV2, StackPushV2, StackPopV2
 from .ops.data_flow_ops import *
 from .ops.dynamic_partition import *
 from .ops.gradients_impl import gradients

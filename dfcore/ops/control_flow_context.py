@@ -98,11 +98,23 @@ class WhileContext(ControlFlowContext):
     def __init__(self, graph: Any, name: str, parallel_iterations: int, back_prop: bool) -> None:
         super().__init__(graph)
         self.name = name
+        self.scope = graph.get_name_scope() + "/"
         self.parallel_iterations = parallel_iterations
         self.back_prop = back_prop
-        self.loop_enters: list[Tensor] = []
-        self.loop_exits: list[Tensor] = []
+        self.loop_enters: list[Tensor] = []  # per loop variable: its Enter, Merge-side ...
+        self.loop_exits: list[Tensor] = []  # ... its Exit,
+        self.body_inputs: list[Tensor] = []  # ... the body's input (Identity of the Switch's true output)
+        self.body_results: list[Tensor] = []  # ... and the body's result (the NextIteration's input)
+        self.loop_cond: Tensor | None = None  # the LoopCond output
+        self.counter_exit: Tensor | None = None  # the iteration counter the gradient adds (dfcore.ops.while_grad)
+        self.counter_ops: tuple[Any, Any] = (None, None)
+
+    def constant_enters(self) -> list[Tensor]:
+        """The loop-invariant ``Enter`` s of this loop, in creation order."""
+        return list(self._external.values())
 
     def _bring_in(self, tensor):
-        return control_flow_prims.enter(tensor, self.name, is_constant=True,
-                                        parallel_iterations=self.parallel_iterations)
+        enter = control_flow_prims.enter(tensor, self.name, is_constant=True,
+                                         parallel_iterations=self.parallel_iterations)
+        enter.op._while_context = self
+        return enter

@@ -73,7 +73,7 @@ def while_loop(cond: Callable[..., Any], body: Callable[..., Any], loop_vars: An
             cond, body, loop_vars, shape_invariants = _with_counter(cond, body, loop_vars, shape_invariants,
                                                                     maximum_iterations, try_to_pack)
         context = WhileContext(graph, graph.unique_name("while_context"), parallel_iterations, back_prop)
-        exits = _build_loop(graph, context, cond, body, loop_vars, shape_invariants)
+        exits = build_loop(graph, context, cond, body, loop_vars, shape_invariants)
         result = nest.pack_sequence_as(loop_vars, exits)
         if maximum_iterations is not None:
             return result[1]
@@ -103,7 +103,9 @@ def _with_counter(cond, body, loop_vars, shape_invariants, maximum_iterations, t
             (lambda i, lv: (i + 1, user_body(lv))), (counter, loop_vars), invariants)
 
 
-def _build_loop(graph, context, cond, body, loop_vars, shape_invariants):
+def build_loop(graph: Any, context: WhileContext, cond: Callable[..., Any], body: Callable[..., Any], loop_vars: Any,
+               shape_invariants: Any = None) -> list:
+    """Build the loop in ``context`` (a :class:`WhileContext`, or the gradient's own); returns the flat Exits."""
     flat = [convert_to_tensor(v) for v in nest.flatten(loop_vars)]
     loop_vars = nest.pack_sequence_as(loop_vars, flat)
     invariants = _flat_invariants(loop_vars, flat, shape_invariants)
@@ -119,21 +121,22 @@ def _build_loop(graph, context, cond, body, loop_vars, shape_invariants):
                     f"is {shape}.")
             e._shape = shape
         e.op._control_flow_context = context
+        e.op._while_context = context
     context.loop_enters = enters
     with context.entered():
         merges = [control_flow_prims.merge([e, e])[0] for e in enters]
         context.pivot = merges[0]
         predicate = convert_to_tensor(cond(*_packed(loop_vars, merges)))
-        pivot = control_flow_prims.loop_cond(predicate, name="LoopCond")
+        pivot = context.loop_cond = control_flow_prims.loop_cond(predicate, name="LoopCond")
         switches = [control_flow_prims.switch(m, pivot) for m in merges]
-        body_vars = [array_ops.identity(s[1]) for s in switches]
+        body_vars = context.body_inputs = [array_ops.identity(s[1]) for s in switches]
         context.pivot = body_vars[0]
         packed = _packed(loop_vars, body_vars)
         result = body(*packed)
         if len(packed) == 1 and not isinstance(result, (list, tuple)):
             result = [result]
         nest.assert_same_structure(list(packed), list(result))
-        nexts = [context.add_value(convert_to_tensor(v)) for v in nest.flatten(list(result))]
+        nexts = context.body_results = [context.add_value(convert_to_tensor(v)) for v in nest.flatten(list(result))]
         for m, v in zip(merges, nexts):
             if v.dtype.base_dtype != m.dtype.base_dtype:
                 raise TypeError(f"Input 1 of node {m.op.name} was passed {v.dtype.name} from {v.name} incompatible "
@@ -145,6 +148,7 @@ def _build_loop(graph, context, cond, body, loop_vars, shape_invariants):
     context.loop_exits = exits
     for x, e in zip(exits, merges):
         x._shape = e.shape
+        x.op._while_context = context
     return exits
 
 
