@@ -68,6 +68,7 @@ from .ops import control_flow_grad as _control_flow_grad  # registers Switch, Me
 from .ops.control_flow_cond import case, cond
 from .ops.control_flow_while import while_loop
 from .ops import stack_ops as _stack_ops  # registers StackV2, StackPushV2, StackPopV2
+from .ops.functional_ops import foldl, foldr, map_fn, scan
 from .ops.data_flow_ops import *
 from .ops.dynamic_partition import *
 from .ops.gradients_impl import gradients
