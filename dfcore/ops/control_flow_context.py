@@ -88,7 +88,9 @@ class CondContext(ControlFlowContext):
         self.branch = branch
 
     def _bring_in(self, tensor):
-        return control_flow_prims.switch(tensor, self.pred)[self.branch]
+        switch = control_flow_prims.switch(tensor, self.pred)
+        switch[0].op._cond_context = self  # its output ``branch`` belongs to this branch (dfcore.ops.while_grad)
+        return switch[self.branch]
 
 
 class WhileContext(ControlFlowContext):

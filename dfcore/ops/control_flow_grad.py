@@ -9,7 +9,7 @@ standing in for a branch that had no gradient. Loop gradients live in
 """
 
 from ..framework import registry
-from . import array_ops, control_flow_prims
+from . import array_ops, control_flow_prims, gradients_impl
 
 
 @registry.RegisterGradient("Merge")
@@ -22,13 +22,20 @@ def _merge_grad(op, grad, _):
     return [false_grad, true_grad]
 
 
+@gradients_impl.register_zeros_for_output("Switch")
+def _switch_zeros(op, index):
+    """Zeros that are dead exactly when output ``index`` was: of a new Switch of the same data on the same
+    predicate (TF's ``ZerosLikeOutsideLoop``), so no gradient needs the untaken branch's dead value."""
+    return array_ops.zeros_like(control_flow_prims.switch(op.inputs[0], op.inputs[1])[index])
+
+
 @registry.RegisterGradient("Switch")
 def _switch_grad(op, false_grad, true_grad):
     """``Merge`` of the two outputs' gradients (zeros for a branch with none); no gradient for ``pred``."""
     if false_grad is None and true_grad is None:
         return [None, None]
     if false_grad is None:
-        false_grad = array_ops.zeros_like(op.outputs[0])
+        false_grad = _switch_zeros(op, 0)
     if true_grad is None:
-        true_grad = array_ops.zeros_like(op.outputs[1])
+        true_grad = _switch_zeros(op, 1)
     return [control_flow_prims.merge([false_grad, true_grad], name="cond_grad")[0], None]

@@ -15,7 +15,9 @@ with :func:`~dfcore.framework.registry.register_control_flow`):
   child frame ``frame_name`` (iteration 0, or every iteration when ``is_constant``);
 * ``Exit(data)`` passes ``data`` out to the parent frame;
 * ``NextIteration(data)`` passes ``data`` to the next iteration of its frame;
-* ``LoopCond(input)``: the loop predicate (bool scalar), an identity marking the loop's test.
+* ``LoopCond(input)``: the loop predicate (bool scalar), an identity marking the loop's test;
+* ``ControlTrigger()``: does nothing and is never dead, even with dead control inputs (a point
+  to order other ops after, whether or not their branch ran).
 """
 
 import numpy as np
@@ -28,7 +30,7 @@ from . import common_shapes
 from .array_ops_util import with_rank
 from .op_util import apply_op, graph_of
 
-__all__ = ["switch", "merge", "enter", "exit", "next_iteration", "loop_cond"]
+__all__ = ["switch", "merge", "enter", "exit", "next_iteration", "loop_cond", "control_trigger"]
 
 DEAD = registry.DEAD
 
@@ -153,6 +155,18 @@ def _loop_cond_shape(op):
     return [(dtypes.bool, TensorShape([]))]
 
 
+def control_trigger(name=None):
+    """An op that is never dead, for control edges. Source: ``gen_control_flow_ops.control_trigger``."""
+    from ..framework import graph as graph_lib
+
+    return graph_lib.get_default_graph().create_op("ControlTrigger", [], {}, name or "ControlTrigger")
+
+
+registry.RegisterShape("ControlTrigger")(common_shapes.no_outputs)
+registry.RegisterKernel("ControlTrigger")(lambda op: lambda: None)
+registry.NotDifferentiable("ControlTrigger")
+
+
 def _identity(op):
     return lambda x: x
 
@@ -163,7 +177,7 @@ for _op_type in ("Enter", "Exit", "NextIteration"):
 registry.RegisterKernel("LoopCond")(_identity)
 
 for _op_type, _kind in (("Switch", "switch"), ("Merge", "merge"), ("Enter", "enter"), ("Exit", "exit"),
-                        ("NextIteration", "next_iteration")):
+                        ("NextIteration", "next_iteration"), ("ControlTrigger", "control_trigger")):
     registry.register_control_flow(_op_type, _kind)
 registry.NotDifferentiable("LoopCond")
 

@@ -104,8 +104,8 @@ def _node_gradient(graph, op, out_grads):
     grad_fn = registry.gradient_function(op.type)
     if grad_fn is None:
         return None
-    out_grads = [g if g is not None or not _differentiable(t) else array_ops.zeros_like(t)
-                 for g, t in zip(out_grads, op.outputs)]
+    out_grads = [g if g is not None or not _differentiable(t) else zeros_for_output(op, i)
+                 for i, (g, t) in enumerate(zip(out_grads, op.outputs))]
     with graph.name_scope(f"{op.name}_grad"):
         in_grads = _as_list(grad_fn(op, *out_grads))
     if len(in_grads) != len(op.inputs):
@@ -114,6 +114,26 @@ def _node_gradient(graph, op, out_grads):
             f"{len(op.inputs)}"
         )
     return in_grads
+
+
+_ZEROS_FOR_OUTPUT: dict = {}
+
+
+def register_zeros_for_output(op_type):
+    """Decorator registering ``fn(op, index)``: the zero gradient of output ``index`` of an ``op_type`` op
+    (default ``zeros_like`` of the output; a ``Switch`` output may be dead, so its zeros must be too)."""
+
+    def _register(fn):
+        _ZEROS_FOR_OUTPUT[op_type] = fn
+        return fn
+
+    return _register
+
+
+def zeros_for_output(op, index):
+    """The zero gradient of ``op.outputs[index]`` (see :func:`register_zeros_for_output`)."""
+    fn = _ZEROS_FOR_OUTPUT.get(op.type)
+    return fn(op, index) if fn is not None else array_ops.zeros_like(op.outputs[index])
 
 
 def _producer(tensor, loops):

@@ -13,7 +13,10 @@ its inputs are what its ``Enter`` s take in, its outputs its ``Exit`` s. Its gra
 * every forward value that body needs is pushed on a stack (``StackPushV2``) in each forward
   iteration and popped (``StackPopV2``) in the matching backward iteration, last first; a push
   waits for its iteration's counter and the counter's increment waits for the pushes (pops and
-  the decrement likewise), so stack order is iteration order whatever ``parallel_iterations``;
+  the decrement likewise, through ``ControlTrigger`` s that are never dead), so stack order is
+  iteration order whatever ``parallel_iterations``;
+* a value inside a ``cond`` branch is pushed only in iterations where the branch ran; its pop is
+  guarded by the same branch of the popped predicate, so it runs (and pops) only then;
 * the gradient of a loop-invariant sums over iterations (the accumulator's ``Exit``).
 """
 
@@ -24,7 +27,7 @@ from typing import Any
 from ..framework import registry
 from ..framework.tensor import Tensor
 from . import array_ops, constant_op, control_flow_prims, math_ops, stack_ops
-from .control_flow_context import WhileContext
+from .control_flow_context import CondContext, WhileContext
 
 
 class LoopNode:
@@ -69,6 +72,7 @@ class GradWhileContext(WhileContext):
         self.forward = forward
         self.pops: list[Any] = []
         self._popped: dict[Tensor, Tensor] = {}
+        self._guards: dict[Any, Tensor] = {}
 
     def add_value(self, tensor: Tensor) -> Tensor:
         forward = self.forward
@@ -84,7 +88,9 @@ class GradWhileContext(WhileContext):
 
     def _push_and_pop(self, value):
         graph, forward = self.graph, self.forward
-        counter_identity, counter_add = forward.counter_ops
+        counter_identity, forward_sync = forward.counter_ops
+        branch = _cond_branch_of(value, forward)
+        guard = self._branch_guard(branch) if branch is not None else None
         saved = graph._control_flow_context
         try:
             graph._control_flow_context = forward.outer_context
@@ -93,15 +99,43 @@ class GradWhileContext(WhileContext):
             graph._control_flow_context = forward
             with graph.control_dependencies([counter_identity]), graph.colocate_with(value.op):
                 push = stack_ops.stack_push_v2(stack, value)
-            counter_add._add_control_input(push.op)
+            forward_sync._add_control_input(push.op)
             graph._control_flow_context = self
-            with graph.control_dependencies([self.pivot]), graph.colocate_with(value.op):
+            controls = [self.pivot] + ([guard] if guard is not None else [])
+            with graph.control_dependencies(controls), graph.colocate_with(value.op):
                 pop = stack_ops.stack_pop_v2(stack, value.dtype)
         finally:
             graph._control_flow_context = saved
         pop.set_shape(value.shape)
         self.pops.append(pop.op)
         return pop
+
+    def _branch_guard(self, branch):
+        """A tensor of this loop that is dead exactly when ``branch`` (a forward CondContext) did not run in the
+        matching forward iteration, so a value pushed only when it ran is popped only then."""
+        if branch not in self._guards:
+            pred = self.add_value(branch.pred)  # popped (and guarded by any enclosing branch)
+            saved = self.graph._control_flow_context
+            self.graph._control_flow_context = self
+            try:
+                self._guards[branch] = array_ops.identity(control_flow_prims.switch(pred, pred)[branch.branch],
+                                                          name="b_branch")
+            finally:
+                self.graph._control_flow_context = saved
+        return self._guards[branch]
+
+
+def _cond_branch_of(value, forward):
+    """The innermost cond branch (CondContext) inside ``forward`` that ``value`` belongs to, or None."""
+    op = value.op
+    brought_in = getattr(op, "_cond_context", None)  # a Switch bringing an outside value into a branch
+    context = brought_in if brought_in is not None and value.value_index == brought_in.branch else \
+        op._control_flow_context
+    while context is not None and context is not forward:
+        if isinstance(context, CondContext):
+            return context
+        context = context.outer_context
+    return None
 
 
 def _forward_counter(context: WhileContext) -> Tensor:
@@ -124,10 +158,12 @@ def _forward_counter(context: WhileContext) -> Tensor:
             merge = control_flow_prims.merge([enter, enter], name="f_count")[0]
             out_false, out_true = control_flow_prims.switch(merge, context.loop_cond, name="f_count")
             identity = array_ops.identity(out_true, name="f_count")
-            add = math_ops.add(identity, 1, name="f_count")
+            forward_sync = control_flow_prims.control_trigger(name="f_sync")  # after the iteration's pushes
+            with graph.control_dependencies([forward_sync]):
+                add = math_ops.add(identity, 1, name="f_count")
             merge.op._update_input(1, control_flow_prims.next_iteration(add, name="f_count"))
             context.counter_exit = control_flow_prims.exit(out_false, name="f_count")
-    context.counter_ops = (identity, add.op)
+    context.counter_ops = (identity, forward_sync)
     return context.counter_exit
 
 
@@ -161,6 +197,8 @@ def loop_gradient(node: LoopNode, exit_grads: list[Any], backprop: Any) -> list[
         new_grads = [d if d is not None else array_ops.zeros_like(g) for d, g in zip(dxs, grads)]
         new_accs = [a + d if d is not None else a for a, d in zip(accs, dxs[len(body_inputs):])]
         with graph.control_dependencies(context.pops):
+            backward_sync = control_flow_prims.control_trigger(name="b_sync")  # after the iteration's pops
+        with graph.control_dependencies([backward_sync]):
             n = math_ops.subtract(n, 1, name="b_count")
         return [n] + new_grads + new_accs
 

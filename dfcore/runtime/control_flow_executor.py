@@ -17,6 +17,7 @@ use it (:func:`make_executor` picks), so straight-line graphs keep the lean
   ``NextIteration`` ends the iteration chain; a dead ``Exit`` is passed to the parent only
   when its frame ends without a live one (a loop inside an untaken branch). A dead ``_Send``
   still runs and sends DEAD, so its ``_Recv`` runs dead on the other device (TF's ``is_dead``).
+  A ``ControlTrigger`` is never dead.
 * ``parallel_iterations``: a frame instance has at most that many iterations outstanding;
   a ``NextIteration`` past the bound waits until the oldest iteration is done.
 * Iterations are done oldest first (no ready or running node, no child frame, and for
@@ -266,7 +267,7 @@ class ControlFlowExecutor:
         for dst, port in self._info.out_edges[index]:
             edge_dead = dead if port < 0 else outputs[port] is DEAD
             if kinds[dst] != "merge":
-                if edge_dead:
+                if edge_dead and kinds[dst] != "control_trigger":
                     state.dead.add(dst)
                 pending[dst] -= 1
                 if pending[dst] == 0:

@@ -28,8 +28,11 @@ from .variable_store import VarRef
 _SINGLE_OUTPUT_INSERTED = {"_Recv", "_Arg", "Const", "Identity"}
 
 
-def compile_partition(graph: PartitionGraph) -> CompiledPartition:
+def compile_partition(graph: PartitionGraph, control_flow: bool | None = None) -> CompiledPartition:
     """Compile every node of ``graph``; nodes keep the partition's (topological) order.
+
+    ``control_flow``: compile for the control-flow executor (True when a partition of the step holds
+    control flow, so dead tensors received from it are understood); None: if this partition holds some.
 
     Raises:
         NotFoundError: an op type with no registered kernel.
@@ -54,7 +57,7 @@ def compile_partition(graph: PartitionGraph) -> CompiledPartition:
             edges.append((src_index, i, int(port) if port else 0))
         compiled.append(_compile_node(node, in_slots, out_base[i]))
     initial_values = [None] * num_slots
-    if has_control_flow([node.op for node in nodes]):
+    if control_flow or (control_flow is None and has_control_flow([node.op for node in nodes])):
         info = build_control_flow_info(compiled, [(src, port, dst) for src, dst, port in edges])
         return CompiledPartition(graph.device, compiled, initial_values, len(compiled), info)
     for node, record in zip(compiled, nodes):
