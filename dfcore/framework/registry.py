@@ -19,8 +19,8 @@ Contracts:
 
     control-flow kind (``register_control_flow``): how the executor moves an op's outputs
     between frames and iterations (``"switch"``, ``"merge"``, ``"enter"``, ``"exit"``,
-    ``"next_iteration"``), or ``"control_trigger"`` (never dead); a kernel returns :data:`DEAD` for an output it does not take
-    (``Switch``'s untaken branch).
+    ``"next_iteration"``), or ``"control_trigger"`` (never dead); a kernel returns :data:`DEAD`
+    for an output it does not take (``Switch``'s untaken branch).
 
     cost function ``fn(input_shapes, output_shapes, attrs) -> (flops, elements_accessed)``:
     shapes are lists of int tuples (one per input / output, as run), ``attrs`` the op's

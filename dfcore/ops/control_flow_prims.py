@@ -126,7 +126,7 @@ def enter(data, frame_name, is_constant=False, parallel_iterations=10, name=None
     Source: ``gen_control_flow_ops.enter`` / ``control_flow_ops._Enter``.
     """
     if int(parallel_iterations) <= 0:
-        raise ValueError("`parallel_iterations` must be a positive integer: %d" % parallel_iterations)
+        raise ValueError(f"`parallel_iterations` must be a positive integer: {parallel_iterations}")
     attrs = {"frame_name": str(frame_name), "is_constant": bool(is_constant),
              "parallel_iterations": int(parallel_iterations)}
     return _apply("Enter", [data], attrs, name or "Enter").outputs[0]

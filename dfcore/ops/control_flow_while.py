@@ -89,9 +89,10 @@ def _with_counter(cond, body, loop_vars, shape_invariants, maximum_iterations, t
     if try_to_pack:
         loop_vars = loop_vars[0]
         shape_invariants = shape_invariants[0] if shape_invariants is not None else None
-        user_cond, user_body = (lambda lv: cond(lv)), (lambda lv: body(lv))
+        user_cond, user_body = cond, body
     else:
-        user_cond = (lambda lv: cond(*lv))
+        def user_cond(lv):
+            return cond(*lv)
 
         def user_body(lv):  # the body may return a tuple for list loop_vars (and the reverse), as without a counter
             out = body(*lv)

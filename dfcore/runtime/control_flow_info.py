@@ -82,8 +82,8 @@ def build_control_flow_info(nodes: Sequence, edges: Sequence[tuple[int, int, int
     roots = tuple(i for i in range(n) if controls[i] + datas[i] == 0)
     frames, parent, enters, exits = _frames(nodes, kinds, out_edges, roots)
     runs_dead = frozenset(i for i, node in enumerate(nodes) if registry.runs_when_dead(node.op_type))
-    return ControlFlowInfo(kinds, runs_dead, tuple(tuple(e) for e in out_edges), pending, merge_inputs, tuple(frames), parent,
-                           enters, {f: tuple(v) for f, v in exits.items()}, roots)
+    return ControlFlowInfo(kinds, runs_dead, tuple(tuple(e) for e in out_edges), pending, merge_inputs, tuple(frames),
+                           parent, enters, {f: tuple(v) for f, v in exits.items()}, roots)
 
 
 def _frames(nodes, kinds, out_edges, roots):

@@ -10,9 +10,10 @@ its data inputs, and pending counts over its data and control inputs.
 A partition with control-flow ops gets a
 :class:`~dfcore.runtime.control_flow_info.ControlFlowInfo` instead of pending counts and
 presets (every node runs in its frame and iteration; see
-:mod:`dfcore.runtime.control_flow_executor`). Otherwise, a ``Const`` with no control inputs is *preset*: its value is put in its slot once,
-here, and it is not scheduled in each step (its consumers do not wait for it). A
-``Const`` with control inputs still runs, so the ordering it carries is kept.
+:mod:`dfcore.runtime.control_flow_executor`). Otherwise, a ``Const`` with no control inputs
+is *preset*: its value is put in its slot once, here, and it is not scheduled in each step
+(its consumers do not wait for it). A ``Const`` with control inputs still runs, so the
+ordering it carries is kept.
 """
 
 from __future__ import annotations

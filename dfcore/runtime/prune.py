@@ -3,8 +3,8 @@
 Source: TF's ``subgraph.cc`` (prune to the fetches, cut at the feeds).
 Pruning walks back from the fetched tensors and target ops through data and
 control inputs, stopping at fed tensors. Ops are ordered topologically (a loop's
-``NextIteration`` → ``Merge`` back edge does not count) with ties broken by creation order, so the result is deterministic; a cycle is
-reported in TF's words.
+``NextIteration`` → ``Merge`` back edge does not count) with ties broken by creation
+order, so the result is deterministic; a cycle is reported in TF's words.
 """
 
 from __future__ import annotations

@@ -36,7 +36,8 @@ class StepResult:
     """Fetched values plus what tracing needs: executors (their value slots), node timings,
     the rendezvous and the step's collective instances (``StepContext.collectives``)."""
 
-    def __init__(self, values: list[Any], executors: list[Executor | ControlFlowExecutor | None], timings: list[Any] | None,
+    def __init__(self, values: list[Any], executors: list[Executor | ControlFlowExecutor | None],
+                 timings: list[Any] | None,
                  rendezvous: Rendezvous, collectives: dict[Any, Any] | None = None) -> None:
         self.values = values
         self.executors = executors
@@ -99,8 +100,8 @@ def start_executors(plan: StepPlan, runners: Mapping[int, Callable[..., Any]], c
         made = []
         for i in order:
             partition = plan.partitions[i]
-            executors[i] = executor = make_executor(partition, ctx.on_device(partition.device), runners[i], barrier.done,
-                                               timings)
+            executors[i] = executor = make_executor(partition, ctx.on_device(partition.device), runners[i],
+                                                    barrier.done, timings)
             made.append(executor)
         for executor in made:  # pooled ones first, as made
             executor.start()

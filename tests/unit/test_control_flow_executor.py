@@ -130,7 +130,8 @@ def test_an_infinite_loop_stops_at_the_run_deadline_without_committing_an_update
 
 def test_loop_results_agree_with_numpy_on_the_thread_pool():
     x = tf.placeholder(tf.float64, [4], name="x")
-    _, acc = tf.while_loop(lambda i, a: i < 5, lambda i, a: (i + 1, a * x + 1.0), (tf.constant(0), tf.ones([4], tf.float64)))
+    _, acc = tf.while_loop(lambda i, a: i < 5, lambda i, a: (i + 1, a * x + 1.0),
+                           (tf.constant(0), tf.ones([4], tf.float64)))
     value = np.array([0.5, 1.0, 2.0, -1.0])
     expected = np.ones(4)
     for _ in range(5):

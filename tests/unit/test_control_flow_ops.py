@@ -19,7 +19,8 @@ def test_cond_builds_tfs_v1_structure_and_names():
     pivot_t = tf.get_default_graph().get_operation_by_name("cond/switch_t")
     assert pivot_t.inputs[0].name == "cond/Switch:1"
     # the outside x reaches each branch through its own Switch on pred_id
-    switches = [op for op in tf.get_default_graph().get_operations() if op.type == "Switch" and op.name != "cond/Switch"]
+    ops = tf.get_default_graph().get_operations()
+    switches = [op for op in ops if op.type == "Switch" and op.name != "cond/Switch"]
     assert len(switches) == 2 and all(op.inputs[1].op.name == "cond/pred_id" for op in switches)
 
 
@@ -155,7 +156,8 @@ def test_a_shape_change_without_shape_invariants_fails_with_tfs_message():
 
 def test_shape_invariants_let_a_loop_variable_grow():
     i, j = tf.while_loop(lambda i, j: i < 2, lambda i, j: [i + 1, tf.concat([j, j], 0)],
-                         [tf.constant(0), tf.ones([2, 2])], shape_invariants=[tf.TensorShape([]), tf.TensorShape([None, 2])])
+                         [tf.constant(0), tf.ones([2, 2])],
+                         shape_invariants=[tf.TensorShape([]), tf.TensorShape([None, 2])])
     assert j.shape.as_list() == [None, 2]
     with tf.Session() as sess:
         assert sess.run(j).shape == (8, 2)
