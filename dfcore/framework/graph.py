@@ -377,14 +377,17 @@ class _ControlDependencies:
     def __enter__(self):
         graph = self._graph
         self._saved = graph._control_dependencies_stack
-        if self.control_inputs is None:
+        self._saved_context = graph._control_flow_context
+        if self.control_inputs is None:  # TF: a new stack also leaves any cond/while context
             graph._control_dependencies_stack = []
+            graph._control_flow_context = None
         else:
             graph._control_dependencies_stack = self._saved + [self]
         return self
 
     def __exit__(self, *exc):
         self._graph._control_dependencies_stack = self._saved
+        self._graph._control_flow_context = self._saved_context
         return False
 
 

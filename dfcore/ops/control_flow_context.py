@@ -58,13 +58,9 @@ class ControlFlowContext:
             return tensor
         inner = self._external.get(tensor)
         if inner is None:
-            saved = self.graph._control_flow_context
-            self.graph._control_flow_context = self.outer_context
-            try:
-                with self.graph.control_dependencies(None):
-                    inner = self._bring_in(tensor)
-            finally:
-                self.graph._control_flow_context = saved
+            with self.graph.control_dependencies(None):
+                self.graph._control_flow_context = self.outer_context  # restored when the block ends
+                inner = self._bring_in(tensor)
             self._external[tensor] = inner
         return inner
 

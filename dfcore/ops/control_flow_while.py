@@ -110,6 +110,8 @@ def build_loop(graph: Any, context: WhileContext, cond: Callable[..., Any], body
     flat = [convert_to_tensor(v) for v in nest.flatten(loop_vars)]
     loop_vars = nest.pack_sequence_as(loop_vars, flat)
     invariants = _flat_invariants(loop_vars, flat, shape_invariants)
+    if context.outer_context is not None:  # the initial values, as seen in the enclosing cond or loop
+        flat = [context.outer_context.add_value(x) for x in flat]
     with graph.control_dependencies(None):
         enters = [control_flow_prims.enter(x, context.name, is_constant=False,
                                            parallel_iterations=context.parallel_iterations) for x in flat]

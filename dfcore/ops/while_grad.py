@@ -93,8 +93,8 @@ class GradWhileContext(WhileContext):
         guard = self._branch_guard(branch) if branch is not None else None
         saved = graph._control_flow_context
         try:
-            graph._control_flow_context = forward.outer_context
             with graph.control_dependencies(None), graph.colocate_with(value.op):
+                graph._control_flow_context = forward.outer_context
                 stack = stack_ops.stack_v2(-1, value.dtype, stack_name=f"{value.op.name}/f_acc", name="f_acc")
             graph._control_flow_context = forward
             with graph.control_dependencies([counter_identity]), graph.colocate_with(value.op):
@@ -144,17 +144,13 @@ def _forward_counter(context: WhileContext) -> Tensor:
         return context.counter_exit
     graph = context.graph
     with graph.name_scope(None), graph.name_scope(context.scope):
-        saved = graph._control_flow_context
-        graph._control_flow_context = context.outer_context
-        try:
-            with graph.control_dependencies(None):
-                zero = constant_op.constant(0, name="f_count/initial")
-                enter = control_flow_prims.enter(zero, context.name, parallel_iterations=context.parallel_iterations,
-                                                 name="f_count")
-        finally:
-            graph._control_flow_context = saved
+        with graph.control_dependencies(None):
+            graph._control_flow_context = context.outer_context
+            zero = constant_op.constant(0, name="f_count/initial")
+            enter = control_flow_prims.enter(zero, context.name, parallel_iterations=context.parallel_iterations,
+                                             name="f_count")
         enter.op._control_flow_context = context
-        with context.entered(), graph.control_dependencies(None):
+        with graph.control_dependencies(None), context.entered():
             merge = control_flow_prims.merge([enter, enter], name="f_count")[0]
             out_false, out_true = control_flow_prims.switch(merge, context.loop_cond, name="f_count")
             identity = array_ops.identity(out_true, name="f_count")
