@@ -38,7 +38,7 @@ def _element(elems, flat, i):
     return nest.pack_sequence_as(elems, [array_ops_gather.gather(e, i) for e in flat])
 
 
-def _append(acc, value):
+def append_row(acc, value):
     """``acc`` (a stack of rows, possibly empty and shapeless) with ``value`` as its last row."""
     rows = array_ops.reshape(acc, array_ops_join.concat([[-1], array_ops.shape(value)], 0))
     return array_ops_join.concat([rows, array_ops_layout.expand_dims(value, 0)], 0)
@@ -62,7 +62,7 @@ def _stacked_loop(step, first, elems, flat, start, stop, state, out_dtypes, para
             raise ValueError(f"The function returned {len(out_flat)} values where {len(accs)} were expected "
                              f"(dtype structure: {out_dtypes})")
         shapes[:] = [o.shape for o in out_flat]
-        return i + 1, nest.flatten(new_state), [_append(a, o) for a, o in zip(accs, out_flat)]
+        return i + 1, nest.flatten(new_state), [append_row(a, o) for a, o in zip(accs, out_flat)]
 
     accs = [_empty(d) for d in out_dtypes] if first is None else [
         array_ops_layout.expand_dims(f, 0) for f in first]
