@@ -96,6 +96,8 @@ class ControlFlowExecutor:
         assert info is not None
         self._partition = partition
         self._info = info
+        self._kinds = info.kinds
+        self._out_edges = info.out_edges
         self._nodes = partition.nodes
         self._ctx = ctx
         self._runner = runner
@@ -133,7 +135,7 @@ class ControlFlowExecutor:
         self._runner(self._loop)
 
     def _loop(self):
-        ready, nodes, ctx, timings = self._ready, self._nodes, self._ctx, self._timings
+        ready, nodes, ctx, timings, kinds = self._ready, self._nodes, self._ctx, self._timings, self._kinds
         expiry_s = ctx.deadline.expiry_s if ctx.deadline is not None else None
         clock = time.perf_counter
         try:
@@ -172,7 +174,7 @@ class ControlFlowExecutor:
                         args = (DEAD,) * len(node.in_slots)
                     else:
                         args = node.gather(state.values)
-                    start = clock()
+                    start = clock() if timings is not None else 0.0
                     try:
                         value = node.compute(ctx, *args) if node.needs_context else node.compute(*args)
                     except Exception as error:  # noqa: BLE001 - every kernel failure ends the step as an OpError
@@ -183,7 +185,10 @@ class ControlFlowExecutor:
                     if timings is not None:
                         timings.append(NodeTiming(ctx.device, index, start, clock(), threading.get_ident(),
                                                   list(outputs), (frame.frame_id, it)))
-                self._propagate(index, frame, it, outputs, dead)
+                if kinds[index] is None:
+                    self._deliver(index, outputs, dead, frame, it)
+                else:
+                    self._propagate(index, frame, it, outputs, dead)
                 state.outstanding -= 1
                 if state.outstanding == 0:
                     self._cleanup(frame)
@@ -228,7 +233,7 @@ class ControlFlowExecutor:
 
     # -- moving values between frames and iterations ---------------------------------
     def _propagate(self, index, frame, it, outputs, dead):
-        kind = self._info.kinds[index]
+        kind = self._kinds[index]
         if kind == "enter":
             attrs = self._nodes[index].source
             child = self._child_frame(frame, it, attrs)
@@ -263,15 +268,18 @@ class ControlFlowExecutor:
         state = frame.iterations[it]
         out_slot = self._nodes[index].out_slot
         state.values[out_slot:out_slot + len(outputs)] = outputs
-        kinds, merge_inputs, pending = self._info.kinds, self._info.merge_inputs, state.pending
-        for dst, port in self._info.out_edges[index]:
+        kinds, pending = self._kinds, state.pending
+        for dst, port in self._out_edges[index]:
             edge_dead = dead if port < 0 else outputs[port] is DEAD
-            if kinds[dst] != "merge":
-                if edge_dead and kinds[dst] != "control_trigger":
+            kind = kinds[dst]
+            if kind != "merge":
+                if edge_dead and kind != "control_trigger":
                     state.dead.add(dst)
                 pending[dst] -= 1
-                if pending[dst] == 0:
-                    self._activate(dst, frame, it, state)
+                if pending[dst] == 0:  # activate (inlined: the hot path)
+                    state.outstanding += 1
+                    self._outstanding += 1
+                    self._ready.append((dst, frame, it, None))
                 continue
             if port < 0:
                 pending[dst] -= 1
@@ -279,7 +287,8 @@ class ControlFlowExecutor:
                 state.merge_dead[dst] = state.merge_dead.get(dst, 0) + 1
             elif dst not in state.merged:
                 state.merged[dst] = self._nodes[dst].in_slots.index(out_slot + port)
-            if pending[dst] == 0 and (dst in state.merged or state.merge_dead.get(dst, 0) >= merge_inputs[dst]):
+            if pending[dst] == 0 and (dst in state.merged
+                                      or state.merge_dead.get(dst, 0) >= self._info.merge_inputs[dst]):
                 pending[dst] = -1  # fired: later inputs are ignored
                 if dst not in state.merged:
                     state.dead.add(dst)
