@@ -19,7 +19,7 @@ Contracts:
 
     control-flow kind (``register_control_flow``): how the executor moves an op's outputs
     between frames and iterations (``"switch"``, ``"merge"``, ``"enter"``, ``"exit"``,
-    ``"next_iteration"``), or ``"control_trigger"`` (never dead); a kernel returns :data:`DEAD`
+    ``"next_iteration"``, ``"loop_cond"``), or ``"control_trigger"`` (never dead); a kernel returns :data:`DEAD`
     for an output it does not take (``Switch``'s untaken branch).
 
     cost function ``fn(input_shapes, output_shapes, attrs) -> (flops, elements_accessed)``:
@@ -44,7 +44,7 @@ _REF_INPUTS: dict[str, frozenset[int]] = {}
 _CONTROL_FLOW: dict[str, str] = {}
 _RUNS_DEAD: set[str] = set()
 _EMPTY: frozenset[int] = frozenset()
-CONTROL_FLOW_KINDS = ("switch", "merge", "enter", "exit", "next_iteration", "control_trigger")
+CONTROL_FLOW_KINDS = ("switch", "merge", "enter", "exit", "next_iteration", "loop_cond", "control_trigger")
 
 
 class _Dead:

@@ -177,7 +177,8 @@ for _op_type in ("Enter", "Exit", "NextIteration"):
 registry.RegisterKernel("LoopCond")(_identity)
 
 for _op_type, _kind in (("Switch", "switch"), ("Merge", "merge"), ("Enter", "enter"), ("Exit", "exit"),
-                        ("NextIteration", "next_iteration"), ("ControlTrigger", "control_trigger")):
+                        ("NextIteration", "next_iteration"), ("LoopCond", "loop_cond"),
+                        ("ControlTrigger", "control_trigger")):
     registry.register_control_flow(_op_type, _kind)
 registry.NotDifferentiable("LoopCond")
 

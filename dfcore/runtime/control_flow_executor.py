@@ -164,6 +164,7 @@ class ControlFlowExecutor:
                 elif dead and index not in self._info.runs_dead:
                     outputs = (DEAD,) * node.num_outputs
                 elif node.is_async:
+                    ctx.frame_iter = (frame.frame_id, it)
                     self._start_async(index, node, frame, it, node.gather(state.values))
                     continue
                 else:
@@ -174,6 +175,7 @@ class ControlFlowExecutor:
                         args = (DEAD,) * len(node.in_slots)
                     else:
                         args = node.gather(state.values)
+                    ctx.frame_iter = (frame.frame_id, it)
                     start = clock() if timings is not None else 0.0
                     try:
                         value = node.compute(ctx, *args) if node.needs_context else node.compute(*args)

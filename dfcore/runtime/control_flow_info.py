@@ -80,15 +80,29 @@ def build_control_flow_info(nodes: Sequence, edges: Sequence[tuple[int, int, int
     pending = tuple(controls[i] if kinds[i] == "merge" else controls[i] + datas[i] for i in range(n))
     merge_inputs = {i: (1 if i in loop_merges else datas[i]) for i in range(n) if kinds[i] == "merge"}
     roots = tuple(i for i in range(n) if controls[i] + datas[i] == 0)
-    frames, parent, enters, exits = _frames(nodes, kinds, out_edges, roots)
+    enter_frames = {i: nodes[i].source.get_attr("frame_name") for i in range(n) if kinds[i] == "enter"}
+    frames, parent, enters, exits = assign_frames([node.name for node in nodes], kinds, enter_frames, out_edges, roots)
     runs_dead = frozenset(i for i, node in enumerate(nodes) if registry.runs_when_dead(node.op_type))
     return ControlFlowInfo(kinds, runs_dead, tuple(tuple(e) for e in out_edges), pending, merge_inputs, tuple(frames),
                            parent, enters, {f: tuple(v) for f, v in exits.items()}, roots)
 
 
-def _frames(nodes, kinds, out_edges, roots):
-    frames: list[str | None] = [None] * len(nodes)
-    source: list[int | None] = [None] * len(nodes)
+def assign_frames(names: Sequence[str], kinds: Sequence[str | None], enter_frames: dict[int, str],
+                  out_edges: Sequence[Sequence[tuple[int, int]]], roots: Sequence[int]) -> tuple[list[str], dict, dict, dict]:
+    """The static frame of each node (see the module docstring).
+
+    Args:
+        names, kinds: per node, its name and control-flow kind.
+        enter_frames: per ``Enter`` node index, its ``frame_name``.
+        out_edges: per node, ``(consumer, port)`` pairs; roots: nodes without inputs.
+    Returns:
+        ``(frames, frame_parent, frame_enters, frame_exits)`` as in :class:`ControlFlowInfo`.
+    Raises:
+        InvalidArgumentError: a node with inputs from two frames, a frame entered from two frames, an
+            ``Exit`` in the root frame.
+    """
+    frames: list[str | None] = [None] * len(names)
+    source: list[int | None] = [None] * len(names)
     parent: dict[str, str] = {}
     enters: dict[str, int] = collections.Counter()
     exits: dict[str, list[int]] = collections.defaultdict(list)
@@ -100,13 +114,15 @@ def _frames(nodes, kinds, out_edges, roots):
         frame = frames[i]
         out_frame = frame
         if kinds[i] == "enter":
-            out_frame = nodes[i].source.get_attr("frame_name")
+            out_frame = enter_frames[i]
             if parent.setdefault(out_frame, frame) != frame:
-                raise _different_frames(nodes, i, frame, None, parent[out_frame])
+                raise errors.InvalidArgumentError(
+                    None, None, f"Frame '{out_frame}' is entered from frame '{frame}' by '{names[i]}' and from frame "
+                    f"'{parent[out_frame]}' by another Enter")
             enters[out_frame] += 1
         elif kinds[i] == "exit":
             if frame == "":
-                raise errors.InvalidArgumentError(None, None, f"Exit node '{nodes[i].name}' is not inside a loop "
+                raise errors.InvalidArgumentError(None, None, f"Exit node '{names[i]}' is not inside a loop "
                                                   "(its input is in the root frame)")
             out_frame = parent[frame]
             exits[frame].append(i)
@@ -115,14 +131,7 @@ def _frames(nodes, kinds, out_edges, roots):
                 frames[dst], source[dst] = out_frame, i
                 queue.append(dst)
             elif frames[dst] != out_frame:
-                raise _different_frames(nodes, dst, out_frame, i, frames[dst], source[dst])
+                raise errors.InvalidArgumentError(
+                    None, None, f"The node '{names[dst]}' has inputs from different frames. The input '{names[i]}' is "
+                    f"in frame '{out_frame}'. The input '{names[source[dst]]}' is in frame '{frames[dst]}'.")
     return [f if f is not None else "" for f in frames], parent, dict(enters), exits
-
-
-def _different_frames(nodes, dst, frame, src, other_frame, other_src=None):
-    """TF's ``ValidateControlFlowInfo`` message."""
-    first = nodes[src].name if src is not None else nodes[dst].name
-    second = nodes[other_src].name if other_src is not None else "?"
-    return errors.InvalidArgumentError(
-        None, None, f"The node '{nodes[dst].name}' has inputs from different frames. The input '{first}' is in "
-        f"frame '{frame}'. The input '{second}' is in frame '{other_frame}'.")

@@ -59,10 +59,12 @@ class StepContext:
             op, or None (the step's default deadline bounds its waits only).
         call_frame: the step's :class:`~dfcore.runtime.call_frame.CallFrame` (feeds in, fetches out),
             or None (a partial run, or a partition run for another task's session).
+        frame_iter: ``(frame_id, iteration)`` of the node being run ((0, 0) outside loops; set by the
+            control-flow executor), the last field of the rendezvous keys of ``_Send``/``_Recv``.
     """
 
-    __slots__ = ("call_frame", "collectives", "deadline", "device", "rendezvous", "resources", "step_id", "tracing",
-                 "txn")
+    __slots__ = ("call_frame", "collectives", "deadline", "device", "frame_iter", "rendezvous", "resources", "step_id",
+                 "tracing", "txn")
 
     def __init__(self, txn: Any, resources: Any, step_id: int, rendezvous: Any = None, device: str | None = None,
                  collectives: dict[Any, Any] | None = None, tracing: bool = False, deadline: Any = None,
@@ -76,6 +78,7 @@ class StepContext:
         self.tracing = tracing
         self.deadline = deadline
         self.call_frame = call_frame
+        self.frame_iter = (0, 0)
 
     def on_device(self, device: str) -> StepContext:
         return StepContext(self.txn, self.resources, self.step_id, self.rendezvous, device, self.collectives,

@@ -26,7 +26,9 @@ from .executor import CompiledNode, CompiledPartition
 from .partition import PartitionGraph
 from .variable_store import VarRef
 
-_SINGLE_OUTPUT_INSERTED = {"_Recv", "_Arg", "Const", "Identity"}
+# outputs of the nodes the partitioner inserts (pairs, call frames, control pairs, per-device loop control)
+_INSERTED_OUTPUTS = {"_Recv": 1, "_Arg": 1, "Const": 1, "Identity": 1, "Enter": 1, "NextIteration": 1, "Merge": 2,
+                     "Switch": 2}
 
 
 def compile_partition(graph: PartitionGraph, control_flow: bool | None = None) -> CompiledPartition:
@@ -76,7 +78,7 @@ def compile_partition(graph: PartitionGraph, control_flow: bool | None = None) -
 def _num_outputs(node):
     if node.original is not None:
         return len(node.original.outputs)
-    return 1 if node.op in _SINGLE_OUTPUT_INSERTED else 0
+    return _INSERTED_OUTPUTS.get(node.op, 0)
 
 
 def _compile_node(node, in_slots, out_slot):
