@@ -88,7 +88,8 @@ def build_control_flow_info(nodes: Sequence, edges: Sequence[tuple[int, int, int
 
 
 def assign_frames(names: Sequence[str], kinds: Sequence[str | None], enter_frames: dict[int, str],
-                  out_edges: Sequence[Sequence[tuple[int, int]]], roots: Sequence[int]) -> tuple[list[str], dict, dict, dict]:
+                  out_edges: Sequence[Sequence[tuple[int, int]]],
+                  roots: Sequence[int]) -> tuple[list[str], dict, dict, dict]:
     """The static frame of each node (see the module docstring).
 
     Args:
@@ -101,8 +102,8 @@ def assign_frames(names: Sequence[str], kinds: Sequence[str | None], enter_frame
         InvalidArgumentError: a node with inputs from two frames, a frame entered from two frames, an
             ``Exit`` in the root frame.
     """
-    frames: list[str | None] = [None] * len(names)
-    source: list[int | None] = [None] * len(names)
+    frames: list[str | None] = [None] * len(names)  # None: not reached yet
+    source = [-1] * len(names)  # the node that first reached each node
     parent: dict[str, str] = {}
     enters: dict[str, int] = collections.Counter()
     exits: dict[str, list[int]] = collections.defaultdict(list)
@@ -111,7 +112,7 @@ def assign_frames(names: Sequence[str], kinds: Sequence[str | None], enter_frame
         frames[root] = ""
     while queue:
         i = queue.popleft()
-        frame = frames[i]
+        frame = frames[i] or ""
         out_frame = frame
         if kinds[i] == "enter":
             out_frame = enter_frames[i]
