@@ -105,8 +105,9 @@ def _with_counter(cond, body, loop_vars, shape_invariants, maximum_iterations, t
 
 
 def build_loop(graph: Any, context: WhileContext, cond: Callable[..., Any], body: Callable[..., Any], loop_vars: Any,
-               shape_invariants: Any = None) -> list:
-    """Build the loop in ``context`` (a :class:`WhileContext`, or the gradient's own); returns the flat Exits."""
+               shape_invariants: Any = None, enforce_shape_invariant: bool = True) -> list:
+    """Build the loop in ``context`` (a :class:`WhileContext`, or the gradient's own); returns the flat Exits.
+    ``enforce_shape_invariant=False`` (gradient loops, as TF) skips the shape check of the body's results."""
     flat = [convert_to_tensor(v) for v in nest.flatten(loop_vars)]
     loop_vars = nest.pack_sequence_as(loop_vars, flat)
     invariants = _flat_invariants(loop_vars, flat, shape_invariants)
@@ -145,7 +146,8 @@ def build_loop(graph: Any, context: WhileContext, cond: Callable[..., Any], body
                 raise TypeError(f"Input 1 of node {m.op.name} was passed {v.dtype.name} from {v.name} incompatible "
                                 f"with expected {m.dtype.name}.")
             nxt = control_flow_prims.next_iteration(v)
-            _enforce_shape_invariant(m, nxt)
+            if enforce_shape_invariant:
+                _enforce_shape_invariant(m, nxt)
             m.op._update_input(1, nxt)
         exits = [control_flow_prims.exit(s[0]) for s in switches]
     context.loop_exits = exits

@@ -202,7 +202,7 @@ def loop_gradient(node: LoopNode, exit_grads: list[Any], backprop: Any) -> list[
         invariants_shapes = ([count.shape] + [forward.loop_enters[j].shape for j in float_vars]
                              + [a.shape for a in accs0])  # the forward loop's shape invariants
         results = build_loop(graph, context, lambda n, *_: math_ops.greater(n, 0), body, [count] + grads0 + accs0,
-                             invariants_shapes)
+                             invariants_shapes, enforce_shape_invariant=False)
     in_grads: list[Any] = [None] * len(node.inputs)
     for j, grad in zip(float_vars, results[1:1 + len(float_vars)]):
         in_grads[j] = grad

@@ -192,6 +192,22 @@ def test_gradient_through_a_loop_with_a_cond_in_its_body():
         assert grad_error(x, y, np.array([0.7, -1.3])) < GRAD_TOL
 
 
+def test_gradient_through_nested_loops_matches_the_derivative():
+    a = tf.placeholder(tf.float64, [], name="a")
+
+    def outer(i, acc):
+        _, inner = tf.while_loop(lambda j, t: j < 3, lambda j, t: (j + 1, t * a), (tf.constant(0), acc))
+        return i + 1, inner + a
+
+    _, r = tf.while_loop(lambda i, acc: i < 2, outer, (tf.constant(0), tf.constant(1.0, tf.float64)))
+    grad, = tf.gradients(r, a)
+    with tf.Session() as sess:
+        value, got = sess.run([r, grad], {a: 1.1})
+    # r = (a^3 + a) a^3 + a = a^6 + a^4 + a
+    assert value == pytest.approx(1.1 ** 6 + 1.1 ** 4 + 1.1)
+    assert got == pytest.approx(6 * 1.1 ** 5 + 4 * 1.1 ** 3 + 1)
+
+
 def test_gradient_of_a_loop_built_with_back_prop_false_is_refused():
     x = tf.constant(1.0)
     _, y = tf.while_loop(lambda i, y: i < 2, lambda i, y: (i + 1, y * x), (tf.constant(0), x), back_prop=False)

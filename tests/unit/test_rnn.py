@@ -93,3 +93,22 @@ def test_dynamic_rnn_gradient_wrt_the_weights_matches_finite_differences():
 def test_dynamic_rnn_needs_a_dtype_without_an_initial_state():
     with pytest.raises(ValueError, match="If there is no initial_state, you must give a dtype."):
         tf.nn.dynamic_rnn(tf.nn.rnn_cell.BasicRNNCell(2), tf.zeros([1, 2, 3]))
+
+
+def test_an_lstm_learns_to_sum_a_sequence_with_adam():
+    """A classic TF1 program: dynamic_rnn + dense + AdamOptimizer.minimize; the loss falls a hundredfold."""
+    rs = np.random.RandomState(0)
+    inputs = rs.standard_normal((32, 6, 2))
+    targets = inputs[:, :, 0].sum(1, keepdims=True)
+    x = tf.placeholder(tf.float32, [None, 6, 2])
+    y = tf.placeholder(tf.float32, [None, 1])
+    _, state = tf.nn.dynamic_rnn(tf.nn.rnn_cell.BasicLSTMCell(8), x, dtype=tf.float32)
+    loss = tf.reduce_mean(tf.square(tf.layers.dense(state.h, 1) - y))
+    train = tf.train.AdamOptimizer(0.05).minimize(loss)
+    tf.set_random_seed(0)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        first = sess.run(loss, {x: inputs, y: targets})
+        for _ in range(60):
+            sess.run(train, {x: inputs, y: targets})
+        assert sess.run(loss, {x: inputs, y: targets}) < first / 100
