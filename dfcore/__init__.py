@@ -117,6 +117,7 @@ from . import (
     linalg,
     losses,
     math,
+    nest,
     nn,
     python_io,
     queue,

@@ -139,3 +139,12 @@ def test_loop_results_agree_with_numpy_on_the_thread_pool():
     config = tf.ConfigProto(inter_op_parallelism_threads=4)
     with tf.Session(config=config) as sess:
         np.testing.assert_allclose(sess.run(acc, {x: value}), expected)
+
+
+def test_fetching_a_dead_tensor_fails_as_in_tf():
+    p = tf.placeholder(tf.bool, [], name="p")
+    _, out_true = cf.switch(tf.constant(1.0), p)
+    with tf.Session() as sess:
+        assert sess.run(out_true, {p: True}) == 1.0
+        with pytest.raises(tf.errors.InvalidArgumentError, match=r"Retval\[0\] does not have value"):
+            sess.run(out_true, {p: False})

@@ -254,3 +254,13 @@ def test_functional_op_gradients_match_finite_differences(build):
     x0 = np.linspace(-0.9, 1.1, 12).reshape(4, 3)
     with tf.Session():
         assert grad_error(x, y, x0) < GRAD_TOL
+
+
+def test_tf_nest_flattens_packs_and_compares_structures():
+    structure = {"b": (1, [2, 3]), "a": 4}
+    assert tf.nest.flatten(structure) == [4, 1, 2, 3]
+    assert tf.nest.pack_sequence_as(structure, [40, 10, 20, 30]) == {"b": (10, [20, 30]), "a": 40}
+    assert tf.nest.map_structure(lambda v: v * 2, (1, [2])) == (2, [4])
+    assert tf.nest.is_nested([1]) and not tf.nest.is_nested(1)
+    with pytest.raises(TypeError, match="don't have the same sequence type"):
+        tf.nest.assert_same_structure((1, 2), [1, 2])

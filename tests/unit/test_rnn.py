@@ -112,3 +112,43 @@ def test_an_lstm_learns_to_sum_a_sequence_with_adam():
         for _ in range(60):
             sess.run(train, {x: inputs, y: targets})
         assert sess.run(loss, {x: inputs, y: targets}) < first / 100
+
+
+def test_gru_cell_matches_numpy_and_tfs_variable_names():
+    x = tf.placeholder(tf.float64, [2, 4, 3], name="x")
+    outputs, state = tf.nn.dynamic_rnn(tf.nn.rnn_cell.GRUCell(5), x, dtype=tf.float64)
+    names = [v.name for v in tf.trainable_variables()]
+    assert names == ["rnn/gru_cell/gates/kernel:0", "rnn/gru_cell/gates/bias:0", "rnn/gru_cell/candidate/kernel:0",
+                     "rnn/gru_cell/candidate/bias:0"]
+    value = np.random.RandomState(4).standard_normal((2, 4, 3))
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        gk, gb, ck, cb = sess.run(tf.trainable_variables())
+        got, final = sess.run([outputs, state], {x: value})
+    np.testing.assert_array_equal(gb, np.ones(10))  # TF's gate bias starts at 1
+    h = np.zeros((2, 5))
+    for t in range(4):
+        r, u = np.split(_sigmoid(np.concatenate([value[:, t], h], 1) @ gk + gb), 2, axis=1)
+        c = np.tanh(np.concatenate([value[:, t], r * h], 1) @ ck + cb)
+        h = u * h + (1 - u) * c
+        np.testing.assert_allclose(got[:, t], h, rtol=1e-10)
+    np.testing.assert_allclose(final, h, rtol=1e-10)
+
+
+def test_multi_rnn_cell_stacks_cells_with_tfs_variable_names():
+    x = tf.placeholder(tf.float64, [2, 3, 2], name="x")
+    cell = tf.nn.rnn_cell.MultiRNNCell([tf.nn.rnn_cell.BasicRNNCell(4), tf.nn.rnn_cell.LSTMCell(3)])
+    outputs, (first, second) = tf.nn.dynamic_rnn(cell, x, dtype=tf.float64)
+    assert [v.name for v in tf.trainable_variables()] == [
+        "rnn/multi_rnn_cell/cell_0/basic_rnn_cell/kernel:0", "rnn/multi_rnn_cell/cell_0/basic_rnn_cell/bias:0",
+        "rnn/multi_rnn_cell/cell_1/lstm_cell/kernel:0", "rnn/multi_rnn_cell/cell_1/lstm_cell/bias:0"]
+    value = np.random.RandomState(5).standard_normal((2, 3, 2))
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        k0, b0, k1, b1 = sess.run(tf.trainable_variables())
+        got, got_first, got_second = sess.run([outputs, first, second], {x: value})
+    hidden, _ = _numpy_rnn(value, k0, b0, lstm=False)
+    expected, (c, h) = _numpy_rnn(hidden, k1, b1, lstm=True)
+    np.testing.assert_allclose(got, expected, rtol=1e-10)
+    np.testing.assert_allclose(got_first, hidden[:, -1], rtol=1e-10)
+    np.testing.assert_allclose(got_second.c, c, rtol=1e-10)
