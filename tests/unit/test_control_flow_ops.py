@@ -264,3 +264,17 @@ def test_tf_nest_flattens_packs_and_compares_structures():
     assert tf.nest.is_nested([1]) and not tf.nest.is_nested(1)
     with pytest.raises(TypeError, match="don't have the same sequence type"):
         tf.nest.assert_same_structure((1, 2), [1, 2])
+
+
+def test_a_loop_survives_export_and_import_graph_def():
+    x = tf.placeholder(tf.float32, [], name="x")
+    _, y = tf.while_loop(lambda i, y: i < 10, lambda i, y: (i + 1, y * 2.0 + x), [tf.constant(0), tf.constant(1.0)])
+    graph_def = tf.get_default_graph().as_graph_def()
+    with tf.Graph().as_default() as imported:
+        tf.import_graph_def(graph_def, name="imported")
+        merge = imported.get_operation_by_name("imported/while/Merge_1")
+        assert [t.op.type for t in merge.inputs] == ["Enter", "NextIteration"]
+        with tf.Session() as sess:
+            got = sess.run(imported.get_tensor_by_name(f"imported/{y.name}"),
+                           {imported.get_tensor_by_name("imported/x:0"): 0.5})
+    assert got == 2.0 ** 10 + 0.5 * (2.0 ** 10 - 1)
