@@ -169,3 +169,19 @@ def test_the_simulated_clock_replays_every_iteration():
     assert starts == sorted(starts) and len(set(starts)) == 5
     for (_, earlier), (_, later) in zip(matmuls, matmuls[1:]):
         assert later.sim_start_micros >= earlier.sim_end_micros  # iteration k+1 needs iteration k's product
+
+
+def test_ref_switch_assigns_only_in_the_taken_branch():
+    v = tf.Variable(1.0)
+    p = tf.placeholder(tf.bool, [], name="p")
+    _, ref_true = cf.ref_switch(v._ref(), p)
+    assert ref_true.dtype.is_ref
+    update = tf.assign(ref_true, 5.0)
+    with tf.Session() as sess:
+        sess.run(v.initializer)
+        sess.run(update.op, {p: False})
+        assert sess.run(v) == 1.0  # the Assign ran dead: nothing written
+        sess.run(update.op, {p: True})
+        assert sess.run(v) == 5.0
+    with pytest.raises(TypeError, match="ref_switch needs a reference"):
+        cf.ref_switch(tf.constant(1.0), p)
