@@ -301,3 +301,27 @@ def test_a_loop_survives_export_and_import_graph_def():
             got = sess.run(imported.get_tensor_by_name(f"imported/{y.name}"),
                            {imported.get_tensor_by_name("imported/x:0"): 0.5})
     assert got == 2.0 ** 10 + 0.5 * (2.0 ** 10 - 1)
+
+
+def test_case_exclusive_checks_that_at_most_one_predicate_holds():
+    x = tf.placeholder(tf.float32, [], name="x")
+    y = tf.case([(x < 0, lambda: tf.constant(-1.0)), (x < 10, lambda: x)], default=lambda: tf.constant(100.0),
+                exclusive=True)
+    with tf.Session() as sess:
+        assert sess.run(y, {x: 5.0}) == 5.0
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match=r"assertion failed: \[Input error: exclusive=True: more than 1 conditions "
+                                 r"\(Less:0, Less_1:0\) evaluated as True:\] \[True True\]"):
+            sess.run(y, {x: -5.0})
+
+
+def test_assert_fails_the_step_with_its_data():
+    x = tf.placeholder(tf.float32, [4], name="x")
+    check = tf.Assert(tf.reduce_all(x > 0), ["x must be positive:", x], summarize=2)
+    with tf.control_dependencies([check]):
+        y = tf.identity(x)
+    with tf.Session() as sess:
+        assert sess.run(y, {x: [1.0, 2.0, 3.0, 4.0]}).tolist() == [1.0, 2.0, 3.0, 4.0]
+        with pytest.raises(tf.errors.InvalidArgumentError, match=r"assertion failed: \[x must be positive:\] "
+                                                                 r"\[1.0 -2.0...\]"):
+            sess.run(y, {x: [1.0, -2.0, 3.0, 4.0]})
