@@ -54,7 +54,13 @@ from .framework.scopes import (
 from .framework.tensor import Tensor
 from .framework.tensor_conversion import convert_to_tensor, register_tensor_conversion_function
 from .framework.tensor_shape import Dimension, TensorShape
-from .ops import array_grad as _array_grad, math_grad as _math_grad, nn_grad as _nn_grad  # register gradients
+from .ops import (  # register gradients
+    array_grad as _array_grad,
+    control_flow_grad as _control_flow_grad,  # Switch, Merge, Enter, Exit, NextIteration, their gradients
+    math_grad as _math_grad,
+    nn_grad as _nn_grad,
+    stack_ops as _stack_ops,  # registers StackV2, StackPushV2, StackPopV2
+)
 from .ops.array_ops import *
 from .ops.array_ops_gather import *
 from .ops.array_ops_join import *
@@ -63,9 +69,12 @@ from .ops.array_ops_slice import *
 from .ops.array_ops_where import *
 from .ops.clip_ops import *
 from .ops.constant_op import constant
-from .ops.control_flow_ops import group, no_op, tuple, with_dependencies
+from .ops.control_flow_cond import case, cond
+from .ops.control_flow_ops import Assert, group, no_op, tuple, with_dependencies
+from .ops.control_flow_while import while_loop
 from .ops.data_flow_ops import *
 from .ops.dynamic_partition import *
+from .ops.functional_ops import foldl, foldr, map_fn, scan
 from .ops.gradients_impl import gradients
 from .ops.init_ops import *
 from .ops.linalg_ops import matrix_determinant, matrix_inverse
@@ -111,6 +120,7 @@ from . import (
     losses,
     math,
     mpi,
+    nest,
     nn,
     python_io,
     queue,

@@ -1,6 +1,7 @@
 """``tf.nn``: neural-network ops (activations, softmax, cross-entropy, dropout, convolution, pooling,
-normalization, top-k, embeddings)."""
+normalization, top-k, embeddings, dynamic_rnn and its cells)."""
 
+from .ops import rnn_cell  # tf.nn.rnn_cell.BasicRNNCell …
 from .ops.embedding_ops import *
 from .ops.nn_batch_norm import *
 from .ops.nn_conv import *
@@ -10,6 +11,7 @@ from .ops.nn_ops import *
 from .ops.nn_ops_xent import *
 from .ops.nn_pool import *
 from .ops.nn_topk import *
+from .ops.rnn import dynamic_rnn
 
 
 def __getattr__(name: str):

@@ -63,6 +63,7 @@ class Graph:
         self._colocation_stack = []
         self._collections = {}
         self._finalized = False
+        self._control_flow_context = None  # the cond/while being built (dfcore.ops.control_flow_context)
         self._last_id = 0
         self.seed = None
 
@@ -96,6 +97,9 @@ class Graph:
                 if tensor.graph is not self:
                     raise ValueError(f"Tensor {tensor!r} must be from the same graph as the op '{op_type}' being "
                                      "created.")
+            context = self._control_flow_context
+            if context is not None:  # values from outside a cond branch or loop body come in through it
+                inputs = [context.add_value(t) for t in inputs]
             unique = self._op_name(name or op_type)
             if not _VALID_OP_NAME.match(unique):
                 raise ValueError(f"'{unique}' is not a valid node name")
@@ -108,6 +112,9 @@ class Graph:
                 attrs["_class"] = sorted(set(target.colocation_groups))
                 device = target.device
             op = Operation(self, op_type, unique, inputs, attrs, controls, device)
+            if context is not None:
+                op._control_flow_context = context
+                context.add_op(op)
             if not self._colocation_stack:
                 self._apply_device_functions(op)
             self._ops.append(op)
@@ -370,14 +377,17 @@ class _ControlDependencies:
     def __enter__(self):
         graph = self._graph
         self._saved = graph._control_dependencies_stack
-        if self.control_inputs is None:
+        self._saved_context = graph._control_flow_context
+        if self.control_inputs is None:  # TF: a new stack also leaves any cond/while context
             graph._control_dependencies_stack = []
+            graph._control_flow_context = None
         else:
             graph._control_dependencies_stack = self._saved + [self]
         return self
 
     def __exit__(self, *exc):
         self._graph._control_dependencies_stack = self._saved
+        self._graph._control_flow_context = self._saved_context
         return False
 
 

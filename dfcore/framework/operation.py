@@ -26,6 +26,7 @@ class Operation:
         self._outputs = []
         self._control_outputs = []
         self._assigned_device = None
+        self._control_flow_context = None  # the cond branch or loop body that built this op, if any
         specs = registry.shape_function(op_type)(self)
         self._outputs = [Tensor(self, i, dtype, shape) for i, (dtype, shape) in enumerate(specs)]
         for tensor in self._inputs:
@@ -102,6 +103,11 @@ class Operation:
             self._control_inputs.append(op)
             op._control_outputs.append(self)
 
+    def _remove_control_input(self, op):
+        """Drop control input ``op`` (a loop body's op may not wait on an op outside the loop's frame)."""
+        self._control_inputs.remove(op)
+        op._control_outputs.remove(self)
+
     def _add_control_inputs(self, ops):
         for op in ops:
             self._add_control_input(op)
@@ -112,6 +118,10 @@ class Operation:
         old._consumers.remove(self)
         self._inputs[index] = tensor
         tensor._consumers.append(self)
+
+    def _get_control_flow_context(self):
+        """The control-flow context (cond branch, loop body) this op was built in, or None (TF's method)."""
+        return self._control_flow_context
 
     # -- export and running ---------------------------------------------------
     @property

@@ -17,6 +17,11 @@ Contracts:
 
     gradient ``fn(op, *output_grads) -> [grad or None per input]``.
 
+    control-flow kind (``register_control_flow``): how the executor moves an op's outputs
+    between frames and iterations (``"switch"``, ``"merge"``, ``"enter"``, ``"exit"``,
+    ``"next_iteration"``, ``"loop_cond"``), or ``"control_trigger"`` (never dead); a kernel returns :data:`DEAD`
+    for an output it does not take (``Switch``'s untaken branch).
+
     cost function ``fn(input_shapes, output_shapes, attrs) -> (flops, elements_accessed)``:
     shapes are lists of int tuples (one per input / output, as run), ``attrs`` the op's
     attr dict; ``elements_accessed`` counts elements read plus written (the cost model
@@ -36,7 +41,25 @@ _COSTS: dict[str, Callable[..., Any]] = {}
 _STATEFUL: set[str] = set()
 _NOT_DIFFERENTIABLE: set[str] = set()
 _REF_INPUTS: dict[str, frozenset[int]] = {}
+_CONTROL_FLOW: dict[str, str] = {}
+_RUNS_DEAD: set[str] = set()
 _EMPTY: frozenset[int] = frozenset()
+CONTROL_FLOW_KINDS = ("switch", "merge", "enter", "exit", "next_iteration", "loop_cond", "control_trigger")
+
+
+class _Dead:
+    """The value of a dead tensor (TF's executor ``is_dead``): an untaken branch."""
+
+    __slots__ = ()
+
+    def __repr__(self):
+        return "DEAD"
+
+    def __reduce__(self):  # unpickles as the same singleton (a dead tensor crossing processes stays dead)
+        return "DEAD"
+
+
+DEAD = _Dead()
 
 
 class KernelDef:
@@ -119,6 +142,28 @@ def register_ref_inputs(op_type, *indices):
 
 def ref_inputs(op_type):
     return _REF_INPUTS.get(op_type, _EMPTY)
+
+
+def register_control_flow(op_type, kind):
+    """Declare ``op_type`` a control-flow primitive of ``kind`` (one of :data:`CONTROL_FLOW_KINDS`)."""
+    if kind not in CONTROL_FLOW_KINDS:
+        raise ValueError(f"Unknown control-flow kind {kind!r}")
+    _check_new(_CONTROL_FLOW, op_type, "control-flow kind")
+    _CONTROL_FLOW[op_type] = kind
+
+
+def mark_runs_when_dead(*op_types):
+    """Ops whose kernel runs even with a dead input, to pass the deadness on (``_Send``: TF sends ``is_dead``)."""
+    _RUNS_DEAD.update(op_types)
+
+
+def runs_when_dead(op_type):
+    return op_type in _RUNS_DEAD
+
+
+def control_flow_kind(op_type):
+    """The control-flow kind of ``op_type``, None for every other op."""
+    return _CONTROL_FLOW.get(op_type)
 
 
 def is_stateful(op_type):

@@ -21,7 +21,9 @@ from ..distribute.cluster_runtime import ClusterResources, ClusterVariableStore,
 from ..framework import graph as graph_lib
 from ..framework.importer import import_nodes
 from ..runtime.cancellation import Deadline
-from ..runtime.executor import Executor, StepContext, inline_runner
+from ..runtime.control_flow_executor import make_executor
+from ..runtime.control_flow_info import has_control_flow
+from ..runtime.executor import StepContext, inline_runner
 from ..runtime.partition import PartitionGraph, PartitionNode
 from ..runtime.partition_compiler import compile_partition
 
@@ -91,7 +93,8 @@ class WorkerService:
         nodes = tuple(PartitionNode(name, op, tuple(inputs), node_device, attrs,
                                     None if original is None else ops[original])
                       for name, op, inputs, node_device, attrs, original in records)
-        compiled = compile_partition(PartitionGraph(device, nodes))
+        # a step with control flow runs every partition on the control-flow executor (dead tensors cross tasks)
+        compiled = compile_partition(PartitionGraph(device, nodes), has_control_flow([op.type for op in ops.values()]))
         with self._lock:
             handle = (source, len(self._partitions))
             self._partitions[handle] = compiled
@@ -118,7 +121,7 @@ class WorkerService:
                 return
             reply(_trace_reply(executor, timings, rendezvous) if trace else None)
 
-        executor = Executor(partition, ctx, inline_runner, done, timings)
+        executor = make_executor(partition, ctx, inline_runner, done, timings)
         executor.start()
 
     def _end_step(self, source, reply, step_handle, commit):

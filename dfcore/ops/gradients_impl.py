@@ -6,14 +6,16 @@ its consumers lie on a path to ``ys``; walk back from ``ys`` in that order,
 summing the gradients arriving at each tensor (``AddN``) and calling the
 gradient function registered for the op type (``RegisterGradient``). Ops
 declared ``NotDifferentiable``, tensors in ``stop_gradients`` and integer
-tensors pass no gradient. Backward ops are named ``gradients/<op>_grad/...``.
+tensors pass no gradient. Backward ops are named ``gradients/<op>_grad/...``. A
+``while_loop`` is one node of this walk, differentiated by :mod:`dfcore.ops.while_grad`
+(a backward loop); ``cond`` s are differentiated op by op (``Merge`` ↔ ``Switch``).
 """
 
 import collections
 
 from ..framework import registry
 from ..framework.tensor_conversion import convert_to_tensor
-from . import array_ops, math_ops
+from . import array_ops, math_ops, while_grad
 from .op_util import graph_of
 
 
@@ -54,40 +56,35 @@ def _as_list(value):
     return [value]
 
 
-def _backprop(graph, ys, xs, grad_ys, stops):
-    between = _ops_between([x.op for x in xs], [y.op for y in ys])
+def _backprop(graph, ys, xs, grad_ys, stops, boundary=frozenset()):
+    """The gradient walk; ``boundary``: ops whose inputs are not followed (a loop body's inputs)."""
+    loops: dict = {}
+    between = _ops_between([x.op for x in xs], [_producer(y, loops) for y in ys], loops, boundary)
     pending = collections.Counter()
-    for op in between:
-        for tensor in op.inputs:
-            if tensor.op in between:
-                pending[tensor.op] += 1
+    for node in between:
+        for tensor in _inputs(node, boundary):
+            producer = _producer(tensor, loops)
+            if producer in between:
+                pending[producer] += 1
     grads = collections.defaultdict(list)
     for y, grad_y in zip(ys, grad_ys):
         if grad_y is None:
             grad_y = array_ops.ones_like(y, name=f"grad_ys_{len(grads)}")
         grads[y].append(convert_to_tensor(grad_y, dtype=y.dtype.base_dtype))
-    ready = collections.deque(sorted({y.op for y in ys if pending[y.op] == 0}, key=lambda op: op._id))
+    ready = collections.deque(sorted({_producer(y, loops) for y in ys if pending[_producer(y, loops)] == 0},
+                                     key=lambda op: op._id))
     seen = set(ready)
     while ready:
         op = ready.popleft()
         out_grads = [_aggregate(grads.get(t)) for t in op.outputs]
-        if any(g is not None for g in out_grads) and op not in stops:
-            grad_fn = registry.gradient_function(op.type)
-            if grad_fn is not None:
-                out_grads = [g if g is not None or not _differentiable(t) else array_ops.zeros_like(t)
-                             for g, t in zip(out_grads, op.outputs)]
-                with graph.name_scope(f"{op.name}_grad"):
-                    in_grads = _as_list(grad_fn(op, *out_grads))
-                if len(in_grads) != len(op.inputs):
-                    raise ValueError(
-                        f"Num gradients {len(in_grads)} generated for op {op.name} do not match num inputs "
-                        f"{len(op.inputs)}"
-                    )
+        if any(g is not None for g in out_grads) and op not in stops and op not in boundary:
+            in_grads = _node_gradient(graph, op, out_grads)
+            if in_grads is not None:
                 for tensor, grad in zip(op.inputs, in_grads):
                     if grad is not None and _differentiable(tensor):
                         grads[tensor].append(grad)
-        for tensor in op.inputs:
-            producer = tensor.op
+        for tensor in _inputs(op, boundary):
+            producer = _producer(tensor, loops)
             if producer in between:
                 pending[producer] -= 1
                 if pending[producer] == 0 and producer not in seen:
@@ -96,8 +93,68 @@ def _backprop(graph, ys, xs, grad_ys, stops):
     return [_aggregate(grads.get(x)) for x in xs]
 
 
-def _ops_between(from_ops, to_ops):
-    """Ops reachable forward from ``from_ops`` (through data edges) and backward from ``to_ops``."""
+def _node_gradient(graph, op, out_grads):
+    """The input gradients of an op (its registered gradient) or of a whole while loop; None: not differentiable."""
+    if isinstance(op, while_grad.LoopNode):
+        def backprop(ys, xs, grad_ys, boundary):
+            return _backprop(graph, ys, xs, grad_ys, set(), boundary)
+
+        with graph.name_scope(f"{op.context.scope.rstrip('/')}_grad"):
+            return while_grad.loop_gradient(op, out_grads, backprop)
+    grad_fn = registry.gradient_function(op.type)
+    if grad_fn is None:
+        return None
+    out_grads = [g if g is not None or not _differentiable(t) else zeros_for_output(op, i)
+                 for i, (g, t) in enumerate(zip(out_grads, op.outputs))]
+    with graph.name_scope(f"{op.name}_grad"):
+        in_grads = _as_list(grad_fn(op, *out_grads))
+    if len(in_grads) != len(op.inputs):
+        raise ValueError(
+            f"Num gradients {len(in_grads)} generated for op {op.name} do not match num inputs "
+            f"{len(op.inputs)}"
+        )
+    return in_grads
+
+
+_ZEROS_FOR_OUTPUT: dict = {}
+
+
+def register_zeros_for_output(op_type):
+    """Decorator registering ``fn(op, index)``: the zero gradient of output ``index`` of an ``op_type`` op
+    (default ``zeros_like`` of the output; a ``Switch`` output may be dead, so its zeros must be too)."""
+
+    def _register(fn):
+        _ZEROS_FOR_OUTPUT[op_type] = fn
+        return fn
+
+    return _register
+
+
+def zeros_for_output(op, index):
+    """The zero gradient of ``op.outputs[index]`` (see :func:`register_zeros_for_output`)."""
+    fn = _ZEROS_FOR_OUTPUT.get(op.type)
+    return fn(op, index) if fn is not None else array_ops.zeros_like(op.outputs[index])
+
+
+def _producer(tensor, loops):
+    """The node that computes ``tensor``: its op, or the whole while loop for a loop's Exit."""
+    loop = while_grad.loop_node_of_exit(tensor, loops)
+    return loop if loop is not None else tensor.op
+
+
+def _inputs(node, boundary):
+    return () if node in boundary else node.inputs
+
+
+def _consumers(tensor, loops):
+    for op in tensor._consumers:
+        loop = while_grad.loop_node_of_enter(op, loops)
+        yield loop if loop is not None else op
+
+
+def _ops_between(from_ops, to_ops, loops, boundary=frozenset()):
+    """Nodes reachable forward from ``from_ops`` (through data edges) and backward from ``to_ops`` (not
+    past ``boundary``); a while loop counts as one node (:class:`~dfcore.ops.while_grad.LoopNode`)."""
     reached = set()
     stack = list(from_ops)
     while stack:
@@ -106,7 +163,7 @@ def _ops_between(from_ops, to_ops):
             continue
         reached.add(op)
         for tensor in op.outputs:
-            stack.extend(tensor._consumers)
+            stack.extend(_consumers(tensor, loops))
     between = set()
     stack = list(to_ops)
     while stack:
@@ -114,7 +171,7 @@ def _ops_between(from_ops, to_ops):
         if op in between or op not in reached:
             continue
         between.add(op)
-        stack.extend(t.op for t in op.inputs)
+        stack.extend(_producer(t, loops) for t in _inputs(op, boundary))
     return between
 
 

@@ -51,7 +51,9 @@ class Variable:
             collections.append(GraphKeys.TRAINABLE_VARIABLES)
         graph = graph_lib.get_default_graph()
         init_from_fn = callable(initial_value)
-        with graph.name_scope(name or "Variable") as scope:
+        # TF's init_scope: no control dependencies, and outside any cond or while_loop being built (a variable
+        # made in a loop body, e.g. by an RNN cell, is created and initialized once, not per iteration)
+        with graph.control_dependencies(None), graph.name_scope(name or "Variable") as scope:
             if init_from_fn:
                 with graph.name_scope("Initializer"):
                     initial_value = initial_value()

@@ -25,6 +25,10 @@ Source: TF's ``common_runtime/executor.cc`` (``ExecutorState``) and the whitepap
 * an interrupt (``KeyboardInterrupt``) while a loop runs on the calling thread ends the
   step with ``CancelledError`` and propagates (see :mod:`dfcore.runtime.step`).
 
+A partition holding control flow (``Switch``/``Merge``/``Enter``/``Exit``/``NextIteration``) runs on
+:class:`~dfcore.runtime.control_flow_executor.ControlFlowExecutor` instead (frames, iterations, dead
+tensors); :func:`~dfcore.runtime.control_flow_executor.make_executor` picks.
+
 Errors: a kernel's exception becomes the step's ``OpError`` in one place,
 :func:`dfcore.runtime.kernel_errors.kernel_error`.
 """
@@ -59,10 +63,12 @@ class StepContext:
             op, or None (the step's default deadline bounds its waits only).
         call_frame: the step's :class:`~dfcore.runtime.call_frame.CallFrame` (feeds in, fetches out),
             or None (a partial run, or a partition run for another task's session).
+        frame_iter: ``(frame_id, iteration)`` of the node being run ((0, 0) outside loops; set by the
+            control-flow executor), the last field of the rendezvous keys of ``_Send``/``_Recv``.
     """
 
-    __slots__ = ("call_frame", "collectives", "deadline", "device", "rendezvous", "resources", "step_id", "tracing",
-                 "txn")
+    __slots__ = ("call_frame", "collectives", "deadline", "device", "frame_iter", "rendezvous", "resources", "step_id",
+                 "tracing", "txn")
 
     def __init__(self, txn: Any, resources: Any, step_id: int, rendezvous: Any = None, device: str | None = None,
                  collectives: dict[Any, Any] | None = None, tracing: bool = False, deadline: Any = None,
@@ -76,6 +82,7 @@ class StepContext:
         self.tracing = tracing
         self.deadline = deadline
         self.call_frame = call_frame
+        self.frame_iter = (0, 0)
 
     def on_device(self, device: str) -> StepContext:
         return StepContext(self.txn, self.resources, self.step_id, self.rendezvous, device, self.collectives,
@@ -114,10 +121,13 @@ class CompiledNode:
 
 class CompiledPartition:
     """A partition ready to run: nodes in a deterministic topological order, root indices,
-    and the initial value slots (constants already materialized, see the compiler)."""
+    the initial value slots (constants already materialized, see the compiler), and its
+    :class:`~dfcore.runtime.control_flow_info.ControlFlowInfo` if it holds control flow (None: straight line)."""
 
-    def __init__(self, device: str, nodes: list[CompiledNode], initial_values: list[Any], num_scheduled: int) -> None:
+    def __init__(self, device: str, nodes: list[CompiledNode], initial_values: list[Any], num_scheduled: int,
+                 control_flow: Any = None) -> None:
         self.device = device
+        self.control_flow = control_flow  # a ControlFlowInfo when the partition has control-flow ops
         self.nodes = nodes
         self.initial_values = initial_values
         self.num_slots = len(initial_values)
@@ -126,17 +136,20 @@ class CompiledPartition:
 
 
 class NodeTiming:
-    """Wall-clock record of one executed node (seconds from ``perf_counter``)."""
+    """Wall-clock record of one executed node (seconds from ``perf_counter``); ``frame_iter`` is
+    ``(frame_id, iteration)`` for a node run by the control-flow executor, else None."""
 
-    __slots__ = ("device", "index", "start_s", "end_s", "thread_id", "outputs")
+    __slots__ = ("device", "index", "start_s", "end_s", "thread_id", "outputs", "frame_iter")
 
-    def __init__(self, device: str, index: int, start_s: float, end_s: float, thread_id: int, outputs: Any) -> None:
+    def __init__(self, device: str, index: int, start_s: float, end_s: float, thread_id: int, outputs: Any,
+                 frame_iter: tuple[int, int] | None = None) -> None:
         self.device = device
         self.index = index
         self.start_s = start_s
         self.end_s = end_s
         self.thread_id = thread_id
         self.outputs = outputs
+        self.frame_iter = frame_iter
 
 
 class Executor:

@@ -21,7 +21,9 @@ Rules (TF's):
 - a fed tensor arrives through its feed endpoint on the client device and a fetched
   one leaves through its fetch endpoint there (``_Arg``/``_Retval`` in a normal run,
   client-terminated ``_Recv``/``_Send`` in a partial run), with a regular pair where
-  the other end is elsewhere: a fetch computed on another device costs one pair.
+  the other end is elsewhere: a fetch computed on another device costs one pair;
+- a loop whose body spans devices gets a copy of its control on each device that receives
+  inside it (:mod:`dfcore.runtime.partition_control_flow`).
 
 Edge ids (TF uses its Graph's edge ids): edges are numbered from 0 in the order
 TF's rewrite creates them: first the edges among the run's ops (consumer op id
@@ -45,6 +47,7 @@ from ..framework.graph_def import make_graph_def, make_node_def
 from ..framework.operation import Operation
 from ..framework.protos import GraphDef, NodeDef
 from .device_set import incarnation_of
+from .partition_control_flow import add_control_loops
 from .subgraph import check_endpoints, endpoint
 
 CLIENT_DEVICE = "/job:localhost/replica:0/task:0/device:CPU:0"
@@ -281,6 +284,7 @@ def partition(ops: Sequence[Operation], placement: Mapping[Operation, str], feed
             part.connect(dst, nodes[control], -1, edge_ids[(op, control)], None, False, ref_recvs, read_inputs)
         for recv in ref_recvs:
             recv.inputs.extend(f"^{name}" for name in read_inputs)
+    add_control_loops(part, ops, nodes, fed, len(edge_ids))
     for node in feed_nodes.values():
         part.add(node)
     for tensor, send in fetch_nodes:

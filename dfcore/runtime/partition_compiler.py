@@ -7,9 +7,13 @@ for graph nodes, the node record itself for ``_Send``/``_Recv``, ``_Arg``/``_Ret
 and the dummy ``Const``/``Identity`` of control pairs), a value slot per output, the slots of
 its data inputs, and pending counts over its data and control inputs.
 
-A ``Const`` with no control inputs is *preset*: its value is put in its slot once,
-here, and it is not scheduled in each step (its consumers do not wait for it). A
-``Const`` with control inputs still runs, so the ordering it carries is kept.
+A partition with control-flow ops gets a
+:class:`~dfcore.runtime.control_flow_info.ControlFlowInfo` instead of pending counts and
+presets (every node runs in its frame and iteration; see
+:mod:`dfcore.runtime.control_flow_executor`). Otherwise, a ``Const`` with no control inputs
+is *preset*: its value is put in its slot once, here, and it is not scheduled in each step
+(its consumers do not wait for it). A ``Const`` with control inputs still runs, so the
+ordering it carries is kept.
 """
 
 from __future__ import annotations
@@ -17,15 +21,21 @@ from __future__ import annotations
 from .. import errors
 from ..framework import registry
 from . import step_stats
+from .control_flow_info import build_control_flow_info, has_control_flow
 from .executor import CompiledNode, CompiledPartition
 from .partition import PartitionGraph
 from .variable_store import VarRef
 
-_SINGLE_OUTPUT_INSERTED = {"_Recv", "_Arg", "Const", "Identity"}
+# outputs of the nodes the partitioner inserts (pairs, call frames, control pairs, per-device loop control)
+_INSERTED_OUTPUTS = {"_Recv": 1, "_Arg": 1, "Const": 1, "Identity": 1, "Enter": 1, "NextIteration": 1, "Merge": 2,
+                     "Switch": 2}
 
 
-def compile_partition(graph: PartitionGraph) -> CompiledPartition:
+def compile_partition(graph: PartitionGraph, control_flow: bool | None = None) -> CompiledPartition:
     """Compile every node of ``graph``; nodes keep the partition's (topological) order.
+
+    ``control_flow``: compile for the control-flow executor (True when a partition of the step holds
+    control flow, so dead tensors received from it are understood); None: if this partition holds some.
 
     Raises:
         NotFoundError: an op type with no registered kernel.
@@ -42,19 +52,22 @@ def compile_partition(graph: PartitionGraph) -> CompiledPartition:
         in_slots = []
         for name in node.inputs:
             if name.startswith("^"):
-                edges.append((index[name[1:]], i))
+                edges.append((index[name[1:]], i, -1))
                 continue
             src, _, port = name.partition(":")
             src_index = index[src]
             in_slots.append(out_base[src_index] + (int(port) if port else 0))
-            edges.append((src_index, i))
+            edges.append((src_index, i, int(port) if port else 0))
         compiled.append(_compile_node(node, in_slots, out_base[i]))
     initial_values = [None] * num_slots
+    if control_flow or (control_flow is None and has_control_flow([node.op for node in nodes])):
+        info = build_control_flow_info(compiled, [(src, port, dst) for src, dst, port in edges])
+        return CompiledPartition(graph.device, compiled, initial_values, len(compiled), info)
     for node, record in zip(compiled, nodes):
         if node.op_type == "Const" and not record.inputs:
             node.preset = True
             initial_values[node.out_slot] = node.compute()
-    for src_index, dst_index in edges:
+    for src_index, dst_index, _ in edges:
         if not compiled[src_index].preset:
             compiled[src_index].consumers.append(dst_index)
             compiled[dst_index].pending += 1
@@ -65,7 +78,7 @@ def compile_partition(graph: PartitionGraph) -> CompiledPartition:
 def _num_outputs(node):
     if node.original is not None:
         return len(node.original.outputs)
-    return 1 if node.op in _SINGLE_OUTPUT_INSERTED else 0
+    return _INSERTED_OUTPUTS.get(node.op, 0)
 
 
 def _compile_node(node, in_slots, out_slot):

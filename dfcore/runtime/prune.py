@@ -2,9 +2,9 @@
 
 Source: TF's ``subgraph.cc`` (prune to the fetches, cut at the feeds).
 Pruning walks back from the fetched tensors and target ops through data and
-control inputs, stopping at fed tensors. Ops are ordered topologically with
-ties broken by creation order, so the result is deterministic; a cycle is
-reported in TF's words.
+control inputs, stopping at fed tensors. Ops are ordered topologically (a loop's
+``NextIteration`` → ``Merge`` back edge does not count) with ties broken by creation
+order, so the result is deterministic; a cycle is reported in TF's words.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import heapq
 from collections.abc import Collection, Iterable
 
 from .. import errors
-from ..framework import dtypes
+from ..framework import dtypes, registry
 from ..framework.operation import Operation
 from ..framework.tensor import Tensor
 
@@ -48,7 +48,7 @@ def topological_order(ops: Collection[Operation], feed_tensors: Iterable[Tensor]
     pending: dict[Operation, int] = {}
     consumers: dict[Operation, list[Operation]] = {op: [] for op in ops}
     for op in ops:
-        deps = {t.op for t in op.inputs if t not in fed and t.op in consumers}
+        deps = {t.op for t in op.inputs if t not in fed and t.op in consumers and not _is_back_edge(t)}
         deps.update(c for c in op.control_inputs if c in consumers)
         pending[op] = len(deps)
         for dep in deps:
@@ -70,6 +70,11 @@ def topological_order(ops: Collection[Operation], feed_tensors: Iterable[Tensor]
             None, stuck[0], f"Graph is invalid, contains a cycle with {len(stuck)} nodes, including: {names}"
         )
     return order
+
+
+def _is_back_edge(tensor):
+    """A loop's back edge (``NextIteration`` → ``Merge``) is no ordering constraint."""
+    return registry.control_flow_kind(tensor.op.type) == "next_iteration"
 
 
 def check_feeds_cover_placeholders(ops: Iterable[Operation]) -> None:

@@ -4,7 +4,7 @@ Source: TF's ``core/kernels/sendrecv_ops.cc``. A ``_Send`` posts its input to th
 step's rendezvous under the key built from its attrs and never blocks; a ``_Recv``
 is asynchronous: it asks the rendezvous for the same key and completes when the
 value arrives (see :mod:`dfcore.runtime.executor`). Keys are built once, when the
-partition is compiled.
+partition is compiled; inside a loop, per iteration, with the node's ``frame_id:iter``.
 """
 
 from __future__ import annotations
@@ -16,10 +16,14 @@ from .rendezvous import create_key
 from .variable_store import VarRef
 
 
-def rendezvous_key(node: Any) -> str:
-    """The rendezvous key of a ``_Send``/``_Recv`` node, from its attrs (frame and iter 0:0)."""
+def rendezvous_key(node: Any, frame_iter: tuple[int, int] = (0, 0)) -> str:
+    """The rendezvous key of a ``_Send``/``_Recv`` node, from its attrs, in iteration ``frame_iter``
+    (``(frame_id, iter)``; (0, 0) outside loops)."""
     return create_key(node.get_attr("send_device"), node.get_attr("send_device_incarnation"),
-                      node.get_attr("recv_device"), node.get_attr("tensor_name"))
+                      node.get_attr("recv_device"), node.get_attr("tensor_name"), frame_iter)
+
+
+registry.mark_runs_when_dead("_Send")  # a dead value is sent as DEAD, so the receiver's side runs dead too
 
 
 @registry.RegisterKernel("_Send", needs_context=True)
@@ -29,7 +33,7 @@ def _send_kernel(node):
     def compute(ctx, value):
         if isinstance(value, VarRef):
             value = ctx.txn.read(value)
-        ctx.rendezvous.send(key, value)
+        ctx.rendezvous.send(key if ctx.frame_iter == (0, 0) else rendezvous_key(node, ctx.frame_iter), value)
 
     return compute
 
@@ -39,6 +43,6 @@ def _recv_kernel(node):
     key = rendezvous_key(node)
 
     def compute(ctx, done):
-        ctx.rendezvous.recv_async(key, done)
+        ctx.rendezvous.recv_async(key if ctx.frame_iter == (0, 0) else rendezvous_key(node, ctx.frame_iter), done)
 
     return compute

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from .. import errors
 from .call_frame import CallFrame
 from .cancellation import DEFAULT_STEP_TIMEOUT_S, Deadline, cancelled_error
+from .control_flow_executor import ControlFlowExecutor, make_executor
 from .executor import Executor, StepContext, inline_runner
 from .rendezvous import Rendezvous
 from .session_resources import SessionResources
@@ -35,7 +36,8 @@ class StepResult:
     """Fetched values plus what tracing needs: executors (their value slots), node timings,
     the rendezvous and the step's collective instances (``StepContext.collectives``)."""
 
-    def __init__(self, values: list[Any], executors: list[Executor | None], timings: list[Any] | None,
+    def __init__(self, values: list[Any], executors: list[Executor | ControlFlowExecutor | None],
+                 timings: list[Any] | None,
                  rendezvous: Rendezvous, collectives: dict[Any, Any] | None = None) -> None:
         self.values = values
         self.executors = executors
@@ -83,7 +85,7 @@ def run_step(plan: StepPlan, feed_values: Sequence[Any], txn: StepTransaction, r
 
 
 def start_executors(plan: StepPlan, runners: Mapping[int, Callable[..., Any]], ctx: StepContext,
-                    barrier: Barrier, timings: list[Any] | None) -> list[Executor | None]:
+                    barrier: Barrier, timings: list[Any] | None) -> list[Executor | ControlFlowExecutor | None]:
     """Start an executor for each partition index in ``runners`` (``{index: runner}``), pooled ones first;
     returns a list aligned with ``plan.partitions`` (None where a partition is not run here).
 
@@ -92,14 +94,14 @@ def start_executors(plan: StepPlan, runners: Mapping[int, Callable[..., Any]], c
             and every executor was told to stop (running ones stop before their next op; the caller
             waits for them, e.g. with :meth:`Barrier.cancel`).
     """
-    executors: list[Executor | None] = [None] * len(plan.partitions)
+    executors: list[Executor | ControlFlowExecutor | None] = [None] * len(plan.partitions)
     order = sorted(runners, key=lambda i: runners[i] is inline_runner)
     try:
         made = []
         for i in order:
             partition = plan.partitions[i]
-            executors[i] = executor = Executor(partition, ctx.on_device(partition.device), runners[i], barrier.done,
-                                               timings)
+            executors[i] = executor = make_executor(partition, ctx.on_device(partition.device), runners[i],
+                                                    barrier.done, timings)
             made.append(executor)
         for executor in made:  # pooled ones first, as made
             executor.start()

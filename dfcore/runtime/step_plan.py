@@ -24,6 +24,7 @@ from ..framework import dtypes
 from ..framework.operation import Operation
 from ..framework.tensor import Tensor
 from . import cost_model, partition as partition_lib, prune as prune_lib
+from .control_flow_info import has_control_flow
 from .executor import CompiledPartition
 from .partition import Partitions
 from .partition_compiler import compile_partition
@@ -88,7 +89,8 @@ def build_step_plan(fetch_tensors: Sequence[Tensor], target_ops: Sequence[Operat
     graphs = partition_lib.partition(order, placement, feed_tensors, fetched, client_device=client_device,
                                      call_frame=not partial_run)
     devices = sorted(graphs)
-    partitions = tuple(compile_partition(graphs[d]) for d in devices)
+    control_flow = any(has_control_flow([node.op for node in graphs[d].nodes]) for d in devices)
+    partitions = tuple(compile_partition(graphs[d], control_flow) for d in devices)
     if partial_run:
         keys = _client_keys(graphs.get(client_device))
         feed_keys = tuple(keys.get(("_Recv", t.name)) for t in feed_tensors)

@@ -14,7 +14,9 @@ and parsed by :func:`parse_timeline_label`:
 - ordinary op: ``"<node> = <OpType>(<input>, <input>, ...)"``, the inputs as in
   a NodeDef (``x`` for output 0, ``x:1``, ``^ctrl`` for control inputs);
 - ``_Send``: ``"<node> = _Send(<tensor_name> @<recv_device>)"``;
-- ``_Recv``: ``"<node> = _Recv(<tensor_name> @<send_device>)"``.
+- ``_Recv``: ``"<node> = _Recv(<tensor_name> @<send_device>)"``;
+- (dfcore) a node run inside a loop: the label, then ``" @frame <frame_id> iter <iteration>"``
+  (:func:`iteration_label`), so a timeline shows every iteration of a loop body.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from .. import errors
 from ..framework import protos
 from .device_set import allocator_name
 
-_LABEL = re.compile(r"^(?P<node>.*?) = (?P<op>[^\s(]+)\((?P<body>.*)\)$")
+_LABEL = re.compile(r"^(?P<node>.*?) = (?P<op>[^\s(]+)\((?P<body>.*)\)(?: @frame (?P<frame>\d+) iter (?P<iter>\d+))?$")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -225,11 +227,28 @@ class TimelineLabel:
     inputs: tuple[str, ...] = ()
     tensor_name: str | None = None
     peer_device: str | None = None
+    frame_iter: tuple[int, int] | None = None
 
     @property
     def is_transfer(self) -> bool:
         """True for ``_Send``/``_Recv`` labels (they name a tensor and the peer device)."""
         return self.tensor_name is not None
+
+
+def iteration_label(label: str, frame_iter: tuple[int, int] | None) -> str:
+    """``label`` of a node run in iteration ``frame_iter = (frame_id, iter)`` of a loop frame; unchanged
+    for the root frame (``frame_id`` 0) or None."""
+    if frame_iter is None or frame_iter[0] == 0:
+        return label
+    return f"{label} @frame {frame_iter[0]} iter {frame_iter[1]}"
+
+
+def instance_name(node_name: str, frame_iter: tuple[int, int] | None) -> str:
+    """The name of one execution of a node: the node's name, with ``@<frame_id>:<iter>`` inside a loop
+    (the simulated clock's task name for that iteration)."""
+    if frame_iter is None or frame_iter[0] == 0:
+        return node_name
+    return f"{node_name}@{frame_iter[0]}:{frame_iter[1]}"
 
 
 def timeline_label(node_name: str, op_type: str, inputs: Sequence[str] = (), tensor_name: str | None = None,
@@ -263,7 +282,8 @@ def parse_timeline_label(label: str) -> TimelineLabel:
     if match is None:
         raise errors.InvalidArgumentError(None, None, f"Invalid timeline label: {label!r}")
     node, op, body = match.group("node", "op", "body")
+    frame_iter = (int(match.group("frame")), int(match.group("iter"))) if match.group("frame") else None
     tensor_name, at, peer = body.partition(" @")
     if at:
-        return TimelineLabel(node, op, (), tensor_name, peer)
-    return TimelineLabel(node, op, tuple(body.split(", ")) if body else ())
+        return TimelineLabel(node, op, (), tensor_name, peer, frame_iter)
+    return TimelineLabel(node, op, tuple(body.split(", ")) if body else (), frame_iter=frame_iter)
