@@ -71,7 +71,7 @@ def model_config(config: TrainConfig) -> ModelConfig:
     learning_rate = DEFAULT_LEARNING_RATE[mode] if config.learning_rate is None else float(config.learning_rate)
     return ModelConfig(mode, config.num_ps, config.num_workers, replicas,
                        int(config.staleness or 0) if mode in STALENESS_MODES else 0, learning_rate, config.hidden,
-                       config.batch_size, config.seed, config.ps_strategy, config.ema_decay)
+                       config.batch_size, config.seed, config.ps_strategy, config.ema_decay, config.w1_shards)
 
 
 def steps_of(config: TrainConfig) -> int:

@@ -47,6 +47,9 @@ class TrainConfig:
         batch_size, hidden: examples per worker step and hidden units, ≥ 1.
         ps_strategy: ``"round_robin"`` or ``"greedy"`` (by bytes) placement of the variables.
         ema_decay: keep ExponentialMovingAverage shadows (on the ps) with this decay (None: none).
+        w1_shards: split the first layer's weights ``w1`` ``[64, hidden]`` into this many row shards
+            (``tf.fixed_size_partitioner``), which ``replica_device_setter`` spreads over the ps tasks; 1: one
+            variable. In ``[1, 64]``.
         eval_every: evaluate the test set every this many updates (and at the end); 0: only at the end.
         worker_profile: the ``DeviceProfile`` a worker's compute is timed on (None: ``cost_model.NUMPY_CORE``).
         checkpoint_dir, checkpoint_every: the chief saves a checkpoint every this many updates (0: never).
@@ -71,6 +74,7 @@ class TrainConfig:
     hidden: int = 64
     ps_strategy: str = "round_robin"
     ema_decay: float | None = None
+    w1_shards: int = 1
     eval_every: int = 25
     worker_profile: DeviceProfile | None = None
     checkpoint_dir: str | None = None
@@ -102,7 +106,8 @@ def check_train_arguments(*, mode: str, execution: str, num_ps: int, num_workers
                           learning_rate: float | None, batch_size: int, hidden: int, ps_strategy: str, seed: int,
                           eval_every: int, checkpoint_dir: str | None, checkpoint_every: int, restore: bool,
                           straggler: Any, kill_worker: Any, kill_ps: Any, fault_timeout_s: float,
-                          ema_decay: float | None = None, occasional_straggler: Any = None) -> None:
+                          ema_decay: float | None = None, occasional_straggler: Any = None,
+                          w1_shards: int = 1) -> None:
     """Check :class:`TrainConfig`'s fields (same names and meanings).
 
     Ranges: ``num_ps``, ``num_workers``, ``batch_size``, ``hidden`` ≥ 1; ``replicas_to_aggregate``
@@ -112,7 +117,7 @@ def check_train_arguments(*, mode: str, execution: str, num_ps: int, num_workers
     ``[0, num_workers)`` and finite factors > 0; ``occasional_straggler`` None or ``(probability in
     (0, 1], factor > 0)``; ``kill_worker`` ``{worker: step ≥ 0}``; ``kill_ps`` ``{ps task in
     [0, num_ps): version ≥ 0}``; ``fault_timeout_s`` finite > 0; ``ema_decay`` None or finite > 0;
-    ``checkpoint_every`` and ``restore`` need a ``checkpoint_dir``.
+    ``w1_shards`` in ``[1, 64]``; ``checkpoint_every`` and ``restore`` need a ``checkpoint_dir``.
 
     Raises:
         ArgumentRangeError (a ValueError): a value out of its range or choices, or
@@ -137,6 +142,7 @@ def check_train_arguments(*, mode: str, execution: str, num_ps: int, num_workers
         check_positive("learning_rate", learning_rate)
     check_count("batch_size", batch_size, 1)
     check_count("hidden", hidden, 1)
+    check_count("w1_shards", w1_shards, 1, 64, "(row shards of the first layer's 64 x hidden weights)")
     check_count("seed", seed, 0)
     check_count("eval_every", eval_every, 0, why="(0: only at the end)")
     check_count("checkpoint_every", checkpoint_every, 0, why="(0: no periodic checkpoints)")

@@ -4,8 +4,8 @@ Source: TF1's between-graph training loop (each worker's client runs its steps i
 chief also runs the aggregated updates and its schedule). The rules are the discipline's
 (:mod:`~dfcore.distribute.ps_modes`) and the schedule's (:mod:`~dfcore.distribute.ps_chief`);
 the drivers give these loops a clock, a stop event and the places records go. A wait at a gate
-polls every ``poll_s`` and fails with ``DeadlineExceededError`` after ``timeout_s``; every
-``session.run`` has that deadline too.
+polls every ``poll_s`` (or blocks in the discipline's op, when its gate is one) and fails with
+``DeadlineExceededError`` after ``timeout_s``; every ``session.run`` has that deadline too.
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ def run_worker(model: WorkerModel, mode: Discipline, data: ShardedDigits, ctx: W
             return
         waited_from = ctx.now()
         deadline = time.monotonic() + ctx.timeout_s
-        while not mode.ready(model, clock, first):
+        while not mode.blocking_gate and not mode.ready(model, clock, first):
             if ctx.stop.is_set() or mode.done(clock, ctx.version(), steps):
                 return
             if time.monotonic() > deadline:

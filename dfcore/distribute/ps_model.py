@@ -4,7 +4,9 @@ Source: TF1's between-graph recipe (``replica_device_setter`` + ``SyncReplicasOp
 ``tensorflow/tools/dist_test/python/mnist_replica.py``). Every worker builds the digits MLP
 under ``replica_device_setter``: variables (and ``global_step``) on the ps tasks, the
 rest on its own task; the update discipline adds its own ops
-(:meth:`dfcore.distribute.ps_modes.Discipline.build`).
+(:meth:`dfcore.distribute.ps_modes.Discipline.build`). With ``w1_shards`` > 1 the first layer's
+weights are one partitioned variable (``tf.fixed_size_partitioner``) whose shards the setter
+spreads over the ps tasks (:func:`dfcore.models.mlp.sharded_mlp_variables`).
 
 Worker 0 is the chief: it also holds the evaluation ops and the ``Saver``.
 """
@@ -19,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from .. import train as train_lib
 from ..framework import dtypes
 from ..framework.graph import Graph
-from ..models.mlp import mlp_logits, mlp_variables, tower_loss
+from ..models.mlp import flat_variables, mlp_logits, mlp_variables, regroup, sharded_mlp_variables, tower_loss
 from ..ops import array_ops, math_ops, nn_ops_xent, variables
 from ..runtime import cost_model, prune
 from ..runtime.config import ConfigProto
@@ -47,6 +49,7 @@ class ModelConfig:
     seed: int
     ps_strategy: str
     ema_decay: float | None
+    w1_shards: int = 1
 
 
 class WorkerModel:
@@ -94,8 +97,11 @@ def build_worker(index: int, config: ModelConfig, spec: ClusterSpec, server: Ser
             gs = train_lib.get_or_create_global_step()
             x = array_ops.placeholder(dtypes.float32, [config.batch_size, NUM_FEATURES], name="x")
             y = array_ops.placeholder(dtypes.int64, [config.batch_size], name="y")
-            params = list(mlp_variables(NUM_FEATURES, config.hidden, NUM_CLASSES, config.seed))
-            loss = tower_loss(x, y, params)
+            shape = (NUM_FEATURES, config.hidden, NUM_CLASSES, config.seed)
+            weights = (sharded_mlp_variables(*shape, config.w1_shards) if config.w1_shards > 1
+                       else mlp_variables(*shape))
+            params = flat_variables(weights)
+            loss = tower_loss(x, y, weights)
             opt = train_lib.GradientDescentOptimizer(config.learning_rate)
             grads_and_vars = opt.compute_gradients(loss, var_list=params)
             ema = (train_lib.ExponentialMovingAverage(config.ema_decay, num_updates=gs)
@@ -123,8 +129,9 @@ def _chief_extras(t, config, params, ema):
         return loss, math_ops.reduce_mean(math_ops.cast(correct, dtypes.float32))
 
     t["x_eval"], t["y_eval"] = x_eval, y_eval
-    t["eval_loss"], t["eval_accuracy"] = metrics(params)
-    t["eval_accuracy_ema"] = metrics([ema.average(v) for v in params])[1] if ema is not None else None
+    t["eval_loss"], t["eval_accuracy"] = metrics(regroup(params, config.w1_shards))
+    t["eval_accuracy_ema"] = (metrics(regroup([ema.average(v) for v in params], config.w1_shards))[1]
+                              if ema is not None else None)
     t["saver"] = train_lib.Saver(max_to_keep=3)
 
 
@@ -136,6 +143,12 @@ class StepCosts:
     compute_s: float
     bytes_per_ps: tuple[int, ...]
     link: cost_model.LinkProfile
+
+    @property
+    def pull_s(self) -> float:
+        """One pull: the requests to every ps task go out together and the replies share the worker's inbound
+        link, so one latency plus all the bytes over the bandwidth (not one message after another)."""
+        return cost_model.transfer_time_s(sum(self.bytes_per_ps), self.link)
 
 
 def step_costs(model: WorkerModel, config: ModelConfig,

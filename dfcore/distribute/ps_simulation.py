@@ -7,9 +7,11 @@ discipline is its :mod:`~dfcore.distribute.ps_modes` module's; this driver only 
 
 ``start`` (the worker passed its discipline's gate; its session reads the ps variables and
 computes its gradient at this instant) → ``push`` (after pull time + compute time × speed
-factor; the push waits for each ps task's inbound link, one message at a time, in request
-order) → ``arrive`` (the discipline's push: applied, accumulated or dropped; then the chief
-applies every aggregated update that is complete) → the worker waits at its gate again.
+factor; the pulls from the ps tasks go out together and share the worker's inbound link, so a
+pull takes one latency + all the bytes / bandwidth; the push waits for each ps task's inbound
+link, one message at a time, in request order) → ``arrive`` (the discipline's push: applied,
+accumulated or dropped; then the chief applies every aggregated update that is complete) → the
+worker waits at its gate again.
 Waiting workers are re-checked, in the order they began to wait, whenever a gradient
 arrives. Events are ordered by (time, kind: arrivals before pushes before starts, worker
 index), never by thread timing, so a run is the same every time, bit for bit. Transfer time
@@ -113,9 +115,8 @@ class SimulatedRun:
         extra = self.mode.pull_fetches(model)
         values = model.session.run([model.loss, model.global_step, *extra, *model.grads], {model.x: xb, model.y: yb},
                                    options=_OK_OPTIONS)
-        t0 = pull_end = self.time_s
-        for nbytes in self.costs.bytes_per_ps:
-            pull_end += cost_model.transfer_time_s(nbytes, self.costs.link)
+        t0 = self.time_s
+        pull_end = t0 + self.costs.pull_s
         compute_end = pull_end + self.costs.compute_s * self.speed(w, self.clock[w])
         self.phases.append(PhaseRecord(_worker(w), "pull", t0, pull_end, self.clock[w]))
         self.phases.append(PhaseRecord(_worker(w), "compute", pull_end, compute_end, self.clock[w]))

@@ -158,6 +158,17 @@ class RunRecord:
         """``{staleness: number of applied gradients}``, sorted by staleness."""
         return dict(sorted(collections.Counter(u.staleness for u in self.updates if u.applied).items()))
 
+    def ps_traffic(self) -> dict[str, tuple[int, float]]:
+        """Each ps task's inbound load, ``{task: (pushes received, seconds its inbound link was busy)}``, from
+        the ``recv`` phases (the simulated driver records them; empty for the wall-clock drivers). The task
+        with the most busy seconds is the hot ps."""
+        traffic: dict[str, tuple[int, float]] = {load.task: (0, 0.0) for load in self.ps_load}
+        for p in self.phases:
+            if p.kind == "recv":
+                count, busy = traffic.get(p.task, (0, 0.0))
+                traffic[p.task] = (count + 1, busy + p.end_s - p.start_s)
+        return traffic if any(count for count, _ in traffic.values()) else {}
+
     def wait_s_by_worker(self) -> dict[int, float]:
         """Total waiting time of each worker, ``{worker: seconds}``."""
         totals = {w: 0.0 for w in range(self.num_workers)}

@@ -28,10 +28,10 @@ from dfcore.mpi.report import report
 
 #: The flag of each ``TrainConfig`` field this command line sets (for its error messages).
 FLAGS = {"mode": "--mode", "staleness": "--staleness", "num_ps": "--ps", "num_workers": "--workers",
-         "replicas_to_aggregate": "--replicas", "straggler": "--straggler",
-         "occasional_straggler": "--occasional-straggler", "steps": "--steps",
+         "replicas_to_aggregate": "--replicas", "straggler": "--straggler", "steps": "--steps",
          "learning_rate": "--lr", "execution": "--execution", "ps_strategy": "--ps-strategy", "seed": "--seed",
-         "checkpoint_dir": "--checkpoint-dir", "checkpoint_every": "--checkpoint-every"}
+         "checkpoint_dir": "--checkpoint-dir", "checkpoint_every": "--checkpoint-every", "w1_shards": "--w1-shards",
+         "occasional_straggler": "--occasional-straggler"}
 
 
 def parse_straggler(text):
@@ -52,8 +52,8 @@ def parse_straggler(text):
     return out
 
 
-def parse_occasional_straggler(text):
-    """``"0.1:4.0"`` → ``(0.1, 4.0)`` (probability per worker step: speed factor); the ranges are ``train``'s.
+def parse_occasional(text):
+    """``"0.1:4"`` → ``(0.1, 4.0)`` (probability, speed factor); the ranges are ``train``'s to check.
 
     Raises:
         argparse.ArgumentTypeError: not ``probability:factor``.
@@ -75,7 +75,7 @@ def main(argv=None):
     parser.add_argument("--workers", type=int, default=4, help="number of worker tasks")
     parser.add_argument("--replicas", type=int, default=None, help="sync: replicas_to_aggregate (backup workers)")
     parser.add_argument("--straggler", type=parse_straggler, default={}, help="worker:speed_factor[,...]")
-    parser.add_argument("--occasional-straggler", type=parse_occasional_straggler, default=None,
+    parser.add_argument("--occasional-straggler", type=parse_occasional, default=None,
                         help="probability:speed_factor: each worker step is that much slower with that probability")
     parser.add_argument("--steps", type=int, default=None, help="parameter updates (global steps)")
     parser.add_argument("--lr", type=float, default=None,
@@ -83,16 +83,18 @@ def main(argv=None):
     parser.add_argument("--execution", choices=EXECUTIONS, default="simulated")
     parser.add_argument("--ps-strategy", choices=PS_STRATEGIES, default="round_robin")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--w1-shards", type=int, default=1,
+                        help="split the first layer's weights into this many shards over the ps tasks")
     parser.add_argument("--checkpoint-dir", default=None, help="the chief saves checkpoints here")
     parser.add_argument("--checkpoint-every", type=int, default=0, help="updates between checkpoints")
     args = parser.parse_args(argv)
     try:  # train checks every argument before it starts anything: one rule for the API and this CLI
         record = train(TrainConfig(mode=args.mode, staleness=args.staleness, num_ps=args.ps,
                                    num_workers=args.workers, replicas_to_aggregate=args.replicas,
-                                   straggler=args.straggler, occasional_straggler=args.occasional_straggler,
-                                   steps=args.steps, execution=args.execution,
+                                   straggler=args.straggler, steps=args.steps, execution=args.execution,
                                    seed=args.seed, learning_rate=args.lr, ps_strategy=args.ps_strategy,
-                                   checkpoint_dir=args.checkpoint_dir, checkpoint_every=args.checkpoint_every))
+                                   checkpoint_dir=args.checkpoint_dir, checkpoint_every=args.checkpoint_every,
+                                   w1_shards=args.w1_shards, occasional_straggler=args.occasional_straggler))
     except ArgumentRangeError as error:
         parser.error(f"argument {FLAGS.get(error.argument, error.argument)}: {error}")
     if record is not None:  # with --execution mpi, only the chief (worker 0) has the record

@@ -197,3 +197,61 @@ def test_argument_errors():
         ps.train(mode="ssp", staleness=-1)
     with pytest.raises(ValueError, match="need a checkpoint_dir"):
         ps.train(restore=True)
+
+
+# -- parameters over several ps tasks -------------------------------------------------------------------------
+
+def test_pulls_from_several_ps_tasks_travel_together():
+    """A pull asks every ps task at once and the replies share the worker's inbound link: one latency plus all
+    the bytes over the bandwidth (not one message after another); each push goes to its ps task's own link."""
+    config = ModelConfig("async", 2, 1, 1, 0, 0.1, 64, 32, 0, "round_robin", None)
+    spec, ps_servers, workers = start_cluster(config)
+    try:
+        model = build_worker(0, config, spec, workers[0])
+        costs = step_costs(model, config)
+        model.session.close()
+    finally:
+        for s in ps_servers + workers:
+            s.stop()
+    link = cost_model.ETHERNET_10G
+    assert len(costs.bytes_per_ps) == 2 and sum(costs.bytes_per_ps) == (64 * 64 + 64 + 64 * 10 + 10) * 4
+    assert costs.pull_s == link.latency_s + sum(costs.bytes_per_ps) / link.bandwidth_Bps
+    push = max(cost_model.transfer_time_s(b, link) for b in costs.bytes_per_ps)
+    record = ps.train(mode="async", num_workers=1, num_ps=2, steps=5, eval_every=0)
+    assert record.sim_time_s == pytest.approx(5 * (costs.pull_s + costs.compute_s + push), rel=1e-9)
+
+
+@pytest.mark.parametrize("num_ps", [2, 4])
+def test_a_sharded_first_layer_spreads_over_the_ps_tasks_and_trains_the_same_model(num_ps):
+    common = dict(mode="sync", num_ps=num_ps, steps=10, eval_every=5, ema_decay=0.9)
+    whole, sharded = ps.train(**common), ps.train(w1_shards=num_ps, **common)
+    shard_task = {name: load.task for load in sharded.ps_load for name in load.variables
+                  if name.startswith("w1/part_") and "ExponentialMovingAverage" not in name}
+    assert sorted(shard_task) == [f"w1/part_{i}" for i in range(num_ps)]
+    assert len(set(shard_task.values())) == num_ps  # replica_device_setter: round robin, one shard per ps task
+    rows = np.concatenate([sharded.params[f"w1/part_{i}"] for i in range(num_ps)])
+    np.testing.assert_array_equal(rows, whole.params["w1"])  # the same arithmetic, shard by shard
+
+    def losses(record):
+        return [u.loss for u in sorted(record.updates, key=lambda u: (u.step, u.worker))]
+
+    assert losses(sharded) == losses(whole)
+    assert [(e.loss, e.accuracy, e.accuracy_ema) for e in sharded.evals] == \
+        [(e.loss, e.accuracy, e.accuracy_ema) for e in whole.evals]
+    hot = {name: max(busy for _, busy in r.ps_traffic().values())
+           for name, r in (("whole", whole), ("sharded", sharded))}
+    assert hot["sharded"] < hot["whole"]  # the hot ps (w1's) cools down once w1 is spread
+
+
+def test_an_occasional_straggler_slows_random_steps_the_same_way_in_every_run():
+    config = ps.TrainConfig(mode="async", straggler={1: 2.0}, occasional_straggler=(0.25, 4.0), seed=3, steps=24,
+                            eval_every=0)
+    factors = {(w, c): config.speed(w, c) for w in range(4) for c in range(400)}
+    assert factors == {(w, c): dataclasses.replace(config).speed(w, c) for w, c in factors}
+    assert {f for (w, _), f in factors.items() if w != 1} == {1.0, 4.0}
+    assert {f for (w, _), f in factors.items() if w == 1} == {2.0, 8.0}
+    assert 0.2 < sum(f in (4.0, 8.0) for f in factors.values()) / len(factors) < 0.3
+    record = ps.train(config)
+    per_unit = {round((p.end_s - p.start_s) / factors[int(p.task[-1]), p.step], 15)
+                for p in record.phases if p.kind == "compute"}
+    assert len(per_unit) == 1  # every step's compute time is the worker's normal time × that step's factor

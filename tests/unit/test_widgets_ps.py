@@ -155,6 +155,19 @@ def test_histograms_count_exactly_the_runs_staleness_records(view, runs):
     assert max(view.histograms["bounded_delay s=2"]) <= 2
 
 
+def test_ps_traffic_table_shows_each_ps_tasks_pushes_and_busy_link_and_the_hot_ps(view, runs):
+    html = view.children[-3].value
+    assert "ps load over the run" in html and html.count("(hot)") == len(runs)
+    for name, record in runs.items():
+        traffic = record.ps_traffic()
+        assert sum(n for n, _ in traffic.values()) == sum(p.kind == "recv" for p in record.phases) > 0
+        assert set(traffic) == {load.task for load in record.ps_load}
+        hot = max(traffic, key=lambda task: traffic[task][1])
+        pushes, busy = traffic[hot]
+        cells = re.sub(r"<td[^>]*>", "<td>", html)
+        assert f"<td>{name}</td><td>{_ps_lanes.task_title(hot)} (hot)</td><td>{pushes}</td>" in cells
+
+
 def test_ps_load_bars_show_bytes_and_variables_per_ps_task(view, runs):
     loads = runs["sync"].ps_load
     assert [load.task for load in loads] == ["/job:ps/replica:0/task:0", "/job:ps/replica:0/task:1"]

@@ -50,6 +50,9 @@ class Discipline:
     name: ClassVar[str] = ""
     #: True when updates need the chief (an aggregated update): the drivers then run :meth:`chief_apply`.
     needs_chief: ClassVar[bool] = False
+    #: True when :meth:`begin` itself waits at the gate (a blocking op on the ps, with the deadline): the
+    #: wall-clock drivers then call it at once instead of polling :meth:`ready`.
+    blocking_gate: ClassVar[bool] = False
     #: What a worker waits for at its gate (for the deadline's message).
     waits_for: ClassVar[str] = "nothing"
 

@@ -32,6 +32,10 @@ class SSP(Discipline):
 
     name = "ssp"
 
+    def __init__(self, config: Any) -> None:
+        super().__init__(config)
+        self._floor = 0  # a slowest clock seen on the ps: clocks only grow, so the gate stays open below it
+
     @property
     def waits_for(self) -> str:  # type: ignore[override]
         return f"the slowest worker (SSP: every update of clocks <= c - {self.config.staleness} - 1 in)"
@@ -54,12 +58,16 @@ class SSP(Discipline):
 
     def ready(self, model: WorkerModel, clock: int, first: bool) -> bool:
         needed = clock - self.config.staleness
-        return needed <= 0 or int(model.session.run(model.min_clock)) >= needed
+        if needed <= self._floor:
+            return True
+        self._floor = max(self._floor, int(model.session.run(model.min_clock)))
+        return self._floor >= needed
 
     def pull_fetches(self, model: WorkerModel) -> list[Any]:
         return [model.min_clock]
 
     def slowest_clock(self, values: list[Any]) -> int:
+        self._floor = max(self._floor, int(values[0]))
         return int(values[0])
 
     def push(self, model: WorkerModel, feed: dict[Any, Any], clock: int, options: RunOptions) -> Pushed:

@@ -29,6 +29,7 @@ class Sync(Discipline):
 
     name = "sync"
     needs_chief = True
+    blocking_gate = True  # the token dequeue: as TF's train op, which ends by taking a token
     waits_for = "a token (the other replicas' gradients)"
 
     def build(self, t: dict[str, Any], index: int, opt: Any, grads_and_vars: list[tuple[Any, Any]], gs: Any,
