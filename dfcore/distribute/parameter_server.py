@@ -79,6 +79,31 @@ def steps_of(config: TrainConfig) -> int:
     return DEFAULT_STEPS[config.mode] if config.steps is None else config.steps
 
 
+def examples_per_update(config: TrainConfig) -> int:
+    """The training examples whose gradients one update of ``config``'s run applies: gradients per update
+    (:meth:`~dfcore.distribute.ps_modes.Discipline.gradients_per_update`) × ``batch_size``."""
+    return DISCIPLINES[config.mode](model_config(config)).gradients_per_update() * config.batch_size
+
+
+def learning_rate_per_example(config: TrainConfig) -> float:
+    """The effective SGD rate per training example of ``config``'s run: learning rate per update η /
+    :func:`examples_per_update`, the rate to match when comparing the modes.
+
+    A worker's gradient is the mean over its batch of B examples (``tower_loss`` is a mean), so:
+
+    * ``sync``: an update applies the mean of ``replicas_to_aggregate`` = R gradients (N without backup
+      workers): θ ← θ − η/R · Σ_r g_r = θ − η/(R·B) · Σ ∇ℓ_i over its R·B examples: **η / (R·B)**;
+    * ``bounded_delay``: the mean of the N workers' gradients of one clock: **η / (N·B)**;
+    * ``async`` and ``ssp``: every gradient is an update, θ ← θ − η · g_w: **η / B**.
+
+    So ``sync`` at rate N·η and ``async`` at rate η move the parameters equally far per example; what
+    differs is on which (possibly stale) parameters each gradient was computed. Source: TF's
+    ``sync_replicas_optimizer.py`` (gradients are averaged, not summed, so the rate must be scaled);
+    Goyal et al. 2017 ("linear scaling rule").
+    """
+    return model_config(config).learning_rate / examples_per_update(config)
+
+
 def _train_in_process(config: TrainConfig) -> RunRecord:
     """``execution="simulated"`` or ``"threads"``: every task in this process."""
     from .ps_threads import ThreadedRun
@@ -155,7 +180,6 @@ def run_record(config: TrainConfig, model: ModelConfig, chief: WorkerModel, sche
     except errors.OpError:  # a ps task is down: nothing left to read
         loss = accuracy = float("nan")
         params = {}
-    per_update = model.replicas_to_aggregate if model.mode in ("sync", "bounded_delay") else 1
     return RunRecord(
         mode=model.mode, staleness=model.staleness if model.mode in STALENESS_MODES else None, num_ps=model.num_ps,
         num_workers=model.num_workers, replicas_to_aggregate=model.replicas_to_aggregate,
@@ -165,8 +189,9 @@ def run_record(config: TrainConfig, model: ModelConfig, chief: WorkerModel, sche
         faults=tuple(result.faults), ps_load=ps_load_table(chief.graph, num_tasks=model.num_ps),
         status="completed" if result.failed is None else "failed", error=result.failed, final_version=version,
         sim_time_s=result.time_s, test_accuracy=accuracy, test_loss=loss, params=types.MappingProxyType(params),
-        learning_rate=model.learning_rate, examples_per_update=per_update * model.batch_size)
+        learning_rate=model.learning_rate, examples_per_update=examples_per_update(config))
 
 
-__all__ = ["DEFAULT_LEARNING_RATE", "DEFAULT_STEPS", "Server", "ShardedDigits", "TrainConfig", "initialize",
-           "model_config", "run_record", "start_cluster", "steps_of", "train"]
+__all__ = ["DEFAULT_LEARNING_RATE", "DEFAULT_STEPS", "Server", "ShardedDigits", "TrainConfig", "examples_per_update",
+           "initialize", "learning_rate_per_example", "model_config", "run_record", "start_cluster", "steps_of",
+           "train"]

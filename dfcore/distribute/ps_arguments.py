@@ -42,7 +42,8 @@ class TrainConfig:
         execution: ``"simulated"`` (deterministic), ``"threads"`` (free-running) or ``"mpi"`` (this
             process is one rank of ``python -m dfcore.launch --ps P --workers W``).
         seed: data split, batches and initial weights.
-        learning_rate: SGD rate per update, > 0 (None: :data:`DEFAULT_LEARNING_RATE` of the mode).
+        learning_rate: SGD rate per update, > 0 (None: :data:`DEFAULT_LEARNING_RATE` of the mode); the rate
+            per example it gives is :func:`~dfcore.distribute.parameter_server.learning_rate_per_example`.
         batch_size, hidden: examples per worker step and hidden units, ≥ 1.
         ps_strategy: ``"round_robin"`` or ``"greedy"`` (by bytes) placement of the variables.
         ema_decay: keep ExponentialMovingAverage shadows (on the ps) with this decay (None: none).

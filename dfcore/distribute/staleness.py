@@ -110,8 +110,9 @@ class RunRecord:
         final_version: the global step reached; ``sim_time_s``: when the run ended.
         test_accuracy, test_loss: of the final parameters (nan if the run failed before).
         params: the final ps parameters, name → array (read-only mapping).
-        learning_rate: the SGD rate per update; examples_per_update: the examples whose mean gradient one
-            update applies (batch size × gradients per update).
+        learning_rate: the SGD rate per update; examples_per_update: the examples whose gradients one
+            update applies (gradients per update × batch size; see
+            :func:`dfcore.distribute.parameter_server.learning_rate_per_example` for each mode's).
     """
 
     mode: str
@@ -140,7 +141,9 @@ class RunRecord:
     @property
     def learning_rate_per_example(self) -> float:
         """The effective SGD rate per training example: ``learning_rate / examples_per_update`` (an update
-        applies the mean gradient of ``examples_per_update`` examples), the rate to match across modes."""
+        applies the mean gradient of ``examples_per_update`` examples), the rate to match across modes:
+        η/(R·B) in ``sync`` (R = ``replicas_to_aggregate``), η/(N·B) in ``bounded_delay``, η/B in ``async``
+        and ``ssp`` (:func:`dfcore.distribute.parameter_server.learning_rate_per_example`)."""
         return self.learning_rate / self.examples_per_update if self.examples_per_update else float("nan")
 
     @property
@@ -187,11 +190,14 @@ def format_histogram(histogram: Mapping[Any, int], width: int = 40) -> str:
 
 
 def summary_lines(record: RunRecord) -> list[str]:
-    """The example's report: accuracy, times, updates applied/dropped, waits and the staleness histogram."""
+    """The example's report: accuracy, times, the learning rate per update and per example, updates
+    applied/dropped, waits and the staleness histogram."""
     unit = "simulated" if record.clock == "simulated" else "wall"
     lines = [f"test_accuracy={record.test_accuracy:.4f}",
              f"test_loss={record.test_loss:.4f}",
              f"{unit}_time_s={record.sim_time_s:.6f}",
+             f"learning_rate={record.learning_rate:g} per update, learning_rate_per_example="
+             f"{record.learning_rate_per_example:.6g} (over {record.examples_per_update} examples per update)",
              f"updates_applied={record.updates_applied} updates_dropped={record.updates_dropped} "
              f"final_version={record.final_version}",
              "wait_s_by_worker=" + ", ".join(f"{w}:{s:.6f}" for w, s in record.wait_s_by_worker().items()),

@@ -1,13 +1,18 @@
 """Parameter-server training of the digits MLP on an in-process cluster; prints ``test_accuracy=<value>``.
 
 Run: ``python -m dfcore.examples.parameter_server --mode {sync,async,ssp,bounded_delay} --staleness S --ps 1 --workers 4
-[--straggler 3:4.0] [--replicas 3] [--steps N] [--execution simulated|threads]``; as real processes:
+[--straggler 3:4.0] [--occasional-straggler 0.1:4.0] [--replicas 3] [--steps N] [--lr RATE]
+[--execution simulated|threads]``; as real processes:
 ``python -m dfcore.launch --ps 1 --workers 3 -m dfcore.examples.parameter_server --execution mpi --workers 3``.
 
 Defaults: 4 workers, 1 ps, batch 32 per worker, SGD; ``sync``/``bounded_delay``: 300 updates at
 learning rate 0.5 (test accuracy ≈ 0.97); ``async``/``ssp``: 1200 updates at 0.15. It prints the
 test accuracy and loss, the simulated time (deterministic: the same every run), the updates
-applied and dropped, each worker's waiting time and a text histogram of staleness.
+applied and dropped, each worker's waiting time and a text histogram of staleness. ``--lr`` is the
+learning rate per update; the report also gives the effective rate per example (η/(R·B) in sync with
+R gradients per update, η/(N·B) in bounded_delay, η/B in async and ssp), the rate to match when comparing
+modes. ``--straggler W:F`` slows worker W's every step F times; ``--occasional-straggler P:F`` slows
+each worker step, with probability P, F times (drawn from the seed: the same in every run).
 See :func:`dfcore.distribute.parameter_server.train` and its ``TrainConfig``; their check is this command's
 too: a value out of range (``--steps 0``, ``--straggler 9:2`` with 4 workers, ``--lr 0`` …)
 is a usage error (exit status 2) naming the flag and the range.
@@ -73,7 +78,8 @@ def main(argv=None):
     parser.add_argument("--occasional-straggler", type=parse_occasional, default=None,
                         help="probability:speed_factor: each worker step is that much slower with that probability")
     parser.add_argument("--steps", type=int, default=None, help="parameter updates (global steps)")
-    parser.add_argument("--lr", type=float, default=None)
+    parser.add_argument("--lr", type=float, default=None,
+                        help="learning rate per update (the report gives the rate per example too)")
     parser.add_argument("--execution", choices=EXECUTIONS, default="simulated")
     parser.add_argument("--ps-strategy", choices=PS_STRATEGIES, default="round_robin")
     parser.add_argument("--seed", type=int, default=0)

@@ -64,6 +64,12 @@ class Discipline:
         """Add the discipline's ops to worker ``index``'s graph (under its ``replica_device_setter``) into ``t``."""
         raise NotImplementedError
 
+    def gradients_per_update(self) -> int:
+        """How many workers' gradients one update averages (each the mean over its worker's batch): 1, every
+        gradient is an update of its own. An update at rate η then moves the parameters by η / (this ×
+        batch size) times the sum of its examples' gradients."""
+        return 1
+
     def initialize(self, model: WorkerModel, chief: bool) -> None:
         """Per-worker state after the ps variables are initialized (or restored)."""
 

@@ -56,6 +56,10 @@ class BoundedDelay(Discipline):
         t.update(slot_push=pushes, slot_apply=applies, slot_count=counts,
                  ema_op=ema.apply(t["params"]) if ema is not None else None)
 
+    def gradients_per_update(self) -> int:
+        """``num_workers``: update ``c`` averages every worker's gradient of clock ``c``."""
+        return self.config.num_workers
+
     def ready(self, model: WorkerModel, clock: int, first: bool) -> bool:
         needed = clock - self.config.staleness
         return needed <= 0 or int(model.session.run(model.global_step)) >= needed

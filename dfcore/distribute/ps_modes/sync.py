@@ -48,6 +48,10 @@ class Sync(Discipline):
                  local_step=sync.local_step, chief_init=sync.chief_init_op, local_step_init=sync.local_step_init_op,
                  sync_op=sync.sync_op, init_tokens=sync.get_init_tokens_op(0))
 
+    def gradients_per_update(self) -> int:
+        """``replicas_to_aggregate``: ``take_grad`` averages that many gradients (backups' late ones are dropped)."""
+        return self.config.replicas_to_aggregate
+
     def initialize(self, model: WorkerModel, chief: bool) -> None:
         model.session.run(model.local_step_init)
         if chief:
