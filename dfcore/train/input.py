@@ -8,7 +8,7 @@ in a *local* variable (``<scope>/limit_epochs/epochs``), so ``tf.local_variables
 must run first — else the runner reports TF's ``FailedPreconditionError`` — and after the
 last epoch the queue closes and its consumers get ``OutOfRangeError``.
 
-Not supported: ``dynamic_pad`` (TF's ``PaddingFIFOQueue``), the ``maybe_*`` variants
+``dynamic_pad`` batches through a ``PaddingFIFOQueue``. Not supported: the ``maybe_*`` variants
 (``keep_input``) and sparse tensors.
 """
 
@@ -175,11 +175,6 @@ def _shapes(tensor_list_list, shapes, enqueue_many):
     return merged
 
 
-def _check_dynamic_pad(dynamic_pad):
-    if dynamic_pad:
-        raise NotImplementedError("dynamic_pad=True needs TF's PaddingFIFOQueue, which dfcore does not implement")
-
-
 def _dequeue(queue, batch_size, allow_smaller_final_batch, name):
     if allow_smaller_final_batch:
         return queue.dequeue_up_to(batch_size, name=name)
@@ -194,10 +189,10 @@ def _runner(queue, tensor_list_list, enqueue_many, threads_per_list):
 
 def _fifo_batch(tensors, tensor_list_list, batch_size, threads_per_list, capacity, enqueue_many, shapes,
                 dynamic_pad, allow_smaller_final_batch, shared_name, name, default_name):
-    _check_dynamic_pad(dynamic_pad)
     with name_scope(name, default_name, [t for tl in tensor_list_list for t in tl]) as scope:
-        queue = data_flow_ops.FIFOQueue(capacity, _dtypes(tensor_list_list),
-                                        _shapes(tensor_list_list, shapes, enqueue_many), shared_name=shared_name)
+        queue_class = data_flow_ops.PaddingFIFOQueue if dynamic_pad else data_flow_ops.FIFOQueue
+        queue = queue_class(capacity, _dtypes(tensor_list_list), _shapes(tensor_list_list, shapes, enqueue_many),
+                            shared_name=shared_name)
         _runner(queue, tensor_list_list, enqueue_many, threads_per_list)
         summary.scalar(f"fraction_of_{capacity}_full", math_ops.to_float(queue.size()) * (1.0 / capacity))
         return _as_original_type(tensors, _dequeue(queue, batch_size, allow_smaller_final_batch, scope))
@@ -222,12 +217,15 @@ def batch(tensors, batch_size, num_threads=1, capacity=32, enqueue_many=False, s
           allow_smaller_final_batch=False, shared_name=None, name=None):
     """Batches of ``batch_size`` elements of ``tensors`` (a list or dict), filled by ``num_threads`` threads.
 
+    Args:
+        dynamic_pad: elements may differ in the dimensions their static shape leaves unknown; each batch is
+            padded with zeros to its largest element (TF's ``PaddingFIFOQueue``).
     Returns:
         the batched tensors (dimension 0 of size ``batch_size``; unknown with ``allow_smaller_final_batch``,
         which lets the last batch be smaller when the input ends); one tensor for a one-element list, as TF.
     Raises:
-        ValueError: no tensors, a tensor of unknown rank, or element shapes not fully defined (TF's wording);
-        NotImplementedError: ``dynamic_pad=True``.
+        ValueError: no tensors, a tensor of unknown rank, or (without ``dynamic_pad``) element shapes not fully
+            defined (TF's wording).
     """
     tensor_list = _validate(_as_tensor_list(tensors), "batch")
     return _fifo_batch(tensors, [tensor_list], batch_size, num_threads, capacity, enqueue_many, shapes,

@@ -73,6 +73,20 @@ def test_allow_smaller_final_batch_gives_the_rest_and_a_dict_stays_a_dict():
     np.testing.assert_array_equal(np.concatenate([b["y"] for b in batches]), Y)
 
 
+def test_dynamic_pad_batches_variable_length_rows_padded_with_zeros():
+    lengths = np.array([1, 3, 2, 0, 2], np.int32)
+
+    def build():
+        n, = tf.train.slice_input_producer([lengths], num_epochs=1, shuffle=False)
+        row = tf.range(1, n + 1)  # 1 … n: a row whose length the graph does not know
+        return tf.train.batch([row, n], batch_size=2, dynamic_pad=True, allow_smaller_final_batch=True)
+
+    batches = _run_pipeline(build)
+    expected = [[[1, 0, 0], [1, 2, 3]], [[1, 2], [0, 0]], [[1, 2]]]
+    assert [b[0].tolist() for b in batches] == expected
+    assert np.concatenate([b[1] for b in batches]).tolist() == lengths.tolist()
+
+
 def test_shuffle_batch_keeps_rows_together_and_gives_each_row_once_per_epoch():
     def build():
         x, y = tf.train.slice_input_producer([X, Y], num_epochs=3, shuffle=True, seed=1)
