@@ -53,7 +53,12 @@ class Waiter:
 
 
 def watch_abort(ctx, waiter):
-    """Fail ``waiter`` if the step of ``ctx`` is aborted (first error, deadline, interrupt) before it settles."""
+    """Fail ``waiter`` if the step of ``ctx`` is aborted (first error, deadline, interrupt) before it settles,
+    and at once if its resource was retired meanwhile (its session closed while the op ran)."""
+    retired = getattr(waiter._owner, "retired", None)
+    if retired is not None:
+        waiter.cancel(retired)
+        return
     if ctx.rendezvous is None or ctx.device is None:
         return
     key = create_key(ctx.device, 1, ctx.device, f"_blocking_op_{next(_WAITER_IDS)}")
@@ -65,6 +70,14 @@ class _Resource:
         self.name = name
         self._lock = threading.Lock()
         self._waiters = collections.deque()
+        self.retired = None  # the error of every wait, once the owning session closed
+
+    def retire(self, error):
+        """Fail every waiter with ``error``, and every later one (its session closed; a cluster's resources,
+        which outlive sessions, only get :meth:`cancel_all`)."""
+        with self._lock:
+            self.retired = error
+        self.cancel_all(error)
 
     def _withdraw(self, waiter):
         with self._lock:

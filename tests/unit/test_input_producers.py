@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import dfcore as tf
+from dfcore.framework.protos import QueueRunnerDef
 
 X = np.arange(10, dtype=np.float32)
 Y = np.arange(10, dtype=np.int64) * 10
@@ -217,3 +218,33 @@ def test_queue_runner_api_checks():
         assert runner.create_threads(sess, coord=coord) == []  # already running in this session
         coord.request_stop()
         coord.join(threads, stop_grace_period_secs=5)
+
+
+def test_queue_runners_travel_in_the_meta_graph_as_tf_queue_runner_defs():
+    graph = tf.Graph()
+    with graph.as_default():
+        x, = tf.train.slice_input_producer([X], num_epochs=1, shuffle=False)
+        tf.identity(tf.train.batch([x], batch_size=5), name="batched")
+        meta = tf.train.export_meta_graph()
+    defs = [QueueRunnerDef.FromString(v) for v in meta.collection_def["queue_runners"].bytes_list.value]
+    assert [d.queue_name for d in defs] == ["input_producer/input_producer", "batch/fifo_queue"]
+    assert defs[1].enqueue_op_name == ["batch/batch/fifo_queue_enqueue"]
+    assert defs[1].cancel_op_name == "batch/batch/fifo_queue_Close_1"
+    assert list(defs[1].queue_closed_exception_types) == [tf.errors.OUT_OF_RANGE]
+    assert tf.errors.error_code_from_exception_type(tf.errors.OutOfRangeError) == tf.errors.OUT_OF_RANGE
+    imported = tf.Graph()
+    with imported.as_default():
+        tf.train.import_meta_graph(meta)
+        runners = tf.get_collection(tf.GraphKeys.QUEUE_RUNNERS)
+        assert [r.to_proto() for r in runners] == defs
+        batched = imported.get_tensor_by_name("batched:0")
+        init = tf.local_variables_initializer()
+    batches = []
+    with tf.Session(graph=imported) as sess:
+        sess.run(init)
+        coord = tf.train.Coordinator()
+        threads = tf.train.start_queue_runners(sess, coord)
+        batches = _drain(sess, batched)
+        coord.request_stop()
+        coord.join(threads, stop_grace_period_secs=5)
+    np.testing.assert_array_equal(batches, X.reshape(2, 5))
