@@ -165,7 +165,8 @@ def test_closing_the_session_mid_epoch_leaves_no_thread_and_stop_unblocks_full_q
     coord = tf.train.Coordinator()
     threads = tf.train.start_queue_runners(sess, coord)
     assert len(threads) == 2 + 4  # one thread per enqueue op plus one closer per runner
-    np.testing.assert_array_equal(sess.run(batch), [0, 1])
+    first = sess.run(batch)  # three enqueue threads: rows arrive in any order
+    assert len(set(first.tolist())) == 2 and set(first.tolist()) <= set(X.tolist())
     time.sleep(0.1)  # the runners fill both queues and block
     sess.close()
     for thread in threads:
