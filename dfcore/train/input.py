@@ -82,12 +82,16 @@ def string_input_producer(string_tensor, num_epochs=None, shuffle=True, seed=Non
     """A queue of the strings of 1-D ``string_tensor`` (e.g. file names), for ``num_epochs`` epochs.
 
     Raises:
-        ValueError: an empty list of strings (TF's wording).
+        ValueError: no strings (TF's wording; TF checks a tensor of unknown size when it runs, dfcore only
+            one whose static shape shows it empty).
     """
+    not_null_err = "string_input_producer requires a non-null input tensor"
     if not isinstance(string_tensor, Tensor) and not len(string_tensor):
-        raise ValueError("string_input_producer requires a non-null input tensor")
+        raise ValueError(not_null_err)
     with name_scope(name, "input_producer", [string_tensor]) as scope:
         string_tensor = convert_to_tensor(string_tensor, dtype=dtypes_lib.string)
+        if string_tensor.shape.num_elements() == 0:
+            raise ValueError(not_null_err)
         return input_producer(string_tensor, [], num_epochs, shuffle, seed, capacity, shared_name,
                               f"fraction_of_{capacity}_full", scope, cancel_op)
 

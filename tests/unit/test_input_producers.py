@@ -136,8 +136,9 @@ def test_string_and_range_input_producers_and_the_fill_summary():
         coord.join(threads, stop_grace_period_secs=5)
     assert values["input_producer/fraction_of_8_full"] == 1.0
     assert values["input_producer_1/fraction_of_32_full"] == 0.0
-    with pytest.raises(ValueError, match="string_input_producer requires a non-null input tensor"):
-        tf.train.string_input_producer([])
+    for empty in ([], tf.constant([], tf.string)):
+        with pytest.raises(ValueError, match="string_input_producer requires a non-null input tensor"):
+            tf.train.string_input_producer(empty)
 
 
 def test_num_epochs_without_local_init_reports_tf_failed_precondition_through_the_coordinator():
@@ -249,3 +250,16 @@ def test_queue_runners_travel_in_the_meta_graph_as_tf_queue_runner_defs():
         coord.request_stop()
         coord.join(threads, stop_grace_period_secs=5)
     np.testing.assert_array_equal(batches, X.reshape(2, 5))
+
+
+def test_a_runner_error_stops_a_monitored_session_and_is_raised_when_it_closes():
+    graph = tf.Graph()
+    with graph.as_default():
+        unset = tf.Variable(1.0, collections=[], name="never_initialized")  # no initializer runs for it
+        queue = tf.FIFOQueue(4, tf.float32, shapes=[[]])
+        tf.train.add_queue_runner(tf.train.QueueRunner(queue, [queue.enqueue(unset)]))
+        dequeue = queue.dequeue()
+        with pytest.raises(tf.errors.FailedPreconditionError, match="never_initialized"):
+            with tf.train.MonitoredTrainingSession() as sess:
+                while not sess.should_stop():
+                    sess.run(dequeue)  # ends with OutOfRangeError once the runner's error closed the queue
