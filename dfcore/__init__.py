@@ -118,6 +118,7 @@ from . import (
     tf_logging as logging,
     train,
 )
+from .data.tf_record_reader import ReaderBase, TFRecordReader  # TF 1.x's queue-fed file reader
 
 __version__ = "0.1.0"
 

@@ -1,0 +1,227 @@
+"""``tf.TFRecordReader``: TF 1.x's queue-fed reader of TFRecord files (``reader.read(filename_queue)``).
+
+Source: ``tensorflow/python/ops/io_ops.py`` (``ReaderBase``, ``TFRecordReader``) and
+``core/framework/reader_base.cc`` / ``core/kernels/tf_record_reader_op.cc`` (op types
+``TFRecordReaderV2``, ``ReaderReadV2``, ``ReaderReadUpToV2``, ``ReaderNumRecordsProducedV2``,
+``ReaderNumWorkUnitsCompletedV2``, ``ReaderResetV2``). A read takes the next record of the
+current file; when that file is done it dequeues the next file name from the queue (a *work
+unit*; the read ends with the queue's ``OutOfRangeError`` once it is closed and empty). A
+record's key is ``<file name>:<byte offset>``, as TF's. The dequeue never holds a thread: the
+read waits as the queue's waiter. Reads of one reader from several threads each get whole
+records, every record once.
+"""
+
+import collections
+import threading
+
+import numpy as np
+
+from .. import errors
+from ..framework import dtypes, registry
+from ..framework.tensor import Tensor
+from ..framework.tensor_conversion import convert_to_tensor
+from ..framework.tensor_shape import TensorShape
+from ..ops import common_shapes
+from ..ops.op_util import apply_op, apply_op1
+from .tfrecord import check_options, tf_record_iterator
+
+__all__ = ["ReaderBase", "TFRecordReader"]
+
+_USERS = ("ReaderReadV2", "ReaderReadUpToV2", "ReaderNumRecordsProducedV2", "ReaderNumWorkUnitsCompletedV2",
+          "ReaderResetV2")
+registry.mark_stateful("TFRecordReaderV2", *_USERS)
+for _op_type in ("TFRecordReaderV2",) + _USERS:
+    registry.NotDifferentiable(_op_type)
+for _op_type in _USERS:
+    registry.register_ref_inputs(_op_type, 0)
+registry.RegisterShape("TFRecordReaderV2")(lambda op: [(dtypes.string._as_ref, TensorShape([]))])
+registry.RegisterShape("ReaderReadV2")(lambda op: [(dtypes.string, TensorShape([]))] * 2)
+registry.RegisterShape("ReaderReadUpToV2")(lambda op: [(dtypes.string, TensorShape([None]))] * 2)
+registry.RegisterShape("ReaderNumRecordsProducedV2")(common_shapes.scalar_of(dtypes.int64))
+registry.RegisterShape("ReaderNumWorkUnitsCompletedV2")(common_shapes.scalar_of(dtypes.int64))
+registry.RegisterShape("ReaderResetV2")(common_shapes.no_outputs)
+
+
+class ReaderBase:
+    """A reader: its ops read records from the work units (file names) of a queue (TF's ``tf.ReaderBase``)."""
+
+    def __init__(self, reader_ref):
+        self._reader_ref = reader_ref
+
+    @property
+    def reader_ref(self):
+        return self._reader_ref
+
+    @property
+    def supports_serialize(self):
+        return False
+
+    def read(self, queue, name=None):
+        """``(key, value)``: string scalars, the next record and ``<file>:<offset>``; ``queue`` a queue of
+        file names (or its handle). Raises (when run) the queue's OutOfRangeError once it is closed and done."""
+        queue_ref = queue if isinstance(queue, Tensor) else queue.queue_ref
+        op = apply_op("ReaderReadV2", [self._reader_ref, queue_ref], {}, name or "ReaderReadV2")
+        return op.outputs[0], op.outputs[1]
+
+    def read_up_to(self, queue, num_records, name=None):
+        """``(keys, values)``: string vectors of up to ``num_records`` records (fewer only at the queue's end)."""
+        queue_ref = queue if isinstance(queue, Tensor) else queue.queue_ref
+        num_records = convert_to_tensor(num_records, dtype=dtypes.int64, name="num_records")
+        op = apply_op("ReaderReadUpToV2", [self._reader_ref, queue_ref, num_records], {}, name or "ReaderReadUpToV2")
+        return op.outputs[0], op.outputs[1]
+
+    def num_records_produced(self, name=None):
+        """An int64 scalar: the records this reader has read."""
+        return apply_op1("ReaderNumRecordsProducedV2", [self._reader_ref], {}, name or "ReaderNumRecordsProducedV2")
+
+    def num_work_units_completed(self, name=None):
+        """An int64 scalar: the files this reader has finished."""
+        return apply_op1("ReaderNumWorkUnitsCompletedV2", [self._reader_ref], {},
+                         name or "ReaderNumWorkUnitsCompletedV2")
+
+    def reset(self, name=None):
+        """The op restoring the reader to its initial state (no file, counters at 0)."""
+        return apply_op("ReaderResetV2", [self._reader_ref], {}, name or "ReaderResetV2")
+
+
+class TFRecordReader(ReaderBase):
+    """Reads the records of TFRecord files (TF's ``tf.TFRecordReader``, op ``TFRecordReaderV2``).
+
+    Raises:
+        UnimplementedError: compression ``options`` (dfcore reads uncompressed files only).
+    """
+
+    def __init__(self, name=None, options=None):
+        check_options(options)
+        super().__init__(apply_op1("TFRecordReaderV2", [], {"container": "", "shared_name": "",
+                                                            "compression_type": ""}, name or "TFRecordReaderV2"))
+
+
+class TFRecordReaderResource:
+    """A reader's state in a session: the open file, the file names dequeued but not opened yet, counters."""
+
+    def __init__(self, name):
+        self.name = name
+        self._lock = threading.Lock()
+        self._reset_state()
+
+    def _reset_state(self):
+        self._current = None  # (file name, record iterator, offset of its next record)
+        self._work = collections.deque()  # file names dequeued, not opened yet
+        self.records_produced = 0
+        self.work_units_completed = 0
+
+    def retire(self, error):
+        """Its session closed: close the open file."""
+        self.reset()
+
+    def reset(self):
+        with self._lock:
+            if self._current is not None:
+                self._current[1].close()
+            self._reset_state()
+
+    def read(self, ctx, queue, n, up_to, done):
+        """``done(None, (keys, values))`` with ``n`` records (fewer with ``up_to`` once the queue is done)."""
+        keys, values = [], []
+
+        def more():
+            try:
+                with self._lock:
+                    while len(keys) < n and self._next(keys, values):
+                        pass
+            except errors.OpError as error:
+                done(error, None)
+                return
+            if len(keys) == n:
+                done(None, (keys, values))
+            else:
+                queue.dequeue(ctx, 1, False, got_work)
+
+        def got_work(error, value):
+            if error is None:
+                with self._lock:
+                    self._work.append(_text(value[0]))
+                more()
+            elif up_to and keys and isinstance(error, errors.OutOfRangeError):
+                done(None, (keys, values))
+            else:
+                done(error, None)
+
+        more()
+
+    def _next(self, keys, values):
+        """Append the next record (lock held); False when a file name must be dequeued first."""
+        while True:
+            if self._current is None:
+                if not self._work:
+                    return False
+                path = self._work.popleft()
+                self._current = (path, tf_record_iterator(path), 0)
+            path, records, offset = self._current
+            record = next(records, None)
+            if record is not None:
+                keys.append(f"{path}:{offset}")
+                values.append(record)
+                self._current = (path, records, offset + 16 + len(record))
+                self.records_produced += 1
+                return True
+            self._current = None
+            self.work_units_completed += 1
+
+
+def _text(value):
+    value = np.asarray(value, dtype=object).item()
+    return value.decode("utf-8") if isinstance(value, bytes) else str(value)
+
+
+def _strings(items):
+    array = np.empty(len(items), dtype=object)
+    array[:] = items
+    return array
+
+
+@registry.RegisterKernel("TFRecordReaderV2", needs_context=True)
+def _reader_kernel(op):
+    name = op.get_attr("shared_name") or op.name
+    return lambda ctx: ctx.resources.resource("TFRecordReader", name, ctx.device, lambda: TFRecordReaderResource(name))
+
+
+@registry.RegisterKernel("ReaderReadV2", is_async=True)
+def _read_kernel(op):
+    def compute(ctx, done, reader, queue):
+        def finish(error, value):
+            done(error, None if error is not None else (np.asarray(value[0][0], dtype=object),
+                                                        np.asarray(value[1][0], dtype=object)))
+
+        reader.read(ctx, queue, 1, False, finish)
+
+    return compute
+
+
+@registry.RegisterKernel("ReaderReadUpToV2", is_async=True)
+def _read_up_to_kernel(op):
+    def compute(ctx, done, reader, queue, num_records):
+        n = int(num_records)
+        if n <= 0:
+            raise errors.InvalidArgumentError(None, None, f"num_records must be positive, got {n}")
+        reader.read(ctx, queue, n, True,
+                    lambda error, value: done(error, None if error is not None else
+                                              (_strings(value[0]), _strings(value[1]))))
+
+    return compute
+
+
+@registry.RegisterKernel("ReaderNumRecordsProducedV2")
+def _records_produced_kernel(op):
+    return lambda reader: np.int64(reader.records_produced)
+
+
+@registry.RegisterKernel("ReaderNumWorkUnitsCompletedV2")
+def _work_units_kernel(op):
+    return lambda reader: np.int64(reader.work_units_completed)
+
+
+@registry.RegisterKernel("ReaderResetV2")
+def _reset_kernel(op):
+    return lambda reader: reader.reset()

@@ -1,0 +1,132 @@
+"""tf.TFRecordReader in TF 1.x's file pipeline: file-name queue → reader → parse_single_example → batch,
+against the numpy source; keys, counters, several threads on one reader, and a corrupt file."""
+
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import dfcore as tf
+
+FEATURES = {"x": tf.FixedLenFeature([2], tf.float32), "y": tf.FixedLenFeature([], tf.int64)}
+X = np.arange(14, dtype=np.float32).reshape(7, 2)
+Y = np.arange(7, dtype=np.int64)
+
+
+@pytest.fixture(autouse=True)
+def no_thread_left():
+    before = set(threading.enumerate())
+    yield
+    deadline = time.monotonic() + 5
+    while not set(threading.enumerate()) <= before and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert set(threading.enumerate()) <= before
+
+
+def _write(tmp_path, rows_per_file=(3, 0, 4)):
+    """Files of serialized Examples of (X, Y), split as ``rows_per_file`` (an empty file among them)."""
+    paths, start = [], 0
+    for i, count in enumerate(rows_per_file):
+        path = str(tmp_path / f"part-{i}.tfrecord")
+        with tf.io.TFRecordWriter(path) as writer:
+            for x, y in zip(X[start:start + count], Y[start:start + count]):
+                features = {"x": tf.train.Feature(float_list=tf.train.FloatList(value=x)),
+                            "y": tf.train.Feature(int64_list=tf.train.Int64List(value=[y]))}
+                writer.write(tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString())
+        paths.append(path)
+        start += count
+    return paths
+
+
+def _drain(sess, fetches):
+    out = []
+    coord = tf.train.Coordinator()
+    threads = tf.train.start_queue_runners(sess, coord)
+    try:
+        while True:
+            out.append(sess.run(fetches))
+    except tf.errors.OutOfRangeError:
+        return out
+    finally:
+        coord.request_stop()
+        coord.join(threads, stop_grace_period_secs=5)
+
+
+def test_the_classic_file_pipeline_gives_back_the_numpy_source(tmp_path):
+    paths = _write(tmp_path)
+    graph = tf.Graph()
+    with graph.as_default():
+        files = tf.train.string_input_producer(paths, num_epochs=2, shuffle=False)
+        reader = tf.TFRecordReader()
+        key, record = reader.read(files)
+        parsed = tf.parse_single_example(record, FEATURES)
+        batch = tf.train.batch([key, parsed["x"], parsed["y"]], batch_size=7)
+        counts = [reader.num_records_produced(), reader.num_work_units_completed()]
+        init = tf.local_variables_initializer()
+    assert key.shape.as_list() == [] and record.dtype == tf.string
+    with tf.Session(graph=graph) as sess:
+        sess.run(init)
+        batches = _drain(sess, batch)
+        assert list(sess.run(counts)) == [14, 6]
+    assert len(batches) == 2
+    for keys, x, y in batches:
+        np.testing.assert_array_equal(x, X)
+        np.testing.assert_array_equal(y, Y)
+        record_size = 16 + len(tf.train.Example(features=tf.train.Features(feature={
+            "x": tf.train.Feature(float_list=tf.train.FloatList(value=X[0])),
+            "y": tf.train.Feature(int64_list=tf.train.Int64List(value=[Y[0]]))})).SerializeToString())
+        assert list(keys[:2]) == [f"{paths[0]}:0", f"{paths[0]}:{record_size}"]  # <file>:<byte offset>
+
+
+def test_read_up_to_and_several_threads_on_one_reader_read_every_record_once(tmp_path):
+    paths = _write(tmp_path)
+    graph = tf.Graph()
+    with graph.as_default():
+        files = tf.train.string_input_producer(paths, num_epochs=3, shuffle=True, seed=4)
+        reader = tf.TFRecordReader()
+        _, record = reader.read(files)
+        y = tf.parse_single_example(record, FEATURES)["y"]
+        ys = tf.train.shuffle_batch([y], batch_size=4, capacity=10, min_after_dequeue=2, num_threads=3,
+                                    allow_smaller_final_batch=True)
+        init = tf.local_variables_initializer()
+    with tf.Session(graph=graph) as sess:
+        sess.run(init)
+        got = np.concatenate(_drain(sess, ys))
+    np.testing.assert_array_equal(np.sort(got), np.repeat(Y, 3))
+
+    graph = tf.Graph()
+    with graph.as_default():
+        files = tf.FIFOQueue(4, tf.string, shapes=[[]])
+        fill, close = files.enqueue_many([paths]), files.close()
+        keys, records = tf.TFRecordReader().read_up_to(files, 5)
+    assert records.shape.as_list() == [None]
+    with tf.Session(graph=graph) as sess:
+        sess.run([fill, close])
+        sizes = []
+        while True:
+            try:
+                sizes.append(len(sess.run(records)))
+            except tf.errors.OutOfRangeError:
+                break
+    assert sizes == [5, 2]  # across files; fewer only once the queue is done
+
+
+def test_a_corrupt_file_stops_the_pipeline_with_data_loss(tmp_path):
+    paths = _write(tmp_path, rows_per_file=(3,))
+    data = bytearray(Path(paths[0]).read_bytes())
+    data[20] ^= 0xFF  # inside the first record's data
+    Path(paths[0]).write_bytes(bytes(data))
+    graph = tf.Graph()
+    with graph.as_default():
+        files = tf.train.string_input_producer(paths, shuffle=False)
+        _, record = tf.TFRecordReader().read(files)
+        batch = tf.train.batch([record], batch_size=2)
+    with tf.Session(graph=graph) as sess:
+        coord = tf.train.Coordinator()
+        threads = tf.train.start_queue_runners(sess, coord)
+        with pytest.raises(tf.errors.OutOfRangeError):
+            sess.run(batch)
+        with pytest.raises(tf.errors.DataLossError, match="part-0.tfrecord: corrupted record at 0"):
+            coord.join(threads, stop_grace_period_secs=5)
