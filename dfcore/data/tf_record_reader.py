@@ -7,8 +7,9 @@ Source: ``tensorflow/python/ops/io_ops.py`` (``ReaderBase``, ``TFRecordReader``)
 current file; when that file is done it dequeues the next file name from the queue (a *work
 unit*; the read ends with the queue's ``OutOfRangeError`` once it is closed and empty). A
 record's key is ``<file name>:<byte offset>``, as TF's. The dequeue never holds a thread: the
-read waits as the queue's waiter. Reads of one reader from several threads each get whole
-records, every record once.
+read waits as the queue's waiter; if that wait fails (the step's deadline), the records the
+read already took are kept for the next read. Reads of one reader from several threads each
+get whole records, every record once.
 """
 
 import collections
@@ -108,6 +109,7 @@ class TFRecordReaderResource:
     def _reset_state(self):
         self._current = None  # (file name, record iterator, offset of its next record)
         self._work = collections.deque()  # file names dequeued, not opened yet
+        self._held = collections.deque()  # (key, record) taken by a read that then failed: served first
         self.records_produced = 0
         self.work_units_completed = 0
 
@@ -146,12 +148,21 @@ class TFRecordReaderResource:
             elif up_to and keys and isinstance(error, errors.OutOfRangeError):
                 done(None, (keys, values))
             else:
+                with self._lock:  # e.g. the step's deadline: the records taken go back for the next read
+                    self._held.extendleft(reversed(list(zip(keys, values))))
+                    self.records_produced -= len(keys)
                 done(error, None)
 
         more()
 
     def _next(self, keys, values):
         """Append the next record (lock held); False when a file name must be dequeued first."""
+        if self._held:
+            key, record = self._held.popleft()
+            keys.append(key)
+            values.append(record)
+            self.records_produced += 1
+            return True
         while True:
             if self._current is None:
                 if not self._work:

@@ -40,6 +40,13 @@ def _write(tmp_path, rows_per_file=(3, 0, 4)):
     return paths
 
 
+def _record_size():
+    """Bytes of one framed record: every row's Example serializes to the same length (packed floats, small ints)."""
+    features = {"x": tf.train.Feature(float_list=tf.train.FloatList(value=X[0])),
+                "y": tf.train.Feature(int64_list=tf.train.Int64List(value=[Y[0]]))}
+    return 16 + len(tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString())
+
+
 def _drain(sess, fetches):
     out = []
     coord = tf.train.Coordinator()
@@ -74,10 +81,7 @@ def test_the_classic_file_pipeline_gives_back_the_numpy_source(tmp_path):
     for keys, x, y in batches:
         np.testing.assert_array_equal(x, X)
         np.testing.assert_array_equal(y, Y)
-        record_size = 16 + len(tf.train.Example(features=tf.train.Features(feature={
-            "x": tf.train.Feature(float_list=tf.train.FloatList(value=X[0])),
-            "y": tf.train.Feature(int64_list=tf.train.Int64List(value=[Y[0]]))})).SerializeToString())
-        assert list(keys[:2]) == [f"{paths[0]}:0", f"{paths[0]}:{record_size}"]  # <file>:<byte offset>
+        assert list(keys[:2]) == [f"{paths[0]}:0", f"{paths[0]}:{_record_size()}"]  # <file>:<byte offset>
 
 
 def test_read_up_to_and_several_threads_on_one_reader_read_every_record_once(tmp_path):
@@ -130,3 +134,21 @@ def test_a_corrupt_file_stops_the_pipeline_with_data_loss(tmp_path):
             sess.run(batch)
         with pytest.raises(tf.errors.DataLossError, match="part-0.tfrecord: corrupted record at 0"):
             coord.join(threads, stop_grace_period_secs=5)
+
+
+def test_records_taken_by_a_read_that_times_out_waiting_for_a_file_are_read_next(tmp_path):
+    paths = _write(tmp_path, rows_per_file=(3,))
+    graph = tf.Graph()
+    with graph.as_default():
+        files = tf.FIFOQueue(4, tf.string, shapes=[[]])
+        fill = files.enqueue(paths[0])
+        reader = tf.TFRecordReader()
+        keys, _ = reader.read_up_to(files, 5)
+        key, _ = reader.read(files)
+        produced = reader.num_records_produced()
+    with tf.Session(graph=graph) as sess:
+        sess.run(fill)
+        with pytest.raises(tf.errors.DeadlineExceededError):  # 3 records, then it waits for a second file
+            sess.run(keys, options=tf.RunOptions(timeout_in_ms=100))
+        assert sess.run(produced) == 0
+        assert [sess.run(key) for _ in range(3)] == [f"{paths[0]}:{i * _record_size()}" for i in range(3)]
