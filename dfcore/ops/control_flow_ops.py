@@ -1,20 +1,61 @@
-"""Grouping and ordering ops: ``no_op``, ``group``, ``tuple``, ``with_dependencies``.
+"""Grouping and ordering ops: ``no_op``, ``group``, ``tuple``, ``with_dependencies``; ``Assert``.
 
-Source: ``tensorflow/python/ops/control_flow_ops.py``. ``group`` is a ``NoOp``
-with control inputs, on its inputs' device when they share one (``_GroupControlDeps``);
-``tuple`` makes every output wait for all inputs.
+Source: ``tensorflow/python/ops/control_flow_ops.py`` (and ``core/kernels/logging_ops.cc`` for
+``Assert``'s message). ``group`` is a ``NoOp`` with control inputs, on its inputs' device when they
+share one (``_GroupControlDeps``); ``tuple`` makes every output wait for all inputs.
 """
 
 import builtins
 
-from ..framework import registry
+import numpy as np
+
+from .. import errors
+from ..framework import dtypes, registry
 from ..framework.graph import _as_operation
+from ..framework.scopes import name_scope
+from ..framework.tensor_conversion import convert_to_tensor
 from . import common_shapes
-from .op_util import graph_of
+from .op_util import apply_op, graph_of
 
 registry.RegisterShape("NoOp")(common_shapes.no_outputs)
 registry.RegisterKernel("NoOp")(lambda op: lambda: None)
 registry.NotDifferentiable("NoOp")
+registry.RegisterShape("Assert")(common_shapes.no_outputs)
+registry.NotDifferentiable("Assert")
+registry.mark_stateful("Assert")
+
+
+def Assert(condition, data, summarize=None, name=None):  # noqa: N802 - TF's name
+    """The op raising ``InvalidArgumentError("assertion failed: [<data 0>] [<data 1>] …")`` when the bool
+    scalar ``condition`` is False (at most ``summarize`` values of each tensor, default 3); run it with
+    ``tf.control_dependencies``. Source: ``tensorflow/python/ops/control_flow_ops.py``."""
+    with name_scope(name, "Assert", [condition]) as scope:
+        condition = convert_to_tensor(condition, dtype=dtypes.bool, name="Condition")
+        data = [convert_to_tensor(x) for x in data]
+        return apply_op("Assert", [condition] + data, {"T": [x.dtype.base_dtype for x in data],
+                                                       "summarize": 3 if summarize is None else int(summarize)},
+                        scope)
+
+
+@registry.RegisterKernel("Assert")
+def _assert_kernel(op):
+    summarize = op.get_attr("summarize")
+
+    def compute(condition, *data):
+        if np.ndim(condition) != 0:
+            raise errors.InvalidArgumentError(None, None, f"In[0] should be a scalar: {list(np.shape(condition))}")
+        if not bool(condition):
+            raise errors.InvalidArgumentError(
+                None, None, "assertion failed: " + " ".join(f"[{_summarize(d, summarize)}]" for d in data))
+
+    return compute
+
+
+def _summarize(value, summarize):
+    """TF's ``Tensor::SummarizeValue``: the first ``summarize`` values, space separated, ``...`` if more."""
+    flat = [v.decode("utf-8", "replace") if isinstance(v, bytes) else v for v in np.ravel(value)]
+    text = " ".join(str(v) for v in flat[:summarize])
+    return text + "..." if len(flat) > summarize else text
 
 
 def no_op(name=None):

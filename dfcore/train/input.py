@@ -18,7 +18,7 @@ from ..framework.scopes import control_dependencies, name_scope
 from ..framework.tensor import Tensor
 from ..framework.tensor_conversion import convert_to_tensor
 from ..framework.tensor_shape import TensorShape
-from ..ops import array_ops, array_ops_gather, data_flow_ops, math_ops, random_ops, variables
+from ..ops import array_ops, array_ops_gather, control_flow_ops, data_flow_ops, math_ops, random_ops, variables
 from ..ops.math_ops_binary import maximum
 from ..summary import summary
 from .queue_runner import QueueRunner, add_queue_runner
@@ -82,16 +82,17 @@ def string_input_producer(string_tensor, num_epochs=None, shuffle=True, seed=Non
     """A queue of the strings of 1-D ``string_tensor`` (e.g. file names), for ``num_epochs`` epochs.
 
     Raises:
-        ValueError: no strings (TF's wording; TF checks a tensor of unknown size when it runs, dfcore only
-            one whose static shape shows it empty).
+        ValueError: an empty list (TF's wording); an empty tensor makes the runner report TF's
+            ``InvalidArgumentError`` (``assertion failed: [string_input_producer requires a non-null input tensor]``).
     """
     not_null_err = "string_input_producer requires a non-null input tensor"
     if not isinstance(string_tensor, Tensor) and not len(string_tensor):
         raise ValueError(not_null_err)
     with name_scope(name, "input_producer", [string_tensor]) as scope:
         string_tensor = convert_to_tensor(string_tensor, dtype=dtypes_lib.string)
-        if string_tensor.shape.num_elements() == 0:
-            raise ValueError(not_null_err)
+        not_empty = control_flow_ops.Assert(math_ops.greater(array_ops.size(string_tensor), 0), [not_null_err])
+        with control_dependencies([not_empty]):
+            string_tensor = array_ops.identity(string_tensor)
         return input_producer(string_tensor, [], num_epochs, shuffle, seed, capacity, shared_name,
                               f"fraction_of_{capacity}_full", scope, cancel_op)
 

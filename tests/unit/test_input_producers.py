@@ -136,9 +136,24 @@ def test_string_and_range_input_producers_and_the_fill_summary():
         coord.join(threads, stop_grace_period_secs=5)
     assert values["input_producer/fraction_of_8_full"] == 1.0
     assert values["input_producer_1/fraction_of_32_full"] == 0.0
-    for empty in ([], tf.constant([], tf.string)):
-        with pytest.raises(ValueError, match="string_input_producer requires a non-null input tensor"):
-            tf.train.string_input_producer(empty)
+    with pytest.raises(ValueError, match="string_input_producer requires a non-null input tensor"):
+        tf.train.string_input_producer([])
+
+
+def test_an_empty_string_tensor_fails_tf_assertion_in_the_runner():
+    graph = tf.Graph()
+    with graph.as_default():
+        names = tf.constant([], tf.string)
+        queue = tf.train.string_input_producer(names)
+        name = queue.dequeue()
+    with tf.Session(graph=graph) as sess:
+        coord = tf.train.Coordinator()
+        threads = tf.train.start_queue_runners(sess, coord)
+        with pytest.raises(tf.errors.OutOfRangeError):
+            sess.run(name)
+        with pytest.raises(tf.errors.InvalidArgumentError) as info:
+            coord.join(threads, stop_grace_period_secs=5)
+    assert info.value.message.startswith("assertion failed: [string_input_producer requires a non-null input tensor]")
 
 
 def test_num_epochs_without_local_init_reports_tf_failed_precondition_through_the_coordinator():
