@@ -68,6 +68,7 @@ from .ops.data_flow_ops import *
 from .ops.dynamic_partition import *
 from .ops.gradients_impl import gradients
 from .ops.init_ops import *
+from .ops.io_ops import *
 from .ops.linalg_ops import matrix_determinant, matrix_inverse
 from .ops.math_ops import *
 from .ops.numerics import *

@@ -53,6 +53,7 @@ from .input import (
     batch_join,
     input_producer,
     limit_epochs,
+    match_filenames_once,
     range_input_producer,
     shuffle_batch,
     shuffle_batch_join,

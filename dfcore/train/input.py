@@ -15,16 +15,32 @@ last epoch the queue closes and its consumers get ``OutOfRangeError``.
 from ..framework import dtypes as dtypes_lib
 from ..framework.graph import GraphKeys
 from ..framework.scopes import control_dependencies, name_scope
-from ..framework.tensor import Tensor
 from ..framework.tensor_conversion import convert_to_tensor
 from ..framework.tensor_shape import TensorShape
-from ..ops import array_ops, array_ops_gather, control_flow_ops, data_flow_ops, math_ops, random_ops, variables
+from ..ops import (
+    array_ops,
+    array_ops_gather,
+    control_flow_ops,
+    data_flow_ops,
+    io_ops,
+    math_ops,
+    random_ops,
+    variables,
+)
 from ..ops.math_ops_binary import maximum
 from ..summary import summary
 from .queue_runner import QueueRunner, add_queue_runner
 
-__all__ = ["limit_epochs", "input_producer", "string_input_producer", "range_input_producer",
+__all__ = ["match_filenames_once", "limit_epochs", "input_producer", "string_input_producer", "range_input_producer",
            "slice_input_producer", "batch", "batch_join", "shuffle_batch", "shuffle_batch_join"]
+
+
+def match_filenames_once(pattern, name=None):
+    """A local variable holding the sorted file names matching ``pattern`` (a string vector ``[?]``), fixed when
+    ``tf.local_variables_initializer()`` runs (TF's ``matching_filenames`` variable)."""
+    with name_scope(name, "matching_filenames", [pattern]) as scope:
+        return variables.Variable(io_ops.matching_files(pattern), name=scope, trainable=False, validate_shape=False,
+                                  collections=[GraphKeys.LOCAL_VARIABLES])
 
 
 def limit_epochs(tensor, num_epochs=None, name=None):
@@ -86,7 +102,7 @@ def string_input_producer(string_tensor, num_epochs=None, shuffle=True, seed=Non
             ``InvalidArgumentError`` (``assertion failed: [string_input_producer requires a non-null input tensor]``).
     """
     not_null_err = "string_input_producer requires a non-null input tensor"
-    if not isinstance(string_tensor, Tensor) and not len(string_tensor):
+    if isinstance(string_tensor, (list, tuple)) and not string_tensor:
         raise ValueError(not_null_err)
     with name_scope(name, "input_producer", [string_tensor]) as scope:
         string_tensor = convert_to_tensor(string_tensor, dtype=dtypes_lib.string)

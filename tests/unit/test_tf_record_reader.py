@@ -152,3 +152,22 @@ def test_records_taken_by_a_read_that_times_out_waiting_for_a_file_are_read_next
             sess.run(keys, options=tf.RunOptions(timeout_in_ms=100))
         assert sess.run(produced) == 0
         assert [sess.run(key) for _ in range(3)] == [f"{paths[0]}:{i * _record_size()}" for i in range(3)]
+
+
+def test_match_filenames_once_feeds_the_pipeline_the_sorted_matches(tmp_path):
+    paths = _write(tmp_path, rows_per_file=(2, 5))
+    (tmp_path / "notes.txt").write_text("not a record file")
+    graph = tf.Graph()
+    with graph.as_default():
+        names = tf.train.match_filenames_once(str(tmp_path / "part-*.tfrecord"))
+        assert names.op.name == "matching_filenames" and tf.io.match_filenames_once is tf.train.match_filenames_once
+        files = tf.train.string_input_producer(names, num_epochs=1, shuffle=False)
+        _, record = tf.TFRecordReader().read(files)
+        y = tf.parse_single_example(record, FEATURES)["y"]
+        nothing = tf.matching_files(str(tmp_path / "*.missing"))
+        init = tf.local_variables_initializer()
+    with tf.Session(graph=graph) as sess:
+        sess.run(init)
+        assert list(sess.run(names)) == sorted(paths) and sess.run(nothing).shape == (0,)
+        ys = _drain(sess, y)
+    assert ys == list(Y)
