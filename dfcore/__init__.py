@@ -119,7 +119,7 @@ from . import (
     tf_logging as logging,
     train,
 )
-from .data.tf_record_reader import ReaderBase, TFRecordReader  # TF 1.x's queue-fed file reader
+from .data.queue_readers import IdentityReader, ReaderBase, TFRecordReader, WholeFileReader  # TF 1.x readers
 
 __version__ = "0.1.0"
 

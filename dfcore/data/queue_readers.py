@@ -1,15 +1,18 @@
-"""``tf.TFRecordReader``: TF 1.x's queue-fed reader of TFRecord files (``reader.read(filename_queue)``).
+"""TF 1.x's queue-fed readers: ``tf.TFRecordReader``, ``tf.WholeFileReader``, ``tf.IdentityReader``
+(``key, value = reader.read(filename_queue)``).
 
-Source: ``tensorflow/python/ops/io_ops.py`` (``ReaderBase``, ``TFRecordReader``) and
-``core/framework/reader_base.cc`` / ``core/kernels/tf_record_reader_op.cc`` (op types
-``TFRecordReaderV2``, ``ReaderReadV2``, ``ReaderReadUpToV2``, ``ReaderNumRecordsProducedV2``,
-``ReaderNumWorkUnitsCompletedV2``, ``ReaderResetV2``). A read takes the next record of the
-current file; when that file is done it dequeues the next file name from the queue (a *work
-unit*; the read ends with the queue's ``OutOfRangeError`` once it is closed and empty). A
-record's key is ``<file name>:<byte offset>``, as TF's. The dequeue never holds a thread: the
-read waits as the queue's waiter; if that wait fails (the step's deadline), the records the
-read already took are kept for the next read. Reads of one reader from several threads each
-get whole records, every record once.
+Source: ``tensorflow/python/ops/io_ops.py`` (``ReaderBase`` and the readers) and
+``core/framework/reader_base.cc`` / ``core/kernels/{tf_record,whole_file,identity}_reader_op.cc``
+(op types ``TFRecordReaderV2``, ``WholeFileReaderV2``, ``IdentityReaderV2``, ``ReaderReadV2``,
+``ReaderReadUpToV2``, ``ReaderNumRecordsProducedV2``, ``ReaderNumWorkUnitsCompletedV2``,
+``ReaderResetV2``). A read takes the next record of the current work unit (a file name); when
+that one is done it dequeues the next from the queue (the read ends with the queue's
+``OutOfRangeError`` once it is closed and empty). Keys, as TF's: ``<file name>:<byte offset>``
+for TFRecord records, the file name for a whole file, the work unit itself for the identity
+reader (whose value is the work unit too). The dequeue never holds a thread: the read waits as
+the queue's waiter; if that wait fails (the step's deadline), the records the read already took
+are kept for the next read. Reads of one reader from several threads each get whole records,
+every record once.
 """
 
 import collections
@@ -26,16 +29,18 @@ from ..ops import common_shapes
 from ..ops.op_util import apply_op, apply_op1
 from .tfrecord import check_options, tf_record_iterator
 
-__all__ = ["ReaderBase", "TFRecordReader"]
+__all__ = ["IdentityReader", "ReaderBase", "TFRecordReader", "WholeFileReader"]
 
 _USERS = ("ReaderReadV2", "ReaderReadUpToV2", "ReaderNumRecordsProducedV2", "ReaderNumWorkUnitsCompletedV2",
           "ReaderResetV2")
-registry.mark_stateful("TFRecordReaderV2", *_USERS)
-for _op_type in ("TFRecordReaderV2",) + _USERS:
+_READERS = ("TFRecordReaderV2", "WholeFileReaderV2", "IdentityReaderV2")
+registry.mark_stateful(*_READERS, *_USERS)
+for _op_type in _READERS + _USERS:
     registry.NotDifferentiable(_op_type)
 for _op_type in _USERS:
     registry.register_ref_inputs(_op_type, 0)
-registry.RegisterShape("TFRecordReaderV2")(lambda op: [(dtypes.string._as_ref, TensorShape([]))])
+for _op_type in _READERS:
+    registry.RegisterShape(_op_type)(lambda op: [(dtypes.string._as_ref, TensorShape([]))])
 registry.RegisterShape("ReaderReadV2")(lambda op: [(dtypes.string, TensorShape([]))] * 2)
 registry.RegisterShape("ReaderReadUpToV2")(lambda op: [(dtypes.string, TensorShape([None]))] * 2)
 registry.RegisterShape("ReaderNumRecordsProducedV2")(common_shapes.scalar_of(dtypes.int64))
@@ -98,16 +103,53 @@ class TFRecordReader(ReaderBase):
                                                             "compression_type": ""}, name or "TFRecordReaderV2"))
 
 
-class TFRecordReaderResource:
-    """A reader's state in a session: the open file, the file names dequeued but not opened yet, counters."""
+class WholeFileReader(ReaderBase):
+    """Reads each file whole: key the file name, value its bytes (TF's ``tf.WholeFileReader``)."""
 
-    def __init__(self, name):
+    def __init__(self, name=None):
+        super().__init__(apply_op1("WholeFileReaderV2", [], {"container": "", "shared_name": ""},
+                                   name or "WholeFileReaderV2"))
+
+
+class IdentityReader(ReaderBase):
+    """Outputs each work unit as both key and value (TF's ``tf.IdentityReader``)."""
+
+    def __init__(self, name=None):
+        super().__init__(apply_op1("IdentityReaderV2", [], {"container": "", "shared_name": ""},
+                                   name or "IdentityReaderV2"))
+
+
+def _tf_records(path):
+    offset = 0
+    for record in tf_record_iterator(path):
+        yield f"{path}:{offset}", record
+        offset += 16 + len(record)  # TF's framing: length, its CRC, the data, its CRC
+
+
+def _whole_file(path):
+    try:
+        with open(path, "rb") as handle:
+            yield path, handle.read()
+    except OSError as error:
+        raise errors.error_from_os_error(error, path) from None
+
+
+def _identity(work):
+    yield work, work
+
+
+class ReaderResource:
+    """A reader's state in a session: the open work unit, the ones dequeued but not opened yet, counters;
+    ``records(work)`` yields a work unit's ``(key, value)`` pairs."""
+
+    def __init__(self, name, records):
         self.name = name
+        self._records = records
         self._lock = threading.Lock()
         self._reset_state()
 
     def _reset_state(self):
-        self._current = None  # (file name, record iterator, offset of its next record)
+        self._current = None  # the (key, value) iterator of the work unit being read
         self._work = collections.deque()  # file names dequeued, not opened yet
         self._held = collections.deque()  # (key, record) taken by a read that then failed: served first
         self.records_produced = 0
@@ -120,7 +162,7 @@ class TFRecordReaderResource:
     def reset(self):
         with self._lock:
             if self._current is not None:
-                self._current[1].close()
+                self._current.close()
             self._reset_state()
 
     def read(self, ctx, queue, n, up_to, done):
@@ -167,14 +209,11 @@ class TFRecordReaderResource:
             if self._current is None:
                 if not self._work:
                     return False
-                path = self._work.popleft()
-                self._current = (path, tf_record_iterator(path), 0)
-            path, records, offset = self._current
-            record = next(records, None)
-            if record is not None:
-                keys.append(f"{path}:{offset}")
-                values.append(record)
-                self._current = (path, records, offset + 16 + len(record))
+                self._current = self._records(self._work.popleft())
+            pair = next(self._current, None)
+            if pair is not None:
+                keys.append(pair[0])
+                values.append(pair[1])
                 self.records_produced += 1
                 return True
             self._current = None
@@ -192,10 +231,17 @@ def _strings(items):
     return array
 
 
-@registry.RegisterKernel("TFRecordReaderV2", needs_context=True)
-def _reader_kernel(op):
-    name = op.get_attr("shared_name") or op.name
-    return lambda ctx: ctx.resources.resource("TFRecordReader", name, ctx.device, lambda: TFRecordReaderResource(name))
+def _reader_kernel(kind, records):
+    def factory(op):
+        name = op.get_attr("shared_name") or op.name
+        return lambda ctx: ctx.resources.resource(kind, name, ctx.device, lambda: ReaderResource(name, records))
+
+    return factory
+
+
+registry.RegisterKernel("TFRecordReaderV2", needs_context=True)(_reader_kernel("TFRecordReader", _tf_records))
+registry.RegisterKernel("WholeFileReaderV2", needs_context=True)(_reader_kernel("WholeFileReader", _whole_file))
+registry.RegisterKernel("IdentityReaderV2", needs_context=True)(_reader_kernel("IdentityReader", _identity))
 
 
 @registry.RegisterKernel("ReaderReadV2", is_async=True)

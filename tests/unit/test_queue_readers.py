@@ -1,5 +1,6 @@
-"""tf.TFRecordReader in TF 1.x's file pipeline: file-name queue → reader → parse_single_example → batch,
-against the numpy source; keys, counters, several threads on one reader, and a corrupt file."""
+"""TF 1.x's queue-fed readers: tf.TFRecordReader in the file pipeline (file-name queue → reader →
+parse_single_example → batch) against the numpy source, keys, counters, several threads on one reader, a
+corrupt file; tf.WholeFileReader and tf.IdentityReader."""
 
 import threading
 import time
@@ -171,3 +172,29 @@ def test_match_filenames_once_feeds_the_pipeline_the_sorted_matches(tmp_path):
         assert list(sess.run(names)) == sorted(paths) and sess.run(nothing).shape == (0,)
         ys = _drain(sess, y)
     assert ys == list(Y)
+
+
+def test_whole_file_and_identity_readers(tmp_path):
+    paths = [tmp_path / "a.txt", tmp_path / "b.txt"]
+    paths[0].write_bytes(b"first\x00file")
+    paths[1].write_bytes(b"")
+    graph = tf.Graph()
+    with graph.as_default():
+        files = tf.FIFOQueue(4, tf.string, shapes=[[]])
+        fill = files.enqueue_many([[str(p) for p in paths] + [str(tmp_path / "missing.txt")]])
+        whole = tf.WholeFileReader().read(files)
+        words = tf.FIFOQueue(4, tf.string, shapes=[[]])
+        fill_words, close_words = words.enqueue_many([["x", "y"]]), words.close()
+        identity = tf.IdentityReader()
+        pair = identity.read(words)
+        produced = identity.num_records_produced()
+    with tf.Session(graph=graph) as sess:
+        sess.run([fill, fill_words, close_words])
+        assert list(sess.run(whole)) == [str(paths[0]), b"first\x00file"]
+        assert list(sess.run(whole)) == [str(paths[1]), b""]
+        with pytest.raises(tf.errors.NotFoundError, match="missing.txt"):
+            sess.run(whole)
+        assert [list(sess.run(pair)) for _ in range(2)] == [["x", "x"], ["y", "y"]]
+        with pytest.raises(tf.errors.OutOfRangeError):
+            sess.run(pair)
+        assert sess.run(produced) == 2
