@@ -6,7 +6,7 @@
 #   make notebooks  re-run every lesson in place and strip its widget state (do this before committing one)
 #   make html       export every lesson to build/html/ (executed, widget state kept: steps without a kernel)
 #   make bench      set up .venv (once) and print the performance ratios
-#   make protos     regenerate the *_pb2.py(i) of dfcore's .proto files (TF's Example messages) with grpcio-tools
+#   make protos     regenerate the *_pb2.py(i) of dfcore's .proto files (TF messages tensorboard lacks) with grpcio-tools
 #   make soak       chaos soak: train PS and ring all-reduce MPI jobs while killing ranks (SOAK_S seconds, 600)
 #   make binder-check  build Binder's environment from binder/ alone and run every lesson in it under nbval
 # Everything runs non-interactively (CI=true, no stdin).
@@ -127,8 +127,9 @@ soak: setup
 binder-check: system-deps
 	$(PYTHON) tests/binder/check_binder.py
 
-# TF's Example protos (package tensorflow, TF's field numbers) compiled for the protobuf runtime pyproject.toml asks for.
-PROTOS := $(sort $(wildcard dfcore/framework/example_protos/*.proto))
+# TF's messages tensorboard lacks (Example, QueueRunnerDef: TF's packages and field numbers), compiled for the
+# protobuf runtime pyproject.toml asks for.
+PROTOS := $(sort $(wildcard dfcore/framework/tf_protos/*.proto))
 protos: $(STAMP)
 	$(PY) -m grpc_tools.protoc -I. --python_out=. --pyi_out=. $(PROTOS)
 

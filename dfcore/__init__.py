@@ -77,6 +77,7 @@ from .ops.dynamic_partition import *
 from .ops.functional_ops import foldl, foldr, map_fn, scan
 from .ops.gradients_impl import gradients
 from .ops.init_ops import *
+from .ops.io_ops import *
 from .ops.linalg_ops import matrix_determinant, matrix_inverse
 from .ops.math_ops import *
 from .ops.numerics import *
@@ -130,6 +131,7 @@ from . import (
     tf_logging as logging,
     train,
 )
+from .data.queue_readers import IdentityReader, ReaderBase, TFRecordReader, WholeFileReader  # TF 1.x readers
 
 __version__ = "0.1.0"
 

@@ -143,6 +143,11 @@ def exception_type_from_error_code(error_code):
     return _CODE_TO_CLASS[error_code]
 
 
+def error_code_from_exception_type(cls):
+    """The integer error code of an OpError subclass (TF's function of the same name; KeyError for others)."""
+    return {c: code for code, c in _CODE_TO_CLASS.items()}[cls]
+
+
 def error_from_os_error(error: OSError, context: str, advice: str = "") -> OpError:
     """The OpError TF raises for a failed file operation: class by errno as TF's ``ErrnoToCode``
     (``ENOSPC`` -> ResourceExhaustedError, ``EACCES``/``EROFS`` -> PermissionDeniedError, ``ENOENT`` ->

@@ -1,6 +1,6 @@
-"""``tf.queue``: queues (TF 1.13+ namespace of ``tf.FIFOQueue`` and ``tf.RandomShuffleQueue``)."""
+"""``tf.queue``: queues (TF 1.13+ namespace of ``tf.FIFOQueue``, ``tf.PaddingFIFOQueue``, ``tf.RandomShuffleQueue``)."""
 
-from .ops.data_flow_ops import FIFOQueue, QueueBase, RandomShuffleQueue
+from .ops.data_flow_ops import FIFOQueue, PaddingFIFOQueue, QueueBase, RandomShuffleQueue
 
 
 def __getattr__(name: str):

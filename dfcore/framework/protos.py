@@ -2,9 +2,10 @@
 
 Source: ``tensorflow/core/framework/*.proto`` and ``tensorflow/core/protobuf/*.proto``, compiled
 into ``tensorboard.compat.proto.*_pb2`` (wire-compatible with TensorFlow's, without TensorFlow).
-The one exception is ``tensorflow/core/example/{feature,example}.proto`` (``tf.train.Example`` & co),
-which ``tensorboard`` lacks: dfcore keeps its own ``.proto`` files of them (package ``tensorflow``,
-TF's field numbers) in :mod:`dfcore.framework.example_protos`, compiled by ``make protos``.
+The exceptions are the messages ``tensorboard`` lacks — ``tensorflow/core/example/{feature,example}.proto``
+(``tf.train.Example`` & co) and ``core/protobuf/queue_runner.proto`` (``QueueRunnerDef``, with the
+``error.Code`` enum): dfcore keeps its own ``.proto`` files of them (TF's packages, names and field
+numbers) in :mod:`dfcore.framework.tf_protos`, compiled by ``make protos``.
 This is the one module that names where TF's messages come from; everything else imports them from here.
 """
 
@@ -38,8 +39,8 @@ from tensorboard.compat.proto.types_pb2 import DataType
 from tensorboard.compat.proto.variable_pb2 import VariableDef
 from tensorboard.compat.proto.versions_pb2 import VersionDef
 
-from .example_protos.example_pb2 import Example, SequenceExample
-from .example_protos.feature_pb2 import (
+from .tf_protos.example_pb2 import Example, SequenceExample
+from .tf_protos.feature_pb2 import (
     BytesList,
     Feature,
     FeatureList,
@@ -48,12 +49,13 @@ from .example_protos.feature_pb2 import (
     FloatList,
     Int64List,
 )
+from .tf_protos.queue_runner_pb2 import QueueRunnerDef
 
 __all__ = [
     "AllocatorMemoryUsed", "AttrValue", "BytesList", "ClusterDef", "CollectionDef", "ConfigProto", "CostGraphDef",
     "DataType", "DeviceStepStats", "Event", "Example", "Feature", "FeatureList", "FeatureLists", "Features",
-    "FloatList", "GPUOptions", "GraphDef", "GraphOptions", "HistogramProto", "Int64List", "JobDef",
-    "MetaGraphDef", "NameAttrList", "NodeDef", "NodeExecStats", "NodeOutput", "OptimizerOptions", "RunMetadata",
+    "FloatList", "GPUOptions", "GraphDef", "GraphOptions", "HistogramProto", "Int64List", "JobDef", "MetaGraphDef",
+    "NameAttrList", "NodeDef", "NodeExecStats", "NodeOutput", "OptimizerOptions", "QueueRunnerDef", "RunMetadata",
     "RunOptions", "SaverDef", "SequenceExample", "SessionLog", "StepStats", "Summary", "SummaryMetadata",
     "TaggedRunMetadata", "TensorProto", "TensorShapeProto", "VariableDef", "VersionDef",
 ]

@@ -1,8 +1,8 @@
-"""Grouping and ordering ops: ``no_op``, ``group``, ``tuple``, ``with_dependencies``; and ``Assert``.
+"""Grouping and ordering ops: ``no_op``, ``group``, ``tuple``, ``with_dependencies``; ``Assert``.
 
-Source: ``tensorflow/python/ops/control_flow_ops.py``. ``group`` is a ``NoOp``
-with control inputs, on its inputs' device when they share one (``_GroupControlDeps``);
-``tuple`` makes every output wait for all inputs.
+Source: ``tensorflow/python/ops/control_flow_ops.py`` (and ``core/kernels/logging_ops.cc`` for
+``Assert``'s message). ``group`` is a ``NoOp`` with control inputs, on its inputs' device when they
+share one (``_GroupControlDeps``); ``tuple`` makes every output wait for all inputs.
 """
 
 import builtins
@@ -10,14 +10,52 @@ import builtins
 import numpy as np
 
 from .. import errors
-from ..framework import registry
+from ..framework import dtypes, registry
 from ..framework.graph import _as_operation
+from ..framework.scopes import name_scope
+from ..framework.tensor_conversion import convert_to_tensor
 from . import common_shapes
-from .op_util import graph_of
+from .op_util import apply_op, graph_of
 
 registry.RegisterShape("NoOp")(common_shapes.no_outputs)
 registry.RegisterKernel("NoOp")(lambda op: lambda: None)
 registry.NotDifferentiable("NoOp")
+registry.RegisterShape("Assert")(common_shapes.no_outputs)
+registry.NotDifferentiable("Assert")
+registry.mark_stateful("Assert")
+
+
+def Assert(condition, data, summarize=None, name=None):  # noqa: N802 - TF's name
+    """The op raising ``InvalidArgumentError("assertion failed: [<data 0>] [<data 1>] …")`` when the bool
+    scalar ``condition`` is False (at most ``summarize`` values of each tensor, default 3); run it with
+    ``tf.control_dependencies``. Source: ``tensorflow/python/ops/control_flow_ops.py``."""
+    with name_scope(name, "Assert", [condition]) as scope:
+        condition = convert_to_tensor(condition, dtype=dtypes.bool, name="Condition")
+        data = [convert_to_tensor(x) for x in data]
+        return apply_op("Assert", [condition] + data, {"T": [x.dtype.base_dtype for x in data],
+                                                       "summarize": 3 if summarize is None else int(summarize)},
+                        scope)
+
+
+@registry.RegisterKernel("Assert")
+def _assert_kernel(op):
+    summarize = op.get_attr("summarize")
+
+    def compute(condition, *data):
+        if np.ndim(condition) != 0:
+            raise errors.InvalidArgumentError(None, None, f"In[0] should be a scalar: {list(np.shape(condition))}")
+        if not bool(condition):
+            raise errors.InvalidArgumentError(
+                None, op, "assertion failed: " + " ".join(f"[{_summarize(d, summarize)}]" for d in data))
+
+    return compute
+
+
+def _summarize(value, summarize):
+    """TF's ``Tensor::SummarizeValue``: the first ``summarize`` values, space separated, ``...`` if more."""
+    flat = [v.decode("utf-8", "replace") if isinstance(v, bytes) else v for v in np.ravel(value)]
+    text = " ".join(str(v) for v in flat[:summarize])
+    return text + "..." if len(flat) > summarize else text
 
 
 def no_op(name=None):
@@ -84,47 +122,3 @@ def tuple(tensors, name=None, control_inputs=None):
         gate = group(*(live + list(control_inputs or [])))
         return [None if t is None else with_dependencies([gate], t) for t in tensors]
 
-
-registry.RegisterShape("Assert")(common_shapes.no_outputs)
-registry.mark_stateful("Assert")
-registry.NotDifferentiable("Assert")
-
-
-def Assert(condition, data, summarize=None, name=None):  # noqa: N802 - TF's name
-    """An op that fails the step when ``condition`` (a bool scalar) is false, printing ``data``.
-
-    Args:
-        data: a list of tensors (or strings, numbers) printed in the message, each as ``[v0 v1 ...]`` with at most
-            ``summarize`` (default 3) elements.
-    Returns:
-        The ``Assert`` Operation (run it, or make other ops depend on it).
-    Raises:
-        InvalidArgumentError: (when run) ``assertion failed: [<data 0>] [<data 1>] ...`` (TF's ``AssertOp`` format).
-    Source: ``control_flow_ops.Assert`` and ``core/kernels/logging_ops.cc``.
-    """
-    from ..framework import graph as graph_lib
-    from ..framework.tensor_conversion import convert_to_tensor
-
-    graph = graph_of([condition] + [d for d in data if hasattr(d, "graph")])
-    with graph.as_default(), graph.name_scope(name or "Assert"):
-        inputs = [convert_to_tensor(condition)] + [convert_to_tensor(d) for d in data]
-        attrs = {"summarize": 3 if summarize is None else int(summarize)}
-        return graph_lib.get_default_graph().create_op("Assert", inputs, attrs, "Assert")
-
-
-@registry.RegisterKernel("Assert")
-def _assert_kernel(op):
-    summarize = op.get_attr("summarize")
-
-    def compute(condition, *data):
-        if not bool(condition):
-            message = " ".join(f"[{_summarize(value, summarize)}]" for value in data)
-            raise errors.InvalidArgumentError(None, op, f"assertion failed: {message}")
-
-    return compute
-
-
-def _summarize(value, limit):
-    flat = np.asarray(value).ravel()
-    items = [v.decode() if isinstance(v, bytes) else str(v) for v in flat[:limit].tolist()]
-    return " ".join(items) + ("..." if flat.size > limit else "")

@@ -13,7 +13,8 @@ from .. import errors
 from ..framework import dtypes, registry
 from ..framework.tensor_shape import TensorShape
 from . import common_shapes
-from .data_flow_resources import AccumulatorResource, FIFOQueueResource, MutexLockHandle, MutexResource
+from .data_flow_resources import AccumulatorResource, MutexLockHandle, MutexResource
+from .fifo_queue import FIFOQueueResource
 
 _HANDLE_OPS = ("FIFOQueueV2", "ConditionalAccumulator", "MutexV2")
 _USERS = ("QueueEnqueueV2", "QueueEnqueueManyV2", "QueueDequeueV2", "QueueDequeueManyV2", "QueueDequeueUpToV2",
@@ -27,7 +28,7 @@ for _op_type in _USERS:
     registry.register_ref_inputs(_op_type, 0)  # the handle: colocates the op with its resource
 
 _HANDLE = (dtypes.string._as_ref, TensorShape([]))
-_QUEUE_OPS = ("FIFOQueueV2", "RandomShuffleQueueV2")
+_QUEUE_OPS = ("FIFOQueueV2", "RandomShuffleQueueV2", "PaddingFIFOQueueV2")
 
 
 def _handle_shape(op):
@@ -104,14 +105,6 @@ def _mutex_kernel(op):
 
 
 # -- queues ---------------------------------------------------------------------
-def _check_component(queue, index, value):
-    expected = queue.shapes[index]
-    if expected is not None and tuple(value.shape) != expected:
-        raise errors.InvalidArgumentError(
-            None, None, f"Shape mismatch in tuple component {index}. Expected {list(expected)}, got "
-            f"{list(value.shape)}")
-
-
 def _enqueue(ctx, done, queue, elements):
     """Reserve room, then publish ``elements`` when the step commits (or give the room back)."""
 
@@ -129,7 +122,7 @@ def _enqueue_kernel(op):
     def compute(ctx, done, queue, *components):
         element = tuple(np.array(c, copy=True) for c in components)
         for i, value in enumerate(element):
-            _check_component(queue, i, value)
+            queue.check_component(i, value)
         _enqueue(ctx, done, queue, [element])
 
     return compute
@@ -148,7 +141,7 @@ def _enqueue_many_kernel(op):
         elements = [tuple(np.array(a[i], dtype=a.dtype, copy=True) for a in arrays) for i in range(arrays[0].shape[0])]
         for element in elements[:1]:
             for i, value in enumerate(element):
-                _check_component(queue, i, value)
+                queue.check_component(i, value)
         if 0 <= queue.capacity < len(elements):  # can never fit at once: streamed in as room frees
             queue.stream(ctx, elements, done)
         else:

@@ -3,7 +3,7 @@
 Source: ``tensorflow/python/ops/data_flow_ops.py`` (queues, accumulators: API, names,
 checks and messages) and ``core/ops/data_flow_ops.cc`` / ``resource_variable_ops.cc``
 (op types ``FIFOQueueV2``, ``QueueEnqueueV2``, ``QueueEnqueueManyV2``,
-``RandomShuffleQueueV2``, ``QueueDequeueV2``, ``QueueDequeueManyV2``, ``QueueDequeueUpToV2``,
+``RandomShuffleQueueV2``, ``PaddingFIFOQueueV2``, ``QueueDequeueV2``, ``QueueDequeueManyV2``, ``QueueDequeueUpToV2``,
 ``QueueSizeV2``, ``QueueCloseV2``,
 ``ConditionalAccumulator``, ``AccumulatorApplyGradient``, ``AccumulatorTakeGradient``,
 ``AccumulatorSetGlobalStep``, ``AccumulatorNumAccumulated``, ``MutexV2``,
@@ -31,23 +31,25 @@ from ..framework import dtypes as dtypes_lib
 from ..framework.graph import get_default_graph
 from ..framework.tensor_conversion import convert_to_tensor
 from ..framework.tensor_shape import TensorShape
-from . import data_flow_kernels, random_shuffle_queue  # noqa: F401 - registers shapes and kernels
+from . import data_flow_kernels, padding_fifo_queue, random_shuffle_queue  # noqa: F401 - registers kernels
 from .math_ops import cast
 from .op_util import apply_op, apply_op1
 from .random_ops import get_seed
 
-__all__ = ["QueueBase", "FIFOQueue", "RandomShuffleQueue", "ConditionalAccumulatorBase", "ConditionalAccumulator"]
+__all__ = ["QueueBase", "FIFOQueue", "PaddingFIFOQueue", "RandomShuffleQueue", "ConditionalAccumulatorBase",
+           "ConditionalAccumulator"]
 
 
 def _as_list(value):
     return list(value) if isinstance(value, (list, tuple)) else [value]
 
 
-def _as_shape_list(shapes):
+def _as_shape_list(shapes, unknown_dim_allowed=False):
     """TF's ``_as_shape_list``: None, one shape (a list of ints, ``()`` for a scalar) or a list of shapes.
 
     Raises:
-        TypeError: not a shape or list of shapes; ValueError: a shape not fully defined (TF's wording).
+        TypeError: not a shape or list of shapes; ValueError: a shape not fully defined (TF's wording), or
+            with ``unknown_dim_allowed`` of unknown rank.
     """
     if shapes is None:
         return None
@@ -58,15 +60,18 @@ def _as_shape_list(shapes):
     if all(d is None or isinstance(d, int) for d in shapes):
         shapes = [shapes]
     shapes = [TensorShape(s) for s in shapes]
-    if not all(s.is_fully_defined() for s in shapes):
+    if unknown_dim_allowed:
+        if any(s.ndims is None for s in shapes):
+            raise ValueError(f"All shapes must have a known rank: {[str(s) for s in shapes]}")
+    elif not all(s.is_fully_defined() for s in shapes):
         raise ValueError(f"All shapes must be fully defined: {[str(s) for s in shapes]}")
     return shapes
 
 
-def _normalize(dtypes, shapes, names):
+def _normalize(dtypes, shapes, names, unknown_dim_allowed=False):
     """``(dtypes, shapes, names)`` of a queue, checked (TF's messages)."""
     dtypes = [dtypes_lib.as_dtype(d).base_dtype for d in _as_list(dtypes)]
-    shapes = _as_shape_list(shapes)
+    shapes = _as_shape_list(shapes, unknown_dim_allowed)
     if shapes is not None and len(shapes) != len(dtypes):
         raise ValueError("Queue shapes must have the same length as dtypes")
     if names is not None:
@@ -83,8 +88,10 @@ class QueueBase:
         ValueError: ``shapes`` or ``names`` not of the same length as ``dtypes`` (TF's wording).
     """
 
+    _unknown_dim_allowed = False  # component shapes may have unknown dimensions (PaddingFIFOQueue)
+
     def __init__(self, dtypes, shapes, names, queue_ref):
-        self._dtypes, shapes, self._names = _normalize(dtypes, shapes, names)
+        self._dtypes, shapes, self._names = _normalize(dtypes, shapes, names, self._unknown_dim_allowed)
         self._shapes = shapes if shapes is not None else [TensorShape(None)] * len(self._dtypes)
         self._queue_ref = queue_ref
         self._name = queue_ref.op.name
@@ -214,6 +221,30 @@ class FIFOQueue(QueueBase):
         attrs = {"component_types": dtypes, "shapes": shapes or [], "capacity": int(capacity), "container": "",
                  "shared_name": shared_name or ""}
         super().__init__(dtypes, shapes, names, apply_op1("FIFOQueueV2", [], attrs, name))
+
+
+class PaddingFIFOQueue(QueueBase):
+    """A FIFO queue whose ``dequeue_many``/``dequeue_up_to`` pad components to the batch's largest size
+    (TF's ``tf.PaddingFIFOQueue``, op ``PaddingFIFOQueueV2``; zeros, or empty strings).
+
+    Args:
+        capacity, dtypes, names, shared_name, name: as :class:`FIFOQueue`.
+        shapes: one shape per component, of known rank; ``None`` marks a dimension that may vary.
+    Raises:
+        ValueError: not one shape per component, or a shape of unknown rank (TF's wording).
+    """
+
+    _unknown_dim_allowed = True
+
+    def __init__(self, capacity, dtypes, shapes, names=None, shared_name=None, name="padding_fifo_queue"):
+        count = len(_as_shape_list(shapes, unknown_dim_allowed=True) or [])
+        if count != len(_as_list(dtypes)):
+            raise ValueError(f"Shapes must be provided for all components, but received {len(_as_list(dtypes))} "
+                             f"dtypes and {count} shapes.")
+        dtypes, shapes, names = _normalize(dtypes, shapes, names, unknown_dim_allowed=True)
+        attrs = {"component_types": dtypes, "shapes": shapes, "capacity": int(capacity), "container": "",
+                 "shared_name": shared_name or ""}
+        super().__init__(dtypes, shapes, names, apply_op1("PaddingFIFOQueueV2", [], attrs, name))
 
 
 class RandomShuffleQueue(QueueBase):

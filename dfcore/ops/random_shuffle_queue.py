@@ -15,7 +15,7 @@ import numpy as np
 from .. import errors
 from ..framework import dtypes, registry
 from ..framework.tensor_shape import TensorShape
-from .data_flow_resources import FIFOQueueResource
+from .fifo_queue import FIFOQueueResource
 
 registry.mark_stateful("RandomShuffleQueueV2")
 registry.NotDifferentiable("RandomShuffleQueueV2")

@@ -68,6 +68,9 @@ def is_variable_initialized(ref, name=None):
 def count_up_to(ref, limit, name=None):
     """The value of int32/int64 scalar variable ``ref`` before incrementing it (op ``CountUpTo``).
 
+    Two steps counting at once both increment (dfcore's transactions redo the update) but may both see the
+    same value, so the limit holds exactly for one counting thread (an input producer's runner).
+
     Raises (when run):
         OutOfRangeError: the value already reached ``limit`` (TF's wording: ``Reached limit of <limit>``);
         FailedPreconditionError: the variable is uninitialized.

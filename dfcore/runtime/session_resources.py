@@ -30,14 +30,21 @@ class SessionResources:
         self._generators = {}
         self._resources = {}
         self._step_hooks = {}
+        self._closed = False
 
     def variable_key(self, name: str, device: str) -> str:
         """The store key of variable ``name`` on ``device``: the name (a local session is one task)."""
         return name
 
     def resource(self, kind: str, name: str, device: str, factory: Callable[[], Any]) -> Any:
-        """The resource ``(kind, name)`` of an op on ``device``, made by ``factory()`` on first use."""
+        """The resource ``(kind, name)`` of an op on ``device``, made by ``factory()`` on first use.
+
+        Raises:
+            CancelledError: the session was closed (a step still running then makes no new resource).
+        """
         with self._lock:
+            if self._closed:
+                raise errors.CancelledError(None, None, "Session has been closed.")
             found = self._resources.get((kind, name))
             if found is None:
                 found = self._resources[(kind, name)] = factory()
@@ -59,11 +66,12 @@ class SessionResources:
                 fn()
 
     def close(self) -> None:
-        """Cancel the session's own resources (blocked waiters fail with ``CancelledError``)."""
+        """Retire the session's own resources: blocked waiters, and any a still-running step adds later,
+        fail with ``CancelledError``."""
         with self._lock:
-            resources, self._resources = list(self._resources.values()), {}
+            resources, self._resources, self._closed = list(self._resources.values()), {}, True
         for resource in resources:
-            cancel = getattr(resource, "cancel_all", None)
+            cancel = getattr(resource, "retire", None) or getattr(resource, "cancel_all", None)
             if cancel is not None:
                 cancel(errors.CancelledError(None, None, "Session has been closed."))
 

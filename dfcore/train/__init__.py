@@ -43,7 +43,7 @@ from .checkpoint_management import (
     remove_checkpoint,
     update_checkpoint_state,
 )
-from .coordinator import Coordinator
+from .coordinator import Coordinator, LooperThread
 from .device_setter import GreedyLoadBalancingStrategy, byte_size_load_fn, ps_load_table, replica_device_setter
 from .ftrl import FtrlOptimizer
 from .gradient_descent import GradientDescentOptimizer
@@ -53,6 +53,7 @@ from .input import (
     batch_join,
     input_producer,
     limit_epochs,
+    match_filenames_once,
     range_input_producer,
     shuffle_batch,
     shuffle_batch_join,

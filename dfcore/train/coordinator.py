@@ -1,7 +1,8 @@
 """``tf.train.Coordinator``: stops a group of threads together and reports their first exception.
 
 Source: ``tensorflow/python/training/coordinator.py``. A thread checks :meth:`should_stop`
-in its loop and calls :meth:`request_stop` with the exception that ended it; the main
+in its loop (or is a :class:`LooperThread`, which does) and calls :meth:`request_stop` with the
+exception that ended it; the main
 thread's :meth:`join` waits for the threads (all finished, or a stop requested, then at
 most ``stop_grace_period_secs``) and re-raises the first exception reported.
 ``OutOfRangeError`` (the input ran out) is a clean stop, never re-raised, as in TF.
@@ -123,3 +124,60 @@ class Coordinator:
         with self._lock:
             if self._exc_info_to_raise is not None:
                 raise self._exc_info_to_raise
+
+    def loop(self, timer_interval_secs, target, args=None, kwargs=None):
+        """Start a :class:`LooperThread` calling ``target(*args, **kwargs)`` every ``timer_interval_secs``."""
+        return LooperThread.loop(self, timer_interval_secs, target, args, kwargs)
+
+
+class LooperThread(threading.Thread):
+    """A daemon thread calling :meth:`run_loop` (by default ``target``) every ``timer_interval_secs`` (None:
+    back to back) until its coordinator stops; registered with the coordinator, to which it reports the
+    exception that ends it (TF's ``tf.train.LooperThread``).
+
+    Raises:
+        ValueError: ``coord`` is not a Coordinator, or ``args``/``kwargs`` without ``target`` (TF's wording).
+    """
+
+    def __init__(self, coord, timer_interval_secs, target=None, args=None, kwargs=None):
+        if not isinstance(coord, Coordinator):
+            raise ValueError(f"'coord' argument must be a Coordinator: {coord}")
+        super().__init__(daemon=True)
+        self._coord = coord
+        self._timer_interval_secs = timer_interval_secs
+        self._looper_target = target
+        self._looper_args, self._looper_kwargs = args or (), kwargs or {}
+        if target is None and (args or kwargs):
+            raise ValueError("'args' and 'kwargs' argument require that you also pass 'target'")
+        coord.register_thread(self)
+
+    @staticmethod
+    def loop(coord, timer_interval_secs, target, args=None, kwargs=None):
+        """A started LooperThread calling ``target``."""
+        looper = LooperThread(coord, timer_interval_secs, target=target, args=args, kwargs=kwargs)
+        looper.start()
+        return looper
+
+    def run(self):
+        with self._coord.stop_on_exception():
+            self.start_loop()
+            if self._timer_interval_secs is None:
+                while not self._coord.should_stop():
+                    self.run_loop()
+            else:
+                next_time = time.monotonic()
+                while not self._coord.wait_for_stop(max(0.0, next_time - time.monotonic())):
+                    next_time += self._timer_interval_secs
+                    self.run_loop()
+            self.stop_loop()
+
+    def start_loop(self):
+        """Called once before the loop (override in subclasses)."""
+
+    def stop_loop(self):
+        """Called once after the loop (override in subclasses)."""
+
+    def run_loop(self):
+        """One iteration: calls ``target`` (override in subclasses)."""
+        if self._looper_target is not None:
+            self._looper_target(*self._looper_args, **self._looper_kwargs)

@@ -8,23 +8,39 @@ in a *local* variable (``<scope>/limit_epochs/epochs``), so ``tf.local_variables
 must run first — else the runner reports TF's ``FailedPreconditionError`` — and after the
 last epoch the queue closes and its consumers get ``OutOfRangeError``.
 
-Not supported: ``dynamic_pad`` (TF's ``PaddingFIFOQueue``), the ``maybe_*`` variants
+``dynamic_pad`` batches through a ``PaddingFIFOQueue``. Not supported: the ``maybe_*`` variants
 (``keep_input``) and sparse tensors.
 """
 
 from ..framework import dtypes as dtypes_lib
 from ..framework.graph import GraphKeys
 from ..framework.scopes import control_dependencies, name_scope
-from ..framework.tensor import Tensor
 from ..framework.tensor_conversion import convert_to_tensor
 from ..framework.tensor_shape import TensorShape
-from ..ops import array_ops, array_ops_gather, data_flow_ops, math_ops, random_ops, variables
+from ..ops import (
+    array_ops,
+    array_ops_gather,
+    control_flow_ops,
+    data_flow_ops,
+    io_ops,
+    math_ops,
+    random_ops,
+    variables,
+)
 from ..ops.math_ops_binary import maximum
 from ..summary import summary
 from .queue_runner import QueueRunner, add_queue_runner
 
-__all__ = ["limit_epochs", "input_producer", "string_input_producer", "range_input_producer",
+__all__ = ["match_filenames_once", "limit_epochs", "input_producer", "string_input_producer", "range_input_producer",
            "slice_input_producer", "batch", "batch_join", "shuffle_batch", "shuffle_batch_join"]
+
+
+def match_filenames_once(pattern, name=None):
+    """A local variable holding the sorted file names matching ``pattern`` (a string vector ``[?]``), fixed when
+    ``tf.local_variables_initializer()`` runs (TF's ``matching_filenames`` variable)."""
+    with name_scope(name, "matching_filenames", [pattern]) as scope:
+        return variables.Variable(io_ops.matching_files(pattern), name=scope, trainable=False, validate_shape=False,
+                                  collections=[GraphKeys.LOCAL_VARIABLES])
 
 
 def limit_epochs(tensor, num_epochs=None, name=None):
@@ -82,12 +98,17 @@ def string_input_producer(string_tensor, num_epochs=None, shuffle=True, seed=Non
     """A queue of the strings of 1-D ``string_tensor`` (e.g. file names), for ``num_epochs`` epochs.
 
     Raises:
-        ValueError: an empty list of strings (TF's wording).
+        ValueError: an empty list (TF's wording); an empty tensor makes the runner report TF's
+            ``InvalidArgumentError`` (``assertion failed: [string_input_producer requires a non-null input tensor]``).
     """
-    if not isinstance(string_tensor, Tensor) and not len(string_tensor):
-        raise ValueError("string_input_producer requires a non-null input tensor")
+    not_null_err = "string_input_producer requires a non-null input tensor"
+    if isinstance(string_tensor, (list, tuple)) and not string_tensor:
+        raise ValueError(not_null_err)
     with name_scope(name, "input_producer", [string_tensor]) as scope:
         string_tensor = convert_to_tensor(string_tensor, dtype=dtypes_lib.string)
+        not_empty = control_flow_ops.Assert(math_ops.greater(array_ops.size(string_tensor), 0), [not_null_err])
+        with control_dependencies([not_empty]):
+            string_tensor = array_ops.identity(string_tensor)
         return input_producer(string_tensor, [], num_epochs, shuffle, seed, capacity, shared_name,
                               f"fraction_of_{capacity}_full", scope, cancel_op)
 
@@ -175,11 +196,6 @@ def _shapes(tensor_list_list, shapes, enqueue_many):
     return merged
 
 
-def _check_dynamic_pad(dynamic_pad):
-    if dynamic_pad:
-        raise NotImplementedError("dynamic_pad=True needs TF's PaddingFIFOQueue, which dfcore does not implement")
-
-
 def _dequeue(queue, batch_size, allow_smaller_final_batch, name):
     if allow_smaller_final_batch:
         return queue.dequeue_up_to(batch_size, name=name)
@@ -194,10 +210,10 @@ def _runner(queue, tensor_list_list, enqueue_many, threads_per_list):
 
 def _fifo_batch(tensors, tensor_list_list, batch_size, threads_per_list, capacity, enqueue_many, shapes,
                 dynamic_pad, allow_smaller_final_batch, shared_name, name, default_name):
-    _check_dynamic_pad(dynamic_pad)
     with name_scope(name, default_name, [t for tl in tensor_list_list for t in tl]) as scope:
-        queue = data_flow_ops.FIFOQueue(capacity, _dtypes(tensor_list_list),
-                                        _shapes(tensor_list_list, shapes, enqueue_many), shared_name=shared_name)
+        queue_class = data_flow_ops.PaddingFIFOQueue if dynamic_pad else data_flow_ops.FIFOQueue
+        queue = queue_class(capacity, _dtypes(tensor_list_list), _shapes(tensor_list_list, shapes, enqueue_many),
+                            shared_name=shared_name)
         _runner(queue, tensor_list_list, enqueue_many, threads_per_list)
         summary.scalar(f"fraction_of_{capacity}_full", math_ops.to_float(queue.size()) * (1.0 / capacity))
         return _as_original_type(tensors, _dequeue(queue, batch_size, allow_smaller_final_batch, scope))
@@ -222,12 +238,15 @@ def batch(tensors, batch_size, num_threads=1, capacity=32, enqueue_many=False, s
           allow_smaller_final_batch=False, shared_name=None, name=None):
     """Batches of ``batch_size`` elements of ``tensors`` (a list or dict), filled by ``num_threads`` threads.
 
+    Args:
+        dynamic_pad: elements may differ in the dimensions their static shape leaves unknown; each batch is
+            padded with zeros to its largest element (TF's ``PaddingFIFOQueue``).
     Returns:
         the batched tensors (dimension 0 of size ``batch_size``; unknown with ``allow_smaller_final_batch``,
         which lets the last batch be smaller when the input ends); one tensor for a one-element list, as TF.
     Raises:
-        ValueError: no tensors, a tensor of unknown rank, or element shapes not fully defined (TF's wording);
-        NotImplementedError: ``dynamic_pad=True``.
+        ValueError: no tensors, a tensor of unknown rank, or (without ``dynamic_pad``) element shapes not fully
+            defined (TF's wording).
     """
     tensor_list = _validate(_as_tensor_list(tensors), "batch")
     return _fifo_batch(tensors, [tensor_list], batch_size, num_threads, capacity, enqueue_many, shapes,

@@ -234,14 +234,20 @@ class _MonitoredSession:
             self._close_session()
 
     def _close_session(self):
-        """Stop the queue runners: a stop request closes their queues; closing the session then cancels
-        what they may still wait for elsewhere (an accumulator's ``take_grad``), and ``join`` re-raises the
-        first error a runner reported (TF joins before closing, ignoring threads still alive after the
-        grace period; dfcore closes first so none is left)."""
+        """Stop the queue runners: a stop request, then their ``cancel_op`` run here (their own threads would
+        race the close) closes their queues; closing the session then cancels what they may still wait for
+        elsewhere (an accumulator's ``take_grad``), and ``join`` re-raises the first error a runner reported
+        (TF joins before closing, ignoring threads still alive after the grace period; dfcore closes first so
+        none is left)."""
         coord, sess, self._sess, self._coord = self._coord, self._sess, None, None
         if coord is not None:
             coord.request_stop()
         if sess is not None:
+            for runner in sess.graph.get_collection(GraphKeys.QUEUE_RUNNERS):
+                try:
+                    sess.run(runner.cancel_op)
+                except errors.OpError as error:  # a queue already gone (its task down): nothing to close
+                    _LOG.debug("Ignored exception: %s", error)
             sess.close()
         if coord is not None:
             coord.join(stop_grace_period_secs=self._stop_grace_period_secs, ignore_live_threads=True)

@@ -9,7 +9,8 @@ last such thread runs ``close_op`` so consumers drain the queue and then get
 thread. With a coordinator, one more thread runs ``cancel_op`` (close the queue, cancelling
 pending enqueues) when a stop is requested, so no thread stays blocked on a full queue; it
 ends by itself once the runner's threads have all ended. Threads are registered with the
-coordinator, so ``coord.join()`` waits for them.
+coordinator, so ``coord.join()`` waits for them. A runner travels in a MetaGraphDef's ``queue_runners``
+collection as TF's ``QueueRunnerDef`` (:meth:`QueueRunner.to_proto` / :meth:`QueueRunner.from_proto`).
 """
 
 import logging
@@ -17,12 +18,12 @@ import threading
 import weakref
 
 from .. import errors
-from ..framework import graph as graph_lib, input_events
+from ..framework import graph as graph_lib, input_events, meta_graph
 from ..framework.graph import GraphKeys
+from ..framework.protos import QueueRunnerDef
 from ..runtime.session import get_default_session
-from .coordinator import Coordinator
 
-__all__ = ["Coordinator", "QueueRunner", "add_queue_runner", "start_queue_runners"]
+__all__ = ["QueueRunner", "add_queue_runner", "start_queue_runners"]
 
 _LOG = logging.getLogger("dfcore.train")
 _CLOSER_POLL_S = 0.05  # how often the closer thread looks whether the enqueue threads all ended
@@ -37,22 +38,60 @@ class QueueRunner:
         close_op: run when the last thread ended because the input ran out (default ``queue.close()``).
         cancel_op: run when the coordinator stops (default ``queue.close(cancel_pending_enqueues=True)``).
         queue_closed_exception_types: errors that end a thread quietly (default ``(OutOfRangeError,)``).
+        queue_runner_def: a ``QueueRunnerDef`` naming the ops of the default graph to use instead (with
+            ``import_scope`` prepended).
     Raises:
-        ValueError: no queue or no enqueue ops (TF's wording).
+        ValueError: no queue or no enqueue ops, or both them and ``queue_runner_def`` (TF's wording).
     """
 
     def __init__(self, queue=None, enqueue_ops=None, close_op=None, cancel_op=None,
-                 queue_closed_exception_types=None):
-        if not queue or not enqueue_ops:
-            raise ValueError("Must provide queue and enqueue_ops.")
-        self._queue = queue
-        self._enqueue_ops = list(enqueue_ops)
-        self._close_op = close_op if close_op is not None else queue.close()
-        self._cancel_op = cancel_op if cancel_op is not None else queue.close(cancel_pending_enqueues=True)
-        self._queue_closed_exception_types = tuple(queue_closed_exception_types or (errors.OutOfRangeError,))
+                 queue_closed_exception_types=None, queue_runner_def=None, import_scope=None):
+        if queue_runner_def is not None:
+            if queue or enqueue_ops:
+                raise ValueError("queue_runner_def and queue are mutually exclusive.")
+            self._init_from_proto(queue_runner_def, import_scope)
+        else:
+            if not queue or not enqueue_ops:
+                raise ValueError("Must provide queue and enqueue_ops.")
+            self._queue = queue
+            self._enqueue_ops = list(enqueue_ops)
+            self._close_op = close_op if close_op is not None else queue.close()
+            self._cancel_op = cancel_op if cancel_op is not None else queue.close(cancel_pending_enqueues=True)
+            self._queue_closed_exception_types = tuple(queue_closed_exception_types or (errors.OutOfRangeError,))
         self._lock = threading.Lock()
         self._runs_per_session = weakref.WeakKeyDictionary()
         self._exceptions_raised = []
+
+    def _init_from_proto(self, queue_runner_def, import_scope):
+        graph = graph_lib.get_default_graph()
+
+        def element(name):
+            return graph.as_graph_element(meta_graph.prepend_name_scope(name, import_scope))
+
+        self._queue = element(queue_runner_def.queue_name)
+        self._enqueue_ops = [element(name) for name in queue_runner_def.enqueue_op_name]
+        self._close_op = element(queue_runner_def.close_op_name)
+        self._cancel_op = element(queue_runner_def.cancel_op_name)
+        self._queue_closed_exception_types = tuple(
+            errors.exception_type_from_error_code(code) for code in queue_runner_def.queue_closed_exception_types
+        ) or (errors.OutOfRangeError,)
+
+    def to_proto(self, export_scope=None):
+        """This runner as TF's ``QueueRunnerDef`` (names without ``export_scope``); None if its queue is outside it."""
+        if export_scope is not None and not self.name.startswith(export_scope):
+            return None
+        return QueueRunnerDef(
+            queue_name=meta_graph.strip_name_scope(self.name, export_scope),
+            enqueue_op_name=[meta_graph.strip_name_scope(op.name, export_scope) for op in self._enqueue_ops],
+            close_op_name=meta_graph.strip_name_scope(self._close_op.name, export_scope),
+            cancel_op_name=meta_graph.strip_name_scope(self._cancel_op.name, export_scope),
+            queue_closed_exception_types=[errors.error_code_from_exception_type(cls)
+                                          for cls in self._queue_closed_exception_types])
+
+    @staticmethod
+    def from_proto(queue_runner_def, import_scope=None):
+        """The QueueRunner a ``QueueRunnerDef`` describes, on the default graph's ops."""
+        return QueueRunner(queue_runner_def=queue_runner_def, import_scope=import_scope)
 
     @property
     def queue(self):
@@ -171,6 +210,10 @@ def start_queue_runners(sess=None, coord=None, daemon=True, start=True, collecti
     for runner in sess.graph.get_collection(collection):
         threads.extend(runner.create_threads(sess, coord=coord, daemon=daemon, start=start))
     return threads
+
+
+meta_graph.register_proto_function(GraphKeys.QUEUE_RUNNERS, QueueRunnerDef, QueueRunner.to_proto,
+                                   QueueRunner.from_proto)
 
 
 def __getattr__(name: str):

@@ -85,3 +85,26 @@ def test_raise_requested_exception_and_reports_after_join():
     coord.clear_stop()
     assert not coord.should_stop() and not coord.joined
     coord.raise_requested_exception()
+
+
+def test_looper_threads_call_their_target_until_the_stop_and_report_its_exception():
+    coord, calls = tf.train.Coordinator(), []
+    looper = coord.loop(0.01, calls.append, args=("tick",))
+    while len(calls) < 3:
+        time.sleep(0.005)
+    coord.request_stop()
+    coord.join(stop_grace_period_secs=5)  # the looper registered itself
+    assert not looper.is_alive() and set(calls) == {"tick"}
+
+    coord = tf.train.Coordinator()
+
+    def fail():
+        raise RuntimeError("target failed")
+
+    tf.train.LooperThread.loop(coord, None, fail)
+    with pytest.raises(RuntimeError, match="target failed"):
+        coord.join(stop_grace_period_secs=5)
+    with pytest.raises(ValueError, match="'coord' argument must be a Coordinator"):
+        tf.train.LooperThread(object(), 1.0)
+    with pytest.raises(ValueError, match="'args' and 'kwargs' argument require that you also pass 'target'"):
+        tf.train.LooperThread(tf.train.Coordinator(), 1.0, args=(1,))

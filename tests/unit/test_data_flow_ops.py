@@ -2,12 +2,15 @@
 
 import threading
 import time
+import types
 
 import numpy as np
 import pytest
 
 import dfcore as tf
 from dfcore.ops.data_flow_ops import Mutex, consume_mutex_lock
+from dfcore.ops.fifo_queue import FIFOQueueResource
+from dfcore.runtime.session_resources import SessionResources
 
 SHORT = tf.RunOptions(timeout_in_ms=100)
 
@@ -134,6 +137,20 @@ def test_enqueue_many_beyond_the_capacity_streams_in_as_room_frees():
         thread.join(5)
         assert isinstance(out["error"], tf.errors.CancelledError)
         assert out["error"].message.startswith("Enqueue operation was cancelled")
+
+
+def test_a_wait_begun_after_the_session_closed_fails_at_once():
+    # a step still running when its session closes: its next blocking wait must not hang until the deadline
+    resources = SessionResources()
+    queue = resources.resource("FIFOQueue", "q", "/cpu:0",
+                               lambda: FIFOQueueResource("q", 1, [()], [np.dtype(np.int32)]))
+    resources.close()
+    outcomes = []
+    queue.dequeue(types.SimpleNamespace(rendezvous=None, device=None), 1, False,
+                  lambda error, value: outcomes.append(error))
+    assert isinstance(outcomes[0], tf.errors.CancelledError) and outcomes[0].message == "Session has been closed."
+    with pytest.raises(tf.errors.CancelledError, match="Session has been closed."):
+        resources.resource("FIFOQueue", "other", "/cpu:0", lambda: None)
 
 
 def test_closed_queue_out_of_range_and_cancelled_with_tf_wording():

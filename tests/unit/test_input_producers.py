@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import dfcore as tf
+from dfcore.framework.protos import QueueRunnerDef
 
 X = np.arange(10, dtype=np.float32)
 Y = np.arange(10, dtype=np.int64) * 10
@@ -73,6 +74,20 @@ def test_allow_smaller_final_batch_gives_the_rest_and_a_dict_stays_a_dict():
     np.testing.assert_array_equal(np.concatenate([b["y"] for b in batches]), Y)
 
 
+def test_dynamic_pad_batches_variable_length_rows_padded_with_zeros():
+    lengths = np.array([1, 3, 2, 0, 2], np.int32)
+
+    def build():
+        n, = tf.train.slice_input_producer([lengths], num_epochs=1, shuffle=False)
+        row = tf.range(1, n + 1)  # 1 … n: a row whose length the graph does not know
+        return tf.train.batch([row, n], batch_size=2, dynamic_pad=True, allow_smaller_final_batch=True)
+
+    batches = _run_pipeline(build)
+    expected = [[[1, 0, 0], [1, 2, 3]], [[1, 2], [0, 0]], [[1, 2]]]
+    assert [b[0].tolist() for b in batches] == expected
+    assert np.concatenate([b[1] for b in batches]).tolist() == lengths.tolist()
+
+
 def test_shuffle_batch_keeps_rows_together_and_gives_each_row_once_per_epoch():
     def build():
         x, y = tf.train.slice_input_producer([X, Y], num_epochs=3, shuffle=True, seed=1)
@@ -125,6 +140,22 @@ def test_string_and_range_input_producers_and_the_fill_summary():
         tf.train.string_input_producer([])
 
 
+def test_an_empty_string_tensor_fails_tf_assertion_in_the_runner():
+    graph = tf.Graph()
+    with graph.as_default():
+        names = tf.constant([], tf.string)
+        queue = tf.train.string_input_producer(names)
+        name = queue.dequeue()
+    with tf.Session(graph=graph) as sess:
+        coord = tf.train.Coordinator()
+        threads = tf.train.start_queue_runners(sess, coord)
+        with pytest.raises(tf.errors.OutOfRangeError):
+            sess.run(name)
+        with pytest.raises(tf.errors.InvalidArgumentError) as info:
+            coord.join(threads, stop_grace_period_secs=5)
+    assert info.value.message.startswith("assertion failed: [string_input_producer requires a non-null input tensor]")
+
+
 def test_num_epochs_without_local_init_reports_tf_failed_precondition_through_the_coordinator():
     graph = tf.Graph()
     with graph.as_default():
@@ -150,7 +181,8 @@ def test_closing_the_session_mid_epoch_leaves_no_thread_and_stop_unblocks_full_q
     coord = tf.train.Coordinator()
     threads = tf.train.start_queue_runners(sess, coord)
     assert len(threads) == 2 + 4  # one thread per enqueue op plus one closer per runner
-    np.testing.assert_array_equal(sess.run(batch), [0, 1])
+    first = sess.run(batch)  # three enqueue threads: rows arrive in any order
+    assert len(set(first.tolist())) == 2 and set(first.tolist()) <= set(X.tolist())
     time.sleep(0.1)  # the runners fill both queues and block
     sess.close()
     for thread in threads:
@@ -203,3 +235,46 @@ def test_queue_runner_api_checks():
         assert runner.create_threads(sess, coord=coord) == []  # already running in this session
         coord.request_stop()
         coord.join(threads, stop_grace_period_secs=5)
+
+
+def test_queue_runners_travel_in_the_meta_graph_as_tf_queue_runner_defs():
+    graph = tf.Graph()
+    with graph.as_default():
+        x, = tf.train.slice_input_producer([X], num_epochs=1, shuffle=False)
+        tf.identity(tf.train.batch([x], batch_size=5), name="batched")
+        meta = tf.train.export_meta_graph()
+    defs = [QueueRunnerDef.FromString(v) for v in meta.collection_def["queue_runners"].bytes_list.value]
+    assert [d.queue_name for d in defs] == ["input_producer/input_producer", "batch/fifo_queue"]
+    assert defs[1].enqueue_op_name == ["batch/batch/fifo_queue_enqueue"]
+    assert defs[1].cancel_op_name == "batch/batch/fifo_queue_Close_1"
+    assert list(defs[1].queue_closed_exception_types) == [tf.errors.OUT_OF_RANGE]
+    assert tf.errors.error_code_from_exception_type(tf.errors.OutOfRangeError) == tf.errors.OUT_OF_RANGE
+    imported = tf.Graph()
+    with imported.as_default():
+        tf.train.import_meta_graph(meta)
+        runners = tf.get_collection(tf.GraphKeys.QUEUE_RUNNERS)
+        assert [r.to_proto() for r in runners] == defs
+        batched = imported.get_tensor_by_name("batched:0")
+        init = tf.local_variables_initializer()
+    batches = []
+    with tf.Session(graph=imported) as sess:
+        sess.run(init)
+        coord = tf.train.Coordinator()
+        threads = tf.train.start_queue_runners(sess, coord)
+        batches = _drain(sess, batched)
+        coord.request_stop()
+        coord.join(threads, stop_grace_period_secs=5)
+    np.testing.assert_array_equal(batches, X.reshape(2, 5))
+
+
+def test_a_runner_error_stops_a_monitored_session_and_is_raised_when_it_closes():
+    graph = tf.Graph()
+    with graph.as_default():
+        unset = tf.Variable(1.0, collections=[], name="never_initialized")  # no initializer runs for it
+        queue = tf.FIFOQueue(4, tf.float32, shapes=[[]])
+        tf.train.add_queue_runner(tf.train.QueueRunner(queue, [queue.enqueue(unset)]))
+        dequeue = queue.dequeue()
+        with pytest.raises(tf.errors.FailedPreconditionError, match="never_initialized"):
+            with tf.train.MonitoredTrainingSession() as sess:
+                while not sess.should_stop():
+                    sess.run(dequeue)  # ends with OutOfRangeError once the runner's error closed the queue

@@ -1,4 +1,4 @@
-from dfcore.framework.example_protos import feature_pb2 as _feature_pb2
+from dfcore.framework.tf_protos import feature_pb2 as _feature_pb2
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from collections.abc import Mapping as _Mapping
