@@ -99,23 +99,30 @@ def serve_offline(route):
 
 
 def steps(page, area):
-    """Move each slider of ``area`` one step in turn (left when it is at its maximum, else right);
-    True as soon as the visible frame changes."""
-    from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
-
+    """Move each slider of ``area`` one step in turn (left when it is at its maximum, else right), then
+    click each unselected toggle button (a run picker); True as soon as the visible frame changes."""
     handles = area.locator(".widget-slider .noUi-handle")
     for i in range(handles.count()):
         handle = handles.nth(i)
         at_max = handle.get_attribute("aria-valuenow") == handle.get_attribute("aria-valuemax")
-        before = area.evaluate(VISIBLE_FRAME_JS)
-        handle.press("ArrowLeft" if at_max else "ArrowRight")
-        try:
-            page.wait_for_function(f"([area, before]) => ({VISIBLE_FRAME_JS})(area) !== before",
-                                   arg=[area.element_handle(), before], timeout=STEP_TIMEOUT_S * 1000)
+        if frame_changes(page, area, lambda: handle.press("ArrowLeft" if at_max else "ArrowRight")):
             return True
-        except PlaywrightTimeoutError:
-            continue
-    return False
+    buttons = area.locator(".widget-toggle-buttons button:not(.mod-active)")
+    return any(frame_changes(page, area, buttons.nth(i).click) for i in range(buttons.count()))
+
+
+def frame_changes(page, area, action):
+    """True if ``action`` changes the visible frame of ``area`` within STEP_TIMEOUT_S."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
+
+    before = area.evaluate(VISIBLE_FRAME_JS)
+    action()
+    try:
+        page.wait_for_function(f"([area, before]) => ({VISIBLE_FRAME_JS})(area) !== before",
+                               arg=[area.element_handle(), before], timeout=STEP_TIMEOUT_S * 1000)
+        return True
+    except PlaywrightTimeoutError:
+        return False
 
 
 @pytest.fixture(scope="session")
