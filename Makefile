@@ -6,6 +6,7 @@
 #   make notebooks  re-run every lesson in place and strip its widget state (do this before committing one)
 #   make html       export every lesson to build/html/ (executed, widget state kept: steps without a kernel)
 #   make bench      set up .venv (once) and print the performance ratios
+#   make protos     regenerate the *_pb2.py(i) of dfcore's .proto files (TF's Example messages) with grpcio-tools
 #   make soak       chaos soak: train PS and ring all-reduce MPI jobs while killing ranks (SOAK_S seconds, 600)
 #   make binder-check  build Binder's environment from binder/ alone and run every lesson in it under nbval
 # Everything runs non-interactively (CI=true, no stdin).
@@ -37,7 +38,7 @@ VENDOR_STAMP         := $(VENDOR)/.html-manager-$(HTML_MANAGER_VERSION)-requirej
 LAB_PORT ?= 8888
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 
-.PHONY: setup system-deps browser-deps lint test notebooks html lab bench soak binder-check clean
+.PHONY: setup system-deps browser-deps lint test notebooks html lab bench soak binder-check protos clean
 
 setup: $(STAMP) system-deps browser-deps
 
@@ -125,6 +126,11 @@ soak: setup
 # Binder parity: what binder/ installs must import everything the lessons import (CI runs it after `make test`).
 binder-check: system-deps
 	$(PYTHON) tests/binder/check_binder.py
+
+# TF's Example protos (package tensorflow, TF's field numbers) compiled for the protobuf runtime pyproject.toml asks for.
+PROTOS := $(sort $(wildcard dfcore/framework/example_protos/*.proto))
+protos: $(STAMP)
+	$(PY) -m grpc_tools.protoc -I. --python_out=. --pyi_out=. $(PROTOS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache $(VENDOR) tests/browser/screenshots

@@ -80,9 +80,11 @@ from .ops.init_ops import *
 from .ops.linalg_ops import matrix_determinant, matrix_inverse
 from .ops.math_ops import *
 from .ops.numerics import *
+from .ops.parsing_ops import *
 from .ops.partitioned_variables import *
 from .ops.random_ops import *
-from .ops.state_ops import assign, assign_add, assign_sub, is_variable_initialized
+from .ops.script_ops import py_func
+from .ops.state_ops import assign, assign_add, assign_sub, count_up_to, is_variable_initialized
 from .ops.variable_scope import AUTO_REUSE, VariableScope, get_variable, get_variable_scope, variable_scope
 from .ops.variables import (
     Variable,
@@ -101,8 +103,8 @@ from .runtime.config import ConfigProto, GPUOptions, GraphOptions, RunMetadata, 
 from .runtime.session import InteractiveSession, Session, get_default_session
 
 # isort: split
-# The subpackages come last, after every name above: examples/ (which distribute/ and train/ use) build on
-# `import dfcore as tf`, so they need the core namespace filled in first.
+# The subpackages come last, after every name above: they build on `import dfcore as tf`, so they need the
+# core namespace filled in first. mpi/ comes after distribute/, with which it registers its server backend.
 from absl import flags  # tf.flags is absl's, as in TF 1.x
 
 from . import (
@@ -118,6 +120,7 @@ from . import (
     losses,
     math,
     nest,
+    mpi,
     nn,
     python_io,
     queue,

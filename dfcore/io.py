@@ -1,11 +1,14 @@
-"""``tf.io`` (the TFRecord part): ``TFRecordWriter`` and ``tf_record_iterator``.
+"""``tf.io``: ``TFRecordWriter`` and ``tf_record_iterator``; ``parse_example``, ``parse_single_example``
+and ``FixedLenFeature``.
 
-Source: ``tensorflow/python/lib/io/tf_record.py``; the format is in :mod:`dfcore.data.tfrecord`.
+Source: ``tensorflow/python/lib/io/tf_record.py`` (the format is in :mod:`dfcore.data.tfrecord`) and
+``tensorflow/python/ops/parsing_ops.py`` (:mod:`dfcore.ops.parsing_ops`).
 """
 
 from .data.tfrecord import TFRecordWriter, tf_record_iterator
+from .ops.parsing_ops import FixedLenFeature, parse_example, parse_single_example
 
-__all__ = ["TFRecordWriter", "tf_record_iterator"]
+__all__ = ["FixedLenFeature", "TFRecordWriter", "parse_example", "parse_single_example", "tf_record_iterator"]
 
 
 def __getattr__(name: str):

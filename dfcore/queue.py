@@ -1,6 +1,6 @@
-"""``tf.queue``: queues (TF 1.13+ namespace of ``tf.FIFOQueue``)."""
+"""``tf.queue``: queues (TF 1.13+ namespace of ``tf.FIFOQueue`` and ``tf.RandomShuffleQueue``)."""
 
-from .ops.data_flow_ops import FIFOQueue, QueueBase
+from .ops.data_flow_ops import FIFOQueue, QueueBase, RandomShuffleQueue
 
 
 def __getattr__(name: str):

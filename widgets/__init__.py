@@ -8,6 +8,7 @@
 - :class:`AllReduceComparison`: ring vs reduce-to-one vs tree on one input (bytes, rounds, time).
 - :class:`ParameterServerView`: parameter-server runs (sync / async / SSP): lanes per task, ps load,
   staleness histograms, loss and accuracy against time.
+- :class:`PipelineView`: input-pipeline runs as lanes per input thread, the starved waits, buffer occupancy.
 - :class:`ClusterView`: the jobs, tasks and devices of a cluster, and the variables on its ps tasks.
 
 All are stock ipywidgets (``VBox`` subclasses) with stable ``repr``s; graphs are laid
@@ -21,7 +22,8 @@ from .device_log import DeviceLog
 from .graph_view import GraphView
 from .parameter_server_view import ParameterServerView
 from .partition_view import PartitionView
+from .pipeline_view import PipelineView
 from .timeline_view import TimelineView
 
 __all__ = ["AllReduceComparison", "AllReduceView", "ClusterView", "DeviceLog", "GraphView", "ParameterServerView",
-           "PartitionView", "TimelineView"]
+           "PartitionView", "PipelineView", "TimelineView"]

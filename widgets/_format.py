@@ -3,6 +3,7 @@
 Pure functions shared by the DOT, SVG and HTML builders.
 """
 
+from dfcore.data.pipeline_run import split_lane_device
 from dfcore.framework import dtypes
 from dfcore.framework.device import DeviceSpec
 
@@ -14,10 +15,14 @@ def short_device(device):
 
     ``/job:localhost/replica:0/task:0/device:GPU:2`` → ``GPU:2``;
     ``/job:worker/replica:0/task:1/device:CPU:0`` → ``worker/task:1/CPU:0``;
-    ``""``/None → ``unplaced``; a partial request (``/device:GPU:2``) → ``GPU:2``.
+    ``""``/None → ``unplaced``; a partial request (``/device:GPU:2``) → ``GPU:2``;
+    an input-pipeline lane → ``CPU:0/input:Map/thread:0``.
     """
     if not device:
         return "unplaced"
+    lane = split_lane_device(device)
+    if lane is not None:
+        return f"{short_device(lane[0])}/input:{lane[1]}/thread:{lane[2]}"
     spec = DeviceSpec.from_string(device)
     local = f"{spec.device_type}:{spec.device_index}" if spec.device_type else "any device"
     if spec.device_type and spec.device_index is None:
@@ -28,7 +33,11 @@ def short_device(device):
 
 
 def device_sort_key(device):
-    """Sort devices as a reader expects: by job and task, CPU before GPU, index as a number."""
+    """Sort devices as a reader expects: by job and task, CPU before GPU, index as a number; an input-pipeline
+    lane (``<host>/input:<stage>/thread:<i>``) right after its host."""
+    lane = split_lane_device(device or "")
+    if lane is not None:
+        return (*device_sort_key(lane[0])[:-1], lane[1], lane[2])
     spec = DeviceSpec.from_string(device or "")
     return (spec.job or "", spec.replica or 0, spec.task or 0, _TYPE_ORDER.get(spec.device_type, 2),
             spec.device_type or "", spec.device_index or 0, device or "")

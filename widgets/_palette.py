@@ -8,6 +8,7 @@ because vermillion marks transfers (``_Send``/``_Recv``, flow arrows) and yellow
 is unreadable on white.
 """
 
+from dfcore.data.pipeline_run import split_lane_device
 from dfcore.framework import registry
 from dfcore.framework.device import DeviceSpec
 
@@ -23,6 +24,9 @@ TRANSFER = "#D55E00"
 #: The client's feed and fetch endpoints: call-frame ``_Arg``/``_Retval`` (``Session.run``) and
 #: client-terminated ``_Send``/``_Recv`` (``partial_run``).
 CLIENT = "#7F7F7F"
+#: An accelerator starved of input: the training side's wait in ``IteratorGetNext`` or for its feed_dict
+#: (a dashed outline, so that it never reads as a transfer).
+STARVED = "#B2182B"
 #: Text and outlines.
 INK = "#222222"
 
@@ -78,6 +82,9 @@ def device_color(device):
     """
     if not device:
         return UNPLACED
+    lane = split_lane_device(device)
+    if lane is not None:  # an input-pipeline thread of a host: the host's colour
+        return device_color(lane[0])
     spec = DeviceSpec.from_string(device)
     index = (spec.device_index or 0) + 3 * (spec.task or 0)
     if spec.device_type in (None, "CPU"):

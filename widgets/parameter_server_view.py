@@ -8,7 +8,8 @@ Shows one or several :class:`~dfcore.distribute.staleness.RunRecord` s (e.g. ``s
 - per run, one lane per ps and worker task with its ``pull``/``compute``/``push``/``wait``
   phases (ps: its inbound link and the updates), see :mod:`widgets._ps_lanes`, with the
   time each task spent in each phase;
-- the ps load (bytes and variables per ps task);
+- the ps load (bytes and variables per ps task) and, for simulated runs, each ps task's traffic
+  (pushes received, time its inbound link was busy), the hot ps marked;
 - the staleness histogram of every run, side by side;
 - test loss and accuracy against time, one curve per run.
 
@@ -90,8 +91,8 @@ class ParameterServerView(widgets.VBox):
                          f"{format_us(r.sim_time_s * 1e6)} ({r.clock})", f"{r.test_accuracy:.4f}",
                          f"{r.test_loss:.4f}", format_us(sum(r.wait_s_by_worker().values()) * 1e6),
                          r.status if r.error is None else _shorten(f"{r.status}: {r.error}", 90)))
-        text = ("applied/dropped count pushed gradients; a sync or ssp update averages one gradient per worker, "
-                "an async update applies one gradient.")
+        text = ("applied/dropped count pushed gradients; a sync or bounded_delay update averages one gradient per "
+                "worker, an async or ssp update applies one gradient.")
         return _html.heading("parameter-server runs") + _html.table(head, rows, numeric=(1, 2, 3, 4, 5, 6, 7, 8, 9)) \
             + _html.note(text)
 
@@ -129,7 +130,26 @@ class ParameterServerView(widgets.VBox):
         for load, names in loads.items():
             label = "" if len(loads) == 1 else _html.note(", ".join(names))
             parts.append(label + _ps_charts.ps_load_svg(load, width_px))
-        return "".join(parts)
+        return "".join(parts) + self._traffic_html()
+
+    def _traffic_html(self):
+        """Per run, each ps task's pushes and inbound-link time, the hot ps (the busiest link) marked."""
+        rows = []
+        for name, r in self.runs.items():
+            traffic = r.ps_traffic()
+            if not traffic:
+                continue
+            hot = max(traffic, key=lambda task: (traffic[task][1], task))
+            end = _ps_lanes.run_end_s(r) or 1.0
+            for task, (pushes, busy) in traffic.items():
+                rows.append((name, _ps_lanes.task_title(task) + (" (hot)" if task == hot else ""), pushes,
+                             format_us(busy * 1e6), f"{100 * busy / end:.1f}%"))
+        if not rows:
+            return ""
+        head = ["run", "ps task", "pushes received", "inbound link busy", "share of the run"]
+        text = "the hot ps is the one whose inbound link is busiest: it sets the pace of every push."
+        return (_html.heading("ps load over the run") + _html.table(head, rows, numeric=(2, 3, 4))
+                + _html.note(text))
 
     def _staleness_html(self, width_px):
         names = list(self.runs)
@@ -172,10 +192,10 @@ def _lane_legend():
 
 
 def run_name(record):
-    """A run's default name: ``sync``, ``sync 3 of 4`` (backup workers), ``async``, ``ssp s=2``;
+    """A run's default name: ``sync``, ``sync 3 of 4`` (backup workers), ``async``, ``ssp s=2``, ``bounded_delay s=2``;
     `` (threads)`` for a free-running run."""
     name = record.mode
-    if record.mode == "ssp":
+    if record.staleness is not None:  # ssp and bounded_delay
         name += f" s={record.staleness}"
     elif record.mode == "sync" and record.replicas_to_aggregate < record.num_workers:
         name += f" {record.replicas_to_aggregate} of {record.num_workers}"

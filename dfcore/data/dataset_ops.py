@@ -93,10 +93,13 @@ class Dataset(nest.ElementStructure):
         return sources.ConcatenateDataset(self, dataset)
 
     # -- transformations -------------------------------------------------------------
-    def map(self, map_func: Callable, num_parallel_calls: int | None = None) -> "Dataset":
+    def map(self, map_func: Callable, num_parallel_calls: int | None = None, *,
+            simulated_cost_s: float | None = None) -> "Dataset":
         """``map_func`` applied to each element; traced once (see :mod:`dfcore.data.function`);
-        ``num_parallel_calls`` elements in flight on a thread pool, order kept."""
-        return transformations.MapDataset(self, map_func, num_parallel_calls)
+        ``num_parallel_calls`` elements in flight on a thread pool, order kept. ``simulated_cost_s``
+        (dfcore only, not in TF): the host CPU time of one call on the simulated clock
+        (:mod:`dfcore.data.pipeline_sim`); None: the cost model's estimate of the traced ops."""
+        return transformations.MapDataset(self, map_func, num_parallel_calls, simulated_cost_s)
 
     def filter(self, predicate: Callable) -> "Dataset":
         """The elements for which ``predicate`` (traced once; a scalar bool) is True."""

@@ -17,9 +17,12 @@ from typing import Any
 import numpy as np
 
 from .. import errors
+from ..framework import dtypes as dtypes_lib
 from ..framework.graph import Graph, get_default_graph
 from ..framework.tensor_conversion import convert_to_tensor
+from ..ops import op_costs
 from ..ops.array_ops import placeholder
+from ..runtime import cost_model
 from ..runtime.session import Session
 from . import structure as nest
 from .iteration import IterationContext
@@ -50,6 +53,20 @@ class TracedFunction:
         self.output_structure = nest.pack_as(structure, self.outputs)
         self.output_types = [t.dtype.base_dtype for t in self.outputs]
         self.output_shapes = [t.shape for t in self.outputs]
+
+    def estimated_cost_s(self) -> float:
+        """The roofline time of the traced ops on a host CPU (:data:`~dfcore.runtime.cost_model.CPU`), counting
+        ops whose static shapes are fully known (an op of unknown shapes, e.g. ``py_func``, costs 0)."""
+        total = 0.0
+        for op in self.graph.get_operations():
+            shapes = [t.shape for t in (*op.inputs, *op.outputs)]
+            if op.type in op_costs.BOOKKEEPING or not all(s.is_fully_defined() for s in shapes):
+                continue
+            sample = op.outputs[0].dtype if op.outputs else dtypes_lib.float32
+            cost = cost_model.op_cost(op.type, [t.shape.as_list() for t in op.inputs],
+                                      [t.shape.as_list() for t in op.outputs], sample.size, op.attrs)
+            total += cost_model.op_time_s(cost, cost_model.CPU)
+        return total
 
     def __call__(self, run: IterationContext, element: tuple) -> tuple:
         """The function's flat outputs for one element (a tuple of numpy arrays).

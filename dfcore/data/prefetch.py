@@ -10,9 +10,11 @@ An exception in the producer is raised to the consumer at ``get_next``.
 import collections
 import concurrent.futures
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from ..framework import input_events
 from .dataset_ops import AUTOTUNE, Dataset
 from .iteration import JOIN_TIMEOUT_S, IterationContext
 
@@ -50,6 +52,7 @@ class _Buffer:
             if self.stopped:
                 return False
             self._items.append(item)
+            input_events.buffer_level("Prefetch", len(self._items))
             self._cond.notify_all()
             return True
 
@@ -61,6 +64,7 @@ class _Buffer:
             if not self._items:
                 run.check_stopped()
             item = self._items.popleft()
+            input_events.buffer_level("Prefetch", len(self._items))
             self._cond.notify_all()
             return item
 
@@ -75,9 +79,14 @@ def _prefetch(run: IterationContext, elements: Iterator, size: int):
 
     def produce():
         try:
-            for element in elements:
+            while True:
+                pulled = time.perf_counter()
+                element = next(elements, _END)
+                if element is _END:
+                    break
                 if not buffer.put((None, element)):
                     return
+                input_events.call_done("Prefetch", pulled)
             buffer.put((None, _END))
         except Exception as error:  # noqa: BLE001 - handed to the consumer, raised at get_next
             buffer.put((error, None))

@@ -3,7 +3,7 @@
 Source: ``tensorflow/python/data/ops/readers.py`` and ``core/kernels/data/reader_dataset_ops.cc``.
 Files are read in order, lazily, by :func:`dfcore.data.tfrecord.tf_record_iterator`; a corrupt
 record raises ``DataLossError`` (file and offset) at ``get_next``, a missing file ``NotFoundError``.
-Elements are raw bytes (no ``tf.train.Example`` in dfcore).
+Elements are raw bytes; ``map`` them through ``tf.parse_single_example`` for ``tf.train.Example`` records.
 """
 
 from typing import Any

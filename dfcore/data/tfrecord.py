@@ -4,8 +4,8 @@ Source: TF's ``core/lib/io/record_writer.cc`` / ``record_reader.cc`` and
 ``tensorflow/python/lib/io/tf_record.py``. Each record is ``uint64 length``, ``uint32 masked
 CRC-32C of the length``, ``length`` bytes of data, ``uint32 masked CRC-32C of the data`` (little
 endian). Writing uses the ``tensorboard`` package's ``RecordWriter`` (TF's framing and masked CRC);
-reading is :func:`tf_record_iterator`, which checks both CRCs. Records are raw bytes: dfcore has no
-``tf.train.Example`` (tensorboard ships no ``example.proto``), so parsing a record is up to the user.
+reading is :func:`tf_record_iterator`, which checks both CRCs. Records are raw bytes, typically serialized
+``tf.train.Example`` messages (``tf.parse_example``, :mod:`dfcore.ops.parsing_ops`).
 Compression (GZIP, ZLIB) is not supported.
 """
 

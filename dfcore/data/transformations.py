@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from .. import errors
-from ..framework import dtypes as dtypes_lib
+from ..framework import dtypes as dtypes_lib, input_events
 from ..framework.tensor_shape import TensorShape
 from ..ops.random_ops import get_seed
 from . import prefetch, structure as nest
@@ -35,9 +35,13 @@ class MapDataset(Dataset):
     """``map_func`` applied to each element (traced once); with ``num_parallel_calls`` > 1 (or AUTOTUNE)
     that many calls run on a thread pool and results keep the input order."""
 
-    def __init__(self, input_dataset: Dataset, map_func: Callable, num_parallel_calls: int | None):
+    def __init__(self, input_dataset: Dataset, map_func: Callable, num_parallel_calls: int | None,
+                 simulated_cost_s: float | None = None):
+        if simulated_cost_s is not None and not simulated_cost_s >= 0:
+            raise ValueError(f"simulated_cost_s must be >= 0 seconds, got {simulated_cost_s!r}")
         self._fn = TracedFunction(map_func, input_dataset._structure, input_dataset._types,
                                   input_dataset._shapes, "map")
+        self._simulated_cost_s = simulated_cost_s
         if isinstance(self._fn.result, Dataset):
             raise TypeError(f"The map function '{self._fn.name}' returned a Dataset; use interleave or flat_map.")
         super().__init__(nest.indices(self._fn.output_structure), self._fn.output_types, self._fn.output_shapes,
@@ -45,11 +49,22 @@ class MapDataset(Dataset):
         self._input = input_dataset
         self._parallel = (os.cpu_count() or 1) if num_parallel_calls == AUTOTUNE else (num_parallel_calls or 1)
 
+    @property
+    def simulated_cost_s(self) -> float:
+        """Host CPU seconds of one call on the simulated clock: the ``map(simulated_cost_s=...)`` given, else
+        the cost model's estimate of the traced ops (:meth:`TracedFunction.estimated_cost_s`)."""
+        return self._fn.estimated_cost_s() if self._simulated_cost_s is None else float(self._simulated_cost_s)
+
     def _iterate(self, run):
         elements = self._input._iterate(run)
+        stage = "ParallelMap" if self._parallel > 1 else "Map"
+
+        def call(element):
+            return input_events.timed(stage, lambda: self._fn(run, element))
+
         if self._parallel <= 1:
-            return (self._fn(run, element) for element in elements)
-        return prefetch.ordered_parallel_map(run, elements, lambda element: self._fn(run, element), self._parallel)
+            return (call(element) for element in elements)
+        return prefetch.ordered_parallel_map(run, elements, call, self._parallel)
 
 
 class FilterDataset(_Unary):

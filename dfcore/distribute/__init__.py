@@ -4,8 +4,9 @@ Source: TF's ``tensorflow/python/distribute`` (``all_reduce.py``, ``cross_device
 ``collective_ops.py``) and DESIGN §2. See :mod:`dfcore.distribute.all_reduce` for the
 runtime collective and its trace, :mod:`dfcore.distribute.schedules` for the algorithms,
 chunking and byte counts; :mod:`dfcore.distribute.cluster` for ``ClusterSpec``/``Server``
-(in-process tasks) and :mod:`dfcore.distribute.parameter_server` for sync / async / SSP
-training (``parameter_server.train``) and its run records.
+(in-process tasks) and :mod:`dfcore.distribute.parameter_server` for sync / async / SSP /
+bounded-delay training (``parameter_server.train``, one discipline per module in
+:mod:`dfcore.distribute.ps_modes`) and its run records.
 """
 
 import importlib

@@ -9,7 +9,9 @@ no socket at all (DESIGN §8). ``server.target`` (``"grpc://<address>"``) is wha
 ``tf.Session(target=...)`` takes to run on the whole cluster: every task contributes
 its devices (``/job:<job>/replica:0/task:<t>/device:CPU:0``, plus the GPUs of its
 ``config``), and variables and queues live in the state of the task they are placed on,
-shared by every session on the cluster (see the runtime module).
+shared by every session on the cluster (see the runtime module). Another package may register a
+:class:`TaskBackend` (``dfcore.mpi`` does, for the ranks of an MPI job): a server whose backend
+says it is active starts and joins through it instead.
 """
 
 from __future__ import annotations
@@ -17,14 +19,35 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from .. import errors
 from ..framework.protos import ClusterDef, JobDef
-from ..mpi.world import in_mpi_job
 from ..runtime.config import ConfigProto
 from . import cluster_runtime
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskBackend:
+    """Where servers run when ``active()``: ``start(server)`` brings up the task, ``join(timeout_s)`` returns
+    True once the task may end (False: ``timeout_s`` passed first)."""
+
+    active: Callable[[], bool]
+    start: Callable[[Server], None]
+    join: Callable[[float | None], bool]
+
+
+_BACKENDS: list[TaskBackend] = []
+
+
+def register_task_backend(backend: TaskBackend) -> None:
+    """Add ``backend``; a server uses the first registered backend that is active (else the in-process registry)."""
+    _BACKENDS.append(backend)
+
+
+def _active_backend() -> TaskBackend | None:
+    return next((b for b in _BACKENDS if b.active()), None)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -187,7 +210,7 @@ class Server:
         self._config = config if config is not None else ConfigProto()
         self._stopped = threading.Event()
         self._started = False
-        self._mpi = False
+        self._backend: TaskBackend | None = None
         self._lock = threading.Lock()
         if start:
             self.start()
@@ -233,11 +256,10 @@ class Server:
                 return
             if self._stopped.is_set():
                 raise errors.FailedPreconditionError(None, None, f"Server {self.target} was stopped; create a new one")
-            if in_mpi_job():
-                from ..mpi import runtime as mpi_runtime
-
-                mpi_runtime.start_task(self)
-                self._mpi = True
+            backend = _active_backend()
+            if backend is not None:
+                backend.start(self)
+                self._backend = backend
             else:
                 cluster_runtime.start_task(self)
             self._started = True
@@ -249,10 +271,8 @@ class Server:
         Raises:
             DeadlineExceededError: ``timeout_s`` (dfcore) passed first.
         """
-        if self._mpi:
-            from ..mpi import runtime as mpi_runtime
-
-            if not mpi_runtime.current().join(timeout_s):
+        if self._backend is not None:
+            if not self._backend.join(timeout_s):
                 raise errors.DeadlineExceededError(None, None, f"Server {self.target}: the other jobs' tasks were "
                                                    f"still running after {timeout_s} s")
             return
@@ -266,7 +286,7 @@ class Server:
             if self._stopped.is_set():
                 return
             self._stopped.set()
-            if self._started and not self._mpi:
+            if self._started and self._backend is None:
                 cluster_runtime.stop_task(self, reason)
 
     @property

@@ -3,14 +3,10 @@
 Source: TF1's between-graph recipe (``replica_device_setter`` + ``SyncReplicasOptimizer``,
 ``tensorflow/tools/dist_test/python/mnist_replica.py``). Every worker builds the digits MLP
 under ``replica_device_setter``: variables (and ``global_step``) on the ps tasks, the
-rest on its own task. Per discipline:
-
-* ``sync``: ``SyncReplicasOptimizer`` (accumulators, token queue; the chief's sync op);
-* ``async``: each worker's ``apply_gradients`` updates the ps variables (Downpour);
-* ``ssp``: ``staleness + 1`` slots of accumulators (shared names ``<var>/ssp_accum_<k>``):
-  the gradients of clock ``c`` go to slot ``c mod (s+1)`` and the chief applies their
-  average, clock after clock, with the same ``take_grad`` + ``apply_gradients`` ops as
-  ``sync`` — so ``s = 0`` gives exactly ``sync``'s arithmetic.
+rest on its own task; the update discipline adds its own ops
+(:meth:`dfcore.distribute.ps_modes.Discipline.build`). With ``w1_shards`` > 1 the first layer's
+weights are one partitioned variable (``tf.fixed_size_partitioner``) whose shards the setter
+spreads over the ps tasks (:func:`dfcore.models.mlp.sharded_mlp_variables`).
 
 Worker 0 is the chief: it also holds the evaluation ops and the ``Saver``.
 """
@@ -23,15 +19,16 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from .. import train as train_lib
-from ..examples.multi_tower import mlp_logits, mlp_variables, tower_loss
 from ..framework import dtypes
 from ..framework.graph import Graph
-from ..ops import array_ops, control_flow_ops, data_flow_ops, math_ops, nn_ops_xent, state_ops, variables
+from ..models.mlp import flat_variables, mlp_logits, mlp_variables, regroup, sharded_mlp_variables, tower_loss
+from ..ops import array_ops, math_ops, nn_ops_xent, variables
 from ..runtime import cost_model, prune
 from ..runtime.config import ConfigProto
 from ..runtime.session import Session
 from ..train import device_setter
 from .cluster import ClusterSpec, Server
+from .ps_modes import DISCIPLINES
 
 NUM_FEATURES, NUM_CLASSES = 64, 10
 _RUNS = itertools.count()
@@ -52,6 +49,7 @@ class ModelConfig:
     seed: int
     ps_strategy: str
     ema_decay: float | None
+    w1_shards: int = 1
 
 
 class WorkerModel:
@@ -99,69 +97,24 @@ def build_worker(index: int, config: ModelConfig, spec: ClusterSpec, server: Ser
             gs = train_lib.get_or_create_global_step()
             x = array_ops.placeholder(dtypes.float32, [config.batch_size, NUM_FEATURES], name="x")
             y = array_ops.placeholder(dtypes.int64, [config.batch_size], name="y")
-            params = list(mlp_variables(NUM_FEATURES, config.hidden, NUM_CLASSES, config.seed))
-            loss = tower_loss(x, y, params)
+            shape = (NUM_FEATURES, config.hidden, NUM_CLASSES, config.seed)
+            weights = (sharded_mlp_variables(*shape, config.w1_shards) if config.w1_shards > 1
+                       else mlp_variables(*shape))
+            params = flat_variables(weights)
+            loss = tower_loss(x, y, weights)
             opt = train_lib.GradientDescentOptimizer(config.learning_rate)
             grads_and_vars = opt.compute_gradients(loss, var_list=params)
             ema = (train_lib.ExponentialMovingAverage(config.ema_decay, num_updates=gs)
                    if config.ema_decay else None)
             t.update(global_step=gs, x=x, y=y, params=params, loss=loss, grads=[g for g, _ in grads_and_vars],
                      ema=ema)
-            _MODES[config.mode](t, config, opt, grads_and_vars, gs, ema)
+            DISCIPLINES[config.mode](config).build(t, index, opt, grads_and_vars, gs, ema)
             if index == 0:
                 _chief_extras(t, config, params, ema)
         t["init"] = variables.global_variables_initializer()
         t["local_init"] = variables.local_variables_initializer()
     session = Session(server.target, graph=graph, executor_runner=executor_runner)
     return WorkerModel(index, graph, session, t)
-
-
-def _sync(t, config, opt, grads_and_vars, gs, ema):
-    sync = train_lib.SyncReplicasOptimizer(opt, config.replicas_to_aggregate, config.num_workers,
-                                           variable_averages=ema, variables_to_average=t["params"] if ema else None)
-    t["train_op"] = sync.apply_gradients(grads_and_vars, gs)
-    graph = gs.graph
-    with graph.device(gs.device):
-        t["token_op"] = state_ops.assign(sync.local_step, sync.sync_token_queue.dequeue(), name="take_token")
-    t.update(sync_opt=sync, push_op=control_flow_ops.group(*sync.worker_push_ops, name="push_gradients"),
-             num_accumulated=sync.accumulators[0][0].num_accumulated(), local_step=sync.local_step,
-             chief_init=sync.chief_init_op, local_step_init=sync.local_step_init_op, sync_op=sync.sync_op,
-             init_tokens=sync.get_init_tokens_op(0))
-
-
-def _async(t, config, opt, grads_and_vars, gs, ema):
-    graph = gs.graph
-    train_op = opt.apply_gradients(grads_and_vars, global_step=gs)
-    if ema is not None:
-        with graph.control_dependencies([train_op]):
-            train_op = ema.apply(t["params"])
-    with graph.control_dependencies([train_op]), graph.colocate_with(gs):
-        t["new_version"] = gs.read_value()  # on the ps: read after the update
-    t["train_op"] = train_op
-
-
-def _ssp(t, config, opt, grads_and_vars, gs, ema):
-    graph = gs.graph
-    t["clock_round"] = array_ops.placeholder(dtypes.int64, [], name="clock_round")
-    pushes, applies, counts = [], [], []
-    for slot in range(config.staleness + 1):
-        accumulators = []
-        with graph.name_scope(f"ssp_slot_{slot}"):
-            for grad, var in grads_and_vars:
-                with graph.device(var.device):
-                    accumulators.append(data_flow_ops.ConditionalAccumulator(
-                        grad.dtype, shape=var.shape, shared_name=f"{var.name}/ssp_accum_{slot}"))
-            pushes.append(control_flow_ops.group(*[a.apply_grad(g, local_step=t["clock_round"])
-                                                   for a, (g, _) in zip(accumulators, grads_and_vars)]))
-            averaged = [a.take_grad(config.num_workers) for a in accumulators]
-            counts.append(accumulators[0].num_accumulated())
-        with graph.device(gs.device):
-            applies.append(opt.apply_gradients(list(zip(averaged, t["params"])), global_step=gs))
-    t.update(ssp_push=pushes, ssp_apply=applies, num_accumulated_slots=counts,
-             ema_op=ema.apply(t["params"]) if ema is not None else None)
-
-
-_MODES = {"sync": _sync, "async": _async, "ssp": _ssp}
 
 
 def _chief_extras(t, config, params, ema):
@@ -176,8 +129,9 @@ def _chief_extras(t, config, params, ema):
         return loss, math_ops.reduce_mean(math_ops.cast(correct, dtypes.float32))
 
     t["x_eval"], t["y_eval"] = x_eval, y_eval
-    t["eval_loss"], t["eval_accuracy"] = metrics(params)
-    t["eval_accuracy_ema"] = metrics([ema.average(v) for v in params])[1] if ema is not None else None
+    t["eval_loss"], t["eval_accuracy"] = metrics(regroup(params, config.w1_shards))
+    t["eval_accuracy_ema"] = (metrics(regroup([ema.average(v) for v in params], config.w1_shards))[1]
+                              if ema is not None else None)
     t["saver"] = train_lib.Saver(max_to_keep=3)
 
 
@@ -189,6 +143,12 @@ class StepCosts:
     compute_s: float
     bytes_per_ps: tuple[int, ...]
     link: cost_model.LinkProfile
+
+    @property
+    def pull_s(self) -> float:
+        """One pull: the requests to every ps task go out together and the replies share the worker's inbound
+        link, so one latency plus all the bytes over the bandwidth (not one message after another)."""
+        return cost_model.transfer_time_s(sum(self.bytes_per_ps), self.link)
 
 
 def step_costs(model: WorkerModel, config: ModelConfig,

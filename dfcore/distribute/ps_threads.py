@@ -1,217 +1,141 @@
-"""Free-running execution of a parameter-server run: one thread per worker, as TF1 runs it.
+"""Free-running execution of a parameter-server run: one thread per worker and one for the chief, as TF1 runs it.
 
-Source: TF1's between-graph training loop (each worker's client calls ``sess.run(train_op)``
-in a loop; the chief also runs ``SyncReplicasOptimizer``'s queue runner). Times are wall
-seconds since the start; the order of updates depends on thread scheduling, so two runs
-differ (use ``execution="simulated"`` for reproducible numbers).
+Source: TF1's between-graph training loop (each worker's client calls ``sess.run`` in a loop;
+the chief also runs the aggregated updates). The loops are :mod:`~dfcore.distribute.ps_loop`'s,
+the rules the discipline's; this driver supplies threads, the wall clock (seconds since the
+start) and shared record lists. The order of updates depends on thread scheduling, so two runs
+differ (use ``execution="simulated"`` for reproducible numbers). A record's time is when its
+push returned.
 
-* ``sync``: each worker runs the optimizer's train op (push to the accumulators, then block
-  on a token); the chief's ``QueueRunner`` thread runs the sync op. A record's
-  ``version_applied_at`` is the update whose token released the worker (token − 1); it
-  counts as applied when that is the version the gradient was computed on.
-* ``async``: each worker's train op applies its gradient to the ps variables.
-* ``ssp``: a worker waits (condition variable, with a deadline) until the version is at
-  least ``clock - s``, then pushes to its clock's accumulator slot; a chief thread applies
-  the clocks in order.
-
-Every ``sess.run`` has a deadline; a worker that dies leaves the others blocked only
-until it (``DeadlineExceededError``), and every thread is joined before :meth:`run` returns.
+Every ``sess.run`` and every wait at a gate has a deadline; a worker that dies leaves the others
+blocked only until it (``DeadlineExceededError``), a lost ps task ends the run, and every thread
+is joined before :meth:`ThreadedRun.run` returns (blocked ops are cancelled at the end).
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from .. import errors
-from ..runtime.config import RunOptions
-from ..train.queue_runner import Coordinator
 from . import cluster_runtime
+from .ps_loop import WallContext, run_chief, run_worker
+from .ps_modes import DISCIPLINES
 from .staleness import FaultRecord, PhaseRecord, UpdateRecord
 
 if TYPE_CHECKING:
     from .cluster import Server
-    from .parameter_server import DriverOptions, ShardedDigits
+    from .ps_chief import ChiefSchedule
+    from .ps_data import ShardedDigits
     from .ps_model import ModelConfig, WorkerModel
 
 _NORMAL_TIMEOUT_S = 60.0
 
 
 class ThreadedRun:
-    """Runs the worker threads (and the chief's) to ``options.steps`` updates; see the module doc."""
+    """Runs the worker threads and the chief's thread to ``schedule.steps`` updates; see the module doc."""
 
     def __init__(self, models: Sequence[WorkerModel], ps_servers: Sequence[Server], worker_servers: Sequence[Server],
-                 config: ModelConfig, data: ShardedDigits, options: DriverOptions,
+                 config: ModelConfig, data: ShardedDigits, schedule: ChiefSchedule,
+                 speed: Callable[[int, int], float], kill_worker: Mapping[int, int], fault_timeout_s: float,
                  start: Mapping[str, Any]) -> None:
         self.models, self.ps_servers, self.worker_servers = models, ps_servers, worker_servers
-        self.config, self.data, self.options = config, data, options
-        self.version = start["version"]
+        self.config, self.data, self.schedule = config, data, schedule
+        self.mode = DISCIPLINES[config.mode](config)
+        self.speed, self.kill_worker = speed, dict(kill_worker)
+        faulty = bool(kill_worker or schedule.kill_ps)
         self.clocks = list(start["clocks"])
-        faulty = bool(options.kill_worker or options.kill_ps)
-        timeout_s = options.fault_timeout_s if faulty else _NORMAL_TIMEOUT_S
-        self.run_options = RunOptions(timeout_in_ms=int(timeout_s * 1000))
-        self.timeout_s = timeout_s
-        self.cond = threading.Condition()
+        self.version = int(start["version"])
         self.lock = threading.Lock()
         self.updates: list[UpdateRecord] = []
         self.phases: list[PhaseRecord] = []
-        self.faults: list[FaultRecord] = []
-        self.pending: dict[int, Any] = {}
+        self.faults: list[FaultRecord] = schedule.faults
         self.failed: str | None = None
         self.stop = threading.Event()
         self.t0 = time.perf_counter()
         self.time_s = 0.0
-        self._next_eval = self._next_checkpoint = self.version
+        self.ctx = WallContext(self.now, self.stop, fault_timeout_s if faulty else _NORMAL_TIMEOUT_S,
+                               self._version, self._saw_version, self._locked(self.updates.append),
+                               self._locked(self.phases.append))
 
     def now(self) -> float:
         return time.perf_counter() - self.t0
 
     def run(self) -> ThreadedRun:
-        coord = Coordinator()
-        chief_threads = []
-        if self.config.mode == "sync":
-            runner = self.models[0].sync_opt.get_chief_queue_runner()
-            chief_threads = runner.create_threads(self.models[0].session, coord=coord, daemon=True, start=True)
-        elif self.config.mode == "ssp":
-            chief_threads = [threading.Thread(target=self._guard, args=(self._ssp_chief, "chief"), daemon=True)]
-            chief_threads[0].start()
+        chief = threading.Thread(target=self._guard, args=(self._chief, "chief"), daemon=True, name="ps-chief")
         workers = [threading.Thread(target=self._guard, args=(self._worker, w), daemon=True,
                                     name=f"ps-worker-{w}") for w in range(self.config.num_workers)]
-        for thread in workers:
+        for thread in [chief, *workers]:
             thread.start()
-        while any(t.is_alive() for t in workers):
-            workers[0].join(0.02) if workers[0].is_alive() else next(t for t in workers if t.is_alive()).join(0.02)
-            if self._version() >= self.options.steps or self.stop.is_set():
-                self._shut_down(coord)
-        self._shut_down(coord)
-        for thread in workers + chief_threads:
-            thread.join(self.timeout_s + 5)
+        while any(t.is_alive() for t in workers) or (chief.is_alive() and self.mode.needs_chief):
+            (next((t for t in workers if t.is_alive()), chief)).join(0.02)
+            if self.schedule.done(self._version()) or self.stop.is_set():
+                break
+        self._shut_down()
+        for thread in [chief, *workers]:
+            thread.join(self.ctx.timeout_s + 5)
         self.time_s = self.now()
+        try:  # the global step the ps holds (what the records must add up to)
+            self.version = int(self.models[0].session.run(self.models[0].global_step))
+        except errors.OpError:
+            pass  # a ps task is down: keep the newest version seen
         return self
 
-    def _shut_down(self, coord):
+    def _shut_down(self) -> None:
         """Stop every thread: blocked ops (tokens, take_grad) fail with CancelledError, which is ignored."""
         self.stop.set()
-        coord.request_stop()
-        for server in self.worker_servers + self.ps_servers:
+        for server in list(self.worker_servers) + list(self.ps_servers):
             cluster = cluster_runtime.cluster_of(server)
             if cluster is not None:
                 cluster.cancel_waiters(errors.CancelledError(None, None, "The training run ended."))
                 break
-        with self.cond:
-            self.cond.notify_all()
 
-    def _guard(self, fn, who):
+    def _guard(self, fn: Callable[[Any], None], who: Any) -> None:
         try:
             fn(who)
         except errors.OpError as error:
             if isinstance(error, errors.CancelledError) and self.stop.is_set():
                 return  # woken by the shutdown
+            if who == "chief" and not self.worker_servers[0].is_running:
+                return  # the chief's task, worker 0, was killed: the chief died with it
             task = "/job:worker/replica:0/task:0" if who == "chief" else f"/job:worker/replica:0/task:{who}"
             with self.lock:
                 self.faults.append(FaultRecord(self.now(), task, "error", type(error).__name__, error.message))
                 self.failed = self.failed or f"{type(error).__name__}: {error.message}"
-            if self._version() < self.options.steps and not isinstance(error, errors.DeadlineExceededError):
+            if not isinstance(error, errors.DeadlineExceededError) or who == "chief":
                 self.stop.set()  # a lost ps ends the run; a deadline only ends this worker
 
-    # -- workers -------------------------------------------------------------------
-    def _worker(self, w):
-        model = self.models[w]
-        while not self.stop.is_set() and self._version() < self.options.steps:
-            clock = self.clocks[w]
-            if self.options.kill_worker.get(w) == clock:
-                self.worker_servers[w].stop(f"killed before its step {clock} (fault injection)")
-                with self.lock:
-                    self.faults.append(FaultRecord(self.now(), f"/job:worker/replica:0/task:{w}", "worker_died"))
-                return
-            xb, yb = self.data.batch(w, clock)
-            feed = {model.x: xb, model.y: yb}
-            started = time.perf_counter()
-            getattr(self, "_step_" + self.config.mode)(w, model, feed, clock)
-            slow = self.options.speed(w) - 1.0
-            if slow > 0:  # a straggler: its steps take speed × as long
-                self.stop.wait(slow * (time.perf_counter() - started))
-            self.clocks[w] = clock + 1
-            if w == 0:
-                self._chief_duties()
-
-    def _step_sync(self, w, model, feed, clock):
-        local = int(model.session.run(model.local_step))
-        token, loss = model.session.run([model.train_op, model.loss], feed, options=self.run_options)
-        applied_at = int(token) - 1
-        self._record(w, clock, local, applied_at, 0.0, applied_at == local, float(loss))
-        with self.lock:
-            self.version = max(self.version, int(token))
-
-    def _step_async(self, w, model, feed, clock):
-        new_version, loss, read = model.session.run([model.new_version, model.loss, model.global_step], feed,
-                                                    options=self.run_options)
-        self._record(w, clock, int(read), int(new_version) - 1, 0.0, True, float(loss))
-        with self.lock:
-            self.version = max(self.version, int(new_version))
-
-    def _step_ssp(self, w, model, feed, clock):
-        s = self.config.staleness
-        waited = self._wait_for(lambda: self.version >= clock - s or self.stop.is_set())
-        if self.stop.is_set():
-            return
-        feed[model.clock_round] = np.int64(clock // (s + 1))
-        _, loss, read = model.session.run([model.ssp_push[clock % (s + 1)], model.loss, model.global_step], feed,
-                                          options=self.run_options)
-        with self.lock:
-            self.pending.setdefault(clock, []).append((w, int(read), waited, float(loss)))
-
-    def _wait_for(self, predicate):
-        start = self.now()
-        with self.cond:
-            if not self.cond.wait_for(predicate, self.timeout_s):
-                raise errors.DeadlineExceededError(
-                    None, None, f"Timed out after {self.timeout_s} s waiting for the slowest worker (staleness bound "
-                    f"{self.config.staleness}); a worker may be down.")
-        return self.now() - start
-
-    def _ssp_chief(self, _):
-        chief = self.models[0]
-        s = self.config.staleness
-        while not self.stop.is_set() and self.version < self.options.steps:
-            version = self.version
-            chief.session.run(chief.ssp_apply[version % (s + 1)], options=self.run_options)
-            if chief.ema_op is not None:  # decay from the step before the update, as in sync's sync op
-                chief.session.run(chief.ema_op, {chief.global_step.value(): np.int64(version)},
-                                  options=self.run_options)
+    def _worker(self, w: int) -> None:
+        def killed(clock: int) -> None:
+            self.worker_servers[w].stop(f"killed before its step {clock} (fault injection)")
             with self.lock:
-                for w, read, waited, loss in self.pending.pop(version, []):
-                    self.updates.append(UpdateRecord(w, version, read, version, version - read, waited, self.now(),
-                                                     True, loss))
-            with self.cond:
-                self.version = version + 1
-                self.cond.notify_all()
+                self.faults.append(FaultRecord(self.now(), f"/job:worker/replica:0/task:{w}", "worker_died"))
 
-    # -- shared --------------------------------------------------------------------
-    def _version(self):
+        def counted(record: UpdateRecord) -> None:
+            with self.lock:
+                self.updates.append(record)
+                self.clocks[w] = record.step + 1
+
+        ctx = WallContext(self.ctx.now, self.stop, self.ctx.timeout_s, self._version, self._saw_version, counted,
+                          self.ctx.phase)
+        run_worker(self.models[w], self.mode, self.data, ctx, self.schedule.steps,
+                   lambda clock: self.speed(w, clock), self.clocks[w], self.kill_worker.get(w), killed)
+
+    def _chief(self, _: Any) -> None:
+        run_chief(self.models[0], self.mode, self.schedule, self.ctx, lambda: list(self.clocks))
+
+    def _version(self) -> int:
         with self.lock:
             return self.version
 
-    def _record(self, w, step, computed_on, applied_at, wait_s, applied, loss):
+    def _saw_version(self, version: int) -> None:
         with self.lock:
-            self.updates.append(UpdateRecord(w, step, computed_on, applied_at, applied_at - computed_on, wait_s,
-                                             self.now(), applied, loss))
+            self.version = max(self.version, version)
 
-    def _chief_duties(self):
-        """Evaluate, checkpoint and inject ps faults when the version passes their marks (worker 0's thread)."""
-        hooks, version = self.options.hooks, self._version()
-        if hooks.eval_every and version >= self._next_eval:
-            hooks.evaluate(version, self.now())
-            self._next_eval = version - version % hooks.eval_every + hooks.eval_every
-        if hooks.checkpoint_every and version >= self._next_checkpoint:
-            hooks.checkpoint(version, self.now(), self.clocks)
-            self._next_checkpoint = version - version % hooks.checkpoint_every + hooks.checkpoint_every
-        for j, at in self.options.kill_ps.items():
-            if version >= at and self.ps_servers[j].is_running:
-                self.ps_servers[j].stop(f"killed at version {version} (fault injection)")
-                with self.lock:
-                    self.faults.append(FaultRecord(self.now(), f"/job:ps/replica:0/task:{j}", "ps_died"))
+    def _locked(self, append: Callable[[Any], None]) -> Callable[[Any], None]:
+        def locked(item: Any) -> None:
+            with self.lock:
+                append(item)
+        return locked

@@ -20,14 +20,14 @@ from typing import Any
 import numpy as np
 
 from .. import train as train_lib
-from ..examples.multi_tower import average_gradients, mlp_variables, tower_loss
 from ..framework import dtypes
 from ..framework.device import DeviceSpec
 from ..framework.graph import Graph
+from ..models.mlp import average_gradients, mlp_variables, tower_loss
 from ..ops import array_ops, variables
 from ..runtime.session import Session
 from .cluster import ClusterSpec
-from .parameter_server import ShardedDigits
+from .ps_data import ShardedDigits
 from .ps_model import NUM_FEATURES, ModelConfig, build_worker, start_cluster
 
 

@@ -43,6 +43,8 @@ class UpdateRecord:
         sim_time_s: when it was applied or dropped.
         applied: False when the ps dropped it as stale (sync) or it missed its update.
         loss: the worker's mini-batch loss for it.
+        slowest_clock: ``ssp``: the clocks of the slowest worker whose updates were in when the parameters were
+            read (Ho et al.'s guarantee: ≥ ``step - s``); -1 in the other modes.
     """
 
     worker: int
@@ -54,6 +56,7 @@ class UpdateRecord:
     sim_time_s: float
     applied: bool = True
     loss: float = float("nan")
+    slowest_clock: int = -1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -107,6 +110,8 @@ class RunRecord:
         final_version: the global step reached; ``sim_time_s``: when the run ended.
         test_accuracy, test_loss: of the final parameters (nan if the run failed before).
         params: the final ps parameters, name → array (read-only mapping).
+        learning_rate: the SGD rate per update; examples_per_update: the examples whose mean gradient one
+            update applies (batch size × gradients per update).
     """
 
     mode: str
@@ -129,6 +134,14 @@ class RunRecord:
     test_accuracy: float
     test_loss: float
     params: types.MappingProxyType[str, np.ndarray]
+    learning_rate: float = float("nan")
+    examples_per_update: int = 0
+
+    @property
+    def learning_rate_per_example(self) -> float:
+        """The effective SGD rate per training example: ``learning_rate / examples_per_update`` (an update
+        applies the mean gradient of ``examples_per_update`` examples), the rate to match across modes."""
+        return self.learning_rate / self.examples_per_update if self.examples_per_update else float("nan")
 
     @property
     def updates_applied(self) -> int:
@@ -141,6 +154,17 @@ class RunRecord:
     def staleness_histogram(self) -> dict[int, int]:
         """``{staleness: number of applied gradients}``, sorted by staleness."""
         return dict(sorted(collections.Counter(u.staleness for u in self.updates if u.applied).items()))
+
+    def ps_traffic(self) -> dict[str, tuple[int, float]]:
+        """Each ps task's inbound load, ``{task: (pushes received, seconds its inbound link was busy)}``, from
+        the ``recv`` phases (the simulated driver records them; empty for the wall-clock drivers). The task
+        with the most busy seconds is the hot ps."""
+        traffic: dict[str, tuple[int, float]] = {load.task: (0, 0.0) for load in self.ps_load}
+        for p in self.phases:
+            if p.kind == "recv":
+                count, busy = traffic.get(p.task, (0, 0.0))
+                traffic[p.task] = (count + 1, busy + p.end_s - p.start_s)
+        return traffic if any(count for count, _ in traffic.values()) else {}
 
     def wait_s_by_worker(self) -> dict[int, float]:
         """Total waiting time of each worker, ``{worker: seconds}``."""

@@ -16,21 +16,7 @@ import contextlib
 
 import dfcore as tf
 from dfcore.examples.digits_data import fit_full_batches, load_digits_split
-
-
-def mlp_variables(num_features, hidden, num_classes, seed, dtype=tf.float32):
-    """The MLP's weights, created on the current device: ``(w1, b1, w2, b2)``."""
-    w1 = tf.Variable(tf.truncated_normal([num_features, hidden], stddev=0.1, seed=seed, dtype=dtype), name="w1")
-    b1 = tf.Variable(tf.zeros([hidden], dtype=dtype), name="b1")
-    w2 = tf.Variable(tf.truncated_normal([hidden, num_classes], stddev=0.1, seed=seed + 1, dtype=dtype), name="w2")
-    b2 = tf.Variable(tf.zeros([num_classes], dtype=dtype), name="b2")
-    return w1, b1, w2, b2
-
-
-def mlp_logits(x, params):
-    """Logits ``[batch, classes]`` of the one-hidden-layer ReLU MLP."""
-    w1, b1, w2, b2 = params
-    return tf.matmul(tf.nn.relu(tf.matmul(x, w1) + b1), w2) + b2
+from dfcore.models.mlp import average_gradients, mlp_logits, mlp_variables, tower_loss
 
 
 def mlp_accuracy(params, num_features):
@@ -90,28 +76,6 @@ def fit_and_score(graph, init, model, evaluation, num_gpus, data, epochs, batch_
         fit_full_batches(sess, model["train_op"], model["x"], model["y"], data, epochs, batch_size, seed, desc,
                          progress, run_step)
         return float(sess.run(accuracy, {x_eval: data.x_test, y_eval: data.y_test}))
-
-
-def tower_loss(x, y, params):
-    """Mean sparse softmax cross-entropy of one tower's slice."""
-    logits = mlp_logits(x, params)
-    return tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
-
-
-def average_gradients(tower_grads):
-    """Average each variable's gradient over the towers (the tutorial's function).
-
-    Args:
-        tower_grads: one list of ``(gradient, variable)`` pairs per tower, same variable order.
-    Returns:
-        One list of ``(averaged gradient, variable)`` pairs.
-    """
-    averaged = []
-    for grad_and_vars in zip(*tower_grads):
-        grads = [tf.expand_dims(g, 0) for g, _ in grad_and_vars]
-        grad = tf.reduce_mean(tf.concat(grads, axis=0), 0)
-        averaged.append((grad, grad_and_vars[0][1]))
-    return averaged
 
 
 def build_multi_tower(num_towers, batch_size, num_features, num_classes, hidden=64, learning_rate=0.1, seed=0,

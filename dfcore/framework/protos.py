@@ -2,8 +2,10 @@
 
 Source: ``tensorflow/core/framework/*.proto`` and ``tensorflow/core/protobuf/*.proto``, compiled
 into ``tensorboard.compat.proto.*_pb2`` (wire-compatible with TensorFlow's, without TensorFlow).
-dfcore writes no ``.proto`` files and no look-alikes: this is the one module that names where TF's
-messages come from; everything else imports them from here.
+The one exception is ``tensorflow/core/example/{feature,example}.proto`` (``tf.train.Example`` & co),
+which ``tensorboard`` lacks: dfcore keeps its own ``.proto`` files of them (package ``tensorflow``,
+TF's field numbers) in :mod:`dfcore.framework.example_protos`, compiled by ``make protos``.
+This is the one module that names where TF's messages come from; everything else imports them from here.
 """
 
 from tensorboard.compat.proto.attr_value_pb2 import AttrValue, NameAttrList
@@ -36,12 +38,24 @@ from tensorboard.compat.proto.types_pb2 import DataType
 from tensorboard.compat.proto.variable_pb2 import VariableDef
 from tensorboard.compat.proto.versions_pb2 import VersionDef
 
+from .example_protos.example_pb2 import Example, SequenceExample
+from .example_protos.feature_pb2 import (
+    BytesList,
+    Feature,
+    FeatureList,
+    FeatureLists,
+    Features,
+    FloatList,
+    Int64List,
+)
+
 __all__ = [
-    "AllocatorMemoryUsed", "AttrValue", "ClusterDef", "CollectionDef", "ConfigProto", "CostGraphDef", "DataType",
-    "DeviceStepStats", "Event", "GPUOptions", "GraphDef", "GraphOptions", "HistogramProto", "JobDef",
+    "AllocatorMemoryUsed", "AttrValue", "BytesList", "ClusterDef", "CollectionDef", "ConfigProto", "CostGraphDef",
+    "DataType", "DeviceStepStats", "Event", "Example", "Feature", "FeatureList", "FeatureLists", "Features",
+    "FloatList", "GPUOptions", "GraphDef", "GraphOptions", "HistogramProto", "Int64List", "JobDef",
     "MetaGraphDef", "NameAttrList", "NodeDef", "NodeExecStats", "NodeOutput", "OptimizerOptions", "RunMetadata",
-    "RunOptions", "SaverDef", "SessionLog", "StepStats", "Summary", "SummaryMetadata", "TaggedRunMetadata",
-    "TensorProto", "TensorShapeProto", "VariableDef", "VersionDef",
+    "RunOptions", "SaverDef", "SequenceExample", "SessionLog", "StepStats", "Summary", "SummaryMetadata",
+    "TaggedRunMetadata", "TensorProto", "TensorShapeProto", "VariableDef", "VersionDef",
 ]
 
 # The producer version dfcore writes into its GraphDefs (``versions.producer``; TF 1.x-era graphs). TensorFlow

@@ -175,6 +175,16 @@ class TensorShape:
             raise ValueError(f"Shape {self} must have rank {rank}")
         return self
 
+    def with_rank_at_least(self, rank):
+        """This shape, checked to have at least ``rank`` dimensions (unknown rank passes).
+
+        Raises:
+            ValueError: fewer dimensions (TF's wording).
+        """
+        if self._dims is not None and len(self._dims) < rank:
+            raise ValueError(f"Shape {self} must have rank at least {rank}")
+        return self
+
     def __len__(self):
         if self._dims is None:
             raise ValueError("Cannot take the length of Shape with unknown rank.")

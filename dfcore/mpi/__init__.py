@@ -7,6 +7,11 @@
 * :mod:`~dfcore.mpi.collectives` — all-reduce over MPI point-to-point, traced.
 * :mod:`~dfcore.mpi.job` and :mod:`~dfcore.mpi.report` — run a job from Python or a notebook
   and get every rank's reports back.
+* :mod:`~dfcore.mpi.ps_driver` — parameter-server training as processes (``execution="mpi"``).
+
+Importing this package (``import dfcore`` does) registers its server backend with
+:mod:`dfcore.distribute.cluster` and its parameter-server driver with
+:mod:`dfcore.distribute.ps_executions`; ``distribute/`` never imports ``mpi/``.
 
 Start jobs with ``python -m dfcore.launch`` (see :mod:`dfcore.launch`). Importing this
 package does not import ``mpi4py``; only creating a communicator does.
@@ -14,6 +19,8 @@ package does not import ``mpi4py``; only creating a communicator does.
 
 import importlib
 
+from ..distribute.cluster import TaskBackend, register_task_backend
+from ..distribute.ps_executions import register_execution
 from . import departures
 from .report import progress, report
 from .world import Layout, MPIClusterResolver, in_mpi_job, layout_from_env
@@ -26,6 +33,28 @@ __all__ = ["JobResult", "Layout", "MPIClusterResolver", "MPIJobError", "all_redu
            "in_mpi_job", "layout_from_env", "mpi_allreduce", "progress", "report", "run_job"]
 
 departures.install()  # a rank of a launched job tells its launcher when its program ends
+
+
+def _start_task(server):
+    from . import runtime
+
+    runtime.start_task(server)
+
+
+def _join(timeout_s):
+    from . import runtime
+
+    return runtime.current().join(timeout_s)
+
+
+def _train_parameter_server(config):
+    from . import ps_driver
+
+    return ps_driver.train(config)
+
+
+register_task_backend(TaskBackend(in_mpi_job, _start_task, _join))
+register_execution("mpi", _train_parameter_server)
 
 
 def __getattr__(name):

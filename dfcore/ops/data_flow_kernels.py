@@ -16,7 +16,8 @@ from . import common_shapes
 from .data_flow_resources import AccumulatorResource, FIFOQueueResource, MutexLockHandle, MutexResource
 
 _HANDLE_OPS = ("FIFOQueueV2", "ConditionalAccumulator", "MutexV2")
-_USERS = ("QueueEnqueueV2", "QueueEnqueueManyV2", "QueueDequeueV2", "QueueDequeueManyV2", "QueueSizeV2",
+_USERS = ("QueueEnqueueV2", "QueueEnqueueManyV2", "QueueDequeueV2", "QueueDequeueManyV2", "QueueDequeueUpToV2",
+          "QueueSizeV2",
           "QueueCloseV2", "AccumulatorApplyGradient", "AccumulatorTakeGradient", "AccumulatorSetGlobalStep",
           "AccumulatorNumAccumulated", "MutexLock", "ConsumeMutexLock")
 registry.mark_stateful(*_HANDLE_OPS, *_USERS)
@@ -26,6 +27,7 @@ for _op_type in _USERS:
     registry.register_ref_inputs(_op_type, 0)  # the handle: colocates the op with its resource
 
 _HANDLE = (dtypes.string._as_ref, TensorShape([]))
+_QUEUE_OPS = ("FIFOQueueV2", "RandomShuffleQueueV2")
 
 
 def _handle_shape(op):
@@ -45,7 +47,7 @@ def _queue_shapes(op):
     """The component shapes of the queue feeding ``op`` (unknown when not visible)."""
     types = op.get_attr("component_types")
     producer = op.inputs[0].op
-    shapes = producer.get_attr("shapes") if producer.type == "FIFOQueueV2" else []
+    shapes = producer.get_attr("shapes") if producer.type in _QUEUE_OPS else []
     return list(shapes) if shapes else [TensorShape(None)] * len(types)
 
 
@@ -55,9 +57,10 @@ def _dequeue_shape(op):
 
 
 @registry.RegisterShape("QueueDequeueManyV2")
+@registry.RegisterShape("QueueDequeueUpToV2")
 def _dequeue_many_shape(op):
     n = op.inputs[1]
-    value = n.op.get_attr("value") if n.op.type == "Const" else None
+    value = n.op.get_attr("value") if n.op.type == "Const" and op.type == "QueueDequeueManyV2" else None
     batch = TensorShape([None if value is None else int(value)])
     return [(t, batch.concatenate(s)) for t, s in zip(op.get_attr("component_types"), _queue_shapes(op))]
 
@@ -142,11 +145,14 @@ def _enqueue_many_kernel(op):
             raise errors.InvalidArgumentError(
                 None, None, "Expected all components to have the same size in dimension 0, got "
                 f"{[a.shape[0] for a in arrays]}")
-        elements = [tuple(a[i].copy() for a in arrays) for i in range(arrays[0].shape[0])]
+        elements = [tuple(np.array(a[i], dtype=a.dtype, copy=True) for a in arrays) for i in range(arrays[0].shape[0])]
         for element in elements[:1]:
             for i, value in enumerate(element):
                 _check_component(queue, i, value)
-        _enqueue(ctx, done, queue, elements)
+        if 0 <= queue.capacity < len(elements):  # can never fit at once: streamed in as room frees
+            queue.stream(ctx, elements, done)
+        else:
+            _enqueue(ctx, done, queue, elements)
 
     return compute
 
@@ -164,21 +170,27 @@ def _dequeue_kernel(op):
     return lambda ctx, done, queue: queue.dequeue(ctx, 1, False, _single(done, count))
 
 
-@registry.RegisterKernel("QueueDequeueManyV2", is_async=True)
-def _dequeue_many_kernel(op):
-    count = len(op.get_attr("component_types"))
+def _dequeue_many_kernel(up_to):
+    def factory(op):
+        count = len(op.get_attr("component_types"))
 
-    def compute(ctx, done, queue, n):
-        n = int(n)
-        if n < 0:
-            raise errors.InvalidArgumentError(None, None, f"Dequeue requested {n} < 0 elements")
-        if any(s is None for s in queue.shapes):
-            raise errors.InvalidArgumentError(
-                None, None, "FIFOQueue's DequeueMany and DequeueUpTo require the components to have specified "
-                "shapes.")
-        queue.dequeue(ctx, n, True, _single(done, count))
+        def compute(ctx, done, queue, n):
+            n = int(n)
+            if n < 0:
+                raise errors.InvalidArgumentError(None, None, f"Dequeue requested {n} < 0 elements")
+            if any(s is None for s in queue.shapes):
+                raise errors.InvalidArgumentError(
+                    None, None, f"{queue.kind}'s DequeueMany and DequeueUpTo require the components to have "
+                    "specified shapes.")
+            queue.dequeue(ctx, n, True, _single(done, count), up_to=up_to)
 
-    return compute
+        return compute
+
+    return factory
+
+
+registry.RegisterKernel("QueueDequeueManyV2", is_async=True)(_dequeue_many_kernel(up_to=False))
+registry.RegisterKernel("QueueDequeueUpToV2", is_async=True)(_dequeue_many_kernel(up_to=True))
 
 
 @registry.RegisterKernel("QueueSizeV2", needs_context=True)

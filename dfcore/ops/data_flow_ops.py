@@ -3,7 +3,8 @@
 Source: ``tensorflow/python/ops/data_flow_ops.py`` (queues, accumulators: API, names,
 checks and messages) and ``core/ops/data_flow_ops.cc`` / ``resource_variable_ops.cc``
 (op types ``FIFOQueueV2``, ``QueueEnqueueV2``, ``QueueEnqueueManyV2``,
-``QueueDequeueV2``, ``QueueDequeueManyV2``, ``QueueSizeV2``, ``QueueCloseV2``,
+``RandomShuffleQueueV2``, ``QueueDequeueV2``, ``QueueDequeueManyV2``, ``QueueDequeueUpToV2``,
+``QueueSizeV2``, ``QueueCloseV2``,
 ``ConditionalAccumulator``, ``AccumulatorApplyGradient``, ``AccumulatorTakeGradient``,
 ``AccumulatorSetGlobalStep``, ``AccumulatorNumAccumulated``, ``MutexV2``,
 ``MutexLock``, ``ConsumeMutexLock``).
@@ -30,11 +31,12 @@ from ..framework import dtypes as dtypes_lib
 from ..framework.graph import get_default_graph
 from ..framework.tensor_conversion import convert_to_tensor
 from ..framework.tensor_shape import TensorShape
-from . import data_flow_kernels  # noqa: F401 - registers shapes and kernels
+from . import data_flow_kernels, random_shuffle_queue  # noqa: F401 - registers shapes and kernels
 from .math_ops import cast
 from .op_util import apply_op, apply_op1
+from .random_ops import get_seed
 
-__all__ = ["QueueBase", "FIFOQueue", "ConditionalAccumulatorBase", "ConditionalAccumulator"]
+__all__ = ["QueueBase", "FIFOQueue", "RandomShuffleQueue", "ConditionalAccumulatorBase", "ConditionalAccumulator"]
 
 
 def _as_list(value):
@@ -176,6 +178,15 @@ class QueueBase:
                       name or f"{self._name}_DequeueMany")
         return self._outputs(op)
 
+    def dequeue_up_to(self, n, name=None):
+        """Like :meth:`dequeue_many`, but once the queue is closed it gives what is left (at least one
+        element) instead of raising ``OutOfRangeError``; dimension 0 of the result is unknown."""
+        n = convert_to_tensor(n, dtype=dtypes_lib.int32, name="n")
+        op = apply_op("QueueDequeueUpToV2", [self._queue_ref, n], {"component_types": list(self._dtypes),
+                                                                 "timeout_ms": -1},
+                      name or f"{self._name}_DequeueUpTo")
+        return self._outputs(op)
+
     def size(self, name=None):
         """An int32 scalar: the number of elements in the queue."""
         return apply_op1("QueueSizeV2", [self._queue_ref], {}, name or f"{self._name}_Size")
@@ -203,6 +214,28 @@ class FIFOQueue(QueueBase):
         attrs = {"component_types": dtypes, "shapes": shapes or [], "capacity": int(capacity), "container": "",
                  "shared_name": shared_name or ""}
         super().__init__(dtypes, shapes, names, apply_op1("FIFOQueueV2", [], attrs, name))
+
+
+class RandomShuffleQueue(QueueBase):
+    """A queue dequeuing elements in random order (TF's ``tf.RandomShuffleQueue``, op ``RandomShuffleQueueV2``).
+
+    Args:
+        capacity: the most elements it holds.
+        min_after_dequeue: a dequeue waits while it would leave fewer elements (until the queue is closed).
+        dtypes, shapes, names, shared_name, name: as :class:`FIFOQueue`.
+        seed: the op seed; with the graph seed it fixes the order (``tf.set_random_seed``).
+    Raises (when the queue op runs):
+        InvalidArgumentError: ``min_after_dequeue`` negative or not below ``capacity`` (TF's wording).
+    """
+
+    def __init__(self, capacity, min_after_dequeue, dtypes, shapes=None, names=None, seed=None, shared_name=None,
+                 name="random_shuffle_queue"):
+        dtypes, shapes, names = _normalize(dtypes, shapes, names)
+        seed1, seed2 = get_seed(seed)
+        attrs = {"component_types": dtypes, "shapes": shapes or [], "capacity": int(capacity),
+                 "min_after_dequeue": int(min_after_dequeue), "seed": seed1 or 0, "seed2": seed2 or 0,
+                 "container": "", "shared_name": shared_name or ""}
+        super().__init__(dtypes, shapes, names, apply_op1("RandomShuffleQueueV2", [], attrs, name))
 
 
 class ConditionalAccumulatorBase:

@@ -1,5 +1,5 @@
 """Variable state ops: ``VariableV2``, ``Assign``, ``AssignAdd``, ``AssignSub``,
-``IsVariableInitialized``.
+``IsVariableInitialized``, ``CountUpTo``.
 
 Source: ``tensorflow/core/ops/state_ops.cc`` and ``python/ops/state_ops.py``.
 ``VariableV2`` outputs a reference (dtype ``*_ref``) into the session's
@@ -15,8 +15,8 @@ from ..framework.tensor_shape import TensorShape
 from . import common_shapes
 from .op_util import apply_op1
 
-registry.mark_stateful("VariableV2", "Assign", "AssignAdd", "AssignSub", "IsVariableInitialized")
-for _op_type in ("Assign", "AssignAdd", "AssignSub", "IsVariableInitialized"):
+registry.mark_stateful("VariableV2", "Assign", "AssignAdd", "AssignSub", "IsVariableInitialized", "CountUpTo")
+for _op_type in ("Assign", "AssignAdd", "AssignSub", "IsVariableInitialized", "CountUpTo"):
     registry.register_ref_inputs(_op_type, 0)
     registry.NotDifferentiable(_op_type)
 registry.NotDifferentiable("VariableV2")
@@ -63,6 +63,18 @@ def is_variable_initialized(ref, name=None):
     """A bool scalar: whether the variable has a value in this session."""
     ref = getattr(ref, "_variable", ref)
     return apply_op1("IsVariableInitialized", [ref], {}, name or "IsVariableInitialized")
+
+
+def count_up_to(ref, limit, name=None):
+    """The value of int32/int64 scalar variable ``ref`` before incrementing it (op ``CountUpTo``).
+
+    Raises (when run):
+        OutOfRangeError: the value already reached ``limit`` (TF's wording: ``Reached limit of <limit>``);
+        FailedPreconditionError: the variable is uninitialized.
+    Source: ``tensorflow/python/ops/state_ops.py``, ``core/kernels/count_up_to_op.cc``.
+    """
+    ref = getattr(ref, "_variable", ref)
+    return apply_op1("CountUpTo", [ref], {"limit": int(limit)}, name or "CountUpTo")
 
 
 def _is_tensor(value):
@@ -112,6 +124,17 @@ def _assign_update_shape(op):
 
 
 registry.RegisterShape("IsVariableInitialized")(common_shapes.scalar_of(dtypes.bool))
+
+
+@registry.RegisterShape("CountUpTo")
+def _count_up_to_shape(op):
+    ref = op.inputs[0]
+    if not ref.dtype.is_ref or ref.dtype.base_dtype not in (dtypes.int32, dtypes.int64):
+        raise TypeError(f"'CountUpTo' Op requires that input 'ref' be a mutable int32 or int64 tensor, got "
+                        f"{ref.dtype.name}")
+    if not ref.shape.is_compatible_with(TensorShape([])):
+        raise common_shapes.shape_error(op, f"Shape must be rank 0 but is rank {ref.shape.ndims}")
+    return [(ref.dtype.base_dtype, TensorShape([]))]
 
 
 # -- kernels --------------------------------------------------------------------
@@ -164,3 +187,17 @@ registry.RegisterKernel("AssignSub", needs_context=True)(_update_kernel(np.subtr
 @registry.RegisterKernel("IsVariableInitialized", needs_context=True)
 def _is_initialized_kernel(op):
     return lambda ctx, ref: np.bool_(ctx.txn.is_initialized(ref))
+
+
+@registry.RegisterKernel("CountUpTo", needs_context=True)
+def _count_up_to_kernel(op):
+    limit = op.get_attr("limit")
+
+    def compute(ctx, ref):
+        before = ctx.txn.read(ref)
+        if before >= limit:
+            raise errors.OutOfRangeError(None, None, f"Reached limit of {limit}")
+        ctx.txn.write(ref, before + 1, redo=lambda current: current + 1)
+        return np.array(before, copy=True)
+
+    return compute

@@ -189,6 +189,11 @@ class Variable:
     def assign_sub(self, delta, use_locking=False, name=None, read_value=True):
         return state_ops.assign_sub(self._variable, delta, use_locking=use_locking, name=name)
 
+    def count_up_to(self, limit):
+        """The value before incrementing it; ``OutOfRangeError`` once it reached ``limit`` (see
+        :func:`dfcore.ops.state_ops.count_up_to`)."""
+        return state_ops.count_up_to(self._variable, limit)
+
     def __repr__(self):
         return f"<tf.Variable '{self.name}' shape={self.shape} dtype={self.dtype.name}>"
 

@@ -62,7 +62,9 @@ def feed_value(tensor: Tensor, value: Any) -> Any:
         )
     dtype = tensor.dtype.base_dtype
     target = np.dtype(dtype.as_numpy_dtype)
-    array = np.asarray(value)
+    # strings straight to objects: numpy's fixed-width bytes would drop trailing NULs of binary records
+    array = np.asarray(value, dtype=object) if target.kind == "O" and not isinstance(value, np.ndarray) else \
+        np.asarray(value)
     if array.dtype != target:
         safe = np.can_cast(array.dtype, target, casting="same_kind") or (
             array.dtype.kind in "iub" and target.kind in "iuf"

@@ -35,8 +35,8 @@ DEFAULT_DEVICE_TYPES = ("GPU", "CPU")
 #: Op types with only a CPU kernel in TF 1.x (the summary ops: ``core/kernels/summary_*op.cc``, which is
 #: why the CIFAR-10 multi-GPU tutorial asks for ``allow_soft_placement``).
 CPU_ONLY_OP_TYPES = ("AsString", "DecodeCSV", "HistogramSummary", "ImageSummary", "MergeSummary", "Print", "PrintV2",
-                     "PyFunc", "Qr", "RandomShuffle", "ReduceJoin", "ScalarSummary", "StringJoin", "StringSplit",
-                     "StringToNumber", "TensorSummaryV2")
+                     "PyFunc", "PyFuncStateless", "Qr", "RandomShuffle", "ReduceJoin", "ScalarSummary", "StringJoin",
+                     "StringSplit", "StringToNumber", "TensorSummaryV2")
 #: Ops that read only the shape of their input (TF's ``NC_METADATA`` node class).
 METADATA_OP_TYPES = frozenset({"Shape", "Size", "Rank"})
 

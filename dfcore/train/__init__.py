@@ -1,12 +1,26 @@
 """``tf.train``: optimizers, global step, moving averages, Saver; clusters (``ClusterSpec``,
 ``Server``), ``replica_device_setter``, ``SyncReplicasOptimizer``, ``QueueRunner``/``Coordinator``,
+the queue-based input pipeline (``batch``, ``shuffle_batch``, ``*_input_producer``), ``Example`` and its messages,
 ``MonitoredTrainingSession`` and its hooks.
 
 Source: ``tensorflow/python/training/``; names as TF1's ``tf.train``.
 """
 
 from ..distribute.cluster import ClusterSpec, Server
-from ..framework.protos import ClusterDef, JobDef, SaverDef  # TF 1.x exports these messages here
+from ..framework.protos import (  # TF 1.x exports these messages here
+    BytesList,
+    ClusterDef,
+    Example,
+    Feature,
+    FeatureList,
+    FeatureLists,
+    Features,
+    FloatList,
+    Int64List,
+    JobDef,
+    SaverDef,
+    SequenceExample,
+)
 from .adadelta import AdadeltaOptimizer
 from .adagrad import AdagradOptimizer
 from .adam import AdamOptimizer
@@ -29,10 +43,22 @@ from .checkpoint_management import (
     remove_checkpoint,
     update_checkpoint_state,
 )
+from .coordinator import Coordinator
 from .device_setter import GreedyLoadBalancingStrategy, byte_size_load_fn, ps_load_table, replica_device_setter
 from .ftrl import FtrlOptimizer
 from .gradient_descent import GradientDescentOptimizer
 from .graph_io import write_graph
+from .input import (
+    batch,
+    batch_join,
+    input_producer,
+    limit_epochs,
+    range_input_producer,
+    shuffle_batch,
+    shuffle_batch_join,
+    slice_input_producer,
+    string_input_producer,
+)
 from .learning_rate_decay import exponential_decay, piecewise_constant, piecewise_constant_decay, polynomial_decay
 from .momentum import MomentumOptimizer
 from .monitored_session import (
@@ -45,7 +71,7 @@ from .monitored_session import (
 )
 from .moving_averages import ExponentialMovingAverage
 from .optimizer import Optimizer
-from .queue_runner import Coordinator, QueueRunner
+from .queue_runner import QueueRunner, add_queue_runner, start_queue_runners
 from .rmsprop import RMSPropOptimizer
 from .saver import Saver, export_meta_graph, import_meta_graph
 from .session_run_hook import SessionRunArgs, SessionRunContext, SessionRunHook, SessionRunValues

@@ -25,7 +25,7 @@ from ..runtime.config import RunMetadata, RunOptions
 from ..runtime.session import Session
 from . import checkpoint_management
 from .basic_session_run_hooks import CheckpointSaverHook
-from .queue_runner import Coordinator
+from .coordinator import Coordinator
 from .saver import Saver
 from .session_run_hook import SessionRunArgs, SessionRunContext, SessionRunValues
 from .summary_hooks import StepCounterHook, SummarySaverHook
@@ -234,12 +234,17 @@ class _MonitoredSession:
             self._close_session()
 
     def _close_session(self):
-        if self._coord is not None:
-            self._coord.request_stop()
-            self._coord.join(stop_grace_period_secs=self._stop_grace_period_secs)
-        if self._sess is not None:
-            self._sess.close()
-        self._sess, self._coord = None, None
+        """Stop the queue runners: a stop request closes their queues; closing the session then cancels
+        what they may still wait for elsewhere (an accumulator's ``take_grad``), and ``join`` re-raises the
+        first error a runner reported (TF joins before closing, ignoring threads still alive after the
+        grace period; dfcore closes first so none is left)."""
+        coord, sess, self._sess, self._coord = self._coord, self._sess, None, None
+        if coord is not None:
+            coord.request_stop()
+        if sess is not None:
+            sess.close()
+        if coord is not None:
+            coord.join(stop_grace_period_secs=self._stop_grace_period_secs, ignore_live_threads=True)
 
     def __enter__(self):
         return self

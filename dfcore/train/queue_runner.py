@@ -1,74 +1,58 @@
-"""``tf.train.QueueRunner`` and ``tf.train.Coordinator``: threads that keep running ops.
+"""``tf.train.QueueRunner``, ``add_queue_runner`` and ``start_queue_runners``: threads that fill queues.
 
-Source: ``tensorflow/python/training/queue_runner_impl.py`` and ``coordinator.py``.
-A queue runner's threads each run one of its ``enqueue_ops`` in a loop until the
-coordinator asks them to stop, or an op raises ``OutOfRangeError``/``CancelledError``
-(the queue closed: the runner ends quietly), or another error (reported to the
-coordinator, which then stops every thread). An error after a stop request (a blocked
-op cancelled by closing a queue or stopping a server) ends the thread quietly. With
-``poll_timeout_s`` each run gets that deadline and is retried, so a stop request is
-seen in time even while an op blocks — only for ops a timeout cannot leave half done.
+Source: ``tensorflow/python/training/queue_runner_impl.py``. A queue runner holds a queue's
+enqueue ops; :meth:`QueueRunner.create_threads` starts one thread per op, each running it in
+a loop until its coordinator asks to stop, or the op raises one of
+``queue_closed_exception_types`` (default ``OutOfRangeError``: its input ran out) — the
+last such thread runs ``close_op`` so consumers drain the queue and then get
+``OutOfRangeError``. Any other error is reported to the coordinator, which stops every
+thread. With a coordinator, one more thread runs ``cancel_op`` (close the queue, cancelling
+pending enqueues) when a stop is requested, so no thread stays blocked on a full queue; it
+ends by itself once the runner's threads have all ended. Threads are registered with the
+coordinator, so ``coord.join()`` waits for them.
 """
 
+import logging
 import threading
+import weakref
 
 from .. import errors
-from ..runtime.config import RunOptions
+from ..framework import graph as graph_lib, input_events
+from ..framework.graph import GraphKeys
+from ..runtime.session import get_default_session
+from .coordinator import Coordinator
 
+__all__ = ["Coordinator", "QueueRunner", "add_queue_runner", "start_queue_runners"]
 
-class Coordinator:
-    """Stops a group of threads together and reports the first exception one of them raised."""
-
-    def __init__(self):
-        self._stop = threading.Event()
-        self._lock = threading.Lock()
-        self._exception = None
-
-    def request_stop(self, ex=None):
-        """Ask every thread to stop; keep ``ex`` if it is the first exception reported."""
-        with self._lock:
-            if ex is not None and self._exception is None:
-                self._exception = ex
-            self._stop.set()
-
-    def should_stop(self):
-        return self._stop.is_set()
-
-    def wait_for_stop(self, timeout=None):
-        """True once a stop was requested (waits at most ``timeout`` seconds)."""
-        return self._stop.wait(timeout)
-
-    def join(self, threads=None, stop_grace_period_secs=120):
-        """Wait for ``threads`` after a stop request, then re-raise the first reported exception.
-
-        Raises:
-            RuntimeError: threads still running ``stop_grace_period_secs`` after the request.
-        """
-        threads = list(threads or ())
-        self._stop.wait()
-        for thread in threads:
-            thread.join(stop_grace_period_secs)
-        stragglers = [t.name for t in threads if t.is_alive()]
-        if stragglers:
-            raise RuntimeError(f"Coordinator stopped with threads still running: {' '.join(stragglers)}")
-        if self._exception is not None:
-            raise self._exception
+_LOG = logging.getLogger("dfcore.train")
+_CLOSER_POLL_S = 0.05  # how often the closer thread looks whether the enqueue threads all ended
 
 
 class QueueRunner:
-    """Holds ops to run in a loop (TF: the enqueue ops of a queue) and starts their threads.
+    """Runs a queue's enqueue ops in threads (TF's ``tf.train.QueueRunner``).
 
     Args:
-        queue: the queue (kept for reference; closed by TF on errors, not here).
-        enqueue_ops: the ops each thread runs repeatedly.
-        poll_timeout_s: the deadline of each run, so a stop request is noticed (dfcore).
+        queue: the queue the ops enqueue into.
+        enqueue_ops: the ops each thread runs repeatedly (one thread per op).
+        close_op: run when the last thread ended because the input ran out (default ``queue.close()``).
+        cancel_op: run when the coordinator stops (default ``queue.close(cancel_pending_enqueues=True)``).
+        queue_closed_exception_types: errors that end a thread quietly (default ``(OutOfRangeError,)``).
+    Raises:
+        ValueError: no queue or no enqueue ops (TF's wording).
     """
 
-    def __init__(self, queue=None, enqueue_ops=None, poll_timeout_s=None):
+    def __init__(self, queue=None, enqueue_ops=None, close_op=None, cancel_op=None,
+                 queue_closed_exception_types=None):
+        if not queue or not enqueue_ops:
+            raise ValueError("Must provide queue and enqueue_ops.")
         self._queue = queue
-        self._enqueue_ops = list(enqueue_ops or ())
-        self._poll_timeout_s = poll_timeout_s
-        self.exceptions_raised = []
+        self._enqueue_ops = list(enqueue_ops)
+        self._close_op = close_op if close_op is not None else queue.close()
+        self._cancel_op = cancel_op if cancel_op is not None else queue.close(cancel_pending_enqueues=True)
+        self._queue_closed_exception_types = tuple(queue_closed_exception_types or (errors.OutOfRangeError,))
+        self._lock = threading.Lock()
+        self._runs_per_session = weakref.WeakKeyDictionary()
+        self._exceptions_raised = []
 
     @property
     def queue(self):
@@ -78,35 +62,115 @@ class QueueRunner:
     def enqueue_ops(self):
         return list(self._enqueue_ops)
 
+    @property
+    def close_op(self):
+        return self._close_op
+
+    @property
+    def cancel_op(self):
+        return self._cancel_op
+
+    @property
+    def queue_closed_exception_types(self):
+        return self._queue_closed_exception_types
+
+    @property
+    def exceptions_raised(self):
+        """Exceptions raised by threads started without a coordinator (with one, it keeps them)."""
+        return list(self._exceptions_raised)
+
+    @property
+    def name(self):
+        return self._queue.name
+
     def create_threads(self, sess, coord=None, daemon=False, start=False):
-        """One thread per enqueue op, running it until stopped; started if ``start``."""
-        coord = coord or Coordinator()
+        """The runner's threads for ``sess`` (none if they are still running there): one per enqueue op,
+        plus, with ``coord``, the thread that cancels the queue when a stop is requested."""
+        with self._lock:
+            if self._runs_per_session.get(sess, 0) > 0:
+                return []
+            self._runs_per_session[sess] = len(self._enqueue_ops)
+            self._exceptions_raised = []
         threads = [threading.Thread(target=self._run, args=(sess, op, coord), daemon=daemon,
-                                    name=f"QueueRunnerThread-{op.name}") for op in self._enqueue_ops]
-        if start:
-            for thread in threads:
+                                    name=f"QueueRunnerThread-{self.name}-{op.name}") for op in self._enqueue_ops]
+        if coord is not None:
+            threads.append(threading.Thread(target=self._close_on_stop, args=(sess, coord), daemon=daemon,
+                                            name=f"QueueRunnerThread-{self.name}-close_on_stop"))
+        for thread in threads:
+            if coord is not None:
+                coord.register_thread(thread)
+            if start:
                 thread.start()
         return threads
 
     def _run(self, sess, op, coord):
-        options = RunOptions(timeout_in_ms=int(self._poll_timeout_s * 1000)) if self._poll_timeout_s else None
-        while not coord.should_stop():
-            try:
-                sess.run(op, options=options)
-            except errors.DeadlineExceededError as error:
-                if options is None:
-                    self._report(coord, error)
+        decremented = False
+        try:
+            while not (coord is not None and coord.should_stop()):
+                try:
+                    input_events.timed("QueueRunner", lambda: sess.run(op))  # a lane in record_pipeline
+                except self._queue_closed_exception_types:
+                    decremented = True
+                    if self._end_run(sess):
+                        _run_ignoring_errors(sess, self._close_op)
                     return
-            except (errors.OutOfRangeError, errors.CancelledError):
-                return
-            except Exception as error:  # reported to the coordinator, which stops every thread
-                self._report(coord, error)
-                return
-
-    def _report(self, coord, error):
-        if not coord.should_stop():
-            self.exceptions_raised.append(error)
+        except Exception as error:  # reported to the coordinator, which stops every thread (TF)
+            if coord is None:
+                _LOG.error("Exception in QueueRunner: %s", error)
+                with self._lock:
+                    self._exceptions_raised.append(error)
+                raise
             coord.request_stop(error)
+        finally:
+            if not decremented:
+                self._end_run(sess)
+
+    def _end_run(self, sess):
+        """Count one thread of ``sess`` as ended; True if it was the last."""
+        with self._lock:
+            self._runs_per_session[sess] -= 1
+            return self._runs_per_session[sess] == 0
+
+    def _close_on_stop(self, sess, coord):
+        while not coord.wait_for_stop(_CLOSER_POLL_S):
+            with self._lock:
+                if self._runs_per_session.get(sess, 0) <= 0:
+                    return
+        _run_ignoring_errors(sess, self._cancel_op)
+
+
+def _run_ignoring_errors(sess, op):
+    try:
+        sess.run(op)
+    except Exception as error:  # the queue may be gone with its session: nothing left to close (TF ignores it)
+        _LOG.debug("Ignored exception: %s", error)
+
+
+def add_queue_runner(qr, collection=GraphKeys.QUEUE_RUNNERS):
+    """Add ``qr`` to the default graph's ``collection`` (``tf.GraphKeys.QUEUE_RUNNERS``)."""
+    graph_lib.get_default_graph().add_to_collection(collection, qr)
+
+
+def start_queue_runners(sess=None, coord=None, daemon=True, start=True, collection=GraphKeys.QUEUE_RUNNERS):
+    """Start the threads of every queue runner in ``sess``'s graph collection; returns them.
+
+    Raises:
+        ValueError: no session given and none is the default (TF's wording).
+        TypeError: ``sess`` is not a Session (a monitored session starts its runners itself; then ``[]``).
+    """
+    if sess is None:
+        sess = get_default_session()
+        if sess is None:
+            raise ValueError("Cannot start queue runners: No default session is registered. Use `with "
+                             "sess.as_default()` or pass an explicit session to tf.start_queue_runners(sess=sess)")
+    if not hasattr(sess, "graph") or not hasattr(sess, "run"):
+        raise TypeError(f"sess must be a `tf.Session` object. Given class: {sess.__class__}")
+    if sess.__class__.__name__ in ("MonitoredSession", "SingularMonitoredSession"):
+        return []
+    threads = []
+    for runner in sess.graph.get_collection(collection):
+        threads.extend(runner.create_threads(sess, coord=coord, daemon=daemon, start=start))
+    return threads
 
 
 def __getattr__(name: str):

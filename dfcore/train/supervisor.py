@@ -20,8 +20,8 @@ from ..framework import graph as graph_lib
 from ..framework.protos import SessionLog
 from ..summary import FileWriterCache
 from . import training_util
+from .coordinator import Coordinator
 from .monitored_session import USE_DEFAULT, ChiefSessionCreator, Scaffold, WorkerSessionCreator
-from .queue_runner import Coordinator
 
 
 class Supervisor:

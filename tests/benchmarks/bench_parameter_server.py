@@ -7,6 +7,11 @@ the chief runs the sync op (take the average, apply SGD, increment the global st
 enqueue N tokens) and every worker takes its token. The reference: N × (one copy of the
 gradient, as the transfer to the ps, + one in-place add into an accumulator) in numpy.
 Ratio of paired, interleaved samples (target ≤ 1.5×); never a pass/fail on time.
+
+Also one ``async`` and one ``ssp`` update of the digits MLP in the simulated driver
+(:func:`dfcore.distribute.parameter_server.train`, 4 workers): µs of Python per update, as the
+difference of a run of 2K and one of K updates over K (the cluster, graphs and final evaluation
+cancel out), median of paired samples.
 """
 
 import statistics
@@ -15,6 +20,7 @@ import numpy as np
 from _timing import interleaved_samples_s, median_ratio, one_blas_thread, report
 
 import dfcore as tf
+from dfcore.distribute import parameter_server
 
 REPEATS = 15
 TARGET_RATIO = 1.5
@@ -81,8 +87,18 @@ def numpy_step(num_workers, num_elements):
     return run
 
 
+def simulated_update_us(mode, updates=60, repeats=3, **kwargs):
+    """µs per update of ``mode`` in the simulated driver: (run of 2K updates − run of K) / K, median of pairs."""
+    def run(steps):
+        return lambda: parameter_server.train(mode=mode, steps=steps, eval_every=0, **kwargs)
+
+    short, long = interleaved_samples_s([run(updates), run(2 * updates)], repeats, warmup=1)
+    return statistics.median((b - a) / updates for a, b in zip(short, long)) * 1e6
+
+
 def main():
-    """Print the step times and their paired ratio for a few sizes and worker counts."""
+    """Print the step times and their paired ratio for a few sizes and worker counts, then the simulated
+    driver's async and SSP updates."""
     rows = []
     for run_id, (num_workers, nbytes) in enumerate([(4, 16 * 2**20), (4, 4 * 2**20), (8, 4 * 2**20)]):
         n = nbytes // 4
@@ -98,6 +114,9 @@ def main():
                  (f"{label}: ratio (paired; target <= {TARGET_RATIO})", median_ratio(engine_t, numpy_t), "x")]
     print(f"one synchronous PS step (push, take + apply, tokens); median of {REPEATS} interleaved rounds")
     report(rows)
+    print("one update of the digits MLP in the simulated driver (4 workers, 1 ps): Python per update")
+    report([("async update", simulated_update_us("async"), "us"),
+            ("ssp update (s = 1)", simulated_update_us("ssp", staleness=1), "us")])
 
 
 if __name__ == "__main__":

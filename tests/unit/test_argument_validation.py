@@ -174,9 +174,14 @@ def no_cluster(monkeypatch):
     ({"learning_rate": -0.1}, "learning_rate", "learning_rate must be a finite number > 0"),
     ({"learning_rate": float("nan")}, "learning_rate", "learning_rate must be a finite number > 0, got nan"),
     ({"fault_timeout_s": 0}, "fault_timeout_s", "fault_timeout_s must be a finite number > 0"),
-    ({"mode": "bsp"}, "mode", "mode must be one of 'sync', 'async', 'ssp', got 'bsp'"),
+    ({"mode": "bsp"}, "mode", "mode must be one of 'sync', 'async', 'ssp', 'bounded_delay', got 'bsp'"),
     ({"ps_strategy": "random"}, "ps_strategy", "ps_strategy must be one of 'round_robin', 'greedy'"),
     ({"restore": True}, "checkpoint_dir", "need a checkpoint_dir"),
+    ({"occasional_straggler": (0.5,)}, "occasional_straggler", r"must be a pair \(probability, speed factor\)"),
+    ({"occasional_straggler": (0.5, 0.0)}, "occasional_straggler",
+     "the speed factor of occasional_straggler must be a finite number > 0"),
+    ({"w1_shards": 0}, "w1_shards", r"w1_shards must be an integer in \[1, 64\]"),
+    ({"ema_decay": -0.5}, "ema_decay", "ema_decay must be a finite number > 0"),
 ])
 def test_train_rejects_nonsense_before_starting_anything(kwargs, argument, match, no_cluster):
     with pytest.raises(ArgumentRangeError, match=match) as error:
@@ -199,6 +204,9 @@ def test_train_rejects_non_integer_counts(no_cluster):
     (["--lr", "0"], r"argument --lr: learning_rate must be a finite number > 0"),
     (["--mode", "ssp", "--staleness", "-1"], r"argument --staleness: staleness must be an integer >= 0"),
     (["--checkpoint-every", "5"], r"argument --checkpoint-dir: checkpoint_every and restore need a checkpoint_dir"),
+    (["--occasional-straggler", "1.5:2"], r"argument --occasional-straggler: the probability of occasional_straggler "
+                                          r"must be in \(0, 1\], got 1.5"),
+    (["--w1-shards", "65"], r"argument --w1-shards: w1_shards must be an integer in \[1, 64\]"),
 ])
 def test_parameter_server_cli_turns_the_api_check_into_a_usage_error(argv, message, capsys, no_cluster):
     with pytest.raises(SystemExit) as exit_info:

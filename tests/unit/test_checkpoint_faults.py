@@ -299,7 +299,7 @@ def test_temp_file_of_a_live_process_is_left_alone(model, tmp_path):
 def test_corrupt_parameter_server_sidecar_is_data_loss(tmp_path, text):
     """The PS driver's ``.driver.json`` beside a checkpoint: truncated or mangled -> DataLossError naming it
     (it used to be a JSONDecodeError or KeyError); a well-formed one round-trips."""
-    from dfcore.distribute.ps_simulation import load_sidecar, save_sidecar
+    from dfcore.distribute.ps_chief import load_sidecar, save_sidecar
 
     path = str(tmp_path / "model.ckpt-3")
     save_sidecar(path, 3, 1.5, [3, 2])

@@ -4,6 +4,9 @@
   level (a function that needs them imports them when it runs).
 * The public API of ``dfcore/runtime/`` and ``dfcore/distribute/`` is annotated (mypy then checks those
   functions' bodies): every public function and method names its parameter and return types.
+* Layering: ``dfcore/examples/`` are leaves (no other module of dfcore imports them), and
+  ``dfcore/distribute/`` imports neither ``dfcore/mpi/`` nor the examples, anywhere (``mpi/`` registers
+  its server backend and parameter-server driver with ``distribute/``).
 """
 
 import ast
@@ -69,3 +72,53 @@ def _unannotated(tree):
 def test_public_api_of_runtime_and_distribute_is_annotated(path):
     missing = list(_unannotated(ast.parse(path.read_text(encoding="utf-8"))))
     assert not missing, f"{path.parent.name}/{path.name}: unannotated public API: {missing}"
+
+
+# -- layering: framework ← ops ← runtime ← distribute ← mpi ← examples (DESIGN §2) ------------------------------
+
+def _imported_modules(path, root=DFCORE):
+    """Every module ``path`` (under the package ``root``) imports, anywhere in it (functions included), as
+    absolute dotted names."""
+    package = ".".join(path.relative_to(root.parent).with_suffix("").parts)
+    if path.name != "__init__.py":
+        package = package.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            yield from (a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = package.split(".")
+            base = base[:len(base) - node.level + 1] if node.level else []
+            module = ".".join(base + ([node.module] if node.module else []))
+            yield module
+            yield from (f"{module}.{a.name}" for a in node.names)
+
+
+def _library_modules(exclude=()):
+    return [p for p in sorted(DFCORE.rglob("*.py")) if not any(p.is_relative_to(DFCORE / e) for e in exclude)]
+
+
+@pytest.mark.parametrize("path", _library_modules(exclude=("examples",)),
+                         ids=lambda p: str(p.relative_to(DFCORE)))
+def test_the_examples_are_leaves(path):
+    bad = sorted({m for m in _imported_modules(path) if m == "dfcore.examples" or m.startswith("dfcore.examples.")})
+    assert not bad, f"{path.relative_to(DFCORE)} imports the examples: {bad}"
+
+
+@pytest.mark.parametrize("path", sorted((DFCORE / "distribute").rglob("*.py")),
+                         ids=lambda p: str(p.relative_to(DFCORE)))
+def test_distribute_imports_neither_mpi_nor_the_examples(path):
+    bad = sorted({m for m in _imported_modules(path)
+                  if m.split(".")[:2] in (["dfcore", "mpi"], ["dfcore", "examples"])})
+    assert not bad, f"{path.relative_to(DFCORE)} imports {bad} (mpi/ registers with distribute/, not the reverse)"
+
+
+def test_the_layering_check_sees_relative_and_function_level_imports(tmp_path):
+    """The check above is not vacuous: it resolves ``from ..mpi import x`` inside a function of distribute/."""
+    probe = DFCORE / "distribute" / "ps_data.py"
+    names = set(_imported_modules(probe))
+    assert "dfcore.models.digits" in names and "dfcore.distribute.arguments" in names
+    fake = tmp_path / "dfcore" / "distribute" / "probe.py"
+    fake.parent.mkdir(parents=True)
+    fake.write_text("def f():\n    from ..mpi import world\n    from . import cluster\n")
+    assert {"dfcore.mpi", "dfcore.mpi.world", "dfcore.distribute.cluster"} <= set(
+        _imported_modules(fake, tmp_path / "dfcore"))

@@ -116,6 +116,26 @@ def test_enqueue_blocks_while_full_and_dequeue_frees_room():
         assert "error" not in out and sess.run(deq) == 3
 
 
+def test_enqueue_many_beyond_the_capacity_streams_in_as_room_frees():
+    graph = tf.Graph()
+    with graph.as_default():
+        q = tf.FIFOQueue(3, tf.int32, shapes=[[]])
+        fill, one, size = q.enqueue_many([list(range(8))]), q.dequeue(), q.size()
+        close = q.close(cancel_pending_enqueues=True)
+    with tf.Session(graph=graph) as sess:
+        thread, out = _in_thread(lambda: sess.run(fill))
+        got = [sess.run(one) for _ in range(6)]  # the first elements are visible before the enqueue ends
+        thread.join(5)
+        assert got == list(range(6)) and "error" not in out and sess.run(size) == 2
+        thread, out = _in_thread(lambda: sess.run(fill))
+        time.sleep(0.1)
+        assert sess.run(size) == 3  # full, the rest waiting
+        sess.run(close)
+        thread.join(5)
+        assert isinstance(out["error"], tf.errors.CancelledError)
+        assert out["error"].message.startswith("Enqueue operation was cancelled")
+
+
 def test_closed_queue_out_of_range_and_cancelled_with_tf_wording():
     graph = tf.Graph()
     with graph.as_default():

@@ -1,9 +1,12 @@
-"""Parameter-server training: determinism, sync/async/SSP semantics, stragglers, EMA, checkpoints, replication."""
+"""Parameter-server training: determinism, the disciplines' semantics (sync, async, SSP as Ho et al., bounded
+delay) and the equivalences between them, stragglers, EMA, checkpoints, replication."""
 
+import dataclasses
 import threading
 
 import numpy as np
 import pytest
+from ps_invariants import assert_ssp_invariants
 
 from dfcore.distribute import parameter_server as ps
 from dfcore.distribute.ps_model import ModelConfig, build_worker, start_cluster, step_costs
@@ -23,24 +26,76 @@ def _same_params(a, b):
     return a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
 
 
-def test_simulated_runs_are_reproducible_bit_for_bit():
-    kwargs = dict(mode="async", steps=24, straggler={3: 4.0}, eval_every=8)
+@pytest.mark.parametrize("mode,kwargs", [("sync", {"replicas_to_aggregate": 3}), ("async", {}),
+                                         ("ssp", {"staleness": 1}), ("bounded_delay", {"staleness": 1})])
+def test_every_mode_gives_the_same_update_sequence_run_after_run(mode, kwargs):
+    kwargs = dict(mode=mode, steps=16, straggler={3: 4.0}, occasional_straggler=(0.2, 3.0), eval_every=8, **kwargs)
     first, second = ps.train(**kwargs), ps.train(**kwargs)
     assert first.updates == second.updates and first.evals == second.evals and first.phases == second.phases
     assert _same_params(first.params, second.params) and first.sim_time_s == second.sim_time_s
+    assert first.status == "completed" and first.final_version == 16
 
 
-def test_ssp_with_zero_staleness_reproduces_sync_exactly():
+def test_ssp_with_zero_staleness_is_bulk_synchronous():
+    """s = 0 is BSP: at clock c every worker reads the parameters after exactly the N·c updates of the clocks
+    before (sync's reads: after c updates), on the same batch, at the same simulated instants; applying a clock's
+    N gradients one by one at rate η equals sync's one averaged update at rate N·η, up to float32 rounding
+    (the same losses at every read, the same final parameters). Not bit for bit: N in-place additions round
+    differently from one mean."""
+    n, clocks = 4, 8
+    common = dict(straggler={1: 3.0}, eval_every=0)
+    sync = ps.train(mode="sync", steps=clocks, learning_rate=0.4, **common)
+    ssp = ps.train(mode="ssp", staleness=0, steps=n * clocks, learning_rate=0.1, **common)
+    assert all(u.version_computed_on == u.step for u in sync.updates)
+    assert all(u.version_computed_on == n * u.step and u.slowest_clock == u.step for u in ssp.updates)
+    sync_loss = {(u.worker, u.step): u.loss for u in sync.updates}
+    ssp_loss = {(u.worker, u.step): u.loss for u in ssp.updates}
+    assert sync_loss.keys() == ssp_loss.keys() == {(w, c) for w in range(n) for c in range(clocks)}
+    np.testing.assert_allclose([ssp_loss[k] for k in sorted(sync_loss)], [sync_loss[k] for k in sorted(sync_loss)],
+                               rtol=1e-5)
+    for name in sync.params:
+        np.testing.assert_allclose(ssp.params[name], sync.params[name], rtol=1e-4, atol=1e-6)
+    assert ssp.sim_time_s == sync.sim_time_s and ssp.wait_s_by_worker() == sync.wait_s_by_worker()
+    assert ssp.learning_rate_per_example == sync.learning_rate_per_example == 0.1 / 32
+
+
+def test_ssp_with_a_bound_beyond_the_run_is_async_bit_for_bit():
+    kwargs = dict(steps=30, straggler={3: 4.0}, ema_decay=0.9, eval_every=10)
+    asynchronous, ssp = ps.train(mode="async", **kwargs), ps.train(mode="ssp", staleness=30, **kwargs)
+    assert ssp.updates == tuple(dataclasses.replace(u, slowest_clock=v.slowest_clock)
+                                for u, v in zip(asynchronous.updates, ssp.updates))
+    assert asynchronous.evals == ssp.evals and asynchronous.phases == ssp.phases
+    assert _same_params(asynchronous.params, ssp.params) and asynchronous.sim_time_s == ssp.sim_time_s
+
+
+def test_ssp_read_gate_staleness_and_read_my_writes_in_the_simulation():
+    s, n = 1, 4
+    record = ps.train(mode="ssp", staleness=s, steps=60, straggler={3: 4.0}, occasional_straggler=(0.1, 4.0),
+                      eval_every=0)
+    assert_ssp_invariants(record, s)
+    assert sorted(u.version_applied_at for u in record.updates) == list(range(60))  # one update per gradient
+    by_key = {(u.worker, u.step): u for u in record.updates}
+    for u in record.updates:
+        # the read holds every update of clocks <= c - s - 1, and the worker's own previous update
+        assert all(v.version_applied_at < u.version_computed_on for v in record.updates if v.step <= u.step - s - 1)
+        if u.step:
+            assert by_key[u.worker, u.step - 1].version_applied_at < u.version_computed_on
+        assert 0 <= u.staleness <= (n - 1) * (2 * s + 1)  # the others apply at most 2s + 1 clocks meanwhile
+    assert max(record.wait_s_by_worker().values()) > 0  # the fast workers do wait for the straggler
+    assert any(u.slowest_clock == u.step - s for u in record.updates)  # and the gate binds
+
+
+def test_bounded_delay_with_zero_staleness_reproduces_sync_exactly():
     kwargs = dict(steps=12, straggler={1: 3.0}, num_ps=2, ema_decay=0.9, eval_every=4)
-    sync, ssp = ps.train(mode="sync", **kwargs), ps.train(mode="ssp", staleness=0, **kwargs)
-    assert sync.updates == ssp.updates and sync.evals == ssp.evals
-    assert _same_params(sync.params, ssp.params)
-    assert sync.sim_time_s == ssp.sim_time_s
-    assert ssp.staleness_histogram() == {0: 48}
+    sync, delayed = ps.train(mode="sync", **kwargs), ps.train(mode="bounded_delay", staleness=0, **kwargs)
+    assert sync.updates == delayed.updates and sync.evals == delayed.evals
+    assert _same_params(sync.params, delayed.params)
+    assert sync.sim_time_s == delayed.sim_time_s
+    assert delayed.staleness_histogram() == {0: 48}
 
 
 def test_records_are_consistent():
-    record = ps.train(mode="ssp", staleness=2, steps=15, straggler={3: 4.0}, eval_every=5)
+    record = ps.train(mode="bounded_delay", staleness=2, steps=15, straggler={3: 4.0}, eval_every=5)
     assert record.status == "completed" and record.final_version == 15
     for u in record.updates:
         assert u.staleness == u.version_applied_at - u.version_computed_on
@@ -142,3 +197,61 @@ def test_argument_errors():
         ps.train(mode="ssp", staleness=-1)
     with pytest.raises(ValueError, match="need a checkpoint_dir"):
         ps.train(restore=True)
+
+
+# -- parameters over several ps tasks -------------------------------------------------------------------------
+
+def test_pulls_from_several_ps_tasks_travel_together():
+    """A pull asks every ps task at once and the replies share the worker's inbound link: one latency plus all
+    the bytes over the bandwidth (not one message after another); each push goes to its ps task's own link."""
+    config = ModelConfig("async", 2, 1, 1, 0, 0.1, 64, 32, 0, "round_robin", None)
+    spec, ps_servers, workers = start_cluster(config)
+    try:
+        model = build_worker(0, config, spec, workers[0])
+        costs = step_costs(model, config)
+        model.session.close()
+    finally:
+        for s in ps_servers + workers:
+            s.stop()
+    link = cost_model.ETHERNET_10G
+    assert len(costs.bytes_per_ps) == 2 and sum(costs.bytes_per_ps) == (64 * 64 + 64 + 64 * 10 + 10) * 4
+    assert costs.pull_s == link.latency_s + sum(costs.bytes_per_ps) / link.bandwidth_Bps
+    push = max(cost_model.transfer_time_s(b, link) for b in costs.bytes_per_ps)
+    record = ps.train(mode="async", num_workers=1, num_ps=2, steps=5, eval_every=0)
+    assert record.sim_time_s == pytest.approx(5 * (costs.pull_s + costs.compute_s + push), rel=1e-9)
+
+
+@pytest.mark.parametrize("num_ps", [2, 4])
+def test_a_sharded_first_layer_spreads_over_the_ps_tasks_and_trains_the_same_model(num_ps):
+    common = dict(mode="sync", num_ps=num_ps, steps=10, eval_every=5, ema_decay=0.9)
+    whole, sharded = ps.train(**common), ps.train(w1_shards=num_ps, **common)
+    shard_task = {name: load.task for load in sharded.ps_load for name in load.variables
+                  if name.startswith("w1/part_") and "ExponentialMovingAverage" not in name}
+    assert sorted(shard_task) == [f"w1/part_{i}" for i in range(num_ps)]
+    assert len(set(shard_task.values())) == num_ps  # replica_device_setter: round robin, one shard per ps task
+    rows = np.concatenate([sharded.params[f"w1/part_{i}"] for i in range(num_ps)])
+    np.testing.assert_array_equal(rows, whole.params["w1"])  # the same arithmetic, shard by shard
+
+    def losses(record):
+        return [u.loss for u in sorted(record.updates, key=lambda u: (u.step, u.worker))]
+
+    assert losses(sharded) == losses(whole)
+    assert [(e.loss, e.accuracy, e.accuracy_ema) for e in sharded.evals] == \
+        [(e.loss, e.accuracy, e.accuracy_ema) for e in whole.evals]
+    hot = {name: max(busy for _, busy in r.ps_traffic().values())
+           for name, r in (("whole", whole), ("sharded", sharded))}
+    assert hot["sharded"] < hot["whole"]  # the hot ps (w1's) cools down once w1 is spread
+
+
+def test_an_occasional_straggler_slows_random_steps_the_same_way_in_every_run():
+    config = ps.TrainConfig(mode="async", straggler={1: 2.0}, occasional_straggler=(0.25, 4.0), seed=3, steps=24,
+                            eval_every=0)
+    factors = {(w, c): config.speed(w, c) for w in range(4) for c in range(400)}
+    assert factors == {(w, c): dataclasses.replace(config).speed(w, c) for w, c in factors}
+    assert {f for (w, _), f in factors.items() if w != 1} == {1.0, 4.0}
+    assert {f for (w, _), f in factors.items() if w == 1} == {2.0, 8.0}
+    assert 0.2 < sum(f in (4.0, 8.0) for f in factors.values()) / len(factors) < 0.3
+    record = ps.train(config)
+    per_unit = {round((p.end_s - p.start_s) / factors[int(p.task[-1]), p.step], 15)
+                for p in record.phases if p.kind == "compute"}
+    assert len(per_unit) == 1  # every step's compute time is the worker's normal time × that step's factor

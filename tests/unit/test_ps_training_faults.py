@@ -5,6 +5,7 @@ import time
 
 import numpy as np
 import pytest
+from ps_invariants import assert_ssp_invariants, assert_sync_invariants
 
 import dfcore as tf
 from dfcore.distribute import parameter_server as ps
@@ -56,13 +57,24 @@ def test_a_dead_ps_task_ends_the_run_with_a_clear_error():
     assert record.final_version == 6 and np.isnan(record.test_accuracy)
 
 
-def test_ssp_without_a_worker_times_out():
-    record = ps.train(mode="ssp", staleness=1, steps=20, kill_worker={3: 2}, fault_timeout_s=0.1, eval_every=0)
+def test_bounded_delay_without_a_worker_times_out():
+    record = ps.train(mode="bounded_delay", staleness=1, steps=20, kill_worker={3: 2}, fault_timeout_s=0.1,
+                      eval_every=0)
     assert record.status == "failed" and "DeadlineExceededError" in record.error
     assert record.final_version == 2
 
 
+def test_ssp_without_a_worker_times_out_at_the_read_gate():
+    # worker 3 dies before its clock 2: its clocks 0 and 1 are in, so the others may read up to clock 2 + s = 3
+    # (each applies clocks 0..3), then wait at the gate of clock 4 until the deadline
+    record = ps.train(mode="ssp", staleness=1, steps=40, kill_worker={3: 2}, fault_timeout_s=0.1, eval_every=0)
+    assert record.status == "failed" and record.error.startswith("DeadlineExceededError")
+    assert record.final_version == 2 + 3 * 4
+    assert {f.task for f in record.faults if f.kind == "error"} == {f"/job:worker/replica:0/task:{w}" for w in range(3)}
+
+
 @pytest.mark.parametrize("mode,kwargs", [("sync", {}), ("async", {}), ("ssp", {"staleness": 1}),
+                                         ("bounded_delay", {"staleness": 1}),
                                          ("sync", {"replicas_to_aggregate": 3, "straggler": {3: 2.0}})])
 def test_threaded_runs_complete(mode, kwargs):
     record = ps.train(mode=mode, execution="threads", steps=12, eval_every=6, **kwargs)
@@ -73,6 +85,20 @@ def test_threaded_runs_complete(mode, kwargs):
     assert record.evals and 0.0 <= record.test_accuracy <= 1.0
 
 
+@pytest.mark.parametrize("staleness", [0, 2])
+def test_threaded_ssp_keeps_the_read_gate_and_loses_no_update(staleness):
+    record = ps.train(mode="ssp", staleness=staleness, execution="threads", steps=40, straggler={3: 2.0},
+                      eval_every=0)
+    assert record.status == "completed", record.error
+    assert_ssp_invariants(record, staleness)
+
+
+def test_threaded_sync_applies_one_gradient_per_worker_per_update():
+    record = ps.train(mode="sync", execution="threads", steps=15, straggler={3: 2.0}, eval_every=0)
+    assert record.status == "completed", record.error
+    assert_sync_invariants(record)
+
+
 def test_threaded_sync_without_backups_times_out_when_a_worker_dies():
     record = ps.train(mode="sync", execution="threads", steps=20, kill_worker={0: 3}, fault_timeout_s=0.2,
                       eval_every=0)
@@ -81,7 +107,7 @@ def test_threaded_sync_without_backups_times_out_when_a_worker_dies():
 
 
 def test_example_prints_accuracy_and_histogram(capsys):
-    example.main(["--mode", "ssp", "--staleness", "1", "--ps", "2", "--workers", "3", "--straggler", "2:3.0",
+    example.main(["--mode", "bounded_delay", "--staleness", "1", "--ps", "2", "--workers", "3", "--straggler", "2:3.0",
                   "--steps", "20"])
     out = capsys.readouterr().out
     assert out.startswith("test_accuracy=")

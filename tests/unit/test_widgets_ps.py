@@ -20,11 +20,11 @@ KINDS = ("compute", "pull", "push", "wait", "recv")
 
 @pytest.fixture(scope="module")
 def runs():
-    """sync, async and ssp s=2 on 2 ps tasks and 4 workers, worker 3 three times slower."""
+    """sync, async and bounded_delay s=2 on 2 ps tasks and 4 workers, worker 3 three times slower."""
     common = dict(num_ps=2, straggler={3: 3.0}, eval_every=4)
     return {"sync": ps.train(mode="sync", steps=8, **common),
             "async": ps.train(mode="async", steps=24, **common),
-            "ssp s=2": ps.train(mode="ssp", staleness=2, steps=8, **common)}
+            "bounded_delay s=2": ps.train(mode="bounded_delay", staleness=2, steps=8, **common)}
 
 
 @pytest.fixture(scope="module")
@@ -152,7 +152,20 @@ def test_histograms_count_exactly_the_runs_staleness_records(view, runs):
         assert len(_titles(svg, f"{name}: ")) == len(expected)
         assert f"{record.updates_applied} applied · {record.updates_dropped} dropped" in svg
     assert set(view.histograms["sync"]) == {0} and max(view.histograms["async"]) >= 2
-    assert max(view.histograms["ssp s=2"]) <= 2
+    assert max(view.histograms["bounded_delay s=2"]) <= 2
+
+
+def test_ps_traffic_table_shows_each_ps_tasks_pushes_and_busy_link_and_the_hot_ps(view, runs):
+    html = view.children[-3].value
+    assert "ps load over the run" in html and html.count("(hot)") == len(runs)
+    for name, record in runs.items():
+        traffic = record.ps_traffic()
+        assert sum(n for n, _ in traffic.values()) == sum(p.kind == "recv" for p in record.phases) > 0
+        assert set(traffic) == {load.task for load in record.ps_load}
+        hot = max(traffic, key=lambda task: traffic[task][1])
+        pushes, busy = traffic[hot]
+        cells = re.sub(r"<td[^>]*>", "<td>", html)
+        assert f"<td>{name}</td><td>{_ps_lanes.task_title(hot)} (hot)</td><td>{pushes}</td>" in cells
 
 
 def test_ps_load_bars_show_bytes_and_variables_per_ps_task(view, runs):
@@ -201,9 +214,9 @@ def test_run_picker_and_windows_are_linked_with_jslink(view, runs):
 
 
 def test_repr_is_stable_and_names_runs(runs):
-    view = ParameterServerView(runs["ssp s=2"], windows=2)
+    view = ParameterServerView(runs["bounded_delay s=2"], windows=2)
     assert repr(view) == "<ParameterServerView: 1 run, 4 workers, 2 ps>"
-    assert list(view.runs) == ["ssp s=2"] and view.run_picker not in view.children
+    assert list(view.runs) == ["bounded_delay s=2"] and view.run_picker not in view.children
     listed = ParameterServerView([runs["sync"], runs["async"], runs["sync"]], windows=1)
     assert list(listed.runs) == ["sync", "async", "sync (2)"]
     assert repr(listed) == "<ParameterServerView: 3 runs, 4 workers, 2 ps>"
