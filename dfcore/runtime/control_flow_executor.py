@@ -76,8 +76,8 @@ class _Frame:
         self.num_outstanding = 1
         self.max_parallel = max_parallel
         self.pending_enters = pending_enters
-        self.invariants: list[tuple[int, tuple, bool]] = []
-        self.deferred: list[tuple[int, tuple]] = []
+        self.invariants: list[tuple[int, tuple, bool, tuple]] = []
+        self.deferred: list[tuple[int, tuple, tuple]] = []
         self.live_exits: set[int] = set()
 
 
@@ -112,6 +112,9 @@ class ControlFlowExecutor:
         root_iteration = self._root.iterations[0] = _Iteration(partition.initial_values, info.pending)
         self.values = root_iteration.values
         self._outstanding = 0
+        # traced steps: per executed (node, frame_id, iter), its producers (input position or -1 for a control
+        # edge, producer instance, output port), for the simulated-clock replay of every iteration
+        self.instance_producers: dict[tuple[int, int, int], list] | None = {} if timings is not None else None
         for index in info.roots:
             self._activate(index, self._root, 0, root_iteration)
 
@@ -163,6 +166,10 @@ class ControlFlowExecutor:
                     dead = value is DEAD  # a _Recv of a dead value
                 elif dead and index not in self._info.runs_dead:
                     outputs = (DEAD,) * node.num_outputs
+                    if timings is not None:
+                        now = clock()
+                        timings.append(NodeTiming(ctx.device, index, now, now, threading.get_ident(), list(outputs),
+                                                  (frame.frame_id, it)))
                 elif node.is_async:
                     ctx.frame_iter = (frame.frame_id, it)
                     self._start_async(index, node, frame, it, node.gather(state.values))
@@ -188,7 +195,7 @@ class ControlFlowExecutor:
                         timings.append(NodeTiming(ctx.device, index, start, clock(), threading.get_ident(),
                                                   list(outputs), (frame.frame_id, it)))
                 if kinds[index] is None:
-                    self._deliver(index, outputs, dead, frame, it)
+                    self._deliver(index, outputs, dead, frame, it, (index, frame.frame_id, it))
                 else:
                     self._propagate(index, frame, it, outputs, dead)
                 state.outstanding -= 1
@@ -236,41 +243,45 @@ class ControlFlowExecutor:
     # -- moving values between frames and iterations ---------------------------------
     def _propagate(self, index, frame, it, outputs, dead):
         kind = self._kinds[index]
+        src = (index, frame.frame_id, it)
         if kind == "enter":
             attrs = self._nodes[index].source
             child = self._child_frame(frame, it, attrs)
             if attrs.get_attr("is_constant"):
-                child.invariants.append((index, outputs, dead))
+                child.invariants.append((index, outputs, dead, src))
                 for child_it in sorted(child.iterations):
-                    self._deliver(index, outputs, dead, child, child_it)
+                    self._deliver(index, outputs, dead, child, child_it, src)
             else:
-                self._deliver(index, outputs, dead, child, 0)
+                self._deliver(index, outputs, dead, child, 0, src)
             child.pending_enters -= 1
             if child.pending_enters == 0:
                 self._cleanup(child)
         elif kind == "exit":
             if not dead:
                 frame.live_exits.add(index)
-                self._deliver(index, outputs, False, frame.parent, frame.parent_iter)
+                self._deliver(index, outputs, False, frame.parent, frame.parent_iter, src)
         elif kind == "next_iteration":
             if dead:
                 return  # the loop ends here
             nxt = it + 1
             if nxt not in frame.iterations:
                 if frame.deferred or frame.num_outstanding >= frame.max_parallel:
-                    frame.deferred.append((index, outputs))
+                    frame.deferred.append((index, outputs, src))
                     return
                 self._new_iteration(frame)
-            self._deliver(index, outputs, False, frame, nxt)
+            self._deliver(index, outputs, False, frame, nxt, src)
         else:
-            self._deliver(index, outputs, dead, frame, it)
+            self._deliver(index, outputs, dead, frame, it, src)
 
-    def _deliver(self, index, outputs, dead, frame, it):
-        """Store ``outputs`` of node ``index`` in ``(frame, it)`` and count them at each consumer there."""
+    def _deliver(self, index, outputs, dead, frame, it, src):
+        """Store ``outputs`` of node ``index`` (run as instance ``src``: index, frame id, iteration) in
+        ``(frame, it)`` and count them at each consumer there."""
         state = frame.iterations[it]
         out_slot = self._nodes[index].out_slot
         state.values[out_slot:out_slot + len(outputs)] = outputs
         kinds, pending = self._kinds, state.pending
+        if self.instance_producers is not None:
+            self._record_producers(out_slot, frame.frame_id, it, src)
         for dst, port in self._out_edges[index]:
             edge_dead = dead if port < 0 else outputs[port] is DEAD
             kind = kinds[dst]
@@ -296,6 +307,12 @@ class ControlFlowExecutor:
                     state.dead.add(dst)
                 self._activate(dst, frame, it, state)
 
+    def _record_producers(self, out_slot, frame_id, it, src):
+        producers = self.instance_producers
+        for dst, port in self._out_edges[src[0]]:
+            position = self._nodes[dst].in_slots.index(out_slot + port) if port >= 0 else -1
+            producers.setdefault((dst, frame_id, it), []).append((position, src, port))
+
     def _activate(self, index, frame, it, state):
         state.outstanding += 1
         self._outstanding += 1
@@ -318,8 +335,8 @@ class ControlFlowExecutor:
         frame.num_outstanding += 1
         it = frame.iteration_count
         frame.iterations[it] = _Iteration(self._partition.initial_values, self._info.pending)
-        for index, outputs, dead in frame.invariants:
-            self._deliver(index, outputs, dead, frame, it)
+        for index, outputs, dead, src in frame.invariants:
+            self._deliver(index, outputs, dead, frame, it, src)
 
     def _cleanup(self, frame):
         """Retire the frame's done iterations (oldest first), start a deferred one, end a done frame."""
@@ -335,15 +352,16 @@ class ControlFlowExecutor:
             if frame.deferred:
                 deferred, frame.deferred = frame.deferred, []
                 self._new_iteration(frame)
-                for index, outputs in deferred:
-                    self._deliver(index, outputs, False, frame, frame.iteration_count)
+                for index, outputs, src in deferred:
+                    self._deliver(index, outputs, False, frame, frame.iteration_count, src)
         if frame.num_outstanding or frame.pending_enters:
             return
         del self._frames[(frame.parent.frame_id, frame.parent_iter, frame.name)]
         parent, parent_it = frame.parent, frame.parent_iter
         for exit_index in self._info.frame_exits.get(frame.name, ()):
             if exit_index not in frame.live_exits:  # a loop that never ran live (inside an untaken branch)
-                self._deliver(exit_index, (DEAD,), True, parent, parent_it)
+                self._deliver(exit_index, (DEAD,), True, parent, parent_it,
+                              (exit_index, frame.frame_id, frame.iteration_count))
         state = parent.iterations[parent_it]
         state.outstanding -= 1
         if state.outstanding == 0:

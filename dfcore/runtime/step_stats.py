@@ -243,6 +243,14 @@ def iteration_label(label: str, frame_iter: tuple[int, int] | None) -> str:
     return f"{label} @frame {frame_iter[0]} iter {frame_iter[1]}"
 
 
+def instance_name(node_name: str, frame_iter: tuple[int, int] | None) -> str:
+    """The name of one execution of a node: the node's name, with ``@<frame_id>:<iter>`` inside a loop
+    (the simulated clock's task name for that iteration)."""
+    if frame_iter is None or frame_iter[0] == 0:
+        return node_name
+    return f"{node_name}@{frame_iter[0]}:{frame_iter[1]}"
+
+
 def timeline_label(node_name: str, op_type: str, inputs: Sequence[str] = (), tensor_name: str | None = None,
                    peer_device: str | None = None) -> str:
     """Build a node's timeline label (TF ``SetTimelineLabel`` in ``executor.cc``).

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..framework.device import DeviceSpec
+from ..framework.registry import DEAD
 from ..ops import op_costs
 from . import cost_model, sim_clock, step_stats
 from .config import ConfigProto, RunMetadata, RunOptions, StepRecords, attach_step_records, forget_step_records
@@ -89,8 +90,8 @@ def build_step_stats(plan: StepPlan, result: StepResult, machine: cost_model.Mac
             op_start_rel_micros=0, op_end_rel_micros=duration_us, all_end_rel_micros=duration_us,
             thread_id=t.thread_id, output_bytes=tuple(_nbytes(v) for v in t.outputs),
             timeline_label=step_stats.iteration_label(node.label, t.frame_iter),
-            sim_start_micros=int(round(sim.start_s[node.name] * 1e6)),
-            sim_end_micros=int(round(sim.end_s[node.name] * 1e6))))
+            sim_start_micros=int(round(sim.start_s[step_stats.instance_name(node.name, t.frame_iter)] * 1e6)),
+            sim_end_micros=int(round(sim.end_s[step_stats.instance_name(node.name, t.frame_iter)] * 1e6))))
     for device, (i, partition) in by_device.items():
         for memory in _memory(device, partition, result.executors[i], timings, machine, allow_growth):
             collector.record_memory(device, memory)
@@ -98,6 +99,8 @@ def build_step_stats(plan: StepPlan, result: StepResult, machine: cost_model.Mac
 
 
 def _simulate(plan, result, machine):
+    if plan.partitions and plan.partitions[0].control_flow is not None:
+        return _simulate_iterations(plan, result, machine)
     sends = {}
     for partition in plan.partitions:
         for node in partition.nodes:
@@ -118,6 +121,43 @@ def _simulate(plan, result, machine):
     return sim_clock.simulate_step(records, transfers, machine)
 
 
+def _simulate_iterations(plan, result, machine):
+    """The replay of a step with control flow: one task per executed node per frame and iteration (from the
+    traced timings), waiting for the producer instances the control-flow executor recorded."""
+    by_device = {p.device: (i, p) for i, p in enumerate(plan.partitions)}
+    sends = {}
+    for partition in plan.partitions:
+        for node in partition.nodes:
+            if node.op_type == "_Send" and not node.source.attrs.get("client_terminated"):
+                sends[rendezvous_key(node.source)] = node.name
+    timings = result.timings or []
+    outputs = {(t.device, t.index, t.frame_iter): t.outputs for t in timings}
+    records, recvs = [], []
+    for t in timings:
+        p_index, partition = by_device[t.device]
+        node = partition.nodes[t.index]
+        producers = result.executors[p_index].instance_producers or {}
+        inputs: list = [()] * len(node.in_slots)
+        deps = []
+        for position, (src, frame_id, it), port in producers.get((t.index, *t.frame_iter), ()):
+            src_outputs = outputs.get((t.device, src, (frame_id, it)))
+            if src_outputs is None:
+                continue
+            deps.append(step_stats.instance_name(partition.nodes[src].name, (frame_id, it)))
+            if position >= 0:
+                inputs[position] = np.shape(src_outputs[port])
+        name = step_stats.instance_name(node.name, t.frame_iter)
+        ran_dead = bool(t.outputs) and all(v is DEAD for v in t.outputs)  # its kernel did not run: no cost
+        cost = cost_model.OpCost(0, 0) if ran_dead else _cost_of(node, inputs, t.outputs)
+        records.append(sim_clock.NodeRecord(name, t.device, cost, tuple(dict.fromkeys(deps)), t.index))
+        if node.op_type == "_Recv" and rendezvous_key(node.source) in sends:
+            recvs.append((step_stats.instance_name(sends[rendezvous_key(node.source)], t.frame_iter), name,
+                          _nbytes(t.outputs[0]) if t.outputs else 0))
+    names = {r.name for r in records}
+    transfers = [sim_clock.TransferRecord(src, dst, nbytes) for src, dst, nbytes in recvs if src in names]
+    return sim_clock.simulate_step(records, transfers, machine)
+
+
 def _producers(partition):
     producers = [[] for _ in partition.nodes]
     for i, node in enumerate(partition.nodes):
@@ -127,9 +167,14 @@ def _producers(partition):
 
 
 def _cost(node, values):
-    inputs = [np.shape(values[s]) for s in node.in_slots]
-    outputs = [np.shape(v) for v in values[node.out_slot:node.out_slot + node.num_outputs]]
-    sample = next((v for v in values[node.out_slot:node.out_slot + node.num_outputs] if hasattr(v, "dtype")), None)
+    return _cost_of(node, [np.shape(values[s]) for s in node.in_slots],
+                    values[node.out_slot:node.out_slot + node.num_outputs])
+
+
+def _cost_of(node, inputs, output_values):
+    """The cost model's estimate for ``node`` run with ``inputs`` (shapes) giving ``output_values``."""
+    outputs = [np.shape(v) for v in output_values]
+    sample = next((v for v in output_values if hasattr(v, "dtype")), None)
     size = sample.dtype.itemsize if sample is not None else 4
     attrs = getattr(node.source, "attrs", {}) or {}
     if node.op_type in op_costs.BOOKKEEPING:

@@ -148,3 +148,24 @@ def test_fetching_a_dead_tensor_fails_as_in_tf():
         assert sess.run(out_true, {p: True}) == 1.0
         with pytest.raises(tf.errors.InvalidArgumentError, match=r"Retval\[0\] does not have value"):
             sess.run(out_true, {p: False})
+
+
+def test_the_simulated_clock_replays_every_iteration():
+    x = tf.placeholder(tf.float32, [64, 64], name="x")
+    _, y = tf.while_loop(lambda i, y: i < 5, lambda i, y: (i + 1, tf.matmul(y, x)), (tf.constant(0), x))
+    meta = tf.RunMetadata()
+    with tf.Session() as sess:
+        sess.run(y, {x: np.eye(64, dtype=np.float32)}, options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE),
+                 run_metadata=meta)
+    stats = tf.step_records(meta).step_stats
+    matmuls = sorted((step_stats.parse_timeline_label(ns.timeline_label).frame_iter[1], ns)
+                     for ds in stats.dev_stats for ns in ds.node_stats if ns.node_name == "while/MatMul")
+    # once per iteration; in the last one (the predicate is false) it runs dead: recorded, no simulated time
+    assert [it for it, _ in matmuls] == [0, 1, 2, 3, 4, 5]
+    assert matmuls[-1][1].sim_end_micros == matmuls[-1][1].sim_start_micros
+    matmuls = matmuls[:-1]
+    starts = [ns.sim_start_micros for _, ns in matmuls]
+    assert all(ns.sim_end_micros > ns.sim_start_micros for _, ns in matmuls)
+    assert starts == sorted(starts) and len(set(starts)) == 5
+    for (_, earlier), (_, later) in zip(matmuls, matmuls[1:]):
+        assert later.sim_start_micros >= earlier.sim_end_micros  # iteration k+1 needs iteration k's product
