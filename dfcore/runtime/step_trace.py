@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..framework.device import DeviceSpec
-from ..framework.registry import DEAD
 from ..ops import op_costs
 from . import cost_model, sim_clock, step_stats
 from .config import ConfigProto, RunMetadata, RunOptions, StepRecords, attach_step_records, forget_step_records
@@ -68,7 +67,17 @@ def fill_run_metadata(run_metadata: RunMetadata, plan: StepPlan, result: StepRes
             run_metadata.cost_graph.CopyFrom(cost_graph(plan.graphs, stats))
         traces = tuple(result.collectives[k].trace for k in sorted(result.collectives)
                        if result.collectives[k].trace is not None)
-        attach_step_records(run_metadata, StepRecords(stats, tuple(result.rendezvous.transfers()), traces))
+        attach_step_records(run_metadata, StepRecords(stats, tuple(result.rendezvous.transfers()), traces,
+                                                      dead_nodes(plan, result)))
+
+
+def dead_nodes(plan: StepPlan, result: StepResult) -> tuple[tuple[str, str, tuple[int, int] | None], ...]:
+    """``(device, node name, frame_iter)`` of each traced node that ran dead, in start order (``frame_iter``
+    None in the root frame, as :func:`~dfcore.runtime.step_stats.iteration_label`)."""
+    names = {p.device: p.nodes for p in plan.partitions}
+    timings = sorted((t for t in result.timings or () if t.dead), key=lambda t: (t.start_s, t.device, t.index))
+    return tuple((t.device, names[t.device][t.index].name,
+                  t.frame_iter if t.frame_iter is not None and t.frame_iter[0] != 0 else None) for t in timings)
 
 
 def build_step_stats(plan: StepPlan, result: StepResult, machine: cost_model.MachineProfile,
@@ -147,8 +156,7 @@ def _simulate_iterations(plan, result, machine):
             if position >= 0:
                 inputs[position] = np.shape(src_outputs[port])
         name = step_stats.instance_name(node.name, t.frame_iter)
-        ran_dead = bool(t.outputs) and all(v is DEAD for v in t.outputs)  # its kernel did not run: no cost
-        cost = cost_model.OpCost(0, 0) if ran_dead else _cost_of(node, inputs, t.outputs)
+        cost = cost_model.OpCost(0, 0) if t.dead else _cost_of(node, inputs, t.outputs)  # dead: no kernel ran
         records.append(sim_clock.NodeRecord(name, t.device, cost, tuple(dict.fromkeys(deps)), t.index))
         if node.op_type == "_Recv" and rendezvous_key(node.source) in sends:
             recvs.append((step_stats.instance_name(sends[rendezvous_key(node.source)], t.frame_iter), name,
