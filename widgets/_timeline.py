@@ -13,13 +13,17 @@ Pure functions over a :class:`~dfcore.runtime.step_stats.StepStats` (no ipywidge
   during which some device computes: ``|C ∩ T| / |T|`` in %, where ``T`` is the union
   of the transfer spans and ``C`` the union of the spans of every op that is not a
   ``_Send``/``_Recv``.
+- Control flow: a node run inside a loop carries its ``(frame_id, iteration)`` (from its timeline
+  label), so each iteration is its own bar, labelled ``name ·i``, and a ``_Send``/``_Recv`` pairs with
+  the one of the same iteration; nodes that ran dead (given the run's ``StepRecords.dead_nodes``) are
+  grey dashed outlines, and a transfer whose ``_Recv`` ran dead is grey.
 """
 
 import dataclasses
 
 from dfcore.runtime.step_stats import parse_timeline_label
 
-from . import _palette, _svg
+from . import _control_flow, _palette, _svg
 from ._format import device_sort_key, format_bytes, format_us, short_device
 
 MODES = ("simulated", "wall")
@@ -32,7 +36,8 @@ ROW_HEIGHT, COMPUTE_PAD, MAX_ROWS = 18, 4, 6
 
 @dataclasses.dataclass(frozen=True)
 class OpSpan:
-    """One node run: ``start_us``/``end_us`` from the step's start on the chosen clock."""
+    """One node run: ``start_us``/``end_us`` from the step's start on the chosen clock; ``frame_iter`` is
+    ``(frame_id, iteration)`` inside a loop (else None); ``dead`` is True when it ran dead."""
 
     device: str
     name: str
@@ -40,6 +45,13 @@ class OpSpan:
     start_us: float
     end_us: float
     label: str
+    frame_iter: tuple | None = None
+    dead: bool = False
+
+    @property
+    def title(self):
+        """The name, with ``·<iteration>`` inside a loop."""
+        return self.name if self.frame_iter is None else f"{self.name} ·{self.frame_iter[1]}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,6 +73,11 @@ class TransferSpan:
     def end_us(self):
         return max(self.recv.end_us, self.send.end_us)
 
+    @property
+    def dead(self):
+        """True when the value carried was dead (its ``_Recv`` ran dead)."""
+        return self.recv.dead
+
 
 @dataclasses.dataclass(frozen=True)
 class StepSpans:
@@ -79,8 +96,11 @@ def has_simulated_times(step_stats):
                for dev in step_stats.dev_stats for ns in dev.node_stats)
 
 
-def step_spans(step_stats, mode="simulated"):
+def step_spans(step_stats, mode="simulated", dead=frozenset()):
     """The :class:`StepSpans` of ``step_stats`` on the ``simulated`` or ``wall`` clock.
+
+    ``dead``: ``(device, node name, frame_iter)`` of the node runs that ran dead
+    (``StepRecords.dead_nodes``); they get ``OpSpan.dead``.
 
     Raises:
         ValueError: an unknown mode, or ``simulated`` without simulated times.
@@ -96,8 +116,13 @@ def step_spans(step_stats, mode="simulated"):
                           else (ns.all_start_micros, ns.all_end_micros))
             raw.append((dev.device, ns, start, end))
     origin = min((start for _, _, start, _ in raw), default=0)
-    ops = sorted((OpSpan(device, ns.node_name, ns.op_type, start - origin, end - origin, ns.timeline_label)
-                  for device, ns, start, end in raw), key=lambda s: (s.start_us, device_sort_key(s.device), s.name))
+    dead = frozenset(dead)
+    spans = []
+    for device, ns, start, end in raw:
+        frame_iter = _control_flow.frame_iter_of(ns.timeline_label)
+        spans.append(OpSpan(device, ns.node_name, ns.op_type, start - origin, end - origin, ns.timeline_label,
+                            frame_iter, (device, ns.node_name, frame_iter) in dead))
+    ops = sorted(spans, key=lambda s: (s.start_us, device_sort_key(s.device), s.name, s.frame_iter or ()))
     bytes_of = {(device, ns.node_name): ns.output_bytes for device, ns, _, _ in raw}
     transfers = _pair_transfers(ops, bytes_of)
     devices = tuple(sorted({dev.device for dev in step_stats.dev_stats}, key=device_sort_key))
@@ -113,13 +138,32 @@ def _pair_transfers(ops, bytes_of):
             continue
         parsed = parse_timeline_label(span.label)
         src, dst = (span.device, parsed.peer_device) if role == "send" else (parsed.peer_device, span.device)
-        ends[role].setdefault((parsed.tensor_name, src, dst), []).append(span)
+        ends[role].setdefault((parsed.tensor_name, src, dst, span.frame_iter or (0, 0)), []).append(span)
     transfers = []
     for key in sorted(set(ends["send"]) & set(ends["recv"])):
         for send, recv in zip(ends["send"][key], ends["recv"][key]):
             nbytes = (bytes_of.get((recv.device, recv.name)) or (0,))[0]
-            transfers.append(TransferSpan(key[0], key[1], key[2], send, recv, nbytes))
+            transfers.append(TransferSpan(*key[:3], send, recv, nbytes))
     return tuple(sorted(transfers, key=lambda t: (t.start_us, t.end_us, t.tensor_name)))
+
+
+def loops(spans):
+    """``[(frame_id, iterations, transfers per iteration), ...]`` of the loop frames in a step, by frame id.
+
+    ``iterations`` counts the iterations any node ran in (the last test included); the transfers of
+    iteration ``i`` are the pairs whose ``_Recv`` ran in it.
+    """
+    iterations, transfers = {}, {}
+    for span in spans.ops:
+        if span.frame_iter is not None:
+            iterations.setdefault(span.frame_iter[0], set()).add(span.frame_iter[1])
+    for t in spans.transfers:
+        if t.recv.frame_iter is not None:
+            frame, it = t.recv.frame_iter
+            transfers.setdefault(frame, {}).setdefault(it, 0)
+            transfers[frame][it] += 1
+    return [(frame, len(its), tuple(transfers.get(frame, {}).get(i, 0) for i in sorted(its)))
+            for frame, its in sorted(iterations.items())]
 
 
 def union(intervals):
@@ -238,14 +282,17 @@ def _op_bar(span, lay, lane):
     top, height = lay.row_box(lane, span)
     x0 = lay.x(span.start_us)
     width = max(lay.x(span.end_us) - x0, 2)
-    title = f"{span.name} ({span.op_type}) on {short_device(span.device)}: " \
-            f"{format_us(span.start_us)} → {format_us(span.end_us)}"
+    where = "" if span.frame_iter is None else f", frame {span.frame_iter[0]} iteration {span.frame_iter[1]}"
+    title = f"{span.name} ({span.op_type}) on {short_device(span.device)}{where}: " \
+            f"{format_us(span.start_us)} → {format_us(span.end_us)}" + (" (ran dead)" if span.dead else "")
+    if span.dead:
+        return _svg.rect(x0, top, width, height, _palette.DEAD_FILL, _palette.DEAD_INK, title, dash="3,2")
     if span.op_type in _TRANSFER_OPS:
         return _svg.rect(x0, top, width, height, "white", _palette.TRANSFER, title, stroke_width=1.5)
     bar = _svg.rect(x0, top, width, height, _palette.device_fill(span.device), _palette.device_color(span.device),
                     title)
-    if width > 7 * len(span.name) + 6:
-        bar += _svg.text(x0 + 3, top + height - 5, span.name, size=10)
+    if width > 7 * len(span.title) + 6:
+        bar += _svg.text(x0 + 3, top + height - 5, span.title, size=10)
     return bar
 
 
@@ -256,6 +303,8 @@ def _transfer_bar(t, lay, lane):
     text = f"{t.tensor_name} ({format_bytes(t.nbytes)})"
     title = f"{text}: {short_device(t.src_device)} → {short_device(t.dst_device)}, " \
             f"{format_us(t.start_us)} → {format_us(t.end_us)}"
+    if t.dead:
+        return _svg.rect(x0, top, width, height, _palette.DEAD_FILL, _palette.DEAD_INK, title + " (dead)", dash="3,2")
     bar = _svg.rect(x0, top, width, height, _palette.tint(_palette.TRANSFER, 0.55), _palette.TRANSFER, title)
     if width > 6 * len(text) + 6:
         bar += _svg.text(x0 + 3, top + height - 5, text, size=9)
@@ -280,7 +329,8 @@ def frame(spans, lay, first, last):
         body.append(_svg.rect(x0 - 1.5, y - 1.5, max(lay.x(span.end_us) - x0, 2) + 3, h + 3, "none", _palette.INK,
                               stroke_width=2))
     steps = f"step {first + 1}" if first == last else f"steps {first + 1}–{last + 1}"
-    names = ", ".join(f"{s.name} ({s.op_type}) on {short_device(s.device)}" for s in ops[:3])
+    names = ", ".join(f"{s.title} ({s.op_type}{', dead' if s.dead else ''}) on {short_device(s.device)}"
+                      for s in ops[:3])
     more = f" and {len(ops) - 3} more" if len(ops) > 3 else ""
     caption = f"{steps} of {len(spans.ops)} · t = {format_us(ops[-1].start_us)} · {names}{more}"
     return caption_overlay(lay, caption, "".join(body))
