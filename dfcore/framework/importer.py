@@ -65,6 +65,7 @@ def import_nodes(graph_def: GraphDef, prefix: str, graph, input_map=None) -> dic
                                                    f"dfcore (node '{node.name}'). Run python -m "
                                                    "dfcore.compat_report to see which ops dfcore has.")
     created: dict[str, Any] = {}
+    back_edges = []  # (Merge op, input index, NextIteration's tensor text): wired once the loop body exists
     for node_name in _topological(nodes, input_map):
         node = nodes[node_name]
         data, control = [], []
@@ -73,16 +74,32 @@ def import_nodes(graph_def: GraphDef, prefix: str, graph, input_map=None) -> dic
                 control.append(created[text[1:]])
             elif _tensor_key(text) in input_map:
                 data.append(input_map[_tensor_key(text)])
+            elif _is_back_edge(nodes, node, text) and text.partition(":")[0] not in created:
+                back_edges.append((node_name, len(data), text))
+                data.append(None)
             else:
                 source, _, port = text.partition(":")
                 data.append(created[source].outputs[int(port) if port else 0])
+        if None in data:  # a loop's Merge: its Enter stands in for the back edge until the body is imported
+            stand_in = next(t for t in data if t is not None)
+            data = [stand_in if t is None else t for t in data]
         attrs = {k: v for k, v in node_attrs(node).items() if k not in _DROPPED_ATTRS}
         full_name = f"{prefix}/{node_name}" if prefix else node_name
         op = graph.create_op(node.op, data, attrs, name=full_name + "/")
         op._set_device(node.device)
         op._add_control_inputs(control)
         created[node_name] = op
+    for merge_name, index, text in back_edges:
+        source, _, port = text.partition(":")
+        created[merge_name]._update_input(index, created[source].outputs[int(port) if port else 0])
     return created
+
+
+def _is_back_edge(nodes, node, text):
+    """True for a loop's back edge: a ``NextIteration`` feeding a ``Merge`` (TF's importer wires them last)."""
+    source = nodes.get(text.lstrip("^").partition(":")[0])
+    return (source is not None and registry.control_flow_kind(node.op) == "merge"
+            and registry.control_flow_kind(source.op) == "next_iteration")
 
 
 def _tensor_key(text):
@@ -119,6 +136,8 @@ def _topological(nodes, input_map):
             stack.append((current, True))
             for text in nodes[current].input:
                 if not text.startswith("^") and _tensor_key(text) in input_map:
+                    continue
+                if _is_back_edge(nodes, nodes[current], text):
                     continue
                 source = text.lstrip("^").partition(":")[0]
                 if source not in nodes:

@@ -55,6 +55,9 @@ class _Dead:
     def __repr__(self):
         return "DEAD"
 
+    def __reduce__(self):  # unpickles as the same singleton (a dead tensor crossing processes stays dead)
+        return "DEAD"
+
 
 DEAD = _Dead()
 

@@ -22,6 +22,7 @@ from ..framework import graph as graph_lib
 from ..framework.importer import import_nodes
 from ..runtime.cancellation import Deadline
 from ..runtime.control_flow_executor import make_executor
+from ..runtime.control_flow_info import has_control_flow
 from ..runtime.executor import StepContext, inline_runner
 from ..runtime.partition import PartitionGraph, PartitionNode
 from ..runtime.partition_compiler import compile_partition
@@ -92,7 +93,8 @@ class WorkerService:
         nodes = tuple(PartitionNode(name, op, tuple(inputs), node_device, attrs,
                                     None if original is None else ops[original])
                       for name, op, inputs, node_device, attrs, original in records)
-        compiled = compile_partition(PartitionGraph(device, nodes))
+        # a step with control flow runs every partition on the control-flow executor (dead tensors cross tasks)
+        compiled = compile_partition(PartitionGraph(device, nodes), has_control_flow([op.type for op in ops.values()]))
         with self._lock:
             handle = (source, len(self._partitions))
             self._partitions[handle] = compiled

@@ -39,3 +39,7 @@ def _switch_grad(op, false_grad, true_grad):
     if true_grad is None:
         true_grad = _switch_zeros(op, 1)
     return [control_flow_prims.merge([false_grad, true_grad], name="cond_grad")[0], None]
+
+
+registry.RegisterGradient("RefSwitch")(_switch_grad)
+gradients_impl.register_zeros_for_output("RefSwitch")(_switch_zeros)

@@ -8,7 +8,8 @@ them control flow is how the executor routes their outputs (their *kind*, regist
 with :func:`~dfcore.framework.registry.register_control_flow`):
 
 * ``Switch(data, pred)`` → ``(output_false, output_true)``: the untaken output is *dead*
-  (:data:`~dfcore.framework.registry.DEAD`); a node with a dead input runs dead;
+  (:data:`~dfcore.framework.registry.DEAD`); a node with a dead input runs dead. ``RefSwitch``
+  forwards a variable reference itself (an ``Assign`` on its output happens only in its branch);
 * ``Merge(inputs)`` → ``(output, value_index)``: forwards the first live input that arrives
   (a later live one is ignored, as TF's executor), dead only when all inputs are dead;
 * ``Enter(data, frame_name, is_constant, parallel_iterations)`` passes ``data`` into the
@@ -30,7 +31,7 @@ from . import common_shapes
 from .array_ops_util import with_rank
 from .op_util import apply_op, graph_of
 
-__all__ = ["switch", "merge", "enter", "exit", "next_iteration", "loop_cond", "control_trigger"]
+__all__ = ["switch", "ref_switch", "merge", "enter", "exit", "next_iteration", "loop_cond", "control_trigger"]
 
 DEAD = registry.DEAD
 
@@ -67,6 +68,30 @@ def _switch_kernel(op):
         return (DEAD, data) if bool(pred) else (data, DEAD)
 
     return compute
+
+
+def ref_switch(data, pred, name=None):
+    """``Switch`` of a variable reference (``data``: a ``*_ref`` tensor, e.g. ``variable._ref()``): both outputs
+    are references. Source: ``control_flow_ops.ref_switch``.
+
+    Raises:
+        TypeError: ``data`` is not a reference.
+    """
+    if not getattr(getattr(data, "dtype", None), "is_ref", False):
+        raise TypeError(f"ref_switch needs a reference (a variable's *_ref tensor), got {data!r}")
+    op = _apply("RefSwitch", [data, pred], {}, name or "RefSwitch")
+    return op.outputs[0], op.outputs[1]
+
+
+@registry.RegisterShape("RefSwitch")
+def _ref_switch_shape(op):
+    data = op.inputs[0]
+    _switch_shape(op)
+    return [(data.dtype, data.shape)] * 2
+
+
+registry.register_ref_inputs("RefSwitch", 0)
+registry.RegisterKernel("RefSwitch")(_switch_kernel)
 
 
 # -- Merge ----------------------------------------------------------------------------
@@ -176,7 +201,8 @@ for _op_type in ("Enter", "Exit", "NextIteration"):
     registry.RegisterKernel(_op_type)(_identity)
 registry.RegisterKernel("LoopCond")(_identity)
 
-for _op_type, _kind in (("Switch", "switch"), ("Merge", "merge"), ("Enter", "enter"), ("Exit", "exit"),
+for _op_type, _kind in (("Switch", "switch"), ("RefSwitch", "switch"), ("Merge", "merge"), ("Enter", "enter"),
+                        ("Exit", "exit"),
                         ("NextIteration", "next_iteration"), ("LoopCond", "loop_cond"),
                         ("ControlTrigger", "control_trigger")):
     registry.register_control_flow(_op_type, _kind)

@@ -25,6 +25,10 @@ Source: TF's ``common_runtime/executor.cc`` (``ExecutorState``) and the whitepap
 * an interrupt (``KeyboardInterrupt``) while a loop runs on the calling thread ends the
   step with ``CancelledError`` and propagates (see :mod:`dfcore.runtime.step`).
 
+A partition holding control flow (``Switch``/``Merge``/``Enter``/``Exit``/``NextIteration``) runs on
+:class:`~dfcore.runtime.control_flow_executor.ControlFlowExecutor` instead (frames, iterations, dead
+tensors); :func:`~dfcore.runtime.control_flow_executor.make_executor` picks.
+
 Errors: a kernel's exception becomes the step's ``OpError`` in one place,
 :func:`dfcore.runtime.kernel_errors.kernel_error`.
 """

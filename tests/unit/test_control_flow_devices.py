@@ -117,3 +117,26 @@ def test_gradient_of_a_loop_across_two_devices_matches_finite_differences():
         minus[k] -= eps
         numeric[k] = (f(plus) - f(minus)) / (2 * eps)
     np.testing.assert_allclose(grad, numeric, atol=1e-7)
+
+
+def test_four_devices_on_the_thread_pool_with_parallel_iterations_agree_with_numpy_every_step():
+    x = tf.placeholder(tf.float64, [3], name="x")
+    w = tf.constant(W)
+
+    def body(i, y):
+        for d in (1, 2, 3):
+            with tf.device(f"/device:GPU:{d}"):
+                y = y * w
+        with tf.device("/device:GPU:0"):
+            return i + 1, tf.tanh(y + x)
+
+    with tf.device("/device:GPU:0"):
+        out = tf.while_loop(lambda i, y: i < 12, body, (tf.constant(0), tf.ones([3], tf.float64)),
+                            parallel_iterations=4)
+    expected = np.ones(3)
+    for _ in range(12):
+        expected = np.tanh(expected * W ** 3 + X)
+    config = tf.ConfigProto(device_count={"GPU": 4}, inter_op_parallelism_threads=4)
+    with tf.Session(config=config, executor_runner="pool") as sess:
+        for _ in range(10):  # threads race differently each step; the result may not
+            np.testing.assert_allclose(sess.run(out, {x: X}, options=tf.RunOptions(timeout_in_ms=10000))[1], expected)

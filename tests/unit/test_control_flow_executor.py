@@ -169,3 +169,37 @@ def test_the_simulated_clock_replays_every_iteration():
     assert starts == sorted(starts) and len(set(starts)) == 5
     for (_, earlier), (_, later) in zip(matmuls, matmuls[1:]):
         assert later.sim_start_micros >= earlier.sim_end_micros  # iteration k+1 needs iteration k's product
+
+
+def test_ref_switch_assigns_only_in_the_taken_branch():
+    v = tf.Variable(1.0)
+    p = tf.placeholder(tf.bool, [], name="p")
+    _, ref_true = cf.ref_switch(v._ref(), p)
+    assert ref_true.dtype.is_ref
+    update = tf.assign(ref_true, 5.0)
+    with tf.Session() as sess:
+        sess.run(v.initializer)
+        sess.run(update.op, {p: False})
+        assert sess.run(v) == 1.0  # the Assign ran dead: nothing written
+        sess.run(update.op, {p: True})
+        assert sess.run(v) == 5.0
+    with pytest.raises(TypeError, match="ref_switch needs a reference"):
+        cf.ref_switch(tf.constant(1.0), p)
+
+
+def test_the_compiled_partition_knows_each_nodes_frame():
+    from dfcore.runtime import partition as partition_lib, prune
+    from dfcore.runtime.partition_compiler import compile_partition
+
+    _, y = tf.while_loop(lambda i, y: i < 3, lambda i, y: (i + 1, tf.while_loop(lambda j: j < 2, lambda j: j + 1, [y])),
+                         (tf.constant(0), tf.constant(0)), name="outer")
+    ops = prune.topological_order(prune.prune([y], [], []))
+    device = "/job:localhost/replica:0/task:0/device:CPU:0"
+    graphs = partition_lib.partition(ops, {op: device for op in ops}, fetches=[y])
+    compiled = compile_partition(graphs[device])
+    info = compiled.control_flow
+    frame_of = {node.name: frame for node, frame in zip(compiled.nodes, info.frames)}
+    assert frame_of["outer/Enter"] == "" and frame_of["outer/Merge"] == "outer/while_context"
+    assert frame_of["outer/while/Merge"] == "outer/while/while_context"
+    assert frame_of["outer/while/Exit"] == "outer/while/while_context"
+    assert info.frame_parent == {"outer/while_context": "", "outer/while/while_context": "outer/while_context"}

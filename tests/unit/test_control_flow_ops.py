@@ -208,6 +208,29 @@ def test_gradient_through_nested_loops_matches_the_derivative():
     assert got == pytest.approx(6 * 1.1 ** 5 + 4 * 1.1 ** 3 + 1)
 
 
+def test_gradient_of_a_loop_inside_a_cond_branch():
+    x = tf.placeholder(tf.float64, [], name="x")
+    p = tf.placeholder(tf.bool, [], name="p")
+    y = tf.cond(p, lambda: tf.while_loop(lambda i, v: i < 3, lambda i, v: (i + 1, v * x),
+                                         (0, tf.constant(1.0, tf.float64)))[1], lambda: x * 2.0)
+    grad, = tf.gradients(y, x)
+    with tf.Session() as sess:
+        assert sess.run([y, grad], {x: 1.5, p: True}) == pytest.approx([1.5 ** 3, 3 * 1.5 ** 2])
+        assert sess.run([y, grad], {x: 1.5, p: False}) == pytest.approx([3.0, 2.0])
+
+
+def test_gradient_wrt_a_variable_captured_by_map_fn():
+    w = tf.Variable(np.arange(6.0).reshape(3, 2) / 10)
+    e = tf.placeholder(tf.float64, [4, 3], name="e")
+    mapped = tf.map_fn(lambda r: tf.matmul(r[None], w)[0], e)
+    grad, = tf.gradients(tf.reduce_sum(mapped * mapped), w)
+    value = np.random.RandomState(0).standard_normal((4, 3))
+    with tf.Session() as sess:
+        sess.run(w.initializer)
+        w0 = sess.run(w)
+        np.testing.assert_allclose(sess.run(grad, {e: value}), 2 * value.T @ (value @ w0))
+
+
 def test_gradient_of_a_loop_built_with_back_prop_false_is_refused():
     x = tf.constant(1.0)
     _, y = tf.while_loop(lambda i, y: i < 2, lambda i, y: (i + 1, y * x), (tf.constant(0), x), back_prop=False)
@@ -264,3 +287,17 @@ def test_tf_nest_flattens_packs_and_compares_structures():
     assert tf.nest.is_nested([1]) and not tf.nest.is_nested(1)
     with pytest.raises(TypeError, match="don't have the same sequence type"):
         tf.nest.assert_same_structure((1, 2), [1, 2])
+
+
+def test_a_loop_survives_export_and_import_graph_def():
+    x = tf.placeholder(tf.float32, [], name="x")
+    _, y = tf.while_loop(lambda i, y: i < 10, lambda i, y: (i + 1, y * 2.0 + x), [tf.constant(0), tf.constant(1.0)])
+    graph_def = tf.get_default_graph().as_graph_def()
+    with tf.Graph().as_default() as imported:
+        tf.import_graph_def(graph_def, name="imported")
+        merge = imported.get_operation_by_name("imported/while/Merge_1")
+        assert [t.op.type for t in merge.inputs] == ["Enter", "NextIteration"]
+        with tf.Session() as sess:
+            got = sess.run(imported.get_tensor_by_name(f"imported/{y.name}"),
+                           {imported.get_tensor_by_name("imported/x:0"): 0.5})
+    assert got == 2.0 ** 10 + 0.5 * (2.0 ** 10 - 1)

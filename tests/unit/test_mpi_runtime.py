@@ -134,3 +134,13 @@ def test_the_chief_checkpoints_the_ps_variables_of_a_multi_process_run(tmp_path)
         assert int(saved["global_step"]) == 40
         for name, value in run.params.items():  # the final parameters, read by the chief after the run
             np.testing.assert_array_equal(saved[name], value)
+
+
+@pytest.mark.timeout(150)
+def test_a_loop_whose_body_runs_on_the_ps_gives_numpys_result(between_graph):
+    """A while_loop across tasks: the ps gets its own copy of the loop's control (graph_partition.cc)."""
+    expected = 1.0
+    for _ in range(3):
+        expected = expected * 2.0 + 1.0
+    for w in (0, 1):
+        assert between_graph[f"worker{w}"]["looped"] == [expected, expected]

@@ -43,6 +43,16 @@ with tf.device(tf.train.replica_device_setter(cluster=cluster, worker_device=f"/
 with tf.device("/job:ps/task:0"):
     poisoned = tf.check_numerics(tf.log(counter - 1000.0), "poisoned read")
 
+
+def loop_body(i, v):
+    with tf.device("/job:ps/task:0"):  # half of every iteration runs on the ps: transfers keyed frame:iter
+        v = v * 2.0
+    return i + 1, v + 1.0
+
+
+with tf.device(f"/job:worker/task:{w}"):
+    _, looped = tf.while_loop(lambda i, v: i < 3, loop_body, (tf.constant(0), tf.ones([2])))
+
 workers = job_communicator("worker")
 with tf.Session(server.target, config=config) as sess:
     out["devices"] = [d.name for d in sess.list_devices()]
@@ -71,4 +81,5 @@ with tf.Session(server.target, config=config) as sess:
             out["error"] = [type(error).__name__, error.message]
     workers.Barrier()
     out["counter_after_failed_step"] = sess.run(counter).tolist()
+    out["looped"] = sess.run(looped).tolist()
 write(f"worker{w}", out)
