@@ -309,9 +309,13 @@ class ControlFlowExecutor:
 
     def _record_producers(self, out_slot, frame_id, it, src):
         producers = self.instance_producers
-        for dst, port in self._out_edges[src[0]]:
-            position = self._nodes[dst].in_slots.index(out_slot + port) if port >= 0 else -1
-            producers.setdefault((dst, frame_id, it), []).append((position, src, port))
+        for dst, port in dict.fromkeys(self._out_edges[src[0]]):  # one output may feed several inputs of dst
+            record = producers.setdefault((dst, frame_id, it), [])
+            if port < 0:
+                record.append((-1, src, port))
+            else:
+                record.extend((position, src, port) for position, slot in enumerate(self._nodes[dst].in_slots)
+                              if slot == out_slot + port)
 
     def _activate(self, index, frame, it, state):
         state.outstanding += 1

@@ -23,10 +23,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..framework import registry
 from ..framework.device import DeviceSpec
 from ..ops import op_costs
 from . import cost_model, sim_clock, step_stats
 from .config import ConfigProto, RunMetadata, RunOptions, StepRecords, attach_step_records, forget_step_records
+from .control_flow_executor import frame_id_of
 from .cost_graph import cost_graph
 from .device_set import DeviceSet, allocator_name
 from .sendrecv_ops import rendezvous_key
@@ -141,6 +143,7 @@ def _simulate_iterations(plan, result, machine):
                 sends[rendezvous_key(node.source)] = node.name
     timings = result.timings or []
     outputs = {(t.device, t.index, t.frame_iter): t.outputs for t in timings}
+    bounds, members = _iteration_bounds(by_device, timings)
     records, recvs = [], []
     for t in timings:
         p_index, partition = by_device[t.device]
@@ -148,6 +151,10 @@ def _simulate_iterations(plan, result, machine):
         producers = result.executors[p_index].instance_producers or {}
         inputs: list = [()] * len(node.in_slots)
         deps = []
+        frame_id, it = t.frame_iter or (0, 0)
+        bound = bounds.get(frame_id)
+        if bound is not None and it >= bound and registry.control_flow_kind(node.op_type) == "merge":
+            deps += members.get((t.device, frame_id, it - bound), ())  # parallel_iterations: k waits for k - P
         for position, (src, frame_id, it), port in producers.get((t.index, *t.frame_iter), ()):
             src_outputs = outputs.get((t.device, src, (frame_id, it)))
             if src_outputs is None:
@@ -164,6 +171,25 @@ def _simulate_iterations(plan, result, machine):
     names = {r.name for r in records}
     transfers = [sim_clock.TransferRecord(src, dst, nbytes) for src, dst, nbytes in recvs if src in names]
     return sim_clock.simulate_step(records, transfers, machine)
+
+
+def _iteration_bounds(by_device, timings):
+    """``({frame_id: parallel_iterations}, {(device, frame_id, iteration): instance names})`` of a traced step.
+
+    The control-flow executor starts iteration k of a frame only when iteration k - P is done (P its
+    ``Enter`` s' ``parallel_iterations``, TF's ``executor.cc``), so the replay makes each ``Merge`` of
+    iteration k wait for every node run of iteration k - P on its device.
+    """
+    bounds, members = {}, {}
+    for t in timings:
+        node = by_device[t.device][1].nodes[t.index]
+        parent = t.frame_iter or (0, 0)
+        if registry.control_flow_kind(node.op_type) == "enter":
+            attrs = node.source.attrs
+            bounds[frame_id_of(parent[0], parent[1], attrs["frame_name"])] = attrs["parallel_iterations"]
+        if t.frame_iter is not None:
+            members.setdefault((t.device, *t.frame_iter), []).append(step_stats.instance_name(node.name, t.frame_iter))
+    return bounds, members
 
 
 def _producers(partition):
