@@ -70,7 +70,7 @@ from .ops.array_ops_where import *
 from .ops.clip_ops import *
 from .ops.constant_op import constant
 from .ops.control_flow_cond import case, cond
-from .ops.control_flow_ops import group, no_op, tuple, with_dependencies
+from .ops.control_flow_ops import Assert, group, no_op, tuple, with_dependencies
 from .ops.control_flow_while import while_loop
 from .ops.data_flow_ops import *
 from .ops.dynamic_partition import *

@@ -1,5 +1,6 @@
-"""``tf.debugging``: numeric checks (``check_numerics``)."""
+"""``tf.debugging``: numeric checks (``check_numerics``) and ``Assert``."""
 
+from .ops.control_flow_ops import Assert
 from .ops.numerics import *
 
 

@@ -103,6 +103,11 @@ class Operation:
             self._control_inputs.append(op)
             op._control_outputs.append(self)
 
+    def _remove_control_input(self, op):
+        """Drop control input ``op`` (a loop body's op may not wait on an op outside the loop's frame)."""
+        self._control_inputs.remove(op)
+        op._control_outputs.remove(self)
+
     def _add_control_inputs(self, ops):
         for op in ops:
             self._add_control_input(op)

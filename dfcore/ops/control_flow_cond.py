@@ -17,12 +17,20 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .. import errors
-from ..framework import nest
+from ..framework import dtypes, nest
 from ..framework.operation import Operation
 from ..framework.tensor import Tensor
 from ..framework.tensor_conversion import convert_to_tensor
-from . import array_ops, control_flow_ops, control_flow_prims
+from . import (
+    array_ops,
+    array_ops_join,
+    constant_op,
+    control_flow_ops,
+    control_flow_prims,
+    math_ops,
+    math_ops_binary,
+    reductions,
+)
 from .control_flow_context import CondContext
 from .op_util import graph_of
 
@@ -111,18 +119,15 @@ def case(pred_fn_pairs: Any, default: Callable[[], Any] | None = None, exclusive
     Args:
         pred_fn_pairs: a list of ``(pred, fn)`` pairs (or a dict ``{pred: fn}``), ``pred`` bool scalars.
         default: called when no predicate holds; None: the last pair's ``fn`` is the default.
-        exclusive: TF checks at run time that at most one predicate is true (with ``tf.Assert``); dfcore
-            has no ``Assert`` yet and raises ``UnimplementedError`` for True.
+        exclusive: also check at run time that at most one predicate is true (an ``Assert``).
     Raises:
         TypeError: ``pred_fn_pairs`` is not a list, tuple or dict, or an element is not a pair of
             (bool Tensor, callable) (TF's wording).
-        UnimplementedError: ``exclusive=True``.
+        InvalidArgumentError: (at run time, ``exclusive``) ``assertion failed: [Input error: exclusive=True: more
+            than 1 conditions (…) evaluated as True:] […]``.
     Source: ``control_flow_ops.case`` / ``_case_helper``.
     """
     pairs = _case_pairs(pred_fn_pairs)
-    if exclusive:
-        raise errors.UnimplementedError(None, None, "case(exclusive=True) checks with tf.Assert, which dfcore "
-                                        "does not have yet")
     if not pairs:
         raise ValueError("pred_fn_pairs must not be empty")
     graph = graph_of([p for p, _ in pairs])
@@ -130,10 +135,23 @@ def case(pred_fn_pairs: Any, default: Callable[[], Any] | None = None, exclusive
         if default is None:
             pairs, default = pairs[:-1], pairs[-1][1]
         preds = [convert_to_tensor(p) for p, _ in pairs]
+        if exclusive:
+            check = _assert_at_most_one_true([convert_to_tensor(p) for p, _ in _case_pairs(pred_fn_pairs)])
+            preds = [control_flow_ops.with_dependencies([check], p) for p in preds]
         fn = default
         for pred, branch in reversed(list(zip(preds, [f for _, f in pairs]))):
             fn = _cond_fn(pred, branch, fn, strict)
         return fn()
+
+
+def _assert_at_most_one_true(preds):
+    """TF's ``_assert_at_most_n_true`` with n = 1 and its message."""
+    stacked = array_ops_join.stack(preds, name="preds_c")
+    count = reductions.reduce_sum(math_ops.cast(stacked, dtypes.int32), name="num_true_conds")
+    condition = math_ops_binary.less_equal(count, constant_op.constant(1, name="n_true_conds"))
+    names = ", ".join(p.name for p in preds)
+    message = f"Input error: exclusive=True: more than 1 conditions ({names}) evaluated as True:"
+    return control_flow_ops.Assert(condition, [message, stacked], summarize=len(preds))
 
 
 def _cond_fn(pred, true_fn, false_fn, strict):

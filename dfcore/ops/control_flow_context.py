@@ -8,9 +8,11 @@ Source: ``tensorflow/python/ops/control_flow_ops.py`` (``ControlFlowContext``,
   a ``Switch`` on the branch's predicate (cond; so an untaken branch runs dead), or a
   constant ``Enter`` into the loop's frame (while; a loop invariant), made once per
   tensor and context, in the enclosing context (so nested contexts chain);
-* for every new op (:meth:`add_op`): an op without inputs gets a control input from the
+* for every new op (:meth:`add_op`): an op without inputs (and no control input from inside
+  the context) gets a control input from the
   context's *pivot* (``cond/switch_t``, ``while/Identity``…) so it runs in the branch or
-  iteration, not once in the root frame.
+  iteration, not once in the root frame; inside a loop, a control input from outside the loop
+  is dropped (the loop's ``Enter`` s wait for the control dependencies active when it was built).
 """
 
 from __future__ import annotations
@@ -67,10 +69,23 @@ class ControlFlowContext:
     def _bring_in(self, tensor: Tensor) -> Tensor:
         raise NotImplementedError
 
+    def contains_op(self, op: Operation) -> bool:
+        """True if ``op`` was built in this context (or one nested in it), or brought a value into it."""
+        return bool(op.outputs) and (self.contains(op.outputs[0]) or op.outputs[0] in self._external.values())
+
     def add_op(self, op: Operation) -> None:
-        """Give an input-less op a control input from the pivot."""
-        if not op.inputs and not op.control_inputs and self.pivot is not None:
-            op._add_control_input(self.pivot.op)
+        """Drop control inputs from outside the enclosing loop (TF's ``_RemoveExternalControlEdges``: the loop's
+        Enters carry them), then give an input-less op a control input from the pivot unless a control input
+        already ties it to this context."""
+        loop: ControlFlowContext | None = self
+        while loop is not None and not isinstance(loop, WhileContext):
+            loop = loop.outer_context
+        if loop is not None:
+            for control in op.control_inputs:
+                if not loop.contains_op(control) and control._control_flow_context is not loop:
+                    op._remove_control_input(control)
+        if not op.inputs and self.pivot is not None and not any(self.contains_op(c) for c in op.control_inputs):
+            op._add_control_input(self.pivot.op)  # an op without inputs runs in the branch or iteration
 
 
 class CondContext(ControlFlowContext):

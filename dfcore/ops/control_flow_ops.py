@@ -1,4 +1,4 @@
-"""Grouping and ordering ops: ``no_op``, ``group``, ``tuple``, ``with_dependencies``.
+"""Grouping and ordering ops: ``no_op``, ``group``, ``tuple``, ``with_dependencies``; and ``Assert``.
 
 Source: ``tensorflow/python/ops/control_flow_ops.py``. ``group`` is a ``NoOp``
 with control inputs, on its inputs' device when they share one (``_GroupControlDeps``);
@@ -7,6 +7,9 @@ with control inputs, on its inputs' device when they share one (``_GroupControlD
 
 import builtins
 
+import numpy as np
+
+from .. import errors
 from ..framework import registry
 from ..framework.graph import _as_operation
 from . import common_shapes
@@ -80,3 +83,48 @@ def tuple(tensors, name=None, control_inputs=None):
     with graph.as_default(), graph.name_scope(name or "tuple"):
         gate = group(*(live + list(control_inputs or [])))
         return [None if t is None else with_dependencies([gate], t) for t in tensors]
+
+
+registry.RegisterShape("Assert")(common_shapes.no_outputs)
+registry.mark_stateful("Assert")
+registry.NotDifferentiable("Assert")
+
+
+def Assert(condition, data, summarize=None, name=None):  # noqa: N802 - TF's name
+    """An op that fails the step when ``condition`` (a bool scalar) is false, printing ``data``.
+
+    Args:
+        data: a list of tensors (or strings, numbers) printed in the message, each as ``[v0 v1 ...]`` with at most
+            ``summarize`` (default 3) elements.
+    Returns:
+        The ``Assert`` Operation (run it, or make other ops depend on it).
+    Raises:
+        InvalidArgumentError: (when run) ``assertion failed: [<data 0>] [<data 1>] ...`` (TF's ``AssertOp`` format).
+    Source: ``control_flow_ops.Assert`` and ``core/kernels/logging_ops.cc``.
+    """
+    from ..framework import graph as graph_lib
+    from ..framework.tensor_conversion import convert_to_tensor
+
+    graph = graph_of([condition] + [d for d in data if hasattr(d, "graph")])
+    with graph.as_default(), graph.name_scope(name or "Assert"):
+        inputs = [convert_to_tensor(condition)] + [convert_to_tensor(d) for d in data]
+        attrs = {"summarize": 3 if summarize is None else int(summarize)}
+        return graph_lib.get_default_graph().create_op("Assert", inputs, attrs, "Assert")
+
+
+@registry.RegisterKernel("Assert")
+def _assert_kernel(op):
+    summarize = op.get_attr("summarize")
+
+    def compute(condition, *data):
+        if not bool(condition):
+            message = " ".join(f"[{_summarize(value, summarize)}]" for value in data)
+            raise errors.InvalidArgumentError(None, op, f"assertion failed: {message}")
+
+    return compute
+
+
+def _summarize(value, limit):
+    flat = np.asarray(value).ravel()
+    items = [v.decode() if isinstance(v, bytes) else str(v) for v in flat[:limit].tolist()]
+    return " ".join(items) + ("..." if flat.size > limit else "")

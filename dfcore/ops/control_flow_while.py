@@ -113,6 +113,7 @@ def build_loop(graph: Any, context: WhileContext, cond: Callable[..., Any], body
     invariants = _flat_invariants(loop_vars, flat, shape_invariants)
     if context.outer_context is not None:  # the initial values, as seen in the enclosing cond or loop
         flat = [context.outer_context.add_value(x) for x in flat]
+    outer_controls = graph._control_dependencies_for_inputs({x.op for x in flat})
     with graph.control_dependencies(None):
         enters = [control_flow_prims.enter(x, context.name, is_constant=False,
                                            parallel_iterations=context.parallel_iterations) for x in flat]
@@ -124,6 +125,7 @@ def build_loop(graph: Any, context: WhileContext, cond: Callable[..., Any], body
                     f"loop variable. It enters the loop with shape {x.shape}, but the specified shape invariant "
                     f"is {shape}.")
             e._shape = shape
+        e.op._add_control_inputs(outer_controls)  # TF: the loop starts after the caller's control dependencies
         e.op._control_flow_context = context
         e.op._while_context = context
     context.loop_enters = enters

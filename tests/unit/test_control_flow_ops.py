@@ -301,3 +301,47 @@ def test_a_loop_survives_export_and_import_graph_def():
             got = sess.run(imported.get_tensor_by_name(f"imported/{y.name}"),
                            {imported.get_tensor_by_name("imported/x:0"): 0.5})
     assert got == 2.0 ** 10 + 0.5 * (2.0 ** 10 - 1)
+
+
+def test_case_exclusive_checks_that_at_most_one_predicate_holds():
+    x = tf.placeholder(tf.float32, [], name="x")
+    y = tf.case([(x < 0, lambda: tf.constant(-1.0)), (x < 10, lambda: x)], default=lambda: tf.constant(100.0),
+                exclusive=True)
+    with tf.Session() as sess:
+        assert sess.run(y, {x: 5.0}) == 5.0
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match=r"assertion failed: \[Input error: exclusive=True: more than 1 conditions "
+                                 r"\(Less:0, Less_1:0\) evaluated as True:\] \[True True\]"):
+            sess.run(y, {x: -5.0})
+
+
+def test_assert_fails_the_step_with_its_data():
+    x = tf.placeholder(tf.float32, [4], name="x")
+    check = tf.Assert(tf.reduce_all(x > 0), ["x must be positive:", x], summarize=2)
+    with tf.control_dependencies([check]):
+        y = tf.identity(x)
+    with tf.Session() as sess:
+        assert sess.run(y, {x: [1.0, 2.0, 3.0, 4.0]}).tolist() == [1.0, 2.0, 3.0, 4.0]
+        with pytest.raises(tf.errors.InvalidArgumentError, match=r"assertion failed: \[x must be positive:\] "
+                                                                 r"\[1.0 -2.0...\]"):
+            sess.run(y, {x: [1.0, -2.0, 3.0, 4.0]})
+
+
+def test_cond_and_while_loop_under_outer_control_dependencies():
+    """The loop waits for the caller's control dependencies at its Enters (body ops drop them: they are outside
+    the loop's frame); a branch constant that also waits for one still belongs to its branch (TF's rules)."""
+    v = tf.Variable(0.0)
+    increment = tf.assign_add(v, 1.0)
+    p = tf.placeholder(tf.int32, [], name="p")
+    with tf.control_dependencies([increment]):
+        r = tf.while_loop(lambda i: i < 3, lambda i: i + 1, [tf.constant(0)])
+        y = tf.cond(r > 2, lambda: tf.constant(1.0), lambda: tf.constant(2.0))
+        z = tf.while_loop(lambda i: i < 2, lambda i: i + tf.constant(5), [p])
+    enter = tf.get_default_graph().get_operation_by_name("while_1/Enter")
+    assert [c.name for c in enter.control_inputs] == ["AssignAdd"]
+    with tf.Session() as sess:
+        sess.run(v.initializer)
+        assert sess.run([r, y]) == [3, 1.0]
+        assert sess.run(v) == 1.0
+        assert sess.run(z, {p: 0}) == 5
+        assert sess.run(v) == 2.0
