@@ -16,7 +16,8 @@ Pure functions over a :class:`~dfcore.runtime.step_stats.StepStats` (no ipywidge
 - Control flow: a node run inside a loop carries its ``(frame_id, iteration)`` (from its timeline
   label), so each iteration is its own bar, labelled ``name ·i``, and a ``_Send``/``_Recv`` pairs with
   the one of the same iteration; nodes that ran dead (given the run's ``StepRecords.dead_nodes``) are
-  grey dashed outlines, and a transfer whose ``_Recv`` ran dead is grey.
+  grey dashed outlines, and a transfer whose ``_Recv`` ran dead is grey. A dotted line marks where each
+  iteration of a loop frame starts (its first node run, on any device), labelled ``iter i`` where there is room.
 """
 
 import dataclasses
@@ -166,6 +167,15 @@ def loops(spans):
             for frame, its in sorted(iterations.items())]
 
 
+def iteration_starts(spans):
+    """``[(frame_id, iteration, start µs), ...]``: when each iteration of each loop frame first ran a node."""
+    first = {}
+    for span in spans.ops:
+        if span.frame_iter is not None:
+            first[span.frame_iter] = min(first.get(span.frame_iter, span.start_us), span.start_us)
+    return [(frame, it, start) for (frame, it), start in sorted(first.items())]
+
+
 def union(intervals):
     """Merge ``(start, end)`` intervals into sorted disjoint ones (empty intervals dropped)."""
     merged = []
@@ -264,6 +274,7 @@ def draw(spans, lay):
         body.append(_svg.text(6, top + height / 2 + 4, title, size=11 if kind == "compute" else 10,
                               fill=color if kind == "compute" else _palette.TRANSFER, weight="bold"))
         lane_of[(device, kind)] = index
+    body += _iteration_marks(spans, lay)
     for span in spans.ops:
         body.append(_op_bar(span, lay, lane_of[(span.device, "compute")]))
     for t in spans.transfers:
@@ -276,6 +287,19 @@ def draw(spans, lay):
                                y2 + (0 if down else h2), _palette.TRANSFER,
                                title=f"{t.tensor_name}: {short_device(t.src_device)} → {short_device(t.dst_device)}"))
     return _svg.document(lay.width, lay.height, "".join(body))
+
+
+def _iteration_marks(spans, lay, min_gap_px=34):
+    """A dotted line where each loop iteration starts, and ``iter i`` beside it where the previous label left room."""
+    marks, last_label_x = [], None
+    top, bottom = CAPTION_HEIGHT, lay.height - AXIS_HEIGHT
+    for _, it, start in iteration_starts(spans):
+        x = lay.x(start)
+        marks.append(_svg.line(x, top, x, bottom, _palette.DEAD_INK, dash="1,2"))
+        if last_label_x is None or x - last_label_x >= min_gap_px:
+            marks.append(_svg.text(x + 2, top + 8, f"iter {it}", size=8, fill=_palette.DEAD_INK))
+            last_label_x = x
+    return marks
 
 
 def _op_bar(span, lay, lane):

@@ -113,8 +113,10 @@ class TimelineView(widgets.VBox):
         if dead:
             extras.append(_html.Raw(_html.swatch(_palette.DEAD_FILL, _palette.DEAD_INK)
                                     + f"ran dead ({dead} node runs)"))
-        lines = [_html.note(f"loop frame {frame}: {count(n, 'iteration')} (name ·i is iteration i), transfers per "
-                            f"iteration {', '.join(map(str, per))}") for frame, n, per in self.loops]
+        lines = [_html.note(f"loop frame {frame}: {count(n, 'iteration')} (dotted lines: where each starts; "
+                            f"bar name ·i: iteration i)" + (f", transfers per iteration {', '.join(map(str, per))}"
+                                                           if any(per) else ""))
+                 for frame, n, per in self.loops]
         return _html.note(text) + "".join(lines) + _html.legend(spans.devices, extras)
 
     def __repr__(self):

@@ -148,3 +148,14 @@ def test_partition_dot_names_no_control_pair_inside_a_control_loop():
     graph = sess.partitions(out, feed)[GPU.format(1)]
     pairs = _dot.control_pair_nodes(graph)
     assert pairs and not any("/_cloop_" in name for name in pairs)
+
+
+def test_the_timeline_marks_where_each_iteration_starts():
+    _, _, _, meta = _loop_on_two_devices()
+    spans = TimelineView(meta).spans["simulated"]
+    starts = _timeline.iteration_starts(spans)
+    assert [(frame, it) for frame, it, _ in starts] == [(frame_id_of(0, 0, FRAME), i) for i in range(ITERATIONS + 1)]
+    for frame, it, start in starts:  # the first node run of the iteration, on any device
+        assert start == min(s.start_us for s in spans.ops if s.frame_iter == (frame, it))
+    svg = _timeline.draw(spans, _timeline.layout(spans))
+    assert svg.count('stroke-dasharray="1,2"') == ITERATIONS + 1 and "iter 0" in svg
