@@ -124,7 +124,7 @@ def step_spans(step_stats, mode="simulated", dead=frozenset()):
         spans.append(OpSpan(device, ns.node_name, ns.op_type, start - origin, end - origin, ns.timeline_label,
                             frame_iter, (device, ns.node_name, frame_iter) in dead))
     ops = sorted(spans, key=lambda s: (s.start_us, device_sort_key(s.device), s.name, s.frame_iter or ()))
-    bytes_of = {(device, ns.node_name): ns.output_bytes for device, ns, _, _ in raw}
+    bytes_of = {(s.device, s.name, s.frame_iter): ns.output_bytes for s, (_, ns, _, _) in zip(spans, raw)}
     transfers = _pair_transfers(ops, bytes_of)
     devices = tuple(sorted({dev.device for dev in step_stats.dev_stats}, key=device_sort_key))
     end = max([s.end_us for s in ops] + [t.end_us for t in transfers], default=0)
@@ -143,7 +143,7 @@ def _pair_transfers(ops, bytes_of):
     transfers = []
     for key in sorted(set(ends["send"]) & set(ends["recv"])):
         for send, recv in zip(ends["send"][key], ends["recv"][key]):
-            nbytes = (bytes_of.get((recv.device, recv.name)) or (0,))[0]
+            nbytes = (bytes_of.get((recv.device, recv.name, recv.frame_iter)) or (0,))[0]
             transfers.append(TransferSpan(*key[:3], send, recv, nbytes))
     return tuple(sorted(transfers, key=lambda t: (t.start_us, t.end_us, t.tensor_name)))
 

@@ -123,6 +123,9 @@ def test_timeline_view_shows_each_iteration_and_the_transfers_per_iteration():
     # each Send pairs with the Recv of its own iteration
     assert all(t.send.frame_iter == t.recv.frame_iter for t in spans.transfers)
     assert sum(t.dead for t in spans.transfers) == 3
+    # y * 0.5 (3 float32) comes back in every live iteration; the last test's is dead and carries nothing
+    back = sorted((t.recv.frame_iter[1], t.nbytes) for t in spans.transfers if t.tensor_name.endswith("while/mul"))
+    assert back == [(i, 12) for i in range(ITERATIONS)] + [(ITERATIONS, 0)]
     assert "transfers per iteration 4, 4, 4, 4" in view.stack.children[0].children[0].value
 
 
