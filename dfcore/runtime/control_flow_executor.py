@@ -182,7 +182,8 @@ class ControlFlowExecutor:
                         args = (DEAD,) * len(node.in_slots)
                     else:
                         args = node.gather(state.values)
-                    ctx.frame_iter = (frame.frame_id, it)
+                    if node.needs_context:  # a _Send keys its value with the frame and iteration
+                        ctx.frame_iter = (frame.frame_id, it)
                     start = clock() if timings is not None else 0.0
                     try:
                         value = node.compute(ctx, *args) if node.needs_context else node.compute(*args)
