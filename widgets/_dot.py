@@ -172,6 +172,15 @@ def graph_dot(ops, records=None, id_prefix=None, title=None, dead=frozenset()):
     return "digraph G {\n  " + _HEADER + "\n" + head + "\n".join(lines) + "\n}\n"
 
 
+def carried_dead(src, src_type, dst, dead):
+    """Whether the edge ``src`` → ``dst`` is drawn as carrying dead tensors, given the ``dead`` node names.
+
+    Every output of a dead node is dead. A live ``Switch`` sends a dead tensor out of its untaken port,
+    so its edge into a node that ran dead is drawn dead too (the consumers of the taken port ran live).
+    """
+    return src in dead or (dst in dead and _palette.op_kind(src_type) == "switch")
+
+
 def _edge_lines(ops, records, dead):
     drawn = {op.name: op_device(op, records) for op in ops}
     lines = []
@@ -183,14 +192,15 @@ def _edge_lines(ops, records, dead):
             attrs = {"label": f":{tensor.value_index}" if tensor.value_index else None}
             if drawn[src] != drawn[op.name]:
                 attrs.update(color=_palette.TRANSFER, penwidth="1.6")
-            if src in dead:
+            if carried_dead(src, tensor.op.type, op.name, dead):
                 attrs.update(color=_palette.DEAD_INK, style="dashed")
             lines.append(f"  {quote(src)} -> {quote(op.name)}{_attrs(**attrs)};")
         for control in op.control_inputs:
             if control.name in drawn:
-                cross = drawn[control.name] != drawn[op.name]
-                lines.append(f"  {quote(control.name)} -> {quote(op.name)}"
-                             f"{_attrs(style='dashed', color=_palette.TRANSFER if cross else None)};")
+                color = _palette.TRANSFER if drawn[control.name] != drawn[op.name] else None
+                if carried_dead(control.name, control.type, op.name, dead):
+                    color = _palette.DEAD_INK
+                lines.append(f"  {quote(control.name)} -> {quote(op.name)}{_attrs(style='dashed', color=color)};")
     return lines
 
 
@@ -295,7 +305,7 @@ def partition_dot(partition, title=None, dead=frozenset()):
             attrs = {"style": "dashed" if dashed else None, "label": f":{index}" if index else None}
             if _is_pair_end(node) or _is_pair_end(nodes[src]):
                 attrs["color"] = _palette.TRANSFER
-            if src in dead:
+            if carried_dead(src, nodes[src].op, node.name, dead):
                 attrs.update(color=_palette.DEAD_INK, style="dashed")
             lines.append(f"  {quote(src)} -> {quote(node.name)}{_attrs(**attrs)};")
     color = _palette.device_color(device)

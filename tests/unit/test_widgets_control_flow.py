@@ -69,6 +69,12 @@ def test_graph_view_greys_the_untaken_branch(pred, dead):
     assert view.dead == dead
     assert _grey_nodes(view.dot) == dead
     assert repr(view).endswith(f", {len(dead)} dead>")
+    # the edges out of dead nodes, and out of the Switch port that sent the dead tensor, are grey
+    grey_edges = set(re.findall(rf'^\s*"([^"]+)" -> "([^"]+)" \[[^\n]*color="{_palette.DEAD_INK}"', view.dot, re.M))
+    branch, pivot = ("sub", "cond/switch_f") if pred else ("mul", "cond/switch_t")
+    assert grey_edges == {("cond/Switch", pivot), (pivot, f"cond/{branch}/y"),
+                          (f"cond/{branch}/Switch", f"cond/{branch}"), (f"cond/{branch}/y", f"cond/{branch}"),
+                          (f"cond/{branch}", "cond/Merge")}
     assert re.search(r'"cond/Switch" \[[^\n]*shape="diamond"', view.dot)
     assert re.search(r'"cond/Merge" \[[^\n]*shape="invtriangle"', view.dot)
 
