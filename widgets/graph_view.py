@@ -72,7 +72,8 @@ class GraphView(widgets.VBox):
                   _html.Raw("┄ control edge"), _html.Raw("dashed box: colocation group")]
         if self.dead:
             extras.append(_html.Raw(_html.swatch(_palette.DEAD_FILL, _palette.DEAD_INK)
-                                    + f"ran dead in the run given ({len(self.dead)} ops)"))
+                                    + f"ran dead in the run given ({len(self.dead)} ops; grey dashed edges "
+                                    "carried dead tensors)"))
         lines = [_html.legend(self._devices, extras)]
         if session is not None and not self._records:
             lines.append(_html.note("Nothing placed yet: run the session once to see assigned devices."))

@@ -156,7 +156,8 @@ def _legend_html():
                                        "rendezvous"),
                              _html.Raw(_html.swatch("white", _palette.CLIENT) + "call frame on the client: _Arg "
                                        "feeds (wide side up), _Retval fetches (wide side down)"),
-                             _html.Raw(_html.swatch(_palette.DEAD_FILL, _palette.DEAD_INK) + "ran dead in the run"),
+                             _html.Raw(_html.swatch(_palette.DEAD_FILL, _palette.DEAD_INK) + "ran dead in the run "
+                                       "(grey dashed edges carried dead tensors)"),
                              _html.Raw("dotted box: a copy of a loop's control on that device"),
                              _CONTROL_FLOW_SHAPES])
 
