@@ -1,9 +1,11 @@
 """Jupyter widgets that render what the dfcore engine did (placement, partitions, traces).
 
-- :class:`GraphView`: the dataflow graph coloured by device, with a node picker.
-- :class:`PartitionView`: a run's graph before and after ``_Send``/``_Recv`` insertion.
+- :class:`GraphView`: the dataflow graph coloured by device, with a node picker (and a run's dead nodes greyed).
+- :class:`PartitionView`: a run's graph before and after ``_Send``/``_Recv`` insertion, each device's copy of a
+  loop's control, the transfers per loop iteration, the nodes that ran dead.
 - :class:`DeviceLog`: the device mapping, the placement log, rendezvous events, memory.
-- :class:`TimelineView`: a traced step as lanes per device, with a kernel-free step-through.
+- :class:`TimelineView`: a traced step as lanes per device (loop iterations marked, dead runs grey), with a
+  kernel-free step-through.
 - :class:`AllReduceView`: an all-reduce round by round (chunks, partial sums, bytes) and busbw from algbw.
 - :class:`AllReduceComparison`: ring vs reduce-to-one vs tree on one input (bytes, rounds, time).
 - :class:`ParameterServerView`: parameter-server runs (sync / async / SSP): lanes per task, ps load,

@@ -7,7 +7,11 @@
   ``_Send``/``_Recv`` nodes highlighted and labelled with their ``tensor_name``
   and rendezvous key; the nodes and edges of a control-edge pair dashed; the
   client's feed and fetch endpoints (``_Arg``/``_Retval`` of the call frame, or a
-  partial run's client-terminated ``_Recv``/``_Send``) in the client grey.
+  partial run's client-terminated ``_Recv``/``_Send``) in the client grey; the copies of a loop's
+  control that partitioning added (``<frame>/_cloop_<device>/…``) boxed as one dotted cluster per frame.
+- Both take ``dead``: the names of nodes that ran dead in a run, drawn grey and dashed
+  (see :func:`widgets._control_flow.dead_throughout`). Control-flow ops have their own shapes
+  (:data:`widgets._palette.DOT_SHAPES`).
 
 Everything is deterministic (op order, sorted devices), so the text can be
 asserted in tests and compared across runs. Names are written as DOT quoted
@@ -16,6 +20,7 @@ strings through :func:`quote`.
 
 import html
 
+from dfcore.runtime.partition_control_flow import control_loop_frame
 from dfcore.runtime.sendrecv_ops import rendezvous_key
 from dfcore.runtime.subgraph import is_client_endpoint, parse_endpoint_name
 
@@ -73,8 +78,11 @@ def _shows_type(name, op_type):
     return not (base == op_type or base.startswith(op_type + "_"))
 
 
-def _node_line(name, op_type, device, label=None, **extra):
-    """A node statement; the default label is the name, and the type unless the name shows it."""
+def _node_line(name, op_type, device, label=None, dead=False, **extra):
+    """A node statement; the default label is the name, and the type unless the name shows it.
+
+    A ``dead`` node (it ran dead in the run shown) is grey and dashed, whatever ``extra`` says.
+    """
     shape, style = _palette.dot_shape(op_type)
     if label is None:
         label = "\n".join([name, op_type] if _shows_type(name, op_type) else [name])
@@ -82,6 +90,9 @@ def _node_line(name, op_type, device, label=None, **extra):
              "fillcolor": _palette.device_fill(device),
              "color": _palette.device_color(device) if device else _palette.INK}
     attrs.update(extra)
+    if dead:
+        attrs.update(fillcolor=_palette.DEAD_FILL, color=_palette.DEAD_INK, fontcolor=_palette.DEAD_INK,
+                     style=style + ",dashed", tooltip=f"{attrs.get('tooltip') or name}: ran dead in this run")
     return f"{quote(name)}{_attrs(**attrs)};"
 
 
@@ -117,7 +128,7 @@ def op_device(op, records=None):
     return op.assigned_device or op.device or ""
 
 
-def graph_dot(ops, records=None, id_prefix=None, title=None):
+def graph_dot(ops, records=None, id_prefix=None, title=None, dead=frozenset()):
     """DOT text of a user graph, one ``cluster_<i>`` per device (devices in reading order).
 
     Args:
@@ -127,6 +138,7 @@ def graph_dot(ops, records=None, id_prefix=None, title=None):
             them ops sit on their assigned or requested device (``unplaced`` if none).
         id_prefix: when given, node ``i`` gets the SVG id ``<id_prefix><i>``.
         title: an optional graph label.
+        dead: names of ops that ran dead in the run shown (grey, dashed; their out-edges grey).
     Returns:
         str: a ``digraph``; each colocation group of two or more ops is a dashed
         ``cluster_<i>_<j>`` inside its device's cluster.
@@ -143,7 +155,8 @@ def graph_dot(ops, records=None, id_prefix=None, title=None):
         node_lines, by_group = [], {}
         for index, op in members:
             node_id = f"{id_prefix}{index}" if id_prefix is not None else None
-            line = _node_line(op.name, op.type, device, id=node_id, tooltip=f"{op.name} ({op.type}) on {device}")
+            line = _node_line(op.name, op.type, device, id=node_id, tooltip=f"{op.name} ({op.type}) on {device}",
+                              dead=op.name in dead)
             if op.name in groups:
                 by_group.setdefault(groups[op.name], []).append(line)
             else:
@@ -154,12 +167,21 @@ def graph_dot(ops, records=None, id_prefix=None, title=None):
         color = _palette.device_color(device)
         lines += _cluster(node_lines, d_index, short_device(device), color, _palette.tint(color, 0.93),
                           "rounded,filled")
-    lines += _edge_lines(ops, records)
+    lines += _edge_lines(ops, records, dead)
     head = f"  graph{_attrs(label=title)};\n" if title else ""
     return "digraph G {\n  " + _HEADER + "\n" + head + "\n".join(lines) + "\n}\n"
 
 
-def _edge_lines(ops, records):
+def carried_dead(src, src_type, dst, dead):
+    """Whether the edge ``src`` → ``dst`` is drawn as carrying dead tensors, given the ``dead`` node names.
+
+    Every output of a dead node is dead. A live ``Switch`` sends a dead tensor out of its untaken port,
+    so its edge into a node that ran dead is drawn dead too (the consumers of the taken port ran live).
+    """
+    return src in dead or (dst in dead and _palette.op_kind(src_type) == "switch")
+
+
+def _edge_lines(ops, records, dead):
     drawn = {op.name: op_device(op, records) for op in ops}
     lines = []
     for op in ops:
@@ -170,12 +192,15 @@ def _edge_lines(ops, records):
             attrs = {"label": f":{tensor.value_index}" if tensor.value_index else None}
             if drawn[src] != drawn[op.name]:
                 attrs.update(color=_palette.TRANSFER, penwidth="1.6")
+            if carried_dead(src, tensor.op.type, op.name, dead):
+                attrs.update(color=_palette.DEAD_INK, style="dashed")
             lines.append(f"  {quote(src)} -> {quote(op.name)}{_attrs(**attrs)};")
         for control in op.control_inputs:
             if control.name in drawn:
-                cross = drawn[control.name] != drawn[op.name]
-                lines.append(f"  {quote(control.name)} -> {quote(op.name)}"
-                             f"{_attrs(style='dashed', color=_palette.TRANSFER if cross else None)};")
+                color = _palette.TRANSFER if drawn[control.name] != drawn[op.name] else None
+                if carried_dead(control.name, control.type, op.name, dead):
+                    color = _palette.DEAD_INK
+                lines.append(f"  {quote(control.name)} -> {quote(op.name)}{_attrs(style='dashed', color=color)};")
     return lines
 
 
@@ -190,16 +215,17 @@ def control_pair_nodes(partition):
 
     A control pair is a runtime-inserted ``Const`` → ``_Send`` on the source device and
     ``_Recv`` → inserted ``Identity`` on the destination (inserted nodes have no
-    ``original`` op).
+    ``original`` op; a loop-control copy's ``Const`` and ``Identity`` are not a pair's).
     """
     nodes = {node.name: node for node in partition.nodes}
-    dummies = {n.name for n in partition.nodes if n.original is None and n.op == "Const"}
+    dummies = {n.name for n in partition.nodes
+               if n.original is None and n.op == "Const" and control_loop_frame(n.name) is None}
     names = set(dummies)
     for node in partition.nodes:
         sources = [i.lstrip("^").split(":")[0] for i in node.inputs]
         if node.op == "_Send" and any(s in dummies for s in sources):
             names.add(node.name)
-        if node.op == "Identity" and node.original is None:
+        if node.op == "Identity" and node.original is None and control_loop_frame(node.name) is None:
             names.add(node.name)
             names.update(s for s in sources if s in nodes and nodes[s].op == "_Recv")
     return names
@@ -234,7 +260,7 @@ def _is_pair_end(node):
     return node.op in ("_Send", "_Recv") and not node.attrs.get("client_terminated")
 
 
-def partition_dot(partition, title=None):
+def partition_dot(partition, title=None, dead=frozenset()):
     """DOT text of one :class:`~dfcore.runtime.partition.PartitionGraph`.
 
     ``_Send``/``_Recv`` pair ends get the transfer colour, their ``tensor_name`` and their
@@ -242,11 +268,12 @@ def partition_dot(partition, title=None):
     the client's feed/fetch endpoints (``_Arg``/``_Retval``, or client-terminated
     ``_Recv``/``_Send``) the client grey and what they feed or fetch
     (:func:`endpoint_summary`). Nodes and edges of a control pair
-    (:func:`control_pair_nodes`) are dashed, as is every control input (``^x``).
+    (:func:`control_pair_nodes`) are dashed, as is every control input (``^x``). The nodes of each
+    loop-control copy sit in a dotted cluster named after its frame; ``dead`` nodes (names) are grey.
     """
     device = partition.device
     control = control_pair_nodes(partition)
-    lines = []
+    lines, loops = [], {}
     for node in partition.nodes:
         extra = {}
         if is_client_endpoint(node):
@@ -258,7 +285,15 @@ def partition_dot(partition, title=None):
                      "tooltip": f"{node.name}: {node.attrs['tensor_name']} | key {rendezvous_key(node)}"}
         if node.name in control:
             extra["style"] = _palette.dot_shape(node.op)[1] + ",dashed"
-        lines.append("  " + _node_line(node.name, node.op, device, **extra))
+        line = _node_line(node.name, node.op, device, dead=node.name in dead, **extra)
+        frame = control_loop_frame(node.name)
+        if frame is None:
+            lines.append("  " + line)
+        else:
+            loops.setdefault(frame, []).append(line)
+    for index, frame in enumerate(sorted(loops)):
+        lines += _cluster(loops[frame], f"cloop_{index}", f"control loop of {frame}", _palette.INK, "white",
+                          "dotted,rounded")
     nodes = {node.name: node for node in partition.nodes}
     for node in partition.nodes:
         for text in node.inputs:
@@ -270,6 +305,8 @@ def partition_dot(partition, title=None):
             attrs = {"style": "dashed" if dashed else None, "label": f":{index}" if index else None}
             if _is_pair_end(node) or _is_pair_end(nodes[src]):
                 attrs["color"] = _palette.TRANSFER
+            if carried_dead(src, nodes[src].op, node.name, dead):
+                attrs.update(color=_palette.DEAD_INK, style="dashed")
             lines.append(f"  {quote(src)} -> {quote(node.name)}{_attrs(**attrs)};")
     color = _palette.device_color(device)
     head = _attrs(label=title or short_device(device), fontcolor=color, bgcolor=_palette.tint(color, 0.95))

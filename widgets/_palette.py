@@ -29,6 +29,8 @@ CLIENT = "#7F7F7F"
 STARVED = "#B2182B"
 #: Text and outlines.
 INK = "#222222"
+#: A node that ran dead in a run (the untaken branch of a ``tf.cond``): light fill, grey ink, dashed outline.
+DEAD_FILL, DEAD_INK = "#F2F2F2", "#A6A6A6"
 
 _KIND_BY_TYPE = {
     "_Send": "send", "_HostSend": "send",
@@ -40,7 +42,10 @@ _KIND_BY_TYPE = {
     "NoOp": "control",
 }
 
-#: Graphviz node shape and extra style of each op kind.
+#: Graphviz node shape and extra style of each op kind. TF's graph visualizer draws every op as an ellipse,
+#: so the control-flow shapes are dfcore's choice, after the roles in Yu et al. (EuroSys 2018, Fig. 3):
+#: ``Switch`` a decision diamond, ``Merge`` a funnel (inverted triangle), ``Enter`` an arrow into the loop's
+#: frame, ``Exit`` an arrow out of it, ``NextIteration`` a hexagon, ``LoopCond`` a marked diamond.
 DOT_SHAPES = {
     "compute": ("box", "rounded,filled"),
     "const": ("note", "filled"),
@@ -52,6 +57,12 @@ DOT_SHAPES = {
     "recv": ("box", "filled,bold,diagonals"),
     "arg": ("invtrapezium", "filled,bold"),
     "retval": ("trapezium", "filled,bold"),
+    "switch": ("diamond", "filled"),
+    "merge": ("invtriangle", "filled"),
+    "enter": ("rarrow", "filled"),
+    "exit": ("larrow", "filled"),
+    "next_iteration": ("hexagon", "filled"),
+    "loop_cond": ("Mdiamond", "filled"),
 }
 
 
@@ -60,12 +71,16 @@ def op_kind(op_type):
 
     ``_Send``/``_Recv`` are ``send``/``recv``, the call frame's ``_Arg``/``_Retval``
     ``arg``/``retval``; variables, constants, placeholders and
-    ``NoOp`` have their own kinds; an op that updates a reference input (``Assign``,
-    ``ApplyGradientDescent``, …) is ``state``; everything else ``compute``.
+    ``NoOp`` have their own kinds; the control-flow primitives theirs (``switch``, ``merge``, ``enter``,
+    ``exit``, ``next_iteration``, ``loop_cond``; ``ControlTrigger`` is ``control``); an op that updates a
+    reference input (``Assign``, ``ApplyGradientDescent``, …) is ``state``; everything else ``compute``.
     """
     kind = _KIND_BY_TYPE.get(op_type)
     if kind is not None:
         return kind
+    flow = registry.control_flow_kind(op_type)
+    if flow is not None:
+        return flow if flow in DOT_SHAPES else "control"
     return "state" if registry.ref_inputs(op_type) else "compute"
 
 

@@ -13,13 +13,18 @@ Pure functions over a :class:`~dfcore.runtime.step_stats.StepStats` (no ipywidge
   during which some device computes: ``|C ∩ T| / |T|`` in %, where ``T`` is the union
   of the transfer spans and ``C`` the union of the spans of every op that is not a
   ``_Send``/``_Recv``.
+- Control flow: a node run inside a loop carries its ``(frame_id, iteration)`` (from its timeline
+  label), so each iteration is its own bar, labelled ``name ·i``, and a ``_Send``/``_Recv`` pairs with
+  the one of the same iteration; nodes that ran dead (given the run's ``StepRecords.dead_nodes``) are
+  grey dashed outlines, and a transfer whose ``_Recv`` ran dead is grey. A dotted line marks where each
+  iteration of a loop frame starts (its first node run, on any device), labelled ``iter i`` where there is room.
 """
 
 import dataclasses
 
 from dfcore.runtime.step_stats import parse_timeline_label
 
-from . import _palette, _svg
+from . import _control_flow, _palette, _svg
 from ._format import device_sort_key, format_bytes, format_us, short_device
 
 MODES = ("simulated", "wall")
@@ -32,7 +37,8 @@ ROW_HEIGHT, COMPUTE_PAD, MAX_ROWS = 18, 4, 6
 
 @dataclasses.dataclass(frozen=True)
 class OpSpan:
-    """One node run: ``start_us``/``end_us`` from the step's start on the chosen clock."""
+    """One node run: ``start_us``/``end_us`` from the step's start on the chosen clock; ``frame_iter`` is
+    ``(frame_id, iteration)`` inside a loop (else None); ``dead`` is True when it ran dead."""
 
     device: str
     name: str
@@ -40,6 +46,13 @@ class OpSpan:
     start_us: float
     end_us: float
     label: str
+    frame_iter: tuple | None = None
+    dead: bool = False
+
+    @property
+    def title(self):
+        """The name, with ``·<iteration>`` inside a loop."""
+        return self.name if self.frame_iter is None else f"{self.name} ·{self.frame_iter[1]}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,6 +74,11 @@ class TransferSpan:
     def end_us(self):
         return max(self.recv.end_us, self.send.end_us)
 
+    @property
+    def dead(self):
+        """True when the value carried was dead (its ``_Recv`` ran dead)."""
+        return self.recv.dead
+
 
 @dataclasses.dataclass(frozen=True)
 class StepSpans:
@@ -79,8 +97,11 @@ def has_simulated_times(step_stats):
                for dev in step_stats.dev_stats for ns in dev.node_stats)
 
 
-def step_spans(step_stats, mode="simulated"):
+def step_spans(step_stats, mode="simulated", dead=frozenset()):
     """The :class:`StepSpans` of ``step_stats`` on the ``simulated`` or ``wall`` clock.
+
+    ``dead``: ``(device, node name, frame_iter)`` of the node runs that ran dead
+    (``StepRecords.dead_nodes``); they get ``OpSpan.dead``.
 
     Raises:
         ValueError: an unknown mode, or ``simulated`` without simulated times.
@@ -96,9 +117,14 @@ def step_spans(step_stats, mode="simulated"):
                           else (ns.all_start_micros, ns.all_end_micros))
             raw.append((dev.device, ns, start, end))
     origin = min((start for _, _, start, _ in raw), default=0)
-    ops = sorted((OpSpan(device, ns.node_name, ns.op_type, start - origin, end - origin, ns.timeline_label)
-                  for device, ns, start, end in raw), key=lambda s: (s.start_us, device_sort_key(s.device), s.name))
-    bytes_of = {(device, ns.node_name): ns.output_bytes for device, ns, _, _ in raw}
+    dead = frozenset(dead)
+    spans = []
+    for device, ns, start, end in raw:
+        frame_iter = _control_flow.frame_iter_of(ns.timeline_label)
+        spans.append(OpSpan(device, ns.node_name, ns.op_type, start - origin, end - origin, ns.timeline_label,
+                            frame_iter, (device, ns.node_name, frame_iter) in dead))
+    ops = sorted(spans, key=lambda s: (s.start_us, device_sort_key(s.device), s.name, s.frame_iter or ()))
+    bytes_of = {(s.device, s.name, s.frame_iter): ns.output_bytes for s, (_, ns, _, _) in zip(spans, raw)}
     transfers = _pair_transfers(ops, bytes_of)
     devices = tuple(sorted({dev.device for dev in step_stats.dev_stats}, key=device_sort_key))
     end = max([s.end_us for s in ops] + [t.end_us for t in transfers], default=0)
@@ -113,13 +139,41 @@ def _pair_transfers(ops, bytes_of):
             continue
         parsed = parse_timeline_label(span.label)
         src, dst = (span.device, parsed.peer_device) if role == "send" else (parsed.peer_device, span.device)
-        ends[role].setdefault((parsed.tensor_name, src, dst), []).append(span)
+        ends[role].setdefault((parsed.tensor_name, src, dst, span.frame_iter or (0, 0)), []).append(span)
     transfers = []
     for key in sorted(set(ends["send"]) & set(ends["recv"])):
         for send, recv in zip(ends["send"][key], ends["recv"][key]):
-            nbytes = (bytes_of.get((recv.device, recv.name)) or (0,))[0]
-            transfers.append(TransferSpan(key[0], key[1], key[2], send, recv, nbytes))
+            nbytes = (bytes_of.get((recv.device, recv.name, recv.frame_iter)) or (0,))[0]
+            transfers.append(TransferSpan(*key[:3], send, recv, nbytes))
     return tuple(sorted(transfers, key=lambda t: (t.start_us, t.end_us, t.tensor_name)))
+
+
+def loops(spans):
+    """``[(frame_id, iterations, transfers per iteration), ...]`` of the loop frames in a step, by frame id.
+
+    ``iterations`` counts the iterations any node ran in (the last test included); the transfers of
+    iteration ``i`` are the pairs whose ``_Recv`` ran in it.
+    """
+    iterations, transfers = {}, {}
+    for span in spans.ops:
+        if span.frame_iter is not None:
+            iterations.setdefault(span.frame_iter[0], set()).add(span.frame_iter[1])
+    for t in spans.transfers:
+        if t.recv.frame_iter is not None:
+            frame, it = t.recv.frame_iter
+            transfers.setdefault(frame, {}).setdefault(it, 0)
+            transfers[frame][it] += 1
+    return [(frame, len(its), tuple(transfers.get(frame, {}).get(i, 0) for i in sorted(its)))
+            for frame, its in sorted(iterations.items())]
+
+
+def iteration_starts(spans):
+    """``[(frame_id, iteration, start µs), ...]``: when each iteration of each loop frame first ran a node."""
+    first = {}
+    for span in spans.ops:
+        if span.frame_iter is not None:
+            first[span.frame_iter] = min(first.get(span.frame_iter, span.start_us), span.start_us)
+    return [(frame, it, start) for (frame, it), start in sorted(first.items())]
 
 
 def union(intervals):
@@ -220,6 +274,7 @@ def draw(spans, lay):
         body.append(_svg.text(6, top + height / 2 + 4, title, size=11 if kind == "compute" else 10,
                               fill=color if kind == "compute" else _palette.TRANSFER, weight="bold"))
         lane_of[(device, kind)] = index
+    body += _iteration_marks(spans, lay)
     for span in spans.ops:
         body.append(_op_bar(span, lay, lane_of[(span.device, "compute")]))
     for t in spans.transfers:
@@ -234,18 +289,34 @@ def draw(spans, lay):
     return _svg.document(lay.width, lay.height, "".join(body))
 
 
+def _iteration_marks(spans, lay, min_gap_px=34):
+    """A dotted line where each loop iteration starts, and ``iter i`` beside it where the previous label left room."""
+    marks, last_label_x = [], None
+    top, bottom = CAPTION_HEIGHT, lay.height - AXIS_HEIGHT
+    for _, it, start in iteration_starts(spans):
+        x = lay.x(start)
+        marks.append(_svg.line(x, top, x, bottom, _palette.DEAD_INK, dash="1,2"))
+        if last_label_x is None or x - last_label_x >= min_gap_px:
+            marks.append(_svg.text(x + 2, top + 8, f"iter {it}", size=8, fill=_palette.DEAD_INK))
+            last_label_x = x
+    return marks
+
+
 def _op_bar(span, lay, lane):
     top, height = lay.row_box(lane, span)
     x0 = lay.x(span.start_us)
     width = max(lay.x(span.end_us) - x0, 2)
-    title = f"{span.name} ({span.op_type}) on {short_device(span.device)}: " \
-            f"{format_us(span.start_us)} → {format_us(span.end_us)}"
+    where = "" if span.frame_iter is None else f", frame {span.frame_iter[0]} iteration {span.frame_iter[1]}"
+    title = f"{span.name} ({span.op_type}) on {short_device(span.device)}{where}: " \
+            f"{format_us(span.start_us)} → {format_us(span.end_us)}" + (" (ran dead)" if span.dead else "")
+    if span.dead:
+        return _svg.rect(x0, top, width, height, _palette.DEAD_FILL, _palette.DEAD_INK, title, dash="3,2")
     if span.op_type in _TRANSFER_OPS:
         return _svg.rect(x0, top, width, height, "white", _palette.TRANSFER, title, stroke_width=1.5)
     bar = _svg.rect(x0, top, width, height, _palette.device_fill(span.device), _palette.device_color(span.device),
                     title)
-    if width > 7 * len(span.name) + 6:
-        bar += _svg.text(x0 + 3, top + height - 5, span.name, size=10)
+    if width > 7 * len(span.title) + 6:
+        bar += _svg.text(x0 + 3, top + height - 5, span.title, size=10)
     return bar
 
 
@@ -256,6 +327,8 @@ def _transfer_bar(t, lay, lane):
     text = f"{t.tensor_name} ({format_bytes(t.nbytes)})"
     title = f"{text}: {short_device(t.src_device)} → {short_device(t.dst_device)}, " \
             f"{format_us(t.start_us)} → {format_us(t.end_us)}"
+    if t.dead:
+        return _svg.rect(x0, top, width, height, _palette.DEAD_FILL, _palette.DEAD_INK, title + " (dead)", dash="3,2")
     bar = _svg.rect(x0, top, width, height, _palette.tint(_palette.TRANSFER, 0.55), _palette.TRANSFER, title)
     if width > 6 * len(text) + 6:
         bar += _svg.text(x0 + 3, top + height - 5, text, size=9)
@@ -280,7 +353,8 @@ def frame(spans, lay, first, last):
         body.append(_svg.rect(x0 - 1.5, y - 1.5, max(lay.x(span.end_us) - x0, 2) + 3, h + 3, "none", _palette.INK,
                               stroke_width=2))
     steps = f"step {first + 1}" if first == last else f"steps {first + 1}–{last + 1}"
-    names = ", ".join(f"{s.name} ({s.op_type}) on {short_device(s.device)}" for s in ops[:3])
+    names = ", ".join(f"{s.title} ({s.op_type}{', dead' if s.dead else ''}) on {short_device(s.device)}"
+                      for s in ops[:3])
     more = f" and {len(ops) - 3} more" if len(ops) > 3 else ""
     caption = f"{steps} of {len(spans.ops)} · t = {format_us(ops[-1].start_us)} · {names}{more}"
     return caption_overlay(lay, caption, "".join(body))

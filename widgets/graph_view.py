@@ -5,7 +5,8 @@ their requested device); colocation groups are dashed boxes inside their device;
 edges that cross devices are drawn in the transfer colour: at run time each becomes
 a ``_Send``/``_Recv`` pair (see ``PartitionView``). Picking a node shows its type,
 inputs, attrs, requested and assigned device, and why the placer chose it; the
-picked node is outlined in the picture.
+picked node is outlined in the picture. Given the ``run_metadata`` of a traced run, the
+ops that ran dead in it (the untaken branch of a ``tf.cond``) are grey and dashed.
 """
 
 import html
@@ -13,7 +14,9 @@ import itertools
 
 import ipywidgets as widgets
 
-from . import _check, _dot, _html, _palette, _render
+from dfcore.runtime.config import step_records
+
+from . import _check, _control_flow, _dot, _html, _palette, _render
 from ._format import count, device_sort_key, format_attr
 
 _PREFIXES = itertools.count(1)
@@ -27,23 +30,30 @@ class GraphView(widgets.VBox):
         graph: a ``dfcore.Graph`` (all its ops are drawn, in graph order).
         session: optional ``dfcore.Session`` on ``graph``; its ``placement_records()``
             give each op's assigned device and colocation group (run it first).
+        run_metadata: optional ``RunMetadata`` of a run with ``RunOptions(trace_level=FULL_TRACE)``;
+            the ops that ran dead in every execution of it are greyed.
 
     Attributes:
         dot: the DOT text drawn. picture: the ``HTML`` with the SVG (or the DOT fallback).
         picker: the ``Dropdown`` of op names. details: the ``HTML`` describing the picked op.
+        dead: the names of the ops greyed (empty without ``run_metadata``).
 
     Raises:
-        TypeError: ``graph`` is not a Graph, or ``session`` not a Session.
+        TypeError: ``graph`` is not a Graph, ``session`` not a Session, ``run_metadata`` not a RunMetadata.
+        ValueError: ``run_metadata`` is of an untraced run.
     """
 
-    def __init__(self, graph, session=None, **kwargs):
+    def __init__(self, graph, session=None, run_metadata=None, **kwargs):
         _check.expect("GraphView", "graph", graph, _check.GRAPH)
         _check.expect("GraphView", "session", session, _check.SESSION, optional=True)
+        _check.expect("GraphView", "run_metadata", run_metadata, _check.RUN_METADATA, optional=True)
+        dead = _control_flow.dead_throughout(step_records(run_metadata)) if run_metadata is not None else {}
+        self.dead = frozenset().union(*dead.values())
         self._ops = list(graph.get_operations())
         records = session.placement_records() if session is not None else []
         self._records = {r.node_name: r for r in records}
         self._prefix = f"dfgv{next(_PREFIXES)}-"
-        self.dot = _dot.graph_dot(self._ops, self._records, id_prefix=self._prefix)
+        self.dot = _dot.graph_dot(self._ops, self._records, id_prefix=self._prefix, dead=self.dead)
         self._devices = sorted({_dot.op_device(op, self._records) for op in self._ops},
                                key=device_sort_key)
         self.picture = widgets.HTML(_render.render(self.dot))
@@ -60,6 +70,10 @@ class GraphView(widgets.VBox):
         extras = [_html.Raw(f'<span style="color:{_palette.TRANSFER}">━</span> edge across devices '
                             "(a _Send/_Recv pair at run time)"),
                   _html.Raw("┄ control edge"), _html.Raw("dashed box: colocation group")]
+        if self.dead:
+            extras.append(_html.Raw(_html.swatch(_palette.DEAD_FILL, _palette.DEAD_INK)
+                                    + f"ran dead in the run given ({len(self.dead)} ops; grey dashed edges "
+                                    "carried dead tensors)"))
         lines = [_html.legend(self._devices, extras)]
         if session is not None and not self._records:
             lines.append(_html.note("Nothing placed yet: run the session once to see assigned devices."))
@@ -92,5 +106,6 @@ class GraphView(widgets.VBox):
         return style + _html.table(["", name], rows)
 
     def __repr__(self):
-        return f"<GraphView: {count(len(self._ops), 'op')} on {count(len(self._devices), 'device')}>"
+        dead = f", {len(self.dead)} dead" if self.dead else ""
+        return f"<GraphView: {count(len(self._ops), 'op')} on {count(len(self._devices), 'device')}{dead}>"
 

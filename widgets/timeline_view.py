@@ -11,6 +11,10 @@ has not started yet, the step's ops outlined, a caption) into a ``Stack``; ``Pla
 ``IntSlider``, the toggle and the stacks are joined with ``jslink``, so stepping works
 in a static HTML export with no kernel. The summary gives the step's
 compute/communication overlap in % (see :func:`widgets._timeline.overlap`).
+
+Control flow: each iteration of a loop is its own bar (``name ·i``), the summary gives each
+loop frame's iterations and transfers per iteration, and with a ``RunMetadata`` the node runs
+that ran dead (an untaken ``tf.cond`` branch, a loop's last test) are grey dashed outlines.
 """
 
 import ipywidgets as widgets
@@ -41,6 +45,7 @@ class TimelineView(widgets.VBox):
         play, slider: the ``Play`` and ``IntSlider`` that drive the frames.
         stack: the ``Stack`` of per-mode panels; frames: ``{mode: Stack of frame HTMLs}``.
         spans: ``{mode: StepSpans}``; overlap_percent: ``{mode: float}``; links: the ``jslink``s.
+        loops: ``[(frame_id, iterations, transfers per iteration)]`` (see :func:`widgets._timeline.loops`).
 
     Raises:
         TypeError: neither a ``RunMetadata`` nor a ``StepStats``.
@@ -49,14 +54,17 @@ class TimelineView(widgets.VBox):
 
     def __init__(self, run_metadata, max_frames=200, width_px=960, **kwargs):
         _check.expect("TimelineView", "run_metadata", run_metadata, _check.STEP_TRACE)
+        dead = ()
         if isinstance(run_metadata, StepStats):
             step_stats = run_metadata
         elif isinstance(run_metadata, protos.StepStats):
             step_stats = StepStats.from_proto(run_metadata)
         else:
-            step_stats = step_records(run_metadata).step_stats
+            records = step_records(run_metadata)
+            step_stats, dead = records.step_stats, records.dead_nodes
         modes = _timeline.MODES if _timeline.has_simulated_times(step_stats) else ("wall",)
-        self.spans = {m: _timeline.step_spans(step_stats, m) for m in modes}
+        self.spans = {m: _timeline.step_spans(step_stats, m, dead) for m in modes}
+        self.loops = _timeline.loops(self.spans[modes[0]])
         self.overlap_percent = {m: _timeline.overlap(self.spans[m])[0] for m in modes}
         first = self.spans[modes[0]]
         self._ranges = _timeline.frame_ranges(len(first.ops), max_frames) if first.ops else []
@@ -100,7 +108,16 @@ class TimelineView(widgets.VBox):
                 f"{format_bytes(moved)}")
         transfer = _html.Raw(_html.swatch(_palette.tint(_palette.TRANSFER, 0.55), _palette.TRANSFER) + "transfer "
                              f'<span style="color:{_palette.TRANSFER}">→</span> Send to Recv')
-        return _html.note(text) + _html.legend(spans.devices, [transfer])
+        extras = [transfer]
+        dead = sum(s.dead for s in spans.ops)
+        if dead:
+            extras.append(_html.Raw(_html.swatch(_palette.DEAD_FILL, _palette.DEAD_INK)
+                                    + f"ran dead ({dead} node runs)"))
+        lines = [_html.note(f"loop frame {frame}: {count(n, 'iteration')} (dotted lines: where each starts; "
+                            f"bar name ·i: iteration i)" + (f", transfers per iteration {', '.join(map(str, per))}"
+                                                           if any(per) else ""))
+                 for frame, n, per in self.loops]
+        return _html.note(text) + "".join(lines) + _html.legend(spans.devices, extras)
 
     def __repr__(self):
         spans = self.spans[self.mode.value]

@@ -39,12 +39,15 @@ class StepRecords:
     ``step_stats``: :class:`~dfcore.runtime.step_stats.StepStats` with wall and simulated-clock times;
     ``transfers``: the rendezvous :class:`~dfcore.runtime.rendezvous.TransferRecord` list (sent, requested,
     matched, bytes); ``collective_traces``: one :class:`~dfcore.distribute.trace.CollectiveTrace` per
-    collective instance that ran, by instance key.
+    collective instance that ran, by instance key; ``dead_nodes``: the ``(device, node name, frame_iter)`` of
+    each node that ran dead (``frame_iter`` is ``(frame_id, iteration)`` inside a loop, None in the root
+    frame), in execution order: the untaken branch of a ``tf.cond``, a loop's last test.
     """
 
     step_stats: StepStats
     transfers: tuple[TransferRecord, ...]
     collective_traces: tuple[CollectiveTrace, ...]
+    dead_nodes: tuple[tuple[str, str, tuple[int, int] | None], ...] = ()
 
 
 _lock = threading.Lock()

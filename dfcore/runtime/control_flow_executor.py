@@ -169,7 +169,7 @@ class ControlFlowExecutor:
                     if timings is not None:
                         now = clock()
                         timings.append(NodeTiming(ctx.device, index, now, now, threading.get_ident(), list(outputs),
-                                                  (frame.frame_id, it)))
+                                                  (frame.frame_id, it), True))
                 elif node.is_async:
                     ctx.frame_iter = (frame.frame_id, it)
                     self._start_async(index, node, frame, it, node.gather(state.values))
@@ -194,7 +194,7 @@ class ControlFlowExecutor:
                     outputs = (value,) if n == 1 else (tuple(value) if n else ())
                     if timings is not None:
                         timings.append(NodeTiming(ctx.device, index, start, clock(), threading.get_ident(),
-                                                  list(outputs), (frame.frame_id, it)))
+                                                  list(outputs), (frame.frame_id, it), dead))
                 if kinds[index] is None:
                     self._deliver(index, outputs, dead, frame, it, (index, frame.frame_id, it))
                 else:
@@ -225,7 +225,7 @@ class ControlFlowExecutor:
             if error is None and self._timings is not None:
                 outputs = [value] if node.num_outputs == 1 else list(value)
                 self._timings.append(NodeTiming(self._ctx.device, index, start, time.perf_counter(),
-                                                threading.get_ident(), outputs, (frame.frame_id, it)))
+                                                threading.get_ident(), outputs, (frame.frame_id, it), value is DEAD))
             self._ready.append((index, frame, it, (with_node(error, node) if error is not None else None, value)))
             self._wake()
 
@@ -310,9 +310,13 @@ class ControlFlowExecutor:
 
     def _record_producers(self, out_slot, frame_id, it, src):
         producers = self.instance_producers
-        for dst, port in self._out_edges[src[0]]:
-            position = self._nodes[dst].in_slots.index(out_slot + port) if port >= 0 else -1
-            producers.setdefault((dst, frame_id, it), []).append((position, src, port))
+        for dst, port in dict.fromkeys(self._out_edges[src[0]]):  # one output may feed several inputs of dst
+            record = producers.setdefault((dst, frame_id, it), [])
+            if port < 0:
+                record.append((-1, src, port))
+            else:
+                record.extend((position, src, port) for position, slot in enumerate(self._nodes[dst].in_slots)
+                              if slot == out_slot + port)
 
     def _activate(self, index, frame, it, state):
         state.outstanding += 1

@@ -137,12 +137,13 @@ class CompiledPartition:
 
 class NodeTiming:
     """Wall-clock record of one executed node (seconds from ``perf_counter``); ``frame_iter`` is
-    ``(frame_id, iteration)`` for a node run by the control-flow executor, else None."""
+    ``(frame_id, iteration)`` for a node run by the control-flow executor, else None; ``dead`` is True when
+    the node ran dead (its kernel skipped, or a ``_Send``/``_Recv`` passing a dead value on)."""
 
-    __slots__ = ("device", "index", "start_s", "end_s", "thread_id", "outputs", "frame_iter")
+    __slots__ = ("device", "index", "start_s", "end_s", "thread_id", "outputs", "frame_iter", "dead")
 
     def __init__(self, device: str, index: int, start_s: float, end_s: float, thread_id: int, outputs: Any,
-                 frame_iter: tuple[int, int] | None = None) -> None:
+                 frame_iter: tuple[int, int] | None = None, dead: bool = False) -> None:
         self.device = device
         self.index = index
         self.start_s = start_s
@@ -150,6 +151,7 @@ class NodeTiming:
         self.thread_id = thread_id
         self.outputs = outputs
         self.frame_iter = frame_iter
+        self.dead = dead
 
 
 class Executor:

@@ -28,6 +28,20 @@ from ..framework import dtypes, registry
 from ..framework.operation import Operation
 from .control_flow_info import assign_frames
 
+_CONTROL_LOOP = "/_cloop_"
+
+
+def control_loop_prefix(frame: str, device: str) -> str:
+    """The name prefix of the control loop of ``frame`` on ``device``: ``<frame>/_cloop_<TYPE>_<i>``."""
+    tag = device.rsplit("/", 1)[-1].replace("device:", "").replace(":", "_")
+    return f"{frame}{_CONTROL_LOOP}{tag}"
+
+
+def control_loop_frame(node_name: str) -> str | None:
+    """The frame whose control loop ``node_name`` belongs to (see :func:`control_loop_prefix`), else None."""
+    frame, found, _ = node_name.rpartition(_CONTROL_LOOP)
+    return frame if found else None
+
 
 def op_frames(ops: Sequence[Operation], fed: set) -> tuple[dict[Operation, str], dict[str, str], dict[str, Any]]:
     """The static frame of each op's *outputs* (a child frame for an ``Enter``, the parent for an ``Exit``),
@@ -116,8 +130,7 @@ class _ControlLoops:
         if loop_cond is None:
             raise errors.UnimplementedError(None, None, f"Loop frame '{frame}' spans devices but has no LoopCond")
         part = self.part
-        tag = device.rsplit("/", 1)[-1].replace("device:", "").replace(":", "_")
-        prefix = f"{frame}/_cloop_{tag}"
+        prefix = control_loop_prefix(frame, device)
         f32 = dtypes.float32
         if self.parent[frame]:
             entry = self.loop(self.parent[frame], device).pivot

@@ -23,11 +23,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..framework import registry
 from ..framework.device import DeviceSpec
-from ..framework.registry import DEAD
 from ..ops import op_costs
 from . import cost_model, sim_clock, step_stats
 from .config import ConfigProto, RunMetadata, RunOptions, StepRecords, attach_step_records, forget_step_records
+from .control_flow_executor import frame_id_of
 from .cost_graph import cost_graph
 from .device_set import DeviceSet, allocator_name
 from .sendrecv_ops import rendezvous_key
@@ -68,7 +69,17 @@ def fill_run_metadata(run_metadata: RunMetadata, plan: StepPlan, result: StepRes
             run_metadata.cost_graph.CopyFrom(cost_graph(plan.graphs, stats))
         traces = tuple(result.collectives[k].trace for k in sorted(result.collectives)
                        if result.collectives[k].trace is not None)
-        attach_step_records(run_metadata, StepRecords(stats, tuple(result.rendezvous.transfers()), traces))
+        attach_step_records(run_metadata, StepRecords(stats, tuple(result.rendezvous.transfers()), traces,
+                                                      dead_nodes(plan, result)))
+
+
+def dead_nodes(plan: StepPlan, result: StepResult) -> tuple[tuple[str, str, tuple[int, int] | None], ...]:
+    """``(device, node name, frame_iter)`` of each traced node that ran dead, in start order (``frame_iter``
+    None in the root frame, as :func:`~dfcore.runtime.step_stats.iteration_label`)."""
+    names = {p.device: p.nodes for p in plan.partitions}
+    timings = sorted((t for t in result.timings or () if t.dead), key=lambda t: (t.start_s, t.device, t.index))
+    return tuple((t.device, names[t.device][t.index].name,
+                  t.frame_iter if t.frame_iter is not None and t.frame_iter[0] != 0 else None) for t in timings)
 
 
 def build_step_stats(plan: StepPlan, result: StepResult, machine: cost_model.MachineProfile,
@@ -132,6 +143,7 @@ def _simulate_iterations(plan, result, machine):
                 sends[rendezvous_key(node.source)] = node.name
     timings = result.timings or []
     outputs = {(t.device, t.index, t.frame_iter): t.outputs for t in timings}
+    bounds, members = _iteration_bounds(by_device, timings)
     records, recvs = [], []
     for t in timings:
         p_index, partition = by_device[t.device]
@@ -139,6 +151,10 @@ def _simulate_iterations(plan, result, machine):
         producers = result.executors[p_index].instance_producers or {}
         inputs: list = [()] * len(node.in_slots)
         deps = []
+        frame_id, it = t.frame_iter or (0, 0)
+        bound = bounds.get(frame_id)
+        if bound is not None and it >= bound and registry.control_flow_kind(node.op_type) == "merge":
+            deps += members.get((t.device, frame_id, it - bound), ())  # parallel_iterations: k waits for k - P
         for position, (src, frame_id, it), port in producers.get((t.index, *t.frame_iter), ()):
             src_outputs = outputs.get((t.device, src, (frame_id, it)))
             if src_outputs is None:
@@ -147,8 +163,7 @@ def _simulate_iterations(plan, result, machine):
             if position >= 0:
                 inputs[position] = np.shape(src_outputs[port])
         name = step_stats.instance_name(node.name, t.frame_iter)
-        ran_dead = bool(t.outputs) and all(v is DEAD for v in t.outputs)  # its kernel did not run: no cost
-        cost = cost_model.OpCost(0, 0) if ran_dead else _cost_of(node, inputs, t.outputs)
+        cost = cost_model.OpCost(0, 0) if t.dead else _cost_of(node, inputs, t.outputs)  # dead: no kernel ran
         records.append(sim_clock.NodeRecord(name, t.device, cost, tuple(dict.fromkeys(deps)), t.index))
         if node.op_type == "_Recv" and rendezvous_key(node.source) in sends:
             recvs.append((step_stats.instance_name(sends[rendezvous_key(node.source)], t.frame_iter), name,
@@ -156,6 +171,25 @@ def _simulate_iterations(plan, result, machine):
     names = {r.name for r in records}
     transfers = [sim_clock.TransferRecord(src, dst, nbytes) for src, dst, nbytes in recvs if src in names]
     return sim_clock.simulate_step(records, transfers, machine)
+
+
+def _iteration_bounds(by_device, timings):
+    """``({frame_id: parallel_iterations}, {(device, frame_id, iteration): instance names})`` of a traced step.
+
+    The control-flow executor starts iteration k of a frame only when iteration k - P is done (P its
+    ``Enter`` s' ``parallel_iterations``, TF's ``executor.cc``), so the replay makes each ``Merge`` of
+    iteration k wait for every node run of iteration k - P on its device.
+    """
+    bounds, members = {}, {}
+    for t in timings:
+        node = by_device[t.device][1].nodes[t.index]
+        parent = t.frame_iter or (0, 0)
+        if registry.control_flow_kind(node.op_type) == "enter":
+            attrs = node.source.attrs
+            bounds[frame_id_of(parent[0], parent[1], attrs["frame_name"])] = attrs["parallel_iterations"]
+        if t.frame_iter is not None:
+            members.setdefault((t.device, *t.frame_iter), []).append(step_stats.instance_name(node.name, t.frame_iter))
+    return bounds, members
 
 
 def _producers(partition):
