@@ -7,6 +7,7 @@ CDNs. The test does not change the page: the browser answers those requests with
 it runs offline and sees what a reader online would see.
 """
 
+import functools
 import json
 import re
 import subprocess
@@ -105,7 +106,7 @@ def steps(page, area):
     for i in range(handles.count()):
         handle = handles.nth(i)
         at_max = handle.get_attribute("aria-valuenow") == handle.get_attribute("aria-valuemax")
-        if frame_changes(page, area, lambda: handle.press("ArrowLeft" if at_max else "ArrowRight")):
+        if frame_changes(page, area, functools.partial(handle.press, "ArrowLeft" if at_max else "ArrowRight")):
             return True
     buttons = area.locator(".widget-toggle-buttons button:not(.mod-active)")
     return any(frame_changes(page, area, buttons.nth(i).click) for i in range(buttons.count()))
