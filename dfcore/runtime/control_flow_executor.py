@@ -41,8 +41,8 @@ from typing import Any
 from .. import errors
 from ..framework.registry import DEAD
 from .cancellation import cancelled_error
-from .executor import CompiledPartition, Executor, NodeTiming, StepContext
-from .kernel_errors import kernel_error, with_node
+from .executor import CompiledPartition, Executor, NodeTiming, StepContext, StepRun
+from .kernel_errors import kernel_error
 
 
 class _Iteration:
@@ -86,7 +86,7 @@ def frame_id_of(parent_id: int, parent_iter: int, name: str) -> int:
     return zlib.crc32(f"{parent_id};{parent_iter};{name}".encode())
 
 
-class ControlFlowExecutor:
+class ControlFlowExecutor(StepRun):
     """Runs one partition with control flow for one step; same arguments as
     :class:`~dfcore.runtime.executor.Executor`."""
 
@@ -210,36 +210,18 @@ class ControlFlowExecutor:
             self._finish(cancelled_error(interrupt))
             raise
 
-    def _stop_error(self):
-        status = self._ctx.rendezvous.abort_status
-        if status is not None:
-            return errors.AbortedError(None, None, status.message)
-        return self._ctx.deadline.error()
-
     def _start_async(self, index, node, frame, it, args):
         start = time.perf_counter()
 
         def completed(error, value):
-            if error is not None and not isinstance(error, errors.OpError):
-                error = errors.InternalError(None, None, str(error))
             if error is None and self._timings is not None:
                 outputs = [value] if node.num_outputs == 1 else list(value)
                 self._timings.append(NodeTiming(self._ctx.device, index, start, time.perf_counter(),
                                                 threading.get_ident(), outputs, (frame.frame_id, it), value is DEAD))
-            self._ready.append((index, frame, it, (with_node(error, node) if error is not None else None, value)))
+            self._ready.append((index, frame, it, (error, value)))
             self._wake()
 
-        try:
-            node.compute(self._ctx, completed, *args)
-        except Exception as error:  # noqa: BLE001 - as in _loop
-            completed(kernel_error(error, node, args, self._ctx.device), None)
-
-    def _finish(self, error):
-        with self._lock:
-            if self._finished:
-                return
-            self._finished = True
-        self._done(error)
+        self._compute_async(node, args, completed)
 
     # -- moving values between frames and iterations ---------------------------------
     def _propagate(self, index, frame, it, outputs, dead):

@@ -154,7 +154,42 @@ class NodeTiming:
         self.dead = dead
 
 
-class Executor:
+class StepRun:
+    """What every partition executor (this one and the control-flow one) shares: how a step stops early,
+    how it finishes once, and how an asynchronous kernel reports back. Subclasses set ``_ctx``, ``_lock``,
+    ``_finished`` and ``_done``."""
+
+    def _stop_error(self):
+        """Why the loop stops before its next node: the step's abort, else its deadline."""
+        status = self._ctx.rendezvous.abort_status
+        if status is not None:
+            return errors.AbortedError(None, None, status.message)
+        return self._ctx.deadline.error()
+
+    def _finish(self, error):
+        with self._lock:
+            if self._finished:
+                return
+            self._finished = True
+        self._done(error)
+
+    def _compute_async(self, node, args, completed):
+        """Start asynchronous kernel ``node`` on ``args``; ``completed(error, value)`` gets None or an
+        ``OpError`` naming the node (a non-OpError becomes ``InternalError``)."""
+        def settle(error, value):
+            if error is not None:
+                if not isinstance(error, errors.OpError):
+                    error = errors.InternalError(None, None, str(error))
+                error = with_node(error, node)
+            completed(error, value)
+
+        try:
+            node.compute(self._ctx, settle, *args)
+        except Exception as error:  # noqa: BLE001 - as in _loop
+            settle(kernel_error(error, node, args, self._ctx.device), None)
+
+
+class Executor(StepRun):
     """Runs one :class:`CompiledPartition` for one step; see the module docstring.
 
     Args:
@@ -273,13 +308,6 @@ class Executor:
         finally:
             self._remaining = remaining
 
-    def _stop_error(self):
-        """Why the loop stops before its next node: the step's abort, else its deadline."""
-        status = self._ctx.rendezvous.abort_status
-        if status is not None:
-            return errors.AbortedError(None, None, status.message)
-        return self._ctx.deadline.error()
-
     def _complete_async(self, index, node, values):
         """Store an async node's value; False (and the step finished) if it failed."""
         error, value = self._async_result.pop(index)
@@ -310,23 +338,11 @@ class Executor:
         results = self._async_result
 
         def completed(error, value):
-            if error is not None and not isinstance(error, errors.OpError):
-                error = errors.InternalError(None, None, str(error))
-            results[index] = (with_node(error, node) if error is not None else error, value)
+            results[index] = (error, value)
             self._ready.append(~index)
             self._wake()
 
-        try:
-            node.compute(self._ctx, completed, *args)
-        except Exception as error:  # noqa: BLE001 - as in _loop
-            completed(kernel_error(error, node, args, self._ctx.device), None)
-
-    def _finish(self, error):
-        with self._lock:
-            if self._finished:
-                return
-            self._finished = True
-        self._done(error)
+        self._compute_async(node, args, completed)
 
 
 def _gatherer(slots):
