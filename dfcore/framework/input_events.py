@@ -2,7 +2,7 @@
 
 Source: dfcore; TF's counterpart is the profiler's ``TraceMe`` that each tf.data iterator and queue
 emits (``core/profiler/lib/traceme.h``). Map calls and prefetch fills (``dfcore.data``), queue-runner
-enqueue steps (``dfcore.train.queue_runner``) and queue sizes (``dfcore.ops.data_flow_resources``)
+enqueue steps (``dfcore.train.queue_runner``) and queue sizes (``dfcore.ops.fifo_queue``)
 call these functions; they do nothing unless a recorder is installed
 (:func:`dfcore.data.pipeline_trace.record_pipeline` installs one). Times are ``time.perf_counter()``
 seconds. This module imports nothing of dfcore, so every layer may report.
