@@ -160,7 +160,7 @@ def place(ops: Iterable[Operation], device_set: DeviceSet, allow_soft_placement:
         candidates = [sim.candidate(op, d, members, chosen) for d in feasible]
         fitting = [c for c in candidates if c.fits]
         if not fitting:
-            raise ledger.oom_error(op, members, feasible, candidates[0].need_bytes, ops)
+            raise ledger.oom_error(op, members, {c.device: c.need_bytes for c in candidates}, ops)
         winner = min(fitting, key=lambda c: c.finish_s)  # min keeps the first of equals: priority order
         sim.commit(op, winner, members, chosen)
         group.device = chosen[op] = winner.device

@@ -16,7 +16,8 @@ set of placement decisions for earlier executions of the graph."
   duration is scaled by the ratio of the two static estimates.
 * memory: a node holds its outputs' bytes on its device for the whole step (nothing is freed: an upper
   bound, the activations of a training step are kept for its backward pass), except ops whose output is a
-  view of their input (:data:`VIEW_OP_TYPES`); a variable's output is its storage.
+  view of their input (:data:`VIEW_OP_TYPES`, and what ``Assign`` and the training ops return: the variable); a
+  variable's output is its storage.
 """
 
 from __future__ import annotations
@@ -120,8 +121,12 @@ class CostTable:
         return tuple(_elements(t.shape) * t.dtype.base_dtype.size for t in op.outputs)
 
     def memory_bytes(self, op: Operation) -> int:
-        """Bytes ``op`` allocates on its device for the step: its outputs, or 0 for a view."""
-        return 0 if op.type in VIEW_OP_TYPES else sum(self.output_bytes(op))
+        """Bytes ``op`` allocates on its device for the step: its outputs, or 0 for a view (a
+        :data:`VIEW_OP_TYPES` op, or an op taking a variable by reference, ``Assign``, ``ApplyAdam``, …: what
+        it returns is the variable)."""
+        if op.type in VIEW_OP_TYPES or registry.ref_inputs(op.type):
+            return 0
+        return sum(self.output_bytes(op))
 
     def _static_s(self, op, profile):
         key = (op, profile)

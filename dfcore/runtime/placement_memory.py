@@ -22,19 +22,23 @@ from .placement_costs import CostTable
 
 
 def memory_limits(costs: CostTable, devices: Iterable[str], limits: Mapping[str, int] | None = None) -> dict[str, int]:
-    """Device → memory limit in bytes: ``limits[device]`` where given, else its profile's ``memory_bytes``.
+    """Device → memory limit in bytes: ``limits[name]`` where given, else its profile's ``memory_bytes``. A
+    name in ``limits`` may be partial (``"/gpu:1"``) but must match exactly one of ``devices``.
 
     Raises:
-        ValueError: a negative limit, or a limit for a device not in ``devices``.
+        ValueError: a negative limit, or a name matching no device or several.
     """
     devices = list(devices)
-    given = {DeviceSpec.from_string(d).to_string(): int(v) for d, v in (limits or {}).items()}
-    for device, value in given.items():
-        if value < 0:
-            raise ValueError(f"memory limit of {device} must be >= 0 bytes, got {value}")
-        if device not in devices:
-            raise ValueError(f"memory limit given for {device}, which is not a device of the session: "
-                             f"{', '.join(devices)}")
+    given = {}
+    for name, value in (limits or {}).items():
+        spec = DeviceSpec.from_string(name)
+        matches = [d for d in devices if spec.matches(DeviceSpec.from_string(d))]
+        if len(matches) != 1:
+            raise ValueError(f"memory limit given for '{name}', which matches {len(matches)} devices of the "
+                             f"session ({', '.join(devices)}); name exactly one")
+        if int(value) < 0:
+            raise ValueError(f"memory limit of {matches[0]} must be >= 0 bytes, got {value}")
+        given[matches[0]] = int(value)
     return {d: given.get(d, costs.machine.device(d).memory_bytes) for d in devices}
 
 
@@ -59,40 +63,45 @@ class MemoryLedger:
 
     def need(self, op: Operation, device: str, members: Sequence[Operation], device_of: Mapping[Operation, str]) -> int:
         """Bytes placing ``op`` on ``device`` adds: the outputs of ``op`` and of the other not yet reserved
-        ``members`` of its colocation group (they will follow it), and the inputs it receives from other
-        devices that ``device`` does not hold yet."""
-        own = sum(self.costs.memory_bytes(m) for m in members if m not in self._reserved)
-        return own + sum(self.tensor_bytes(t) for t in self._received(op, device, device_of))
+        ``members`` of its colocation group (they will follow it), and the inputs they receive from nodes
+        already placed on other devices that ``device`` does not hold yet."""
+        pending = self._pending(op, members)
+        own = sum(self.costs.memory_bytes(m) for m in pending)
+        return own + sum(self.tensor_bytes(t) for t in self._received(pending, device, device_of))
 
     def commit(self, op: Operation, device: str, members: Sequence[Operation], device_of: Mapping[Operation, str]):
         """Hold what :meth:`need` counted on ``device``."""
         self.used[device] += self.need(op, device, members, device_of)
-        self._reserved.update(members)
-        self._held.update((t, device) for t in self._received(op, device, device_of))
+        pending = self._pending(op, members)
+        self._held.update((t, device) for t in self._received(pending, device, device_of))
+        self._reserved.update(pending)
+
+    def _pending(self, op, members):
+        return [m for m in dict.fromkeys([op, *members]) if m not in self._reserved]
+
+    def _received(self, ops, device, device_of):
+        inputs = dict.fromkeys(t for m in ops for t in m.inputs)
+        return [t for t in inputs if device_of.get(t.op, device) != device and (t, device) not in self._held]
 
     def tensor_bytes(self, tensor: Tensor) -> int:
         return self.costs.output_bytes(tensor.op)[tensor.value_index]
 
-    def _received(self, op, device, device_of):
-        return [t for t in dict.fromkeys(op.inputs)
-                if device_of.get(t.op, device) != device and (t, device) not in self._held]
-
-    def oom_error(self, op: Operation, members: Sequence[Operation], devices: Sequence[str], need: int,
+    def oom_error(self, op: Operation, members: Sequence[Operation], needs: Mapping[str, int],
                   all_ops: Iterable[Operation]) -> errors.ResourceExhaustedError:
-        """The error for ``op`` (needing ``need`` bytes with its group ``members``) fitting none of ``devices``.
+        """The error for ``op`` (with its colocation group ``members``) fitting none of its devices, where it
+        would need ``needs[device]`` bytes.
 
         TF's OOM sentence names the largest tensor of the node (or of its group) on the first device; then
-        why: the devices' free memory, the colocation group when it is the group that does not fit, and the
+        why: each device's need and free memory, the colocation group when the group does not fit, and the
         largest tensor of the graph when it alone exceeds every device's limit.
         """
         tensor = _largest([t for m in members for t in m.outputs] or list(op.inputs), self)
-        device = devices[0]
-        head = (oom_message(tensor.shape, dtypes.tf_type_name(tensor.dtype), device) if tensor is not None
-                else f"OOM when placing node on {device}")
-        free = "; ".join(f"{d}: {self.free(d)} of {self.limits[d]} bytes free" for d in devices)
-        text = f"{head}: node '{op.name}' ({op.type}) needs {need} bytes and no device it may go to has room ({free})."
-        group = [m for m in members if m is not op]
-        if group:
+        devices = list(needs)
+        head = (oom_message(tensor.shape, dtypes.tf_type_name(tensor.dtype), devices[0]) if tensor is not None
+                else f"OOM when placing a node on {devices[0]}")
+        free = "; ".join(f"{d}: needs {n}, {self.free(d)} of {self.limits[d]} bytes free" for d, n in needs.items())
+        text = f"{head}: node '{op.name}' ({op.type}) fits on no device it may go to ({free})."
+        if len(members) > 1:
             text += (f" Its colocation group (loc:@{members[0].name}: {', '.join(m.name for m in members)}) must "
                      "share one device, so the group's memory counts on one device.")
         largest = _largest([t for o in all_ops for t in o.outputs], self)

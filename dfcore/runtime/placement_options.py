@@ -119,7 +119,7 @@ def _place_rules(options, ops, device_set, soft):
             device = devices[op]
             need = ledger.need(op, device, [op], devices)
             if need > ledger.free(device):
-                raise ledger.oom_error(op, [op], [device], need, ops)
+                raise ledger.oom_error(op, [op], {device: need}, ops)
             ledger.commit(op, device, [op], devices)
     return placement
 
