@@ -69,7 +69,8 @@ class MemoryLedger:
         own = sum(self.costs.memory_bytes(m) for m in pending)
         return own + sum(self.tensor_bytes(t) for t in self._received(pending, device, device_of))
 
-    def commit(self, op: Operation, device: str, members: Sequence[Operation], device_of: Mapping[Operation, str]):
+    def commit(self, op: Operation, device: str, members: Sequence[Operation],
+               device_of: Mapping[Operation, str]) -> None:
         """Hold what :meth:`need` counted on ``device``."""
         self.used[device] += self.need(op, device, members, device_of)
         pending = self._pending(op, members)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import ItemsView, Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 from .. import errors
 from ..framework import registry
@@ -117,14 +118,14 @@ class ColocationGroup:
     """A colocation group: its members, merged request, supported types, candidates and chosen
     ``device`` (None until placed; a placer sets it when it places the first member)."""
 
-    def __init__(self, members, ref_readers):
+    def __init__(self, members: list[Operation], ref_readers: list[Operation]) -> None:
         self.members = members
         self.ref_readers = ref_readers
         self.spec = DeviceSpec()
-        self.origin = {}
-        self.types = None
-        self.device = None
-        self.candidates = None
+        self.origin: dict[str, Operation] = {}
+        self.types: list[str] | None = None
+        self.device: Any = None  # the full device name once placed
+        self.candidates: Any = None  # the feasible device names once asked
         self.soft = False
 
 
