@@ -157,12 +157,13 @@ def place(ops: Iterable[Operation], device_set: DeviceSet, allow_soft_placement:
             feasible = placer.feasible_devices(op, group, device_set, allow_soft_placement)
             reason = _reason(op, group, feasible)
         members = group.members  # the first member placed holds the whole group's memory
-        candidates = [sim.candidate(op, d, members, chosen) for d in feasible]
+        pending = ledger.prepare(op, members)
+        candidates = sim.candidates(op, feasible, pending, chosen)
         fitting = [c for c in candidates if c.fits]
         if not fitting:
             raise ledger.oom_error(op, members, {c.device: c.need_bytes for c in candidates}, ops)
         winner = min(fitting, key=lambda c: c.finish_s)  # min keeps the first of equals: priority order
-        sim.commit(op, winner, members, chosen)
+        sim.commit(op, winner, pending, chosen)
         group.device = chosen[op] = winner.device
         decisions.append(CostDecision(step, op.name, op.type, costs.source(op), sum(costs.output_bytes(op)),
                                       tuple(candidates), winner.device, reason))
@@ -187,36 +188,39 @@ class _Simulation:
         self.finish: dict[Operation, float] = {}
         self.arrival: dict[tuple[object, str], float] = {}
 
-    def candidate(self, op, device, members, chosen):
-        ready = transfer = 0.0
-        for t in op.inputs:
-            src = chosen.get(t.op)
-            if src is None:  # a loop's back edge, or an op outside the placed set
-                continue
-            if src == device:
-                at = self.finish[t.op]
-            else:
-                at = self.arrival.get((t, device))
-                if at is None:
-                    moved = cost_model.transfer_time_s(self.ledger.tensor_bytes(t), self.links[(src, device)])
-                    transfer = max(transfer, moved)
-                    at = self.finish[t.op] + moved
-            ready = max(ready, at)
-        for c in op.control_inputs:
-            ready = max(ready, self.finish.get(c, 0.0))
-        start = max(ready, self.available.get(device, 0.0))
-        compute = self.costs.compute_s(op, device)
-        need, free = self.ledger.need(op, device, members, chosen), self.ledger.free(device)
-        return Candidate(device, ready, transfer, start, compute, start + compute, free, need, need <= free)
+    def candidates(self, op, feasible, pending, chosen):
+        """A :class:`Candidate` per device of ``feasible``."""
+        inputs = [(t, chosen[t.op], self.finish[t.op], self.ledger.tensor_bytes(t))
+                  for t in op.inputs if t.op in chosen]  # not yet placed: a loop's back edge, or outside the set
+        after = max((self.finish.get(c, 0.0) for c in op.control_inputs), default=0.0)
+        out = []
+        for device in feasible:
+            ready = after
+            transfer = 0.0
+            for t, src, done, nbytes in inputs:
+                if src != device:
+                    at = self.arrival.get((t, device))
+                    if at is None:
+                        moved = cost_model.transfer_time_s(nbytes, self.links[(src, device)])
+                        transfer = max(transfer, moved)
+                        done += moved
+                    else:
+                        done = at
+                ready = max(ready, done)
+            start = max(ready, self.available.get(device, 0.0))
+            compute = self.costs.compute_s(op, device)
+            need, free = self.ledger.need_on(pending, device, chosen), self.ledger.free(device)
+            out.append(Candidate(device, ready, transfer, start, compute, start + compute, free, need, need <= free))
+        return out
 
-    def commit(self, op, winner, members, chosen):
+    def commit(self, op, winner, pending, chosen):
         device = winner.device
         for t in op.inputs:
             src = chosen.get(t.op)
             if src is not None and src != device and (t, device) not in self.arrival:
                 moved = cost_model.transfer_time_s(self.ledger.tensor_bytes(t), self.links[(src, device)])
                 self.arrival[(t, device)] = self.finish[t.op] + moved
-        self.ledger.commit(op, device, members, chosen)
+        self.ledger.commit(pending, device, chosen)
         self.finish[op] = winner.finish_s
         if winner.compute_s > 0:
             self.available[device] = winner.finish_s

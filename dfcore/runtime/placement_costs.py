@@ -93,8 +93,10 @@ class CostTable:
     def __init__(self, machine: cost_model.MachineProfile, measured: Mapping[str, MeasuredNode] | None = None):
         self.machine = machine
         self.measured = dict(measured or {})
-        self._static: dict[tuple[Operation, cost_model.DeviceProfile], float] = {}
+        self._static: dict[tuple[Operation, int], float] = {}
         self._costs: dict[Operation, cost_model.OpCost] = {}
+        self._bytes: dict[Operation, tuple[int, ...]] = {}
+        self._profiles: dict[str, cost_model.DeviceProfile] = {}
 
     def source(self, op: Operation) -> str:
         """Where ``op``'s compute time comes from: ``"measured"``, ``"static"`` or ``"default"``."""
@@ -104,7 +106,9 @@ class CostTable:
 
     def compute_s(self, op: Operation, device: str) -> float:
         """Estimated seconds ``op`` computes on ``device`` (a full name of the machine)."""
-        profile = self.machine.device(device)
+        profile = self._profiles.get(device)
+        if profile is None:
+            profile = self._profiles[device] = self.machine.device(device)
         seen = self.measured.get(op.name)
         if seen is None:
             return self._static_s(op, profile)
@@ -115,10 +119,15 @@ class CostTable:
 
     def output_bytes(self, op: Operation) -> tuple[int, ...]:
         """Bytes of each output of ``op``: measured when known, else from its static shape and dtype."""
-        seen = self.measured.get(op.name)
-        if seen is not None and len(seen.output_bytes) == len(op.outputs):
-            return seen.output_bytes
-        return tuple(_elements(t.shape) * t.dtype.base_dtype.size for t in op.outputs)
+        found = self._bytes.get(op)
+        if found is None:
+            seen = self.measured.get(op.name)
+            if seen is not None and len(seen.output_bytes) == len(op.outputs):
+                found = seen.output_bytes
+            else:
+                found = tuple(_elements(t.shape) * t.dtype.base_dtype.size for t in op.outputs)
+            self._bytes[op] = found
+        return found
 
     def memory_bytes(self, op: Operation) -> int:
         """Bytes ``op`` allocates on its device for the step: its outputs, or 0 for a view (a
@@ -129,10 +138,11 @@ class CostTable:
         return sum(self.output_bytes(op))
 
     def _static_s(self, op, profile):
-        key = (op, profile)
-        if key not in self._static:
-            self._static[key] = cost_model.op_time_s(self._cost(op), profile)
-        return self._static[key]
+        key = (op, id(profile))  # the machine keeps its profiles alive
+        found = self._static.get(key)
+        if found is None:
+            found = self._static[key] = cost_model.op_time_s(self._cost(op), profile)
+        return found
 
     def _cost(self, op):
         cost = self._costs.get(op)

@@ -117,10 +117,11 @@ def _place_rules(options, ops, device_set, soft):
         devices = dict(placement.items())
         for op in ops:
             device = devices[op]
-            need = ledger.need(op, device, [op], devices)
+            pending = ledger.prepare(op, [op])
+            need = ledger.need_on(pending, device, devices)
             if need > ledger.free(device):
                 raise ledger.oom_error(op, [op], {device: need}, ops)
-            ledger.commit(op, device, [op], devices)
+            ledger.commit(pending, device, devices)
     return placement
 
 
