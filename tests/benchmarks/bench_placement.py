@@ -37,10 +37,11 @@ def devices(gpus):
     return DeviceSet.from_config(tf.ConfigProto(device_count={"CPU": 1, "GPU": gpus}))
 
 
-def seconds(fn):
-    """CPU seconds of ``fn()`` (single-threaded work: steadier than wall time on a shared machine) and its result."""
+def seconds(fn, *args):
+    """CPU seconds of ``fn(*args)`` (single-threaded work: steadier than wall time on a shared machine) and its
+    result."""
     start = time.process_time()
-    result = fn()
+    result = fn(*args)
     return time.process_time() - start, result
 
 
@@ -53,8 +54,8 @@ def main():
         ops = graph.get_operations()
         for gpus in (1, 4, 8) if size == 10_000 else (4,):
             ds = devices(gpus)
-            cost_s, placement = seconds(lambda: cost_placer.place(ops, ds))
-            rules_s, _ = seconds(lambda: placer.place(ops, ds))
+            cost_s, placement = seconds(cost_placer.place, ops, ds)
+            rules_s, _ = seconds(placer.place, ops, ds)
             n_dev = len(ds)
             print(f"{size:>8} {n_dev:>7} {cost_s:>10.2f} s {cost_s / size * 1e6:>8.1f} "
                   f"{cost_s / (size * n_dev) * 1e6:>14.2f} {rules_s:>6.2f} s {cost_s / rules_s:>6.1f}")
