@@ -1,17 +1,12 @@
 """The cost-model placer: the TF whitepaper's greedy placement by simulated execution.
 
 Source: Abadi et al., "TensorFlow: Large-Scale Machine Learning on Heterogeneous Distributed Systems"
-(2015), §3.2.1: "The placement algorithm first runs a simulated execution of the graph. The simulation is
-described below and ends up picking a device for each node in the graph using greedy heuristics. [...] The
-simulated execution starts at the sources of the computation graph, and simulates the activity on each
-device in the system as it progresses. For each node that is reached in this traversal, the set of feasible
-devices is considered [...]. For nodes with multiple feasible devices, the placement algorithm uses a greedy
-heuristic that examines the effects on the completion time of the node of placing the node on each possible
-device. This heuristic takes into account the estimated or measured execution time of the operation on that
-kind of device from the cost model, and also includes the costs of any communication that would be
-introduced in order to transmit inputs to this node from other devices to the considered device. The device
-where the node's operation would finish the soonest is selected as the device for that operation." TF never
-shipped it (its placer is the rule-based one, :mod:`dfcore.runtime.placer`).
+(2015), §3.2.1, in paraphrase: the placer simulates an execution of the graph from its sources, keeping
+track of each device's activity; each node reached is considered on every feasible device (one with a
+kernel for its op), and goes to the one where it would finish soonest, counting the cost model's estimated
+(or measured) time of the op on that kind of device and the time to bring its inputs from other devices.
+The cost model itself is the seed-quoted one of :mod:`dfcore.runtime.placement_costs`. TF never shipped
+this placer (its placer is the rule-based one, :mod:`dfcore.runtime.placer`).
 
 Algorithm (:func:`place`), in one pass over the ops in creation order (topological for a graph built through
 the API; a loop's back edge, ``NextIteration`` → ``Merge``, is ignored):
