@@ -196,3 +196,17 @@ def test_a_cost_model_missing_an_op_type_falls_back_and_warns_once(caplog, monke
     # The default: one flop per output element, inputs and outputs accessed once (roofline on the K20m).
     expected = LAUNCH_S + max(100 / K20M_FLOPS, 200 * 4 / K20M_BW)
     assert decisions["c1"].winner.compute_s == pytest.approx(expected)
+
+
+def test_a_loop_variables_enter_merge_and_next_iteration_share_a_device_and_the_loop_runs():
+    i, acc = tf.constant(0, name="i"), tf.constant(1.0, name="acc")
+    result = tf.while_loop(lambda i, a: i < 5, lambda i, a: (i + 1, a * 2.0), [i, acc])
+    with tf.Session(placement="cost_model") as sess:
+        assert sess.run(result, options=tf.RunOptions(timeout_in_ms=20_000)) == [5, 32.0]
+        where = {d.node_name: d for d in sess.placement().decisions()}
+    for suffix in ("", "_1"):
+        enter, merge, next_ = (where[f"while/{n}{suffix}"] for n in ("Enter", "Merge", "NextIteration"))
+        assert enter.device == merge.device == next_.device
+        assert merge.reason == next_.reason == cost_placer.REASON_LOOP
+    # the rest of the body is free: with these scalar costs some of it leaves the Enter's device
+    assert len({d.device for d in where.values()}) > 1
