@@ -136,7 +136,8 @@ def test_the_second_placement_uses_the_first_runs_timings_and_real_sizes():
     seen = measured_nodes(stats)
     assert seen["y"].output_bytes == (512 * 32 * 4,)
     assert static["y"].output_bytes == 32 * 4
-    with tf.Session(placement=tf.PlacementOptions("cost_model", measured=stats)) as second:
+    assert measured_nodes(metadata) == seen  # the RunMetadata itself will do
+    with tf.Session(placement=tf.PlacementOptions("cost_model", measured=metadata)) as second:
         second.run(w.initializer)
         np.testing.assert_allclose(second.run(y, feed), np.full((512, 32), 32.0))
         again = {d.node_name: d for d in second.placement().decisions()}
@@ -180,6 +181,8 @@ def test_an_unknown_strategy_is_an_invalid_argument_listing_the_known_ones():
         tf.Session(placement="greedy")
     with pytest.raises(TypeError, match="placement must be a strategy name or a PlacementOptions"):
         tf.Session(placement=3)
+    with pytest.raises(ValueError, match="measured_clock must be 'sim' or 'wall'"):
+        tf.PlacementOptions("cost_model", measured_clock="cpu")
 
 
 def test_a_cost_model_missing_an_op_type_falls_back_and_warns_once(caplog, monkeypatch):
