@@ -213,3 +213,13 @@ def test_a_loop_variables_enter_merge_and_next_iteration_share_a_device_and_the_
         assert merge.reason == next_.reason == cost_placer.REASON_LOOP
     # the rest of the body is free: with these scalar costs some of it leaves the Enter's device
     assert len({d.device for d in where.values()}) > 1
+
+
+def test_the_placement_is_deterministic():
+    nodes = [tf.constant(np.ones((1024, 1024), np.float32)) for _ in range(4)]
+    for i in range(40):
+        nodes.append(tf.matmul(nodes[-1 - i % 3], nodes[-2 - i % 4]))
+    first = _place(_devices(gpu=4)).decisions()
+    again = _place(_devices(gpu=4)).decisions()
+    assert first == again
+    assert len({d.device for d in first}) > 2  # the work spreads over the GPUs
