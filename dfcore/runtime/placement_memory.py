@@ -3,7 +3,7 @@
 Source: the memory model of :mod:`dfcore.runtime.placement_costs` (a node holds its outputs for the whole
 step; a tensor received from another device is a copy held on the receiver, once per device) and TF's OOM
 wording (``op_kernel.cc``, :func:`~dfcore.runtime.kernel_errors.oom_message`). A device's limit is its
-hardware profile's ``memory_bytes`` (Tesla K20m 5 GB, V100 16 GB, H100 80 GB) unless a limit is given.
+hardware profile's ``memory_bytes`` (Tesla K20m 5 GB, V100 16 or 32 GB, H100 80 GB) unless a limit is given.
 
 Invariant: after every :meth:`MemoryLedger.commit`, each device's ``used`` is at most its limit.
 """
