@@ -1,0 +1,84 @@
+"""A loop variable's control ops placed on different devices (Enter, Merge, Switch, Exit, NextIteration
+split by explicit device requests set after building): the run must finish with numpy's result, never wait
+for its deadline. TF moves those ops before partitioning (graph_partition.cc OptimizeControlFlowColocation):
+Switch and Exit to their data input's device, a non-reference Enter and NextIteration to their first data
+consumer's; the partition graphs show the moved devices."""
+
+import numpy as np
+import pytest
+
+import dfcore as tf
+
+pytestmark = pytest.mark.timeout(60)
+
+GPU = "/job:localhost/replica:0/task:0/device:GPU:{}"
+ITERATIONS = 5
+X = np.array([0.5, -1.0, 2.0])
+
+
+def _loop():
+    """(i, y) <- (i + 1, y * 0.5 + x) ITERATIONS times, on GPU:0 unless moved."""
+    x = tf.placeholder(tf.float64, [3], name="x")
+    with tf.device("/device:GPU:0"):
+        out = tf.while_loop(lambda i, y: i < ITERATIONS, lambda i, y: (i + 1, y * 0.5 + x),
+                            (tf.constant(0), tf.ones([3], tf.float64)))
+    return x, out
+
+
+def _numpy():
+    y = np.ones(3)
+    for _ in range(ITERATIONS):
+        y = y * 0.5 + X
+    return y
+
+
+def _run(x, out):
+    meta = tf.RunMetadata()
+    options = tf.RunOptions(output_partition_graphs=True, timeout_in_ms=10_000)
+    with tf.Session(config=tf.ConfigProto(device_count={"GPU": 2})) as sess:
+        count, y = sess.run(out, {x: X}, options=options, run_metadata=meta)
+    assert count == ITERATIONS
+    np.testing.assert_allclose(y, _numpy())
+    return {n.name: n.device for g in meta.partition_graphs for n in g.node}
+
+
+SPLITS = {  # op (of the loop variable y: suffix _1) -> the device it is moved to
+    "enter": {"while/Enter_1": 1},
+    "merge": {"while/Merge_1": 1},
+    "next_iteration": {"while/NextIteration_1": 1},
+    "switch": {"while/Switch_1": 1},
+    "exit": {"while/Exit_1": 1},
+    "loop_cond": {"while/LoopCond": 1},
+    "every_other": {"while/Enter_1": 1, "while/Switch_1": 1, "while/NextIteration_1": 1, "while/Enter": 1},
+}
+
+
+@pytest.mark.parametrize("split", sorted(SPLITS))
+def test_a_loop_with_its_control_ops_split_over_two_devices_matches_numpy(split):
+    x, out = _loop()
+    graph = tf.get_default_graph()
+    for name, device in SPLITS[split].items():
+        graph.get_operation_by_name(name)._set_device(f"/device:GPU:{device}")
+    devices = _run(x, out)
+    for suffix in ("", "_1"):  # each loop variable's control ops end on its Merge's device, as TF's
+        merge = devices[f"while/Merge{suffix}"]
+        for kind in ("Enter", "NextIteration", "Switch", "Exit"):
+            assert devices[f"while/{kind}{suffix}"] == merge, (kind, suffix)
+
+
+def test_a_loop_body_moving_the_loop_variable_between_devices_matches_numpy():
+    x = tf.placeholder(tf.float64, [3], name="x")
+
+    def body(i, y):
+        with tf.device("/device:GPU:1"):
+            z = y * 0.5
+        return i + 1, z + x
+
+    with tf.device("/device:GPU:0"):
+        out = tf.while_loop(lambda i, y: i < ITERATIONS, body, (tf.constant(0), tf.ones([3], tf.float64)))
+    graph = tf.get_default_graph()
+    # NextIteration with the body's last op on GPU:0, Merge and Enter on GPU:1
+    for name in ("while/Merge_1", "while/Enter_1"):
+        graph.get_operation_by_name(name)._set_device("/device:GPU:1")
+    devices = _run(x, out)
+    assert devices["while/NextIteration_1"] == devices["while/Merge_1"] == GPU.format(1)
