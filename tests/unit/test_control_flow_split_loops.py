@@ -82,3 +82,26 @@ def test_a_loop_body_moving_the_loop_variable_between_devices_matches_numpy():
         graph.get_operation_by_name(name)._set_device("/device:GPU:1")
     devices = _run(x, out)
     assert devices["while/NextIteration_1"] == devices["while/Merge_1"] == GPU.format(1)
+
+
+def test_a_reference_enter_off_its_merges_device_is_refused_at_once_naming_ops_and_devices():
+    # TF leaves an Enter of a reference where it is (the variable is read on its device); dfcore cannot run that
+    # frame split, so the run fails before any executor starts (a hang would be a DeadlineExceededError here)
+    from dfcore.ops import control_flow_prims as cf
+
+    v = tf.Variable(1.0, name="v")
+    with tf.device("/device:GPU:1"):
+        entered = cf.enter(v._ref(), "loop", name="ref_enter")
+    with tf.device("/device:GPU:0"):
+        limit, one = (cf.enter(tf.constant(c), "loop", is_constant=True) for c in (4.0, 1.0))
+        merged, _ = cf.merge([entered, entered], name="loop_merge")
+        done, body = cf.switch(merged, cf.loop_cond(tf.less(merged, limit)), name="loop_switch")
+        merged.op._update_input(1, cf.next_iteration(body + one, name="loop_next"))
+        out = cf.exit(done)
+    with tf.Session(config=tf.ConfigProto(device_count={"GPU": 2})) as sess:
+        sess.run(v.initializer)
+        with pytest.raises(tf.errors.InvalidArgumentError) as raised:
+            sess.run(out, options=tf.RunOptions(timeout_in_ms=10_000))
+    message = str(raised.value)
+    for name in ("'loop_merge'", "'ref_enter'", GPU.format(0), GPU.format(1)):
+        assert name in message
