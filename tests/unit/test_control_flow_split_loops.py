@@ -105,3 +105,43 @@ def test_a_reference_enter_off_its_merges_device_is_refused_at_once_naming_ops_a
     message = str(raised.value)
     for name in ("'loop_merge'", "'ref_enter'", GPU.format(0), GPU.format(1)):
         assert name in message
+
+
+def _numpy_loops(x, nested):
+    y = np.ones(3)
+    for _ in range(3):
+        if nested:
+            for _ in range(2):
+                y = y * 0.5 + x
+        else:
+            y = np.tanh(y * 0.5 + x)
+    return y
+
+
+@pytest.mark.parametrize("nested", [False, True], ids=["loop", "nested"])
+@pytest.mark.parametrize("grad", [False, True], ids=["forward", "gradient"])
+@pytest.mark.parametrize("seed", range(3))
+def test_every_op_on_a_random_device_matches_numpy(seed, grad, nested):
+    # every op without a colocation constraint gets GPU:0 or GPU:1 at random (the gradient's ops colocate
+    # with the forward ones they mirror): forward and backward loops, nested frames, split everywhere
+    x = tf.placeholder(tf.float64, [3], name="x")
+
+    def inner(y):
+        return tf.while_loop(lambda j, z: j < 2, lambda j, z: (j + 1, z * 0.5 + x), (tf.constant(0), y))[1]
+
+    body = (lambda i, y: (i + 1, inner(y))) if nested else (lambda i, y: (i + 1, tf.tanh(y * 0.5 + x)))
+    out = tf.while_loop(lambda i, y: i < 3, body, (tf.constant(0), tf.ones([3], tf.float64)))[1]
+    fetch = tf.gradients(tf.reduce_sum(out), x)[0] if grad else out
+    rng = np.random.default_rng(seed)
+    for op in tf.get_default_graph().get_operations():
+        if "_class" not in op.attrs:
+            op._set_device(f"/device:GPU:{rng.integers(2)}")
+    with tf.Session(config=tf.ConfigProto(device_count={"GPU": 2})) as sess:
+        value = sess.run(fetch, {x: X}, options=tf.RunOptions(timeout_in_ms=10_000))
+    if not grad:
+        np.testing.assert_allclose(value, _numpy_loops(X, nested))
+        return
+    eps = 1e-6
+    numeric = [(_numpy_loops(X + eps * e, nested).sum() - _numpy_loops(X - eps * e, nested).sum()) / (2 * eps)
+               for e in np.eye(3)]
+    np.testing.assert_allclose(value, numeric, rtol=1e-6)
