@@ -55,8 +55,8 @@ def colocate_control_flow(ops: Sequence[Operation], placement: Mapping[Operation
     their data (see the module docstring; TF's ``graph_partition.cc``, ``OptimizeControlFlowColocation``).
 
     Args:
-        ops: the run's ops in topological order (a ``Switch`` after its data input, an ``Exit`` after its
-            ``Switch``); placement: op → full device name; fed: the fed tensors (their edges are not data edges).
+        ops: the run's ops in creation (op id) order, so a ``Switch`` comes after its data input and an ``Exit``
+            after its ``Switch``; placement: op → full device name; fed: the fed tensors (no data edge).
     Raises:
         InvalidArgumentError: a loop ``Merge`` whose ``Enter`` or ``NextIteration`` still sits on another device
             (a reference ``Enter``, which TF leaves in place too): dfcore cannot run such a frame.
