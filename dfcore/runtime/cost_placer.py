@@ -19,10 +19,9 @@ the API; a loop's back edge, ``NextIteration`` → ``Merge``, is ignored):
    ``transfer_time_s(bytes, link(src, d))`` after its producer finishes (inputs cross their links in
    parallel; a tensor sent to ``d`` once is there for its later consumers); ``start = max(ready,
    available[d])``; ``finish = start + compute_s(node, d)``; a device without the memory the node (and its
-   group) needs is not a candidate;
-   dfcore's executor needs a loop variable's ``Enter``, ``Merge`` and ``NextIteration`` on one device (across
-   devices its frame never starts), so a ``Merge`` follows its ``Enter`` and a ``NextIteration`` its ``Merge``
-   (reason :data:`REASON_LOOP`); the rule placer never splits them, as a loop's ops share their defaults;
+   group) needs is not a candidate; control-flow ops are free here, as in TF: the partitioner moves a
+   ``Switch``/``Exit`` to its data input's device and an ``Enter``/``NextIteration`` to its consumer's
+   (:func:`~dfcore.runtime.partition_control_flow.colocate_control_flow`);
 3. the node goes to the candidate with the earliest finish (ties: TF's device priority order, GPU before
    CPU, then by name); its device is then ``available`` from ``finish`` (a node that computes nothing does not
    occupy it) and holds the node's memory (:mod:`dfcore.runtime.placement_memory`).
@@ -42,7 +41,6 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping
 
-from ..framework import registry
 from ..framework.operation import Operation
 from . import cost_model, placer
 from .device_set import DeviceSet
@@ -52,7 +50,6 @@ from .placer import Placement, PlacementRecord
 from .step_trace import machine_for
 
 REASON_COST = "cost model: earliest estimated finish"
-REASON_LOOP = "loop: with its Enter and Merge"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -156,9 +153,6 @@ def place(ops: Iterable[Operation], device_set: DeviceSet, allow_soft_placement:
         else:
             feasible = placer.feasible_devices(op, group, device_set, allow_soft_placement)
             reason = _reason(op, group, feasible)
-            partner = _loop_partner(op, chosen)
-            if partner in feasible:
-                feasible, reason = [partner], REASON_LOOP
         members = group.members  # the first member placed holds the whole group's memory
         pending = ledger.prepare(op, members)
         candidates = sim.candidates(op, feasible, pending, chosen)
@@ -173,18 +167,6 @@ def place(ops: Iterable[Operation], device_set: DeviceSet, allow_soft_placement:
         records.append(PlacementRecord(op.name, op.type, op.device, winner.device, placer.group_name(group), reason))
     costs.warn_defaults()
     return CostPlacement(chosen, records, decisions, ledger.used, ledger.limits)
-
-
-def _loop_partner(op, chosen):
-    """The device a loop's ``Merge`` (its ``Enter``'s) or ``NextIteration`` (its ``Merge``'s) must share, or None."""
-    kind = registry.control_flow_kind(op.type)
-    if kind == "merge":
-        linked = [t.op for t in op.inputs if registry.control_flow_kind(t.op.type) == "enter"]
-    elif kind == "next_iteration":
-        linked = [c for t in op.outputs for c in t.consumers() if registry.control_flow_kind(c.type) == "merge"]
-    else:
-        return None
-    return next((chosen[o] for o in linked if o in chosen), None)
 
 
 def _reason(op, group, feasible):

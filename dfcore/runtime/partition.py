@@ -22,8 +22,9 @@ Rules (TF's):
   one leaves through its fetch endpoint there (``_Arg``/``_Retval`` in a normal run,
   client-terminated ``_Recv``/``_Send`` in a partial run), with a regular pair where
   the other end is elsewhere: a fetch computed on another device costs one pair;
-- a loop whose body spans devices gets a copy of its control on each device that receives
-  inside it (:mod:`dfcore.runtime.partition_control_flow`).
+- control-flow ops move next to their data (a ``Switch``/``Exit`` to its input's device, an
+  ``Enter``/``NextIteration`` to its consumer's), and a loop whose body spans devices gets a copy
+  of its control on each device that receives inside it (:mod:`dfcore.runtime.partition_control_flow`).
 
 Edge ids (TF uses its Graph's edge ids): edges are numbered from 0 in the order
 TF's rewrite creates them: first the edges among the run's ops (consumer op id
@@ -47,7 +48,7 @@ from ..framework.graph_def import make_graph_def, make_node_def
 from ..framework.operation import Operation
 from ..framework.protos import GraphDef, NodeDef
 from .device_set import incarnation_of
-from .partition_control_flow import add_control_loops
+from .partition_control_flow import add_control_loops, colocate_control_flow
 from .subgraph import check_endpoints, endpoint
 
 CLIENT_DEVICE = "/job:localhost/replica:0/task:0/device:CPU:0"
@@ -234,7 +235,8 @@ def partition(ops: Sequence[Operation], placement: Mapping[Operation, str], feed
         :class:`Partitions`: ``{device: PartitionGraph}`` with ``.stats``.
     Raises:
         InvalidArgumentError: a feed given twice, a tensor both fed and fetched
-            (``subgraph.cc``'s wording), or an input neither produced in the run nor fed.
+            (``subgraph.cc``'s wording), an input neither produced in the run nor fed, or a loop
+            whose Enter or NextIteration stays off its Merge's device (see ``colocate_control_flow``).
     """
     client = getattr(client_device, "name", client_device)
     ops = sorted(set(ops), key=lambda op: op._id)
@@ -242,7 +244,8 @@ def partition(ops: Sequence[Operation], placement: Mapping[Operation, str], feed
     check_endpoints(feeds, fetches)
     fed = set(feeds)
     part = _Partitioner()
-    nodes = {op: _Builder(op.name, op.type, placement[op], op.attrs, op) for op in ops}
+    devices = colocate_control_flow(ops, placement, fed)
+    nodes = {op: _Builder(op.name, op.type, devices[op], op.attrs, op) for op in ops}
 
     # Edge ids in TF's creation order (see the module docstring).
     edge_ids: dict[Any, int] = {}

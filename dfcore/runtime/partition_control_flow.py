@@ -14,6 +14,12 @@ with the frame's ``LoopCond`` sent to it each iteration (``_Send``/``_Recv``, ke
 ``<frame_id>:<iter>``), and every ``_Recv`` of the frame on the device takes a control input
 from the control loop's ``Merge``. The control loop ends when the ``LoopCond`` it receives is
 false; in that last iteration the body's sends carry dead values, so the receivers run dead.
+
+Before that, as TF's ``OptimizeControlFlowColocation``, the partitioner moves control-flow ops next
+to their data (whatever the placer chose; the placement itself is unchanged): a ``Switch`` or ``Exit``
+to its data input's device, a non-reference ``Enter`` or a ``NextIteration`` to its first data
+consumer's (a loop ``Merge``). So a loop variable's ``Enter``, ``Merge``, ``NextIteration``, ``Switch``
+and ``Exit`` always share a device; a split that remains (a reference ``Enter``) is refused at once.
 """
 
 from __future__ import annotations
@@ -41,6 +47,57 @@ def control_loop_frame(node_name: str) -> str | None:
     """The frame whose control loop ``node_name`` belongs to (see :func:`control_loop_prefix`), else None."""
     frame, found, _ = node_name.rpartition(_CONTROL_LOOP)
     return frame if found else None
+
+
+def colocate_control_flow(ops: Sequence[Operation], placement: Mapping[Operation, str],
+                          fed: set) -> dict[Operation, str]:
+    """The device each op of the run is partitioned on: ``placement`` with control-flow ops moved next to
+    their data (see the module docstring; TF's ``graph_partition.cc``, ``OptimizeControlFlowColocation``).
+
+    Args:
+        ops: the run's ops in creation (op id) order, so a ``Switch`` comes after its data input and an ``Exit``
+            after its ``Switch``; placement: op → full device name; fed: the fed tensors (no data edge).
+    Raises:
+        InvalidArgumentError: a loop ``Merge`` whose ``Enter`` or ``NextIteration`` still sits on another device
+            (a reference ``Enter``, which TF leaves in place too): dfcore cannot run such a frame.
+    """
+    devices = {op: placement[op] for op in ops}
+    if not any(registry.control_flow_kind(op.type) is not None for op in ops):
+        return devices
+    in_run = set(devices)
+    for op in ops:
+        kind = registry.control_flow_kind(op.type)
+        if kind in ("switch", "exit"):
+            data = op.inputs[0]
+            if data not in fed and data.op in in_run:
+                devices[op] = devices[data.op]
+        elif kind == "next_iteration" or (kind == "enter" and not op.inputs[0].dtype.is_ref):
+            consumer = _first_data_consumer(op, in_run, fed)
+            if consumer is not None:
+                devices[op] = placement[consumer]
+    _check_loop_merges(ops, devices, fed)
+    return devices
+
+
+def _first_data_consumer(op, in_run, fed):
+    consumers = [c for t in op.outputs if t not in fed for c in t.consumers() if c in in_run]
+    return min(consumers, key=lambda c: c._id, default=None)
+
+
+def _check_loop_merges(ops, devices, fed):
+    for op in ops:
+        if registry.control_flow_kind(op.type) != "merge":
+            continue
+        linked = [t.op for t in op.inputs if t not in fed and t.op in devices
+                  and registry.control_flow_kind(t.op.type) in ("enter", "next_iteration")]
+        if not any(registry.control_flow_kind(o.type) == "next_iteration" for o in linked):
+            continue  # a cond's Merge: its inputs may come from any device
+        for other in linked:
+            if devices[other] != devices[op]:
+                raise errors.InvalidArgumentError(
+                    None, op, f"Loop merge '{op.name}' on {devices[op]} has its {other.type} '{other.name}' on "
+                    f"{devices[other]}: dfcore runs a loop variable's Enter, Merge and NextIteration on one device; "
+                    "place them together")
 
 
 def op_frames(ops: Sequence[Operation], fed: set) -> tuple[dict[Operation, str], dict[str, str], dict[str, Any]]:
