@@ -235,6 +235,9 @@ class Executor(StepRun):
         self._allocator = resources.allocator(ctx.device) if hasattr(resources, "allocator") else None
         # a traced step keeps every value for its records: it drops and recycles nothing
         self._uses = list(partition.slot_uses) if self._allocator is not None and timings is None else None
+        if self._uses is not None:
+            self._owned = partition.owned
+            self._deallocate = self._allocator.deallocate
 
     def start(self) -> None:
         """Begin processing (through the runner); returns at once if the runner is a pool."""
@@ -360,17 +363,19 @@ class Executor(StepRun):
         """TF's executor clears an input entry once its last consumer has run: drop each slot ``node`` read
         for the last time (and its outputs nobody reads); a slot an out= kernel filled goes back to the
         allocator, which takes the buffer only if no one else holds it (a fetch, a variable, a view …)."""
-        owned = self._partition.owned
         for slot in node.in_slots:
-            uses[slot] -= 1
-            if uses[slot] == 0:
-                value, values[slot] = values[slot], None
-                if owned[slot] or getattr(value, "base", None) is not None:  # views too (a Reshape's output)
-                    self._allocator.deallocate(value)
+            left = uses[slot] - 1
+            uses[slot] = left
+            if not left:
+                value = values[slot]
+                values[slot] = None
+                if self._owned[slot] or getattr(value, "base", None) is not None:  # views too (a Reshape's)
+                    self._deallocate(value)
                 value = None
         for slot in node.unread:
-            value, values[slot] = values[slot], None
-            self._allocator.deallocate(value)
+            value = values[slot]
+            values[slot] = None
+            self._deallocate(value)
             value = None
 
     @property
