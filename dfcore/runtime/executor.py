@@ -16,6 +16,9 @@ Source: TF's ``common_runtime/executor.cc`` (``ExecutorState``) and the whitepap
 * only one loop per executor processes nodes at a time (pending counts are never
   touched concurrently); the loop is started through the injected ``runner``
   (a thread pool's ``submit``, or an inline call in tests) — same results either way;
+* an entry is cleared once its last consumer has run (TF's ``num_output_edges``): a buffer a kernel
+  took from the device's :class:`~dfcore.runtime.allocator.Allocator` (``out=`` kernels, a ``_Recv``'s
+  copy) goes back to it unless a reader still holds it; a traced step keeps every value;
 * the first kernel error ends the step: the executor stops and reports it through
   ``done(error)``; the Session then aborts the rendezvous so every other partition
   stops too;
@@ -234,8 +237,9 @@ class Executor(StepRun):
         resources = ctx.resources
         self._allocator = resources.allocator(ctx.device) if hasattr(resources, "allocator") else None
         # a traced step keeps every value for its records: it drops and recycles nothing
-        self._uses = list(partition.slot_uses) if self._allocator is not None and timings is None else None
-        if self._uses is not None:
+        self._uses = None
+        if self._allocator is not None and timings is None:
+            self._uses = list(partition.slot_uses)
             self._owned = partition.owned
             self._deallocate = self._allocator.deallocate
 
