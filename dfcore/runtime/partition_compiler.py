@@ -90,14 +90,19 @@ def _compile_node(node, in_slots, out_slot):
             f"No registered kernel for op '{node.name}' of type '{node.op}' on the numpy backend.")
     compute = kernel_def.factory(source)
     needs_context = kernel_def.needs_context
+    out_def = registry.out_kernel(node.op) if node.original is not None else None
     if node.original is not None:
         op = node.original
         refs = [i for i, t in enumerate(op.inputs) if t.dtype.is_ref and i not in registry.ref_inputs(op.type)]
         if refs:
             compute = _dereferencing(compute, refs, needs_context)
             needs_context = True
-    return CompiledNode(node.name, node.op, compute, in_slots, out_slot, _num_outputs(node), needs_context,
-                        kernel_def.is_async, source, _label(node))
+            out_def = None  # the out= kernels take values, not references
+    compiled = CompiledNode(node.name, node.op, compute, in_slots, out_slot, _num_outputs(node), needs_context,
+                            kernel_def.is_async, source, _label(node))
+    if out_def is not None and not kernel_def.is_async:
+        compiled.compute_out = out_def.factory(source)
+    return compiled
 
 
 def _label(node):
