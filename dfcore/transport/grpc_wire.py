@@ -173,8 +173,8 @@ class Codec:
     messages)."""
 
     method: str
-    request_type: type
-    response_type: type
+    request_type: Any  # a protobuf message class
+    response_type: Any
     request: Callable[..., Any]
     payload: Callable[[Any, Any, int], tuple]
     reply: Callable[[Any, Any], Any] = lambda transport, value: None
@@ -212,7 +212,8 @@ def _register_payload(transport, request):
 
 
 def _run_request(transport, handle, step_handle, step_id, trace, timeout_s):
-    return worker_pb2.RunGraphRequest(graph_handle=handle, step_id=step_id,
+    # the step is named by its handle's id on every task (the session's own step id stays with the master)
+    return worker_pb2.RunGraphRequest(graph_handle=handle, step_id=step_handle[1],
                                       exec_opts=worker_pb2.ExecutorOpts(record_timeline=trace),
                                       has_timeout=timeout_s is not None, timeout_s=timeout_s or 0.0)
 
