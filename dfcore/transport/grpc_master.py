@@ -24,6 +24,7 @@ from ..framework.protos import RunMetadata, RunOptions
 from ..framework.tf_protos import master_pb2
 from ..runtime.config import ConfigProto
 from ..runtime.device_set import DeviceSet
+from ..runtime.session import Session
 from ..runtime.session_resources import SessionResources
 from ..runtime.variable_store import VariableStore
 from .grpc_transport import CHANNEL_OPTIONS, grpc_error, status_code
@@ -47,13 +48,20 @@ class _MasterSession:
     """One client session on the master: its imported graph and the dfcore Session running it here."""
 
     def __init__(self, target: str, graph_def, config: ConfigProto) -> None:
-        from ..runtime.session import Session
-
-        self.graph = graph_lib.Graph()
-        import_nodes(graph_def, "", self.graph)
-        self.version = 1
-        self.session = Session(target, graph=self.graph, config=config)
+        self._target, self._config = target, config
+        self.version = 0
         self.lock = threading.Lock()
+        self.session: Session | None = None
+        self.replace(graph_def)
+
+    def replace(self, graph_def) -> None:
+        """Run ``graph_def`` from now on (a new version of the client's graph)."""
+        graph = graph_lib.Graph()
+        import_nodes(graph_def, "", graph)
+        if self.session is not None:
+            self.session.close()
+        self.graph, self.session = graph, Session(self._target, graph=graph, config=self._config)
+        self.version += 1
 
 
 class MasterService:
@@ -103,12 +111,11 @@ class MasterService:
         return master_pb2.CreateSessionResponse(session_handle=handle, graph_version=session.version)
 
     def _ExtendSession(self, request):
+        """The client sends its whole graph again; the master imports it afresh (the variables live in the tasks'
+        state, not in the graph, so they are kept)."""
         found = self._session(request.session_handle)
         with found.lock:
-            known = {op.name for op in found.graph.get_operations()}
-            import_nodes(type(request.graph_def)(node=[n for n in request.graph_def.node if n.name not in known],
-                                                 versions=request.graph_def.versions), "", found.graph)
-            found.version += 1
+            found.replace(request.graph_def)
             return master_pb2.ExtendSessionResponse(new_graph_version=found.version)
 
     def _RunStep(self, request):
