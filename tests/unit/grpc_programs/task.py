@@ -48,7 +48,9 @@ def main():
             counter = tf.Variable(0.0, name="counter")
         with tf.device(f"/job:worker/task:{index}"):
             bump = tf.assign_add(counter, 1.0)
-        with tf.Session(server.target) as sess:
+        # between-graph: each worker talks to the ps and itself only (TF's device_filters)
+        config = tf.ConfigProto(device_filters=["/job:ps", f"/job:worker/task:{index}"])
+        with tf.Session(server.target, config=config) as sess:
             if index == 0:
                 sess.run(counter.initializer)
             else:
