@@ -33,10 +33,11 @@ def cluster_dict(ps=1, workers=1):
 class Task:
     """One task process; its stdout lines arrive on a queue."""
 
-    def __init__(self, cluster, job, index, mode):
+    def __init__(self, cluster, job, index, mode, *args):
         self.name = f"{job}:{index}"
         env = dict(os.environ, DFCORE_SERVERS="grpc", PYTHONUNBUFFERED="1")
-        self.process = subprocess.Popen([sys.executable, PROGRAM, json.dumps(cluster), job, str(index), mode],
+        self.process = subprocess.Popen([sys.executable, PROGRAM, json.dumps(cluster), job, str(index), mode,
+                                         *map(str, args)],
                                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
         self.lines = queue.Queue()
         self.output = []
@@ -84,8 +85,8 @@ class Cluster:
         self.cluster = cluster
         self.tasks = []
 
-    def start(self, job, index, mode):
-        task = Task(self.cluster, job, index, mode)
+    def start(self, job, index, mode, *args):
+        task = Task(self.cluster, job, index, mode, *args)
         self.tasks.append(task)
         return task
 

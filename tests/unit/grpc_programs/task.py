@@ -1,8 +1,9 @@
-"""One task of tests/unit/test_grpc_*.py, started as its own process: ``task.py CLUSTER_JSON JOB INDEX MODE [ARG]``.
+"""One task of tests/unit/test_grpc_*.py, as its own process: ``task.py CLUSTER_JSON JOB INDEX MODE [ARG [ARG2]]``.
 
 Modes: ``serve`` (start the server, say ``ready``, join), ``model`` (a worker running the shared model's steps
 and printing their results as JSON), ``train`` (a worker training until killed or failing, one line per step),
-``in_graph`` (the chief of a graph with ops on worker 1: steps until one fails, which it prints).
+``in_graph`` (the chief of a graph with ops on worker 1: steps until one fails, which it prints), ``mts`` (a chief
+counting steps under MonitoredTrainingSession, checkpointing to ARG every step, until global_step reaches ARG2).
 """
 
 import faulthandler
@@ -64,6 +65,21 @@ def main():
                     return
                 print(json.dumps({"step": float(value), "t": time.time()}), flush=True)
                 time.sleep(0.01)
+    if mode == "mts":
+        with tf.device("/job:ps/task:0"):
+            global_step = tf.train.get_or_create_global_step()
+            counter = tf.Variable(0, dtype=tf.int64, name="counter")
+        with tf.device(f"/job:worker/task:{index}"):
+            bump = [tf.assign_add(counter, 1), tf.assign_add(global_step, 1)]  # one step: both or neither
+        config = tf.ConfigProto(device_filters=["/job:ps", f"/job:worker/task:{index}"])
+        with tf.train.MonitoredTrainingSession(master=server.target, is_chief=True, checkpoint_dir=sys.argv[5],
+                                               save_checkpoint_steps=1, config=config) as sess:
+            while True:
+                count, step = sess.run(bump)
+                print(json.dumps({"counter": int(count), "global_step": int(step), "t": time.time()}), flush=True)
+                if step >= int(sys.argv[6]):
+                    return
+                time.sleep(0.02)
     if mode == "in_graph":
         with tf.device("/job:ps/task:0"):
             w = tf.Variable(1.0, name="w")
