@@ -69,11 +69,22 @@ def join(timeout_s: float | None) -> bool:
         return _CHANGED.wait_for(lambda: not _RUNTIMES, timeout_s)
 
 
+def free_ports(count: int) -> list[int]:
+    """``count`` free loopback ports, all different (held open together while chosen; another process may still
+    take one before it is used)."""
+    probes = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _ in range(count)]
+    try:
+        for probe in probes:
+            probe.bind(("127.0.0.1", 0))
+        return [probe.getsockname()[1] for probe in probes]
+    finally:
+        for probe in probes:
+            probe.close()
+
+
 def local_address() -> str:
     """A free loopback address for ``tf.train.Server.create_local_server()``."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return f"localhost:{probe.getsockname()[1]}"
+    return f"localhost:{free_ports(1)[0]}"
 
 
 def runtime_at(address: str) -> TaskRuntime | None:

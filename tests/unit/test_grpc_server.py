@@ -10,11 +10,12 @@ import socket
 
 import numpy as np
 import pytest
-from grpc_cluster import Cluster, cluster_dict, free_ports
+from grpc_cluster import Cluster, cluster_dict
 from grpc_model import build_model, feed_values
 
 import dfcore as tf
 from dfcore.transport import SERVERS_ENV
+from dfcore.transport.grpc_server import free_ports
 
 pytestmark = pytest.mark.timeout(120)
 
