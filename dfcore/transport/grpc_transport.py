@@ -23,6 +23,7 @@ import ipaddress
 import secrets
 import socket
 import threading
+import time
 import urllib.parse
 from collections.abc import Callable
 from typing import Any
@@ -45,6 +46,8 @@ CHANNEL_OPTIONS = (("grpc.max_send_message_length", -1), ("grpc.max_receive_mess
 TASK_METADATA = "dfcore-task"
 #: Seconds a one-way message may take to be delivered before it is dropped.
 POST_TIMEOUT_S = 30.0
+#: Seconds between checks of a waiting thread's condition (messages wake it sooner).
+POLL_S = 0.002
 #: Seconds a served request waits between checks that its caller is still there.
 _REPLY_POLL_S = 0.5
 
@@ -246,20 +249,15 @@ class GrpcTransport:
     wait = staticmethod(seam.wait)
 
     def progress_until(self, done: Callable[[], bool], timeout_s: float | None = None) -> bool:
-        """Wait until ``done()`` (woken by every message and reply; checked every 2 ms); False on timeout."""
+        """Wait until ``done()``: woken by every message and reply this task gets, and checking every 2 ms (it may
+        also come true on a thread of this process); False once ``timeout_s`` (None: no limit) passed."""
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
         with self._progress:
-            return self._progress.wait_for(done, timeout_s) if timeout_s is None else \
-                self._wait_polling(done, timeout_s)
-
-    def _wait_polling(self, done, timeout_s):
-        import time
-
-        deadline = time.monotonic() + timeout_s
-        while not done():
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return False
-            self._progress.wait(min(left, 0.002))
+            while not done():
+                left = POLL_S if deadline is None else min(POLL_S, deadline - time.monotonic())
+                if left <= 0:
+                    return False
+                self._progress.wait(left)
         return True
 
     def busy_while(self, probe: Callable[[], bool]) -> None:
