@@ -123,8 +123,8 @@ class GrpcTransport:
         self._senders: dict[int, _Sender] = {}
         self._lock = threading.Lock()
         self._stopped = threading.Event()
-        self._server = grpc.server(concurrent.futures.ThreadPoolExecutor(SERVER_THREADS, "dfcore-grpc"),
-                                   options=CHANNEL_OPTIONS[:2])
+        self._pool = concurrent.futures.ThreadPoolExecutor(SERVER_THREADS, "dfcore-grpc")
+        self._server = grpc.server(self._pool, options=CHANNEL_OPTIONS[:2])
         methods = {codec.method: grpc.unary_unary_rpc_method_handler(
             functools.partial(self._serve, kind), request_deserializer=codec.request_type.FromString,
             response_serializer=codec.response_type.SerializeToString) for kind, codec in CODECS.items()}
@@ -305,6 +305,7 @@ class GrpcTransport:
             return
         self._stopped.set()
         self._server.stop(grace=0.2).wait(2)
+        self._pool.shutdown(wait=False)  # grpc leaves the executor it was given running
         with self._lock:
             for sender in self._senders.values():
                 sender.stop()
