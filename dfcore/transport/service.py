@@ -1,4 +1,4 @@
-"""What every task of a dfcore MPI job serves: its devices, and the partitions other tasks' sessions run on it.
+"""What every task of a multi-process cluster serves: its devices, and the partitions other tasks' sessions run on it.
 
 Source: TF's ``Worker`` (``core/distributed_runtime/worker.cc``): ``GetStatus`` lists the
 task's devices, ``RegisterGraph`` builds executors for a master's partition graphs once,
@@ -15,8 +15,11 @@ continue there as their ``_Recv`` s complete: a hand-off to another thread costs
 ps partition's work, and no kernel blocks a thread (queues and accumulators are asynchronous).
 """
 
+import collections
+import itertools
 import threading
 
+from .. import errors
 from ..distribute.cluster_runtime import ClusterResources, ClusterVariableStore, TaskResources
 from ..framework import graph as graph_lib
 from ..framework.importer import import_nodes
@@ -26,6 +29,9 @@ from ..runtime.control_flow_info import has_control_flow
 from ..runtime.executor import StepContext, inline_runner
 from ..runtime.partition import PartitionGraph, PartitionNode
 from ..runtime.partition_compiler import compile_partition
+
+#: The graphs (versions) a task keeps per master, most recent first, for partitions registered later.
+GRAPHS_PER_MASTER = 4
 
 
 class TaskState(TaskResources):
@@ -70,6 +76,7 @@ class WorkerService:
         self._lock = threading.Lock()
         self._graphs = {}
         self._partitions = {}
+        self._handles = itertools.count()
         self._live = {}
         transport.on_request("get_status", self._get_status)
         transport.on_request("register_graph", self._register_graph)
@@ -82,13 +89,16 @@ class WorkerService:
     def _register_graph(self, source, reply, graph_key, graph_def, partition):
         """Import the master's graph (when ``graph_def`` is new) and compile one partition; reply its handle."""
         with self._lock:
+            graphs = self._graphs.setdefault(source, collections.OrderedDict())
             if graph_def is not None:
                 graph = graph_lib.Graph()
-                ops = import_nodes(graph_def, "", graph)
-                self._graphs[source] = (graph_key, ops)
-            known_key, ops = self._graphs[source]
-        if known_key != graph_key:
-            raise RuntimeError(f"rank {source} registered a partition of graph {graph_key} without sending it")
+                graphs[graph_key] = import_nodes(graph_def, "", graph)
+                while len(graphs) > GRAPHS_PER_MASTER:
+                    graphs.popitem(last=False)
+            ops = graphs.get(graph_key)
+        if ops is None:
+            raise errors.FailedPreconditionError(
+                None, None, f"Task {source} registered a partition of graph {graph_key} without sending that graph")
         device, records = partition
         nodes = tuple(PartitionNode(name, op, tuple(inputs), node_device, attrs,
                                     None if original is None else ops[original])
@@ -96,14 +106,17 @@ class WorkerService:
         # a step with control flow runs every partition on the control-flow executor (dead tensors cross tasks)
         compiled = compile_partition(PartitionGraph(device, nodes), has_control_flow([op.type for op in ops.values()]))
         with self._lock:
-            handle = (source, len(self._partitions))
+            handle = (source, next(self._handles))
             self._partitions[handle] = compiled
         reply(handle)
 
     def _run_graph(self, source, reply, handle, step_handle, step_id, trace, timeout_s=None):
         """Run a registered partition for a step; ``timeout_s``: the seconds its master's deadline has left
         (None: it set none), checked here between ops as the master checks it."""
-        partition = self._partitions[handle]
+        partition = self._partitions.get(handle)
+        if partition is None:
+            raise errors.InvalidArgumentError(None, None, f"Graph handle {handle} is not registered on this task "
+                                              "(deregistered, or its master's session was deleted)")
         rendezvous = self._steps.find_or_create(step_handle)
         txn = self._state.variable_store.begin()
         with self._lock:
@@ -123,6 +136,18 @@ class WorkerService:
 
         executor = make_executor(partition, ctx, inline_runner, done, timings)
         executor.start()
+
+    def deregister(self, handle):
+        """Forget a registered partition (TF's ``DeregisterGraph``); an unknown handle is ignored."""
+        with self._lock:
+            self._partitions.pop(handle, None)
+
+    def forget_master(self, source):
+        """Forget every graph and partition the task ``source`` registered (TF's ``DeleteWorkerSession``)."""
+        with self._lock:
+            self._graphs.pop(source, None)
+            for handle in [h for h in self._partitions if h[0] == source]:
+                del self._partitions[handle]
 
     def _end_step(self, source, reply, step_handle, commit):
         """Commit or drop the step's writes on this task, then reply (the master waits for commits)."""
