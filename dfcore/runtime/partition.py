@@ -219,7 +219,7 @@ class _Partitioner:
         return PartitionStats(self.data_edges, self.control_edges, self.data_pairs, self.control_pairs, self.saved)
 
 
-def partition(ops: Sequence[Operation], placement: Mapping[Operation, str], feeds: Sequence[Any] = (),
+def partition(ops: Sequence[Operation] | Sequence[Any], placement: Mapping[Any, str], feeds: Sequence[Any] = (),
               fetches: Sequence[Any] = (), client_device: str = CLIENT_DEVICE, call_frame: bool = True) -> Partitions:
     """Partition the placed ops of one run by device (TF's ``Partition`` after ``RewriteGraphForExecution``).
 

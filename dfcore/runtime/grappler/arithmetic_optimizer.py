@@ -30,7 +30,8 @@ import numpy as np
 from .constant_folding import const_node, evaluate, is_constant
 from .graph_item import GraphItem, Input, Node, Output
 
-_NEUTRAL = {"Mul": (1, (0, 1)), "RealDiv": (1, (0,)), "Sub": (0, (0,)), "Add": (0, (0, 1)), "AddV2": (0, (0, 1))}
+# op type -> (neutral value, input positions where the constant may stand)
+_NEUTRAL = {"Mul": (1, (0, 1)), "RealDiv": (1, (1,)), "Sub": (0, (1,)), "Add": (0, (0, 1)), "AddV2": (0, (0, 1))}
 _ASSOCIATIVE = ("Add", "AddV2", "Mul")
 
 
@@ -49,7 +50,7 @@ def _drop_neutral(item: GraphItem, node: Node, users: dict[str, set[str]]) -> bo
     neutral, positions = _NEUTRAL[node.type]
     for position in positions:
         const, other = node.inputs[position], node.inputs[1 - position]
-        if not is_constant(const) or not _same_shape_or_scalar(const, other, node):
+        if not (isinstance(const, Output) and is_constant(const)) or not _same_shape_or_scalar(const, other, node):
             continue
         value = const.op.get_attr("value")
         if not _all_equal(value, neutral, node.type, other.dtype):
@@ -85,7 +86,7 @@ def _push_down(item: GraphItem, node: Node, users: dict[str, set[str]]) -> None:
     """``Op(Op(x, c1), c2)`` → ``Op(x, c1 ∘ c2)``, the combined constant named after the inner node."""
     for position in (0, 1):
         c2, inner_out = node.inputs[1 - position], node.inputs[position]
-        if not is_constant(c2) or not isinstance(inner_out, Output):
+        if not (isinstance(c2, Output) and is_constant(c2)) or not isinstance(inner_out, Output):
             continue
         inner = inner_out.op
         if (inner.type != node.type or inner.device != node.device or inner.control_inputs

@@ -6,6 +6,8 @@ Source: ``tensorflow/core/grappler/optimizers/dependency_optimizer.cc`` (``Optim
 - An ``Identity`` (or ``Snapshot``) is bypassed — its consumers read its input — unless it is fetched, a
   target or a feed's producer, reads a reference (a variable's ``read`` is the snapshot a step sees), has
   control inputs, or sits on another device than its producer or a consumer (there it is a transfer point).
+  An ``Identity`` of a fed tensor is bypassed when its consumers share its device (they read the feed, which
+  reaches that device once either way).
 - A ``NoOp`` that is not a target is bypassed — each ``^noop`` becomes its control inputs — when all are on
   one device and bypassing adds no edges: inputs × outputs ≤ inputs + outputs.
 - A control edge ``^c`` is dropped where ``c`` already feeds the node through a data edge.
@@ -34,12 +36,17 @@ def run(item: GraphItem) -> None:
 
 def _bypass_identity(item: GraphItem, node: Node, users: dict[str, set[str]]) -> None:
     source = node.inputs[0]
-    if not item.removable(node) or node.control_inputs or not isinstance(source, Output):
+    if not item.removable(node) or node.control_inputs:
         return
     consumers = [c for c, _ in item.data_users(node, users)] + item.control_users(node, users)
-    if source.op.device != node.device or any(c.device != node.device for c in consumers):
+    if any(c.device != node.device for c in consumers):
         return
-    item.move_control_uses(node, [source.op], users)
+    if isinstance(source, Output):
+        if source.op.device != node.device:
+            return
+        item.move_control_uses(node, [source.op], users)
+    elif item.control_users(node, users):
+        return  # a feed has no node to wait for
     item.forward(node, [source], users)
     del item.nodes[node.name]
 

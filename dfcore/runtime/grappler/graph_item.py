@@ -145,7 +145,7 @@ class GraphItem:
 
     def data_users(self, node: Node, users: Mapping[str, set[str]]) -> list[tuple[Node, int]]:
         """``(consumer, input index)`` of each data use of ``node`` (``users``: from :meth:`users`)."""
-        found = []
+        found: list[tuple[Node, int]] = []
         for name in sorted(users.get(node.name, ())):
             consumer = self.nodes.get(name)
             if consumer is not None:

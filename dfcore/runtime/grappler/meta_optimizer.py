@@ -126,7 +126,7 @@ def optimize(ops: Sequence[Operation], placement: Any, feeds: Sequence[Tensor], 
     if len(item) < min_nodes:
         grappler = []
     initial = _snapshot(item)
-    records = []
+    records: list[PassRecord] = []
     for iteration in range(rewrite.meta_optimizer_iterations or DEFAULT_ITERATIONS):
         if len(item) < min_nodes:
             break
