@@ -101,7 +101,16 @@ from .ops.variables import (
     trainable_variables,
     variables_initializer,
 )
-from .runtime.config import ConfigProto, GPUOptions, GraphOptions, RunMetadata, RunOptions, StepRecords, step_records
+from .runtime.config import (
+    ConfigProto,
+    GPUOptions,
+    GraphOptions,
+    OptimizerOptions,
+    RunMetadata,
+    RunOptions,
+    StepRecords,
+    step_records,
+)
 from .runtime.placement_options import PlacementOptions
 from .runtime.session import InteractiveSession, Session, get_default_session
 

@@ -30,6 +30,7 @@ CLUSTER = ((ClusterSpec, dict, ClusterDef, Server, BaseSession),
            "a ClusterSpec, a dict of job names to task addresses, a ClusterDef, a Server or a Session")
 PLACEMENT = ((BaseSession, CostPlacement),
              "a Session placed with placement='cost_model' (after a run) or a CostPlacement (cost_placer.place)")
+PASS_RECORDS = ((list, tuple), "a tuple of PassRecords (from Session.optimizer_records(fetches, feed_dict))")
 DEVICE_VALUES = ((list, tuple), "a list of arrays (one per device)")
 
 
