@@ -148,7 +148,8 @@ class BaseSession:
             raise RuntimeError("Attempted to use a closed Session.")
         handler = FetchHandler(self._graph, fetches)
         feed_tensors, _ = self._process_feeds(feed_dict)
-        return self._plan_for(handler.tensors, handler.targets, feed_tensors).optimizer_records
+        return self._plan_for(handler.tensors, handler.targets, feed_tensors,
+                              self._thread_pool(None)).optimizer_records
 
     def placement_records(self) -> list[PlacementRecord]:
         """One :class:`~dfcore.runtime.placer.PlacementRecord` per placed node (empty before the first run)."""

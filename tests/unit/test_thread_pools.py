@@ -12,8 +12,14 @@ from threadpoolctl import threadpool_info
 
 import dfcore as tf
 from dfcore.runtime import thread_pools
+from dfcore.runtime.grappler import no_rewrite_session_config
 
 TRACE = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
+
+
+def _config(**fields):
+    """A ConfigProto without graph rewrites, so that the constant products below run instead of being folded."""
+    return no_rewrite_session_config(tf.ConfigProto(**fields))
 
 
 def _two_products(n=256):
@@ -51,7 +57,7 @@ def test_zero_means_the_number_of_cores_and_negative_the_callers_thread():
     assert thread_pools.num_inter_op_threads(0) == (os.cpu_count() or 1)
     assert thread_pools.num_inter_op_threads(3) == 3
     graph, total = _two_products()
-    config = tf.ConfigProto(inter_op_parallelism_threads=-1)
+    config = _config(inter_op_parallelism_threads=-1)
     with tf.Session(graph=graph, config=config, executor_runner="pool") as sess:
         assert _op_threads(sess, total) == {threading.get_ident()}
         assert sess._pools._pools[0].threads == 1  # TF: the global pool it made has one thread
@@ -59,7 +65,7 @@ def test_zero_means_the_number_of_cores_and_negative_the_callers_thread():
 
 def test_one_thread_per_session_runs_every_op_on_one_pool_thread():
     graph, total = _two_products()
-    config = tf.ConfigProto(inter_op_parallelism_threads=1, use_per_session_threads=True)
+    config = _config(inter_op_parallelism_threads=1, use_per_session_threads=True)
     with tf.Session(graph=graph, config=config, executor_runner="pool") as sess:
         used = _op_threads(sess, total)
     assert len(used) == 1 and threading.get_ident() not in used
@@ -67,9 +73,9 @@ def test_one_thread_per_session_runs_every_op_on_one_pool_thread():
 
 def test_the_first_sessions_setting_is_global_unless_use_per_session_threads():
     graph, total = _two_products()
-    first = tf.Session(graph=graph, config=tf.ConfigProto(inter_op_parallelism_threads=1))
-    second = tf.Session(graph=graph, config=tf.ConfigProto(inter_op_parallelism_threads=2))
-    own = tf.Session(graph=graph, config=tf.ConfigProto(inter_op_parallelism_threads=2,
+    first = tf.Session(graph=graph, config=_config(inter_op_parallelism_threads=1))
+    second = tf.Session(graph=graph, config=_config(inter_op_parallelism_threads=2))
+    own = tf.Session(graph=graph, config=_config(inter_op_parallelism_threads=2,
                                                         use_per_session_threads=True))
     try:
         assert first._thread_pool(None) is second._thread_pool(None)  # one process-global pool ...
@@ -89,7 +95,7 @@ def test_the_first_sessions_setting_is_global_unless_use_per_session_threads():
 def test_no_pool_thread_outlives_the_sessions_that_share_it():
     before = set(threading.enumerate())
     graph, total = _two_products()
-    sessions = [tf.Session(graph=graph, config=tf.ConfigProto(inter_op_parallelism_threads=2),
+    sessions = [tf.Session(graph=graph, config=_config(inter_op_parallelism_threads=2),
                            executor_runner="pool") for _ in range(2)]
     for sess in sessions:
         sess.run(total)
@@ -101,7 +107,7 @@ def test_no_pool_thread_outlives_the_sessions_that_share_it():
 
 def test_session_inter_op_thread_pool_picks_a_pool_per_run():
     graph, total = _two_products()
-    config = tf.ConfigProto()
+    config = _config()
     config.session_inter_op_thread_pool.add(num_threads=1)
     config.session_inter_op_thread_pool.add(num_threads=2, global_name="shared")
     with tf.Session(graph=graph, config=config, executor_runner="pool") as sess:
@@ -110,7 +116,7 @@ def test_session_inter_op_thread_pool_picks_a_pool_per_run():
         assert sess._thread_pool(tf.RunOptions(inter_op_thread_pool=1)).threads == 2
         with pytest.raises(tf.errors.InvalidArgumentError, match="^Invalid inter_op_thread_pool: 2$"):
             sess.run(total, options=tf.RunOptions(inter_op_thread_pool=2))
-        again = tf.ConfigProto()
+        again = _config()
         again.session_inter_op_thread_pool.add(num_threads=3, global_name="shared")
         with pytest.raises(tf.errors.InvalidArgumentError,
                            match="Pool shared configured previously with num_threads=2; cannot re-configure "
@@ -131,7 +137,7 @@ def test_intra_op_parallelism_threads_limits_blas_during_the_sessions_runs_only(
         x = tf.constant(np.eye(4, dtype=np.float32))
         y = tf.py_func(lambda a: (seen.append(_blas_threads()), a)[1], [tf.matmul(x, x)], tf.float32)
     before = _blas_threads()
-    with tf.Session(graph=graph, config=tf.ConfigProto(intra_op_parallelism_threads=1)) as sess:
+    with tf.Session(graph=graph, config=_config(intra_op_parallelism_threads=1)) as sess:
         np.testing.assert_array_equal(sess.run(y), np.eye(4))
     assert seen == [[1] * len(before)]
     assert _blas_threads() == before
