@@ -231,3 +231,17 @@ def test_a_traced_step_records_the_allocator_in_its_memory_stats():
     assert used.allocator_bytes_in_use >= weights  # the variables' new values came from the allocator
     assert used.reuse_hits > 0 and used.new_buffers >= 0
     assert 0 <= used.live_bytes <= used.peak_bytes <= used.total_bytes  # an update's output aliases its variable
+
+
+def test_a_traced_step_records_the_small_allocations_it_did_not_pool(monkeypatch):
+    monkeypatch.setattr(allocator, "POOL_MIN_BYTES", 1 << 30)  # nothing is pooled
+    graph, init, train, loss, variables, feed = _mlp()
+    with tf.Session(graph=graph) as sess:
+        sess.run(init)
+        run_metadata = tf.RunMetadata()
+        sess.run([train, loss], feed, options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE),
+                 run_metadata=run_metadata)
+        copies = sum(a.stats().small_allocs for a in _device_allocators(sess))
+    records = [m for d in tf.step_records(run_metadata).step_stats.dev_stats for m in d.memory]
+    assert sum(m.small_allocs for m in records) == copies >= 1  # the init run fetches nothing; the loss comes to the client as a copy
+    assert sum(m.new_buffers + m.reuse_hits for m in records) == 0
