@@ -243,5 +243,5 @@ def test_a_traced_step_records_the_small_allocations_it_did_not_pool(monkeypatch
                  run_metadata=run_metadata)
         copies = sum(a.stats().small_allocs for a in _device_allocators(sess))
     records = [m for d in tf.step_records(run_metadata).step_stats.dev_stats for m in d.memory]
-    assert sum(m.small_allocs for m in records) == copies >= 1  # the init run fetches nothing; the loss comes to the client as a copy
+    assert sum(m.small_allocs for m in records) == copies >= 1  # the loss's copy to the client
     assert sum(m.new_buffers + m.reuse_hits for m in records) == 0
