@@ -14,7 +14,7 @@ import threading
 
 from .. import errors
 from ..distribute.cluster_runtime import ClusterResources
-from ..runtime import session as session_lib
+from ..runtime import session_targets
 from ..runtime.device_set import DeviceSet, passes_device_filters
 from . import transport as transport_lib, world as world_lib
 
@@ -134,4 +134,4 @@ def _resolve(target, config):
     return MPIBinding(runtime, runtime.task_name(), config)
 
 
-session_lib.register_target_resolver(_resolve, first=True)
+session_targets.register_target_resolver(_resolve, first=True)
