@@ -1,5 +1,5 @@
 """Turn a :class:`~dfcore.runtime.partition.PartitionGraph` into an executable
-:class:`~dfcore.runtime.executor.CompiledPartition`.
+:class:`~dfcore.runtime.compiled_partition.CompiledPartition`.
 
 Source: TF's ``NewLocalExecutor`` (kernels are instantiated once per partition
 graph, not per step). Each node gets its kernel from the registry (the user's op
@@ -21,8 +21,8 @@ from __future__ import annotations
 from .. import errors
 from ..framework import registry
 from . import allocator, step_stats
+from .compiled_partition import CompiledNode, CompiledPartition
 from .control_flow_info import build_control_flow_info, has_control_flow
-from .executor import CompiledNode, CompiledPartition
 from .partition import PartitionGraph
 from .variable_store import VarRef
 
