@@ -12,13 +12,15 @@ checks CPython's reference count (a view, a fetch, a variable, a queue or the re
 array all count), and that the array owns its memory. A buffer some reader still holds is simply left
 to the garbage collector (and counted as freed when it dies).
 
-Small allocations (< :data:`POOL_MIN_BYTES` bytes) are not pooled: in Python a pool's get and put cost
-more than ``np.empty`` saves for them (measured on the lessons' 2-core machine, CPU time of an
-``np.add(out=)`` with a fresh vs a pooled buffer: 1.3 vs 2.9 µs at 1 KiB, 2.9 vs 4.5 µs at 16 KiB, even at
-64-256 KiB; only large buffers, whose fresh pages fault in, gain). They are handed out with ``np.empty``
-and counted in ``num_allocs`` and ``small_allocs`` only (not in the bytes in use). The partition compiler
-gives a node whose outputs are statically known to be small its plain kernel
-(:func:`pooled_shape`), so it pays neither the pool nor the ``out=`` variant's checks.
+Small allocations (< :data:`POOL_MIN_BYTES` bytes, 1 MiB) are not pooled: in Python a pool's get and put,
+the ``out=`` variant's checks and the executor's hand-back cost more than ``np.empty`` saves for them.
+Measured on the lessons' 2-core machine in CPU time, engines interleaved in one process, the MLP 784-256-10
+step (buffers of 2.5-800 KB) took 1.09x the CPU time of an engine that pools nothing when buffers from
+64 KiB up were pooled, 1.05x from 256 KiB up (the 800 KB weight and its gradient), 1.00x from 1 MiB up
+(none of them). Small buffers are handed out with ``np.empty`` and counted in ``num_allocs`` and
+``small_allocs`` only (not in the bytes in use). The partition compiler gives a node whose outputs are
+statically known to be small its plain kernel (:func:`pooled_shape`), so it pays neither the pool nor the
+``out=`` variant's checks.
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ class AllocatorStats:
     small_allocs: int = 0
 
 
-POOL_MIN_BYTES = 64 * 1024
+POOL_MIN_BYTES = 1 << 20
 """Buffers smaller than this many bytes are not pooled (see the module docstring)."""
 
 
