@@ -12,12 +12,14 @@ checks CPython's reference count (a view, a fetch, a variable, a queue or the re
 array all count), and that the array owns its memory. A buffer some reader still holds is simply left
 to the garbage collector (and counted as freed when it dies).
 
-Small allocations (< :data:`POOL_MIN_BYTES` bytes, 1 MiB) are not pooled: in Python a pool's get and put,
-the ``out=`` variant's checks and the executor's hand-back cost more than ``np.empty`` saves for them.
-Measured on the lessons' 2-core machine in CPU time, engines interleaved in one process, the MLP 784-256-10
-step (buffers of 2.5-800 KB) took 1.09x the CPU time of an engine that pools nothing when buffers from
-64 KiB up were pooled, 1.05x from 256 KiB up (the 800 KB weight and its gradient), 1.00x from 1 MiB up
-(none of them). Small buffers are handed out with ``np.empty`` and counted in ``num_allocs`` and
+Small allocations (< :data:`POOL_MIN_BYTES` bytes, 32 MiB) are not pooled: below glibc's largest
+dynamic mmap threshold (32 MiB on 64-bit) a freed buffer's memory is handed out again by ``malloc``
+without page faults, so a pool only adds its Python cost (a get and a put, the ``out=`` variant's checks,
+the executor's hand-back). Measured on the lessons' 2-core machine in CPU time, engines interleaved in one
+process, against the same engine pooling nothing: the MLP 784-256-10 step (buffers of 2.5-800 KB) took
+1.09x when buffers from 64 KiB up were pooled and 1.04x from 256 KiB up; the sync PS step of 4 workers
+took 1.19x at 4 MiB and 1.03x at 16 MiB pooled, but 0.75x at 64 MiB (fresh pages fault in there).
+Small buffers are handed out with ``np.empty`` and counted in ``num_allocs`` and
 ``small_allocs`` only (not in the bytes in use). The partition compiler gives a node whose outputs are
 statically known to be small its plain kernel (:func:`pooled_shape`), so it pays neither the pool nor the
 ``out=`` variant's checks.
@@ -56,7 +58,7 @@ class AllocatorStats:
     small_allocs: int = 0
 
 
-POOL_MIN_BYTES = 1 << 20
+POOL_MIN_BYTES = 32 << 20
 """Buffers smaller than this many bytes are not pooled (see the module docstring)."""
 
 
