@@ -26,7 +26,8 @@ class CompiledNode:
     """
 
     __slots__ = ("name", "op_type", "compute", "in_slots", "out_slot", "num_outputs", "needs_context",
-                 "is_async", "consumers", "pending", "source", "label", "preset", "gather", "compute_out", "unread")
+                 "is_async", "consumers", "pending", "source", "label", "preset", "gather", "compute_out", "unread",
+                 "releases", "reads_variable")
 
     def __init__(self, name: str, op_type: str, compute: Callable[..., Any], in_slots: Sequence[Any], out_slot: int,
                  num_outputs: int, needs_context: bool, is_async: bool, source: Any, label: str) -> None:
@@ -46,6 +47,8 @@ class CompiledNode:
         self.gather = _gatherer(in_slots)
         self.compute_out: Callable[..., Any] | None = None  # compute(allocator, *inputs) (ctx first if needs_context)
         self.unread: tuple[int, ...] = ()  # output slots of an out= kernel that no node reads
+        self.releases: tuple[int, ...] = ()  # the input slots it reads that may hold an allocator buffer
+        self.reads_variable = False  # takes a variable reference: its outputs may be the variable's buffer
 
 
 class CompiledPartition:
@@ -62,16 +65,17 @@ class CompiledPartition:
         self.num_slots = len(initial_values)
         self.num_scheduled = num_scheduled
         self.roots = [i for i, node in enumerate(nodes) if node.pending == 0 and not node.preset]
-        # TF's executor knows how many edges read each output: a slot is dropped once they all ran; slots a
-        # kernel with an out= variant fills hold allocator buffers, given back then (see the Executor); so may
-        # the outputs of any node reading such a slot (a Reshape's view of it): ``owned`` marks both, once
+        # TF's executor knows how many edges read each output: a slot is dropped once they all ran. ``owned``
+        # marks the slots that may hold an allocator buffer, given back then (see the Executor): an out=
+        # kernel's or a _Recv's output, a variable's value (its buffer is retired at commit, if no slot holds
+        # it) and the outputs of any node reading such a slot (a Reshape's view of it)
         self.slot_uses = [0] * self.num_slots
         self.owned = [False] * self.num_slots
         for node in nodes:
             if not node.preset:
                 for slot in node.in_slots:
                     self.slot_uses[slot] += 1
-            if node.compute_out is not None or node.op_type == "_Recv":  # a _Recv's copy: the allocator's
+            if node.compute_out is not None or node.op_type == "_Recv" or node.reads_variable:
                 self.owned[node.out_slot:node.out_slot + node.num_outputs] = [True] * node.num_outputs
         changed = True
         while changed:  # to a fixed point: a loop's NextIteration feeds a node listed before it
@@ -82,6 +86,7 @@ class CompiledPartition:
                     self.owned[node.out_slot:node.out_slot + node.num_outputs] = [True] * node.num_outputs
                     changed = True
         for node in nodes:
+            node.releases = tuple(s for s in node.in_slots if self.owned[s])
             if node.compute_out is not None:
                 node.unread = tuple(s for s in range(node.out_slot, node.out_slot + node.num_outputs)
                                     if self.slot_uses[s] == 0)

@@ -16,9 +16,11 @@ Source: TF's ``common_runtime/executor.cc`` (``ExecutorState``) and the whitepap
 * only one loop per executor processes nodes at a time (pending counts are never
   touched concurrently); the loop is started through the injected ``runner``
   (a thread pool's ``submit``, or an inline call in tests) — same results either way;
-* an entry is cleared once its last consumer has run (TF's ``num_output_edges``): a buffer a kernel
-  took from the device's :class:`~dfcore.runtime.allocator.Allocator` (``out=`` kernels, a ``_Recv``'s
-  copy) goes back to it unless a reader still holds it; a traced step keeps every value;
+* an entry that may hold a buffer a kernel took from the device's
+  :class:`~dfcore.runtime.allocator.Allocator` (``out=`` kernels, a ``_Recv``'s copy, a view of either) is
+  cleared once its last consumer has run (TF's ``num_output_edges``), and the buffer goes back to the
+  allocator unless a reader still holds it; other entries live until the step ends; a traced step keeps
+  every value;
 * the first kernel error ends the step: the executor stops and reports it through
   ``done(error)``; the Session then aborts the rendezvous so every other partition
   stops too;
@@ -260,7 +262,7 @@ class Executor(StepRun):
                     if timings is not None:
                         timings.append(NodeTiming(ctx.device, index, start, clock(),
                                                   threading.get_ident(), values[node.out_slot:node.out_slot + n]))
-                    if uses is not None:
+                    if uses is not None and (node.releases or node.unread):
                         args = result = None
                         self._drop_inputs(node, values, uses)
                 index = None  # the first consumer made ready runs next, without a queue round-trip
@@ -296,23 +298,24 @@ class Executor(StepRun):
             self._timings.append(NodeTiming(self._ctx.device, index, self._async_start.pop(index),
                                             time.perf_counter(), threading.get_ident(),
                                             values[node.out_slot:node.out_slot + n]))
-        if self._uses is not None:
+        if self._uses is not None and (node.releases or node.unread):
             value = None
             self._drop_inputs(node, values, self._uses)
         return True
 
     def _drop_inputs(self, node, values, uses):
-        """TF's executor clears an input entry once its last consumer has run: drop each slot ``node`` read
-        for the last time (and its outputs nobody reads); a slot an out= kernel filled goes back to the
-        allocator, which takes the buffer only if no one else holds it (a fetch, a variable, a view …)."""
-        for slot in node.in_slots:
+        """TF's executor clears an input entry once its last consumer has run: give back to the allocator
+        each slot that may hold one of its buffers (``node.releases``) that ``node`` read for the last time,
+        and the outputs of ``node`` nobody reads; the allocator takes a buffer only if no one else holds it
+        (a fetch, a variable, a view …). Other entries live until the step ends (they hold no pooled
+        buffer: clearing them would cost each node a call and gain nothing)."""
+        for slot in node.releases:
             left = uses[slot] - 1
             uses[slot] = left
             if not left:
                 value = values[slot]
                 values[slot] = None
-                if self._owned[slot]:  # an allocator's buffer, or maybe a view of one (a Reshape's)
-                    self._deallocate(value)
+                self._deallocate(value)
                 value = None
         for slot in node.unread:
             value = values[slot]

@@ -100,6 +100,8 @@ def _compile_node(node, in_slots, out_slot):
             out_def = None  # the out= kernels take values, not references
     compiled = CompiledNode(node.name, node.op, compute, in_slots, out_slot, _num_outputs(node), needs_context,
                             kernel_def.is_async, source, _label(node))
+    if node.original is not None:
+        compiled.reads_variable = any(t.dtype.is_ref for t in node.original.inputs)
     if out_def is not None and not kernel_def.is_async and not _statically_small(node.original):
         compiled.compute_out = out_def.factory(source)
     return compiled
