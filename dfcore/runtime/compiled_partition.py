@@ -27,7 +27,7 @@ class CompiledNode:
 
     __slots__ = ("name", "op_type", "compute", "in_slots", "out_slot", "num_outputs", "needs_context",
                  "is_async", "consumers", "pending", "source", "label", "preset", "gather", "compute_out", "unread",
-                 "releases", "reads_variable")
+                 "releases", "reads_variable", "small")
 
     def __init__(self, name: str, op_type: str, compute: Callable[..., Any], in_slots: Sequence[Any], out_slot: int,
                  num_outputs: int, needs_context: bool, is_async: bool, source: Any, label: str) -> None:
@@ -49,6 +49,7 @@ class CompiledNode:
         self.unread: tuple[int, ...] = ()  # output slots of an out= kernel that no node reads
         self.releases: tuple[int, ...] = ()  # the input slots it reads that may hold an allocator buffer
         self.reads_variable = False  # takes a variable reference: its outputs may be the variable's buffer
+        self.small = False  # its outputs are statically too small to be (or view) a pooled buffer
 
 
 class CompiledPartition:
@@ -68,21 +69,23 @@ class CompiledPartition:
         # TF's executor knows how many edges read each output: a slot is dropped once they all ran. ``owned``
         # marks the slots that may hold an allocator buffer, given back then (see the Executor): an out=
         # kernel's or a _Recv's output, a variable's value (its buffer is retired at commit, if no slot holds
-        # it) and the outputs of any node reading such a slot (a Reshape's view of it)
+        # it) and the outputs of any node reading such a slot (a Reshape's view of it), unless the slot is
+        # statically smaller than the allocator pools (a view is as large as its buffer, but for a slice)
         self.slot_uses = [0] * self.num_slots
         self.owned = [False] * self.num_slots
         for node in nodes:
             if not node.preset:
                 for slot in node.in_slots:
                     self.slot_uses[slot] += 1
-            if node.compute_out is not None or node.op_type == "_Recv" or node.reads_variable:
+            if not node.small and (node.compute_out is not None or node.op_type == "_Recv" or node.reads_variable):
                 self.owned[node.out_slot:node.out_slot + node.num_outputs] = [True] * node.num_outputs
         changed = True
         while changed:  # to a fixed point: a loop's NextIteration feeds a node listed before it
             changed = False
             for node in nodes:
                 outputs = range(node.out_slot, node.out_slot + node.num_outputs)
-                if any(self.owned[s] for s in node.in_slots) and not all(self.owned[s] for s in outputs):
+                if not node.small and any(self.owned[s] for s in node.in_slots) \
+                        and not all(self.owned[s] for s in outputs):
                     self.owned[node.out_slot:node.out_slot + node.num_outputs] = [True] * node.num_outputs
                     changed = True
         for node in nodes:

@@ -102,7 +102,8 @@ def _compile_node(node, in_slots, out_slot):
                             kernel_def.is_async, source, _label(node))
     if node.original is not None:
         compiled.reads_variable = any(t.dtype.is_ref for t in node.original.inputs)
-    if out_def is not None and not kernel_def.is_async and not _statically_small(node.original):
+        compiled.small = _statically_small(node.original)
+    if out_def is not None and not kernel_def.is_async and not compiled.small:
         compiled.compute_out = out_def.factory(source)
     return compiled
 
