@@ -19,7 +19,7 @@ listening on any socket.
   before it starts. When every server of a cluster has stopped, the cluster is gone.
 
 The transport-specific part is only this module's binding (the MPI runtime provides
-another one behind :func:`dfcore.runtime.session.register_target_resolver`).
+another one behind :func:`dfcore.runtime.session_targets.register_target_resolver`).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import errors
 from ..framework.device import DeviceSpec
-from ..runtime import session as session_lib
+from ..runtime import session_targets
 from ..runtime.config import ConfigProto
 from ..runtime.device_set import Device, DeviceSet, passes_device_filters
 from ..runtime.session_resources import SessionResources
@@ -298,4 +298,4 @@ def _resolve(target, config):
     return ClusterBinding(cluster, task, config)
 
 
-session_lib.register_target_resolver(_resolve)
+session_targets.register_target_resolver(_resolve)

@@ -13,7 +13,7 @@ serves until the workers are done, so ``mpiexec`` can end the job); TF's join ne
 import threading
 
 from .. import errors
-from ..runtime import session as session_lib
+from ..runtime import session_targets
 from ..transport.master import TaskBinding
 from ..transport.task import TaskRuntime
 from . import transport as transport_lib, world as world_lib
@@ -79,4 +79,4 @@ def _resolve(target, config):
     return TaskBinding(runtime, runtime.task_name(), config)
 
 
-session_lib.register_target_resolver(_resolve, first=True)
+session_targets.register_target_resolver(_resolve, first=True)

@@ -41,7 +41,8 @@ from typing import Any
 from .. import errors
 from ..framework.registry import DEAD
 from .cancellation import cancelled_error
-from .executor import CompiledPartition, Executor, NodeTiming, StepContext, StepRun
+from .compiled_partition import CompiledPartition
+from .executor import Executor, NodeTiming, StepContext, StepRun
 from .kernel_errors import kernel_error
 
 

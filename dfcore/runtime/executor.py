@@ -16,9 +16,11 @@ Source: TF's ``common_runtime/executor.cc`` (``ExecutorState``) and the whitepap
 * only one loop per executor processes nodes at a time (pending counts are never
   touched concurrently); the loop is started through the injected ``runner``
   (a thread pool's ``submit``, or an inline call in tests) — same results either way;
-* an entry is cleared once its last consumer has run (TF's ``num_output_edges``): a buffer a kernel
-  took from the device's :class:`~dfcore.runtime.allocator.Allocator` (``out=`` kernels, a ``_Recv``'s
-  copy) goes back to it unless a reader still holds it; a traced step keeps every value;
+* an entry that may hold a buffer a kernel took from the device's
+  :class:`~dfcore.runtime.allocator.Allocator` (``out=`` kernels, a ``_Recv``'s copy, a view of either) is
+  cleared once its last consumer has run (TF's ``num_output_edges``), and the buffer goes back to the
+  allocator unless a reader still holds it; other entries live until the step ends; a traced step keeps
+  every value;
 * the first kernel error ends the step: the executor stops and reports it through
   ``done(error)``; the Session then aborts the rendezvous so every other partition
   stops too;
@@ -39,14 +41,14 @@ Errors: a kernel's exception becomes the step's ``OpError`` in one place,
 from __future__ import annotations
 
 import collections
-import operator
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 from .. import errors
 from .cancellation import cancelled_error
+from .compiled_partition import CompiledPartition
 from .kernel_errors import kernel_error, with_node
 
 
@@ -90,68 +92,6 @@ class StepContext:
     def on_device(self, device: str) -> StepContext:
         return StepContext(self.txn, self.resources, self.step_id, self.rendezvous, device, self.collectives,
                            self.tracing, self.deadline, self.call_frame)
-
-
-class CompiledNode:
-    """One node of a compiled partition.
-
-    ``compute(*inputs)`` (or ``compute(ctx, *inputs)`` when ``needs_context``) returns
-    the output, or a tuple for several outputs; an async node's ``compute(ctx, done, *inputs)``
-    calls ``done(error, value)`` later. ``consumers`` lists consumer node indices, once
-    per edge (data or control), matching their pending counts.
-    """
-
-    __slots__ = ("name", "op_type", "compute", "in_slots", "out_slot", "num_outputs", "needs_context",
-                 "is_async", "consumers", "pending", "source", "label", "preset", "gather", "compute_out", "unread")
-
-    def __init__(self, name: str, op_type: str, compute: Callable[..., Any], in_slots: Sequence[Any], out_slot: int,
-                 num_outputs: int, needs_context: bool, is_async: bool, source: Any, label: str) -> None:
-        self.name = name
-        self.op_type = op_type
-        self.compute = compute
-        self.in_slots = in_slots
-        self.out_slot = out_slot
-        self.num_outputs = num_outputs
-        self.needs_context = needs_context
-        self.is_async = is_async
-        self.consumers: list[int] = []
-        self.pending = 0
-        self.source = source
-        self.label = label
-        self.preset = False
-        self.gather = _gatherer(in_slots)
-        self.compute_out: Callable[..., Any] | None = None  # compute(allocator, *inputs) (ctx first if needs_context)
-        self.unread: tuple[int, ...] = ()  # output slots of an out= kernel that no node reads
-
-
-class CompiledPartition:
-    """A partition ready to run: nodes in a deterministic topological order, root indices,
-    the initial value slots (constants already materialized, see the compiler), and its
-    :class:`~dfcore.runtime.control_flow_info.ControlFlowInfo` if it holds control flow (None: straight line)."""
-
-    def __init__(self, device: str, nodes: list[CompiledNode], initial_values: list[Any], num_scheduled: int,
-                 control_flow: Any = None) -> None:
-        self.device = device
-        self.control_flow = control_flow  # a ControlFlowInfo when the partition has control-flow ops
-        self.nodes = nodes
-        self.initial_values = initial_values
-        self.num_slots = len(initial_values)
-        self.num_scheduled = num_scheduled
-        self.roots = [i for i, node in enumerate(nodes) if node.pending == 0 and not node.preset]
-        # TF's executor knows how many edges read each output: a slot is dropped once they all ran; slots a
-        # kernel with an out= variant fills hold allocator buffers, given back then (see the Executor)
-        self.slot_uses = [0] * self.num_slots
-        self.owned = [False] * self.num_slots
-        for node in nodes:
-            if not node.preset:
-                for slot in node.in_slots:
-                    self.slot_uses[slot] += 1
-            if node.compute_out is not None or node.op_type == "_Recv":  # a _Recv's copy: the allocator's
-                self.owned[node.out_slot:node.out_slot + node.num_outputs] = [True] * node.num_outputs
-        for node in nodes:
-            if node.compute_out is not None:
-                node.unread = tuple(s for s in range(node.out_slot, node.out_slot + node.num_outputs)
-                                    if self.slot_uses[s] == 0)
 
 
 class NodeTiming:
@@ -322,7 +262,7 @@ class Executor(StepRun):
                     if timings is not None:
                         timings.append(NodeTiming(ctx.device, index, start, clock(),
                                                   threading.get_ident(), values[node.out_slot:node.out_slot + n]))
-                    if uses is not None:
+                    if uses is not None and (node.releases or node.unread):
                         args = result = None
                         self._drop_inputs(node, values, uses)
                 index = None  # the first consumer made ready runs next, without a queue round-trip
@@ -358,23 +298,24 @@ class Executor(StepRun):
             self._timings.append(NodeTiming(self._ctx.device, index, self._async_start.pop(index),
                                             time.perf_counter(), threading.get_ident(),
                                             values[node.out_slot:node.out_slot + n]))
-        if self._uses is not None:
+        if self._uses is not None and (node.releases or node.unread):
             value = None
             self._drop_inputs(node, values, self._uses)
         return True
 
     def _drop_inputs(self, node, values, uses):
-        """TF's executor clears an input entry once its last consumer has run: drop each slot ``node`` read
-        for the last time (and its outputs nobody reads); a slot an out= kernel filled goes back to the
-        allocator, which takes the buffer only if no one else holds it (a fetch, a variable, a view …)."""
-        for slot in node.in_slots:
+        """TF's executor clears an input entry once its last consumer has run: give back to the allocator
+        each slot that may hold one of its buffers (``node.releases``) that ``node`` read for the last time,
+        and the outputs of ``node`` nobody reads; the allocator takes a buffer only if no one else holds it
+        (a fetch, a variable, a view …). Other entries live until the step ends (they hold no pooled
+        buffer: clearing them would cost each node a call and gain nothing)."""
+        for slot in node.releases:
             left = uses[slot] - 1
             uses[slot] = left
             if not left:
                 value = values[slot]
                 values[slot] = None
-                if self._owned[slot] or getattr(value, "base", None) is not None:  # views too (a Reshape's)
-                    self._deallocate(value)
+                self._deallocate(value)
                 value = None
         for slot in node.unread:
             value = values[slot]
@@ -400,16 +341,6 @@ class Executor(StepRun):
             self._wake()
 
         self._compute_async(node, args, completed)
-
-
-def _gatherer(slots):
-    """A function returning the tuple of ``values[s]`` for ``s`` in ``slots`` (C-speed itemgetter)."""
-    if not slots:
-        return lambda values: ()
-    if len(slots) == 1:
-        slot = slots[0]
-        return lambda values: (values[slot],)
-    return operator.itemgetter(*slots)
 
 
 def inline_runner(fn: Callable[[], Any]) -> None:

@@ -28,7 +28,7 @@ from ..framework.tensor_shape import TensorShape
 from .device_set import allocator_name
 
 if TYPE_CHECKING:
-    from .executor import CompiledNode
+    from .compiled_partition import CompiledNode
 
 _NUMPY_SIZE_ERRORS = ("array is too big", "Maximum allowed size exceeded")
 

@@ -1,5 +1,5 @@
 """Turn a :class:`~dfcore.runtime.partition.PartitionGraph` into an executable
-:class:`~dfcore.runtime.executor.CompiledPartition`.
+:class:`~dfcore.runtime.compiled_partition.CompiledPartition`.
 
 Source: TF's ``NewLocalExecutor`` (kernels are instantiated once per partition
 graph, not per step). Each node gets its kernel from the registry (the user's op
@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from .. import errors
 from ..framework import registry
-from . import step_stats
+from . import allocator, step_stats
+from .compiled_partition import CompiledNode, CompiledPartition
 from .control_flow_info import build_control_flow_info, has_control_flow
-from .executor import CompiledNode, CompiledPartition
 from .partition import PartitionGraph
 from .variable_store import VarRef
 
@@ -100,9 +100,22 @@ def _compile_node(node, in_slots, out_slot):
             out_def = None  # the out= kernels take values, not references
     compiled = CompiledNode(node.name, node.op, compute, in_slots, out_slot, _num_outputs(node), needs_context,
                             kernel_def.is_async, source, _label(node))
-    if out_def is not None and not kernel_def.is_async:
+    if node.original is not None:
+        compiled.reads_variable = any(t.dtype.is_ref for t in node.original.inputs)
+        compiled.small = _statically_small(node.original)
+    if out_def is not None and not kernel_def.is_async and not compiled.small:
         compiled.compute_out = out_def.factory(source)
     return compiled
+
+
+def _statically_small(op):
+    """True when every output of ``op`` has a fully defined static shape too small to be pooled: its plain
+    kernel is as good (see :mod:`dfcore.runtime.allocator`)."""
+    for out in op.outputs:
+        if not out.shape.is_fully_defined() or allocator.pooled_shape(tuple(out.shape.as_list()),
+                                                                      out.dtype.base_dtype.as_numpy_dtype):
+            return False
+    return True
 
 
 def _label(node):

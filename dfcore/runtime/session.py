@@ -3,7 +3,7 @@
 Source: ``tensorflow/python/client/session.py`` and
 ``tensorflow/core/common_runtime/direct_session.cc``. A session owns its devices
 (from ``ConfigProto.device_count``; on a cluster target, the whole cluster's, see
-:func:`register_target_resolver`), its variables and a thread pool of
+:func:`~dfcore.runtime.session_targets.register_target_resolver`), its variables and a thread pool of
 ``inter_op_parallelism_threads`` (see :mod:`dfcore.runtime.thread_pools`). ``run`` validates feeds and
 fetches; builds, once
 per signature, a plan (prune → place → partition with ``_Send``/``_Recv`` → one
@@ -21,7 +21,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from types import TracebackType
 from typing import Any, Literal
 
@@ -41,6 +41,7 @@ from .partition import Partitions
 from .placement_options import PlacementArg, PlacementOptions, placement_options
 from .placer import Placement, PlacementRecord
 from .session_resources import SessionResources
+from .session_targets import bind_target
 from .step_plan import StepPlan
 from .step_trace import fill_run_metadata
 from .thread_pools import InterOpPool, SessionThreadPools
@@ -391,45 +392,6 @@ class InteractiveSession(BaseSession):
             self._graph_context.__exit__(None, None, None)
             self._interactive_context.__exit__(None, None, None)
         super().close()
-
-
-# -- targets ----------------------------------------------------------------------
-_TARGET_RESOLVERS: list[Callable[..., Any]] = []
-
-
-def register_target_resolver(resolver: Callable[[str, ConfigProto], Any], first: bool = False) -> None:
-    """Let ``Session(target=...)`` run on something other than this process.
-
-    ``resolver(target, config)`` returns None when ``target`` is not its kind, else a
-    binding with ``device_set`` (a DeviceSet whose client device is the session's task),
-    ``variable_store``, ``resources`` (a :class:`SessionResources`),
-    ``check_step(plan)`` (raises ``UnavailableError`` when a task the plan uses is down) and
-    optionally ``run_step`` (same signature as :func:`dfcore.runtime.step.run_step`) to run
-    steps itself, or ``run(graph, fetch tensors, target ops, feed tensors, feed values, options,
-    run_metadata)`` returning the fetched values to run whole calls elsewhere (a remote master), and
-    ``close()``. ``first`` puts it before the resolvers registered so far.
-    """
-    if first:
-        _TARGET_RESOLVERS.insert(0, resolver)
-    else:
-        _TARGET_RESOLVERS.append(resolver)
-
-
-def bind_target(target: str, config: ConfigProto) -> Any:
-    """The binding of ``target`` (None for the local target ``""``).
-
-    Raises:
-        NotFoundError: no resolver knows the target (TF's wording).
-    """
-    if not target:
-        return None
-    for resolver in _TARGET_RESOLVERS:
-        binding = resolver(target, config)
-        if binding is not None:
-            return binding
-    raise errors.NotFoundError(
-        None, None, f'No session factory registered for the given session options: {{target: "{target}"}} '
-        "Registered factories are {DIRECT_SESSION, GRPC_SESSION}.")
 
 
 # -- the default session --------------------------------------------------------

@@ -29,8 +29,8 @@ from ..framework.operation import Operation
 from ..framework.protos import ConfigProto
 from ..framework.tensor import Tensor
 from . import cost_model, grappler, partition as partition_lib, prune as prune_lib
+from .compiled_partition import CompiledPartition
 from .control_flow_info import has_control_flow
-from .executor import CompiledPartition
 from .partition import Partitions
 from .partition_compiler import compile_partition
 from .sendrecv_ops import rendezvous_key
@@ -43,7 +43,7 @@ class StepPlan:
     """What :mod:`dfcore.runtime.step` needs to run one step.
 
     Attributes:
-        partitions: the :class:`~dfcore.runtime.executor.CompiledPartition` of each
+        partitions: the :class:`~dfcore.runtime.compiled_partition.CompiledPartition` of each
             device, ordered by device name.
         graphs: the :class:`~dfcore.runtime.partition.Partitions` they came from.
         ops: the pruned ops in topological order.

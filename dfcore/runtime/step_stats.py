@@ -71,7 +71,8 @@ class AllocatorMemoryUsed:
     alive at once), ``live_bytes`` (still alive when the step ended), ``allocator_bytes_in_use`` (the
     allocator's bytes in use then). dfcore's: ``allocation_count`` (outputs that took memory),
     ``new_buffers`` and ``reuse_hits`` (buffers the device's :class:`~dfcore.runtime.allocator.Allocator`
-    made and took from its pools during the step).
+    made and took from its pools during the step), ``small_allocs`` (small allocations, below the
+    allocator's ``POOL_MIN_BYTES``, that it made with ``np.empty`` and does not pool).
     """
 
     allocator_name: str
@@ -82,6 +83,7 @@ class AllocatorMemoryUsed:
     allocator_bytes_in_use: int = 0
     new_buffers: int = 0
     reuse_hits: int = 0
+    small_allocs: int = 0
 
 
 @dataclasses.dataclass(frozen=True)

@@ -242,12 +242,13 @@ def _memory(device, partition, executor, timings, machine, allow_growth, allocat
                 live -= sizes[producer]
     spec = DeviceSpec.from_string(device)
     name = allocator_name(device)
-    in_use = new = reused = 0
+    in_use = new = reused = small = 0
     if allocator_stats is not None:
         before, after = allocator_stats
         in_use, new, reused = after.bytes_in_use, after.new_buffers - before.new_buffers, \
             after.reuse_hits - before.reuse_hits
-    records = [AllocatorMemoryUsed(name, total, peak, count, live, in_use, new, reused)]
+        small = after.small_allocs - before.small_allocs
+    records = [AllocatorMemoryUsed(name, total, peak, count, live, in_use, new, reused, small)]
     if spec.device_type == "GPU" and not allow_growth:
         reserved = machine.device(device).memory_bytes
         records.append(AllocatorMemoryUsed(f"{name} reserved", reserved, reserved, 1))

@@ -33,7 +33,7 @@ import concurrent.futures
 import contextlib
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 from .. import errors
@@ -158,14 +158,11 @@ class SessionThreadPools:
         pool = self._pools[index]
         return pool if pool.threads > 0 else None
 
-    @contextlib.contextmanager
-    def intra_op_scope(self) -> Iterator[None]:
-        """Limit BLAS to ``intra_op_threads`` threads inside the block (no limit when 0)."""
+    def intra_op_scope(self) -> contextlib.AbstractContextManager[Any]:
+        """A context limiting BLAS to ``intra_op_threads`` threads inside the block (no limit when 0)."""
         if not self.intra_op_threads:
-            yield
-            return
-        with _blas_controller().limit(limits=self.intra_op_threads, user_api="blas"):
-            yield
+            return _NO_LIMIT
+        return _blas_controller().limit(limits=self.intra_op_threads, user_api="blas")
 
     def close(self) -> None:
         """Release the session's pools (a pool's threads stop once no session uses it)."""
@@ -175,6 +172,7 @@ class SessionThreadPools:
 
 
 _controller: Any = None
+_NO_LIMIT = contextlib.nullcontext()  # reusable: it holds no state
 
 
 def _blas_controller() -> Any:

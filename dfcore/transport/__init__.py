@@ -17,7 +17,7 @@ import os
 import sys
 
 from ..distribute.cluster import TaskBackend, register_task_backend
-from ..runtime import session as session_lib
+from ..runtime import session_targets
 
 #: The environment variable choosing where ``tf.train.Server`` runs its task: ``grpc`` (a real gRPC server in
 #: this process, as TensorFlow; see :mod:`dfcore.transport.grpc_server`) or unset (dfcore's in-process cluster).
@@ -46,4 +46,4 @@ register_task_backend(TaskBackend(grpc_enabled, lambda server: _grpc_server().st
                                   lambda timeout_s: _grpc_server().join(timeout_s),
                                   lambda server: _grpc_server().stop_task(server),
                                   lambda: _grpc_server().local_address()))
-session_lib.register_target_resolver(_resolve, first=True)
+session_targets.register_target_resolver(_resolve, first=True)

@@ -139,13 +139,16 @@ def tensorflow_v1():
     return tensorflow.compat.v1
 
 
-def new_buffers_per_step(step, sess, steps=ALLOCATION_STEPS):
-    """Buffers dfcore's device allocators made (not taken from a pool) per step, over ``steps`` steps."""
-    allocators = sess._resources.allocators().values()  # dfcore's allocators (no TF API reads them)
-    before = sum(a.stats().new_buffers for a in allocators)
+def allocations_per_step(step, sess, steps=ALLOCATION_STEPS):
+    """Per step, over ``steps`` steps: buffers dfcore's device allocators made for their pools (not taken from
+    a pool), and small allocations they made without pooling (see :mod:`dfcore.runtime.allocator`)."""
+    allocators = list(sess._resources.allocators().values())  # dfcore's allocators (no TF API reads them)
+    before = [sum(a.stats().new_buffers for a in allocators), sum(a.stats().small_allocs for a in allocators)]
     for _ in range(steps):
         step()
-    return (sum(a.stats().new_buffers for a in sess._resources.allocators().values()) - before) / steps
+    allocators = list(sess._resources.allocators().values())
+    after = [sum(a.stats().new_buffers for a in allocators), sum(a.stats().small_allocs for a in allocators)]
+    return (after[0] - before[0]) / steps, (after[1] - before[1]) / steps
 
 
 def main():
@@ -164,7 +167,7 @@ def main():
     with dfcore_sess:
         dfcore_t, naive_t, prealloc_t = interleaved_samples_s(
             [dfcore_step, lambda: naive_numpy_step(naive_params, x, labels), prealloc], REPEATS)
-        new_buffers = new_buffers_per_step(dfcore_step, dfcore_sess)
+        new_buffers, small_allocs = allocations_per_step(dfcore_step, dfcore_sess)
     dfcore_s, naive_s, prealloc_s = (statistics.median(t) for t in (dfcore_t, naive_t, prealloc_t))
 
     rows = [("dfcore Session.run step", dfcore_s * 1e3, "ms"),
@@ -173,8 +176,9 @@ def main():
             ("ratio dfcore / numpy naive (paired)", median_ratio(dfcore_t, naive_t), "x"),
             (f"ratio dfcore / numpy preallocated (paired; target <= {TARGET_RATIO})",
              median_ratio(dfcore_t, prealloc_t), "x"),
-            (f"dfcore new buffers per step after warm-up (mean of {ALLOCATION_STEPS}; target 0)", new_buffers,
-             "")]
+            (f"dfcore new pooled buffers per step after warm-up (mean of {ALLOCATION_STEPS}; target 0)", new_buffers,
+             ""),
+            ("dfcore small allocations per step, not pooled (np.empty)", small_allocs, "")]
     v1 = tensorflow_v1()
     if v1 is not None:
         config = v1.ConfigProto(intra_op_parallelism_threads=1, inter_op_parallelism_threads=1)

@@ -8,9 +8,46 @@ import pytest
 
 import dfcore as tf
 from dfcore.framework import registry
+from dfcore.runtime import allocator
 from dfcore.runtime.allocator import Allocator
 
 BATCH, N_IN, N_HIDDEN, N_OUT = 16, 20, 12, 5
+
+
+@pytest.fixture(autouse=True)
+def pool_every_size(monkeypatch):
+    """These tests' buffers are tiny: pool them all, as large ones are (the size rule has its own tests)."""
+    monkeypatch.setattr(allocator, "POOL_MIN_BYTES", 0)
+
+
+def test_small_allocations_are_not_pooled_but_counted(monkeypatch):
+    monkeypatch.setattr(allocator, "POOL_MIN_BYTES", 64)
+    alloc = Allocator("cpu")
+    f32 = np.dtype(np.float32)
+    small = alloc.allocate((15,), f32)  # 60 bytes < 64
+    assert not alloc.deallocate(small)
+    large = alloc.allocate((16,), f32)  # 64 bytes: pooled
+    assert alloc.deallocate(large)
+    stats = alloc.stats()
+    assert (stats.num_allocs, stats.small_allocs, stats.new_buffers) == (2, 1, 1)
+    assert stats.bytes_in_use == 0 and stats.bytes_reserved == 64 and small.shape == (15,)
+
+
+def test_a_node_with_statically_small_outputs_runs_its_plain_kernel(monkeypatch):
+    monkeypatch.setattr(allocator, "POOL_MIN_BYTES", 4 * 8)
+    graph = tf.Graph()
+    with graph.as_default():
+        small = tf.constant(np.ones(7, np.float32)) + tf.constant(np.ones(7, np.float32))  # 28 bytes
+        large = tf.constant(np.ones(8, np.float32)) + tf.constant(np.ones(8, np.float32))  # 32 bytes
+    counts = []
+    for fetch in (small, large):
+        with tf.Session(graph=graph) as sess:
+            assert sess.run(fetch).tolist() == [2.0] * fetch.shape.as_list()[0]
+            stats = [a.stats() for a in sess._resources.allocators().values()]
+            counts.append(tuple(sum(getattr(s, f) for s in stats) for f in ("num_allocs", "small_allocs",
+                                                                              "new_buffers")))
+    # the small Add does not ask the allocator (only the fetch's copy to the client does); the large one does
+    assert counts == [(1, 1, 0), (2, 0, 2)]
 
 
 # -- the allocator alone ----------------------------------------------------------------------------------------
@@ -194,3 +231,17 @@ def test_a_traced_step_records_the_allocator_in_its_memory_stats():
     assert used.allocator_bytes_in_use >= weights  # the variables' new values came from the allocator
     assert used.reuse_hits > 0 and used.new_buffers >= 0
     assert 0 <= used.live_bytes <= used.peak_bytes <= used.total_bytes  # an update's output aliases its variable
+
+
+def test_a_traced_step_records_the_small_allocations_it_did_not_pool(monkeypatch):
+    monkeypatch.setattr(allocator, "POOL_MIN_BYTES", 1 << 30)  # nothing is pooled
+    graph, init, train, loss, variables, feed = _mlp()
+    with tf.Session(graph=graph) as sess:
+        sess.run(init)
+        run_metadata = tf.RunMetadata()
+        sess.run([train, loss], feed, options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE),
+                 run_metadata=run_metadata)
+        copies = sum(a.stats().small_allocs for a in _device_allocators(sess))
+    records = [m for d in tf.step_records(run_metadata).step_stats.dev_stats for m in d.memory]
+    assert sum(m.small_allocs for m in records) == copies >= 1  # the loss's copy to the client
+    assert sum(m.new_buffers + m.reuse_hits for m in records) == 0

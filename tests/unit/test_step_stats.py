@@ -41,7 +41,7 @@ def test_node_exec_stats_uses_tf_field_names():
         ns.node_name = "other"
     assert [f.name for f in dataclasses.fields(AllocatorMemoryUsed)] == [
         "allocator_name", "total_bytes", "peak_bytes", "allocation_count", "live_bytes", "allocator_bytes_in_use",
-        "new_buffers", "reuse_hits"]
+        "new_buffers", "reuse_hits", "small_allocs"]
     assert [f.name for f in dataclasses.fields(DeviceStepStats)] == ["device", "node_stats", "memory"]
     assert [f.name for f in dataclasses.fields(StepStats)] == ["dev_stats"]
 
@@ -114,7 +114,8 @@ def test_to_dict_shape():
     assert d["dev_stats"][0]["node_stats"][0]["output_bytes"] == [4, 8]
     assert d["dev_stats"][0]["memory"] == [
         {"allocator_name": "m", "total_bytes": 1, "peak_bytes": 2, "allocation_count": 3, "live_bytes": 0,
-         "allocator_bytes_in_use": 0, "new_buffers": 0, "reuse_hits": 0}]
+         "allocator_bytes_in_use": 0, "new_buffers": 0, "reuse_hits": 0,
+         "small_allocs": 0}]
 
 
 @pytest.mark.parametrize(

@@ -10,6 +10,7 @@ import numpy as np
 
 import dfcore as tf
 from dfcore.distribute import all_reduce
+from dfcore.runtime import allocator
 from dfcore.runtime.rendezvous import Rendezvous, create_key
 
 GPU0, GPU1 = "/job:localhost/replica:0/task:0/device:GPU:0", "/job:localhost/replica:0/task:0/device:GPU:1"
@@ -48,7 +49,8 @@ def test_a_transfer_on_one_device_passes_the_value_through():
     assert _received(rendezvous, key) is value
 
 
-def test_a_send_recv_pair_in_a_session_step_copies_once():
+def test_a_send_recv_pair_in_a_session_step_copies_once(monkeypatch):
+    monkeypatch.setattr(allocator, "POOL_MIN_BYTES", MIB)  # 4 MiB buffers pooled: only copies are new memory
     graph = tf.Graph()
     with graph.as_default():
         x = tf.placeholder(tf.float32, [MIB], name="x")
