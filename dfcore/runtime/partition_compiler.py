@@ -83,21 +83,36 @@ def _num_outputs(node):
 
 def _compile_node(node, in_slots, out_slot):
     source = node.original if node.original is not None else node
-    kernel_def = registry.kernel(node.op)
+    compute, needs_context, is_async = instantiate_kernel(source, node.op, node.name, node,
+                                                          node.original is not None)
+    return CompiledNode(node.name, node.op, compute, in_slots, out_slot, _num_outputs(node), needs_context,
+                        is_async, source, _label(node))
+
+
+def instantiate_kernel(source, op_type, name, described=None, is_operation=True):
+    """The kernel of one node: ``(compute, needs_context, is_async)`` (contract in
+    :mod:`dfcore.framework.registry`); for an Operation (``is_operation``), reference inputs other than the op's
+    own ``ref_inputs`` are read from the step's transaction first. Used for partitions and for eager ops
+    (:mod:`dfcore.eager.execute`), so both run the same kernels. ``described``: what the error's ``node_def``
+    comes from (a partition node; default ``source``).
+
+    Raises:
+        NotFoundError: no kernel is registered for ``op_type``.
+    """
+    kernel_def = registry.kernel(op_type)
     if kernel_def is None:
         raise errors.NotFoundError(
-            node.node_def, node.original,
-            f"No registered kernel for op '{node.name}' of type '{node.op}' on the numpy backend.")
+            getattr(described if described is not None else source, "node_def", None),
+            source if is_operation else None,
+            f"No registered kernel for op '{name}' of type '{op_type}' on the numpy backend.")
     compute = kernel_def.factory(source)
     needs_context = kernel_def.needs_context
-    if node.original is not None:
-        op = node.original
-        refs = [i for i, t in enumerate(op.inputs) if t.dtype.is_ref and i not in registry.ref_inputs(op.type)]
+    if is_operation:
+        refs = [i for i, t in enumerate(source.inputs) if t.dtype.is_ref and i not in registry.ref_inputs(op_type)]
         if refs:
             compute = _dereferencing(compute, refs, needs_context)
             needs_context = True
-    return CompiledNode(node.name, node.op, compute, in_slots, out_slot, _num_outputs(node), needs_context,
-                        kernel_def.is_async, source, _label(node))
+    return compute, needs_context, kernel_def.is_async
 
 
 def _label(node):
