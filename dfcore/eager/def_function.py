@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ..framework import dtypes, graph as graph_lib, nest
+from ..framework import dtypes, graph as graph_lib, nest, registry
 from ..framework.operation import Operation
 from ..framework.tensor import Tensor
 from ..framework.tensor_conversion import convert_to_tensor
@@ -41,6 +41,7 @@ class FuncGraph(graph_lib.Graph):
         super().__init__()
         self.name = name
         self._captures: dict[int, tuple[Any, Tensor]] = {}
+        self.last_effect: Operation | None = None  # the last op with effects, which a call always runs
 
     def capture(self, tensor: EagerTensor) -> Tensor:
         """The graph tensor standing for eager ``tensor`` in this graph (made once per tensor)."""
@@ -67,8 +68,16 @@ class FuncGraph(graph_lib.Graph):
         return captured
 
     def create_op(self, op_type, inputs, attrs=None, name=None):
+        """Create the op, capturing eager inputs; an op with effects (stateful, or on a variable) runs after the
+        previous one, in program order (TF's automatic control dependencies)."""
         inputs = [self.capture(t) if getattr(t, "_is_eager", False) else t for t in inputs]
-        return super().create_op(op_type, inputs, attrs, name)
+        op = super().create_op(op_type, inputs, attrs, name)
+        if op_type != "VariableV2" and (registry.is_stateful(op_type) or any(t.dtype.is_ref for t in op.inputs)):
+            if op._control_flow_context is None:
+                if self.last_effect is not None:
+                    op._add_control_input(self.last_effect)
+                self.last_effect = op
+        return op
 
 
 class _EagerBinding:
@@ -110,6 +119,7 @@ class ConcreteFunction:
         self._outputs = outputs
         flat = nest.flatten(outputs)
         self._fetches = [x for x in flat if isinstance(x, (Tensor, Operation))]
+        self._targets = [graph.last_effect] if graph.last_effect is not None else []
 
     @property
     def fetches(self) -> list[Any]:
@@ -121,7 +131,7 @@ class ConcreteFunction:
 
     def __call__(self, values: list[Any], run_metadata: RunMetadata | None = None) -> Any:
         options = RunOptions(trace_level=RunOptions.FULL_TRACE) if run_metadata is not None else None
-        results = self.session.run(self._fetches, self.feed_dict(values), options=options,
+        results = self.session.run(self._fetches + self._targets, self.feed_dict(values), options=options,
                                    run_metadata=run_metadata)
         placement = self.session._placement
         ctx = context_lib.context()

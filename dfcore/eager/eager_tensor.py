@@ -44,9 +44,11 @@ class EagerTensor(Tensor):
     _is_eager = True
 
     def __init__(self, value: Any, dtype: dtypes_lib.DType, device: str, op: Any, value_index: int,
-                 tensor_id: int) -> None:
-        # no Tensor.__init__: the shape is the value's, and there is no consumer list to fill
+                 tensor_id: int, handle_shape: TensorShape | None = None) -> None:
+        # no Tensor.__init__: the shape is the value's (a variable handle's: the variable's), and there is
+        # no consumer list to fill
         self._value = value
+        self._handle_shape = handle_shape
         self._dtype = dtype
         self._device = device
         self._op = op
@@ -65,7 +67,9 @@ class EagerTensor(Tensor):
 
     @property
     def shape(self) -> TensorShape:
-        return TensorShape(np.shape(self._read()))
+        if self._handle_shape is not None:
+            return self._handle_shape
+        return TensorShape(np.shape(self._value))
 
     def get_shape(self) -> TensorShape:
         return self.shape
@@ -109,7 +113,7 @@ class EagerTensor(Tensor):
         if self._dtype.base_dtype is dtypes_lib.string:
             text = repr(value) if is_repr else str(value)
         elif np.ndim(value) == 0:
-            text = str(value.item() if hasattr(value, "item") else value)
+            text = str(value)
         else:
             text = repr(value) if is_repr else str(value)
         return "\n" + text if "\n" in text else text

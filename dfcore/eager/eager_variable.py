@@ -26,7 +26,8 @@ class EagerVariable(Variable):
         initial_value: a value, Tensor or callable returning one; its shape must be fully defined.
         trainable: watched by a ``GradientTape`` when read (``watch_accessed_variables``) and found by
             ``Optimizer.minimize``'s tape.
-        name: the variable's name (default ``Variable``), not made unique (TF eager); the storage is.
+        name: the variable's name (default ``Variable``); a name in use gets ``_1``, ``_2`` … (TF eager
+            variables may share a name; dfcore's name is their storage key, as in graph mode).
         dtype: the dtype to convert the initial value to.
     Raises:
         ValueError: no initial value, or a dtype that does not match a Tensor initial value.
@@ -51,7 +52,7 @@ class EagerVariable(Variable):
         scope = initial.graph.get_name_scope()
         full_name = f"{scope}/{base}" if scope else base
         key = ctx.variable_key(full_name)
-        self._variable = state_ops.variable_op_v2(initial.shape, initial.dtype.base_dtype, name=full_name + "/",
+        self._variable = state_ops.variable_op_v2(initial.shape, initial.dtype.base_dtype, name=key + "/",
                                                   shared_name=key)
         self._initializer_op = state_ops.assign(self._variable, initial, name="Assign").op
         self._initial_value = initial

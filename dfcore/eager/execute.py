@@ -29,6 +29,7 @@ from ..runtime.cancellation import DEFAULT_STEP_TIMEOUT_S
 from ..runtime.executor import CompiledNode, StepContext
 from ..runtime.kernel_errors import kernel_error
 from ..runtime.partition_compiler import instantiate_kernel
+from ..runtime.variable_store import VarRef
 from . import tape as tape_lib
 from .context import EagerContext
 from .eager_tensor import EagerTensor
@@ -120,8 +121,9 @@ def execute(ctx: EagerContext, op: Operation) -> Operation:
     else:
         values = () if not specs else tuple(result)
     ids = ctx.tensor_ids
-    outputs = [EagerTensor(value, spec._dtype, device, op, i, next(ids)) for i, (value, spec) in
-               enumerate(zip(values, specs))]
+    outputs = [EagerTensor(value, spec._dtype, device, op, i, next(ids),
+                           spec._shape if isinstance(value, VarRef) else None)
+               for i, (value, spec) in enumerate(zip(values, specs))]
     op._outputs = outputs
     if not tape_lib.record_operation(op):
         op._inputs = []  # nothing will differentiate through it: keep no history alive
