@@ -81,9 +81,6 @@ class EagerGraph(Graph):
     def get_operations(self):
         return []
 
-    def add_to_collection(self, name, value):
-        """Collections are a graph-mode feature (TF eager keeps none); the value is dropped."""
-
     def __repr__(self):
         return "<dfcore eager context>"
 

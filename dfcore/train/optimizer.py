@@ -148,7 +148,7 @@ class Optimizer:
                     with graph.colocate_with(global_step.op):
                         train_op = state_ops.assign_add(global_step, 1, name=scope).op
         collection = graph.get_collection_ref(GraphKeys.TRAIN_OP)
-        if train_op not in collection:
+        if train_op not in collection and not executing_eagerly():  # an eager loop would grow it every step
             collection.append(train_op)
         return train_op
 
