@@ -126,9 +126,11 @@ class GradientTape:
                     self._tape.recording = True
         else:
             grads = _graph_gradients(flat_targets, flat_sources, flat_out)
-        if not self._persistent:
+        if not self._persistent:  # its records are spent; watched_variables() still answers (as TF)
             self._used = True
-            self.reset()
+            self._tape.ops.clear()
+            self._tape.watched.clear()
+            self._tape.keep.clear()
         return nest.pack_sequence_as(sources, grads)
 
 
