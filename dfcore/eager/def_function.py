@@ -72,7 +72,8 @@ class FuncGraph(graph_lib.Graph):
         previous one, in program order (TF's automatic control dependencies)."""
         inputs = [self.capture(t) if getattr(t, "_is_eager", False) else t for t in inputs]
         op = super().create_op(op_type, inputs, attrs, name)
-        if op_type != "VariableV2" and (registry.is_stateful(op_type) or any(t.dtype.is_ref for t in op.inputs)):
+        # an op with no inputs (a variable, a placeholder, a queue) only makes a resource: no effect to order
+        if op.inputs and (registry.is_stateful(op_type) or any(t.dtype.is_ref for t in op.inputs)):
             if op._control_flow_context is None:
                 if self.last_effect is not None:
                     op._add_control_input(self.last_effect)

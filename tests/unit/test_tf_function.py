@@ -1,0 +1,132 @@
+"""tf.function: a trace per input signature, run as a Session step in the eager context.
+
+References: TF's tracing rules (tensorflow/python/eager/def_function.py, function.py: retrace on a new
+dtype or shape, Python arguments in the key, captured variables shared with eager code, stateful ops in
+program order) and the same computation run eagerly op by op.
+"""
+
+import numpy as np
+import pytest
+
+import dfcore as tf
+from dfcore.eager import eager_mode
+
+GPU1 = "/job:localhost/replica:0/task:0/device:GPU:1"
+
+
+def test_results_equal_eager_and_trace_once_per_signature():
+    with eager_mode():
+        w = tf.Variable(np.arange(6, dtype=np.float32).reshape(3, 2))
+
+        @tf.function
+        def f(x):
+            return tf.nn.relu(tf.matmul(x, w) - 3.0)
+
+        x = np.ones((2, 3), np.float32)
+        out = f(tf.constant(x))
+        np.testing.assert_allclose(out.numpy(), tf.nn.relu(tf.matmul(tf.constant(x), w) - 3.0).numpy())
+        f(tf.constant(x * 2))
+        assert f.experimental_get_tracing_count() == 1
+        f(np.ones((4, 3), np.float32))  # new shape: retrace
+        assert f.experimental_get_tracing_count() == 2
+        f(tf.constant(x))
+        assert f.experimental_get_tracing_count() == 2
+        with pytest.raises(ValueError, match="Incompatible type conversion"):
+            f(tf.constant(np.ones((2, 3), np.float64)))  # new dtype: retraced, and the float32 variable refuses it
+        double = tf.function(lambda t: t * 2)
+        assert double(tf.constant(1.0)).dtype == tf.float32
+        assert double(tf.constant(1.0, tf.float64)).dtype == tf.float64
+        assert double.experimental_get_tracing_count() == 2
+
+
+def test_python_arguments_are_part_of_the_signature():
+    with eager_mode():
+        @tf.function
+        def scale(x, factor):
+            return x * factor
+
+        assert scale(tf.constant(2.0), 3.0).numpy() == 6.0
+        assert scale(tf.constant(2.0), 4.0).numpy() == 8.0
+        assert scale.experimental_get_tracing_count() == 2
+
+
+def test_variables_are_shared_with_eager_code_and_effects_run_in_order():
+    with eager_mode():
+        v = tf.Variable(1.0)
+
+        @tf.function
+        def bump():
+            v.assign_add(1.0)
+            return v.read_value() * 10.0  # after the update, as in TF (program order)
+
+        assert bump().numpy() == 20.0
+        assert v.numpy() == 2.0
+        v.assign(5.0)  # eager write, seen by the next call
+        assert bump().numpy() == 60.0
+        assert v.numpy() == 6.0
+
+
+def test_device_scopes_inside_a_function():
+    with eager_mode(tf.ConfigProto(device_count={"CPU": 1, "GPU": 2})):
+        @tf.function
+        def f(x):
+            with tf.device("/gpu:1"):
+                return x * 2.0
+
+        out = f(tf.constant([1.0]))
+        assert out.device == GPU1
+        run_metadata = tf.RunMetadata()
+        concrete = f.get_concrete_function(tf.constant([1.0]))
+        concrete([np.array([1.0], np.float32)], run_metadata=run_metadata)
+        devices = {d.device for d in run_metadata.step_stats.dev_stats}
+        assert GPU1 in devices
+
+
+def _mlp(x, labels, w1, b1, w2, b2):
+    hidden = tf.nn.relu(tf.matmul(x, w1) + b1)
+    logits = tf.matmul(hidden, w2) + b2
+    return tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits))
+
+
+def test_mlp_training_step_same_in_eager_function_and_session():
+    rng = np.random.default_rng(1)
+    x0 = rng.normal(size=(8, 10)).astype(np.float32)
+    y0 = rng.integers(0, 3, size=8).astype(np.int32)
+    init = [rng.normal(size=(10, 6)).astype(np.float32) * 0.3, np.zeros(6, np.float32),
+            rng.normal(size=(6, 3)).astype(np.float32) * 0.3, np.zeros(3, np.float32)]
+    with tf.Graph().as_default():
+        params = [tf.Variable(p) for p in init]
+        loss = _mlp(tf.constant(x0), tf.constant(y0), *params)
+        train = tf.train.GradientDescentOptimizer(0.5).minimize(loss)
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            for _ in range(3):
+                sess.run(train)
+            want = sess.run(params)
+    for compiled in (False, True):
+        with eager_mode():
+            params = [tf.Variable(p) for p in init]
+            opt = tf.train.GradientDescentOptimizer(0.5)
+
+            def step(x, y):
+                with tf.GradientTape() as tape:
+                    loss = _mlp(x, y, *params)
+                grads = tape.gradient(loss, params)
+                opt.apply_gradients(zip(grads, params))
+                return loss
+
+            run = tf.function(step) if compiled else step
+            for _ in range(3):
+                run(tf.constant(x0), tf.constant(y0))
+            for got, expected in zip(params, want):
+                np.testing.assert_allclose(got.numpy(), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_defun_is_function_and_graph_mode_inlines():
+    assert tf.compat.v1.defun(lambda x: x).python_function(3) == 3
+    g = tf.Graph()
+    with g.as_default():
+        out = tf.function(lambda x: x + 1.0)(tf.constant(1.0))
+        assert out.graph is g
+        with tf.Session() as sess:
+            assert sess.run(out) == 2.0
