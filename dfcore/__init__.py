@@ -6,6 +6,7 @@ Each ops module lists its public names in ``__all__``; this file gathers them.
 """
 
 from . import errors
+from .eager import GradientTape, defun, enable_eager_execution, executing_eagerly, function
 from .framework import dtypes
 from .framework.device import DeviceSpec
 from .framework.dtypes import (
@@ -102,7 +103,6 @@ from .ops.variables import (
 )
 from .runtime.config import ConfigProto, GPUOptions, GraphOptions, RunMetadata, RunOptions, StepRecords, step_records
 from .runtime.session import InteractiveSession, Session, get_default_session
-from .eager import GradientTape, defun, enable_eager_execution, executing_eagerly, function
 
 # isort: split
 # The subpackages come last, after every name above: they build on `import dfcore as tf`, so they need the

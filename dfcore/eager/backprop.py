@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Literal
 
 from ..framework import graph as graph_lib, nest
 from ..framework.tensor import Tensor
@@ -46,7 +46,7 @@ class GradientTape:
         self._push()
         return self
 
-    def __exit__(self, *exc: Any) -> bool:
+    def __exit__(self, *exc: Any) -> Literal[False]:
         if self._recording:
             self._pop()
         return False
@@ -135,7 +135,8 @@ class GradientTape:
 
 
 def _source_key(source: Any) -> Any:
-    return source.handle if isinstance(source, Variable) and getattr(source, "_is_eager", False) else source
+    """What the tape watches for ``source``: an eager variable's handle, else the tensor itself."""
+    return source._ref() if isinstance(source, Variable) and source._is_eager else source
 
 
 def _eager_gradients(tape, targets, sources, output_gradients):

@@ -164,7 +164,7 @@ class Function:
         self.python_function = python_function
         self.input_signature = input_signature
         self._config = config
-        self._name = name or getattr(python_function, "__name__", "function")
+        self._name: str = name or str(getattr(python_function, "__name__", "function"))
         self._traces: dict[Any, ConcreteFunction] = {}
         self._lock = threading.Lock()
         functools.update_wrapper(self, python_function)
@@ -235,7 +235,8 @@ def _is_tensor_argument(value: Any) -> bool:
 def _signature(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, list[Any]]:
     """The trace key of a call (dtype and shape per tensor argument; Python values as they are; variables by
     identity) and the values to feed."""
-    key, values = [], []
+    key: list[tuple[Any, ...]] = []
+    values: list[Any] = []
     for leaf in nest.flatten((args, kwargs)):
         if _is_tensor_argument(leaf):
             array = leaf.numpy() if isinstance(leaf, EagerTensor) else leaf

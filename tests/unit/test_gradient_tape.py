@@ -76,7 +76,7 @@ def test_mlp_loss_gradients_match_finite_differences_and_tf_gradients():
         with tf.GradientTape() as tape:  # variables are watched when read
             loss = _mlp_loss(tf.constant(x0), tf.constant(labels0), *variables)
         grads = tape.gradient(loss, variables)
-        for i, (variable, grad, graph_grad) in enumerate(zip(variables, grads, graph_grads)):
+        for i, (grad, graph_grad) in enumerate(zip(grads, graph_grads)):
             def f(value, i=i):
                 args = [tf.constant(p) for p in params0]
                 args[i] = tf.constant(value)

@@ -108,7 +108,7 @@ def test_mlp_training_step_same_in_eager_function_and_session():
             params = [tf.Variable(p) for p in init]
             opt = tf.train.GradientDescentOptimizer(0.5)
 
-            def step(x, y):
+            def step(x, y, params=params, opt=opt):
                 with tf.GradientTape() as tape:
                     loss = _mlp(x, y, *params)
                 grads = tape.gradient(loss, params)
