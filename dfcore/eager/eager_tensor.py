@@ -45,8 +45,8 @@ class EagerTensor(Tensor):
 
     def __init__(self, value: Any, dtype: dtypes_lib.DType, device: str, op: Any, value_index: int,
                  tensor_id: int, handle_shape: TensorShape | None = None) -> None:
-        # no Tensor.__init__: the shape is the value's (a variable handle's: the variable's), and there is
-        # no consumer list to fill
+        # no Tensor.__init__: the shape is the value's (a variable handle's: the variable's, given), and
+        # there is no consumer list to fill
         self._value = value
         self._handle_shape = handle_shape
         self._dtype = dtype
@@ -67,9 +67,10 @@ class EagerTensor(Tensor):
 
     @property
     def shape(self) -> TensorShape:
-        if self._handle_shape is not None:
-            return self._handle_shape
-        return TensorShape(np.shape(self._value))
+        shape = self._handle_shape
+        if shape is None:  # the value never changes: work its shape out once
+            shape = self._handle_shape = TensorShape(np.shape(self._value))
+        return shape
 
     def get_shape(self) -> TensorShape:
         return self.shape
