@@ -14,7 +14,7 @@ from ..framework import dtypes, registry
 from ..framework.tensor import Tensor
 from ..framework.tensor_conversion import convert_to_tensor
 from ..framework.tensor_shape import TensorShape
-from . import common_shapes, math_ops_binary, math_ops_matmul, math_ops_unary, reductions
+from . import common_shapes, fused_matmul, math_ops_binary, math_ops_matmul, math_ops_unary, reductions
 from .math_dtypes import REAL, check_input
 from .math_ops_binary import *
 from .math_ops_binary import binary, mul, sub  # TF1 aliases

@@ -23,6 +23,8 @@ elements accessed by every op below except the bookkeeping ones, which access 0)
 * elementwise (``Add``, ``Sub``, ``Mul``, ``RealDiv``, ``Neg``, ``Exp``, …):
   c·|output|, with c from :data:`FLOPS_PER_ELEMENT` (1 for most; transcendental
   functions count as one op, as in TF's registry).
+* ``_FusedMatMul``: ``MatMul``'s flops plus one per output element per fused op (``BiasAdd``, ``Relu``);
+  ``MatMul``'s elements plus the bias.
 * ``AddN`` of n inputs: (n−1)·|output|.
 * ``Sum``, ``Max``, ``Min``, ``Prod``, ``ArgMax``, ``ArgMin``, ``BiasAddGrad``:
   |input| − |output| (one op per pair combined).
@@ -105,6 +107,13 @@ def _matmul_cost(input_shapes, output_shapes, attrs):
     m, k = (a[1], a[0]) if attrs.get("transpose_a") else a
     n = b[0] if attrs.get("transpose_b") else b[1]
     return 2 * m * k * n, io_elements(input_shapes, output_shapes)
+
+
+@registry.RegisterCost("_FusedMatMul")
+def _fused_matmul_cost(input_shapes, output_shapes, attrs):
+    flops, elements = _matmul_cost(input_shapes[:2], output_shapes, attrs)
+    fused = len(attrs.get("fused_ops", ())) * num_elements(output_shapes[0])
+    return flops + fused, elements + num_elements(input_shapes[2])
 
 
 @registry.RegisterCost("AddN")

@@ -58,7 +58,8 @@ class PartitionNode:
     """One node of a partition graph (a NodeDef record).
 
     ``inputs`` are NodeDef strings: ``"src"`` (output 0), ``"src:1"``, ``"^ctrl"``;
-    ``original`` is the Operation the node came from, None for inserted nodes.
+    ``original`` is the Operation the node came from (or, for a node the graph optimizer made, that
+    :class:`~dfcore.runtime.grappler.graph_item.Node`), None for inserted nodes.
     """
 
     name: str
@@ -218,12 +219,13 @@ class _Partitioner:
         return PartitionStats(self.data_edges, self.control_edges, self.data_pairs, self.control_pairs, self.saved)
 
 
-def partition(ops: Sequence[Operation], placement: Mapping[Operation, str], feeds: Sequence[Any] = (),
+def partition(ops: Sequence[Operation] | Sequence[Any], placement: Mapping[Any, str], feeds: Sequence[Any] = (),
               fetches: Sequence[Any] = (), client_device: str = CLIENT_DEVICE, call_frame: bool = True) -> Partitions:
     """Partition the placed ops of one run by device (TF's ``Partition`` after ``RewriteGraphForExecution``).
 
     Args:
-        ops: the run's Operations (pruned: every input is produced by one of them or fed).
+        ops: the run's Operations (pruned: every input is produced by one of them or fed), or the graph
+            optimizer's nodes standing for them.
         placement: op → full device name (a :class:`~dfcore.runtime.placer.Placement` or dict).
         feeds: the fed Tensors; fetches: the fetched Tensors (duplicates are fetched once); a feed's
             (fetch's) position is its ``index`` (the session passes both sorted by name, as TF).
@@ -242,7 +244,8 @@ def partition(ops: Sequence[Operation], placement: Mapping[Operation, str], feed
     check_endpoints(feeds, fetches)
     fed = set(feeds)
     part = _Partitioner()
-    nodes = {op: _Builder(op.name, op.type, placement[op], op.attrs, op) for op in ops}
+    # an optimized graph's node names the op whose kernel it runs (itself, when the optimizer made it)
+    nodes = {op: _Builder(op.name, op.type, placement[op], op.attrs, getattr(op, "kernel_source", op)) for op in ops}
 
     # Edge ids in TF's creation order (see the module docstring).
     edge_ids: dict[Any, int] = {}

@@ -36,6 +36,7 @@ from .config import ConfigProto, RunMetadata, RunOptions
 from .device_set import Device, DeviceSet
 from .feed import client_value, feed_list_tensors, feed_tensor, feed_value
 from .fetch import FetchHandler
+from .grappler import PassRecord
 from .partial_run import PartialRun, partial_run_handle
 from .partition import Partitions
 from .placer import PlacementRecord
@@ -123,6 +124,16 @@ class BaseSession:
         handler = FetchHandler(self._graph, fetches)
         feed_tensors, _ = self._process_feeds(feed_dict)
         return self._plan_for(handler.tensors, handler.targets, feed_tensors, partial_run).graphs
+
+    def optimizer_records(self, fetches: Any, feed_dict: Mapping[Any, Any] | None = None) -> tuple[PassRecord, ...]:
+        """The graph optimizer's :class:`~dfcore.runtime.grappler.PassRecord` per pass for ``run(fetches,
+        feed_dict)`` (empty when no pass ran: see :mod:`dfcore.runtime.grappler.meta_optimizer`); builds (and
+        caches) its plan without running it (dfcore, for GraphView and the lessons)."""
+        if self._closed:
+            raise RuntimeError("Attempted to use a closed Session.")
+        handler = FetchHandler(self._graph, fetches)
+        feed_tensors, _ = self._process_feeds(feed_dict)
+        return self._plan_for(handler.tensors, handler.targets, feed_tensors).optimizer_records
 
     def placement_records(self) -> list[PlacementRecord]:
         """One :class:`~dfcore.runtime.placer.PlacementRecord` per placed node (empty before the first run)."""
@@ -241,7 +252,7 @@ class BaseSession:
         if plan is None:
             plan = step_plan.build_step_plan(fetch_tensors, target_ops, feed_tensors, self._placement_for,
                                              self._device_set.client_device.name, self._pool_threads, self._runner,
-                                             partial_run)
+                                             partial_run, self._config)
             with self._plans_lock:
                 plan = self._plans.setdefault(key, plan)
         return plan

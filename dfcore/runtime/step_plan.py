@@ -3,7 +3,10 @@
 Source: TF's ``DirectSession::GetOrCreateExecutors``: prune the graph to the
 fetches, place it, partition it per device with ``_Send``/``_Recv``, and build one
 executor per partition — once per signature, then reused every step. Feeds and
-fetches are indexed by name order, as TF sorts them: a normal run passes them
+fetches are indexed by name order, as TF sorts them. Between placing and partitioning, the graph optimizer
+(:mod:`dfcore.runtime.grappler`) rewrites the pruned graph as the session's ``ConfigProto`` says (TF's
+``GraphExecutionState::OptimizeGraph``); the partitions then hold the optimized nodes. Feeds and
+fetches: a normal run passes them
 through the step's call frame (``_Arg``/``_Retval``), a partial run through the
 rendezvous (client-terminated ``_Recv``/``_Send``).
 
@@ -22,8 +25,9 @@ from typing import Any
 
 from ..framework import dtypes
 from ..framework.operation import Operation
+from ..framework.protos import ConfigProto
 from ..framework.tensor import Tensor
-from . import cost_model, partition as partition_lib, prune as prune_lib
+from . import cost_model, grappler, partition as partition_lib, prune as prune_lib
 from .control_flow_info import has_control_flow
 from .executor import CompiledPartition
 from .partition import Partitions
@@ -49,6 +53,8 @@ class StepPlan:
             (partial runs).
         num_retvals: how many return values the call frame holds.
         pooled: indices of the partitions to start on the thread pool.
+        optimizer_records: one :class:`~dfcore.runtime.grappler.PassRecord` per optimizer pass that ran
+            (empty when none did).
     """
 
     partitions: tuple[CompiledPartition, ...]
@@ -58,6 +64,7 @@ class StepPlan:
     fetch_sources: tuple[tuple[str, Any], ...]  # ("feed", int), ("retval", int) or ("key", str)
     num_retvals: int
     pooled: frozenset[int]
+    optimizer_records: tuple[grappler.PassRecord, ...] = ()
 
 
 RUNNERS = ("auto", "inline", "pool")
@@ -65,7 +72,7 @@ RUNNERS = ("auto", "inline", "pool")
 
 def build_step_plan(fetch_tensors: Sequence[Tensor], target_ops: Sequence[Operation], feed_tensors: Sequence[Tensor],
                     placement_for: Callable[..., Any], client_device: str, pool_threads: int, runner: str = "auto",
-                    partial_run: bool = False) -> StepPlan:
+                    partial_run: bool = False, config: ConfigProto | None = None) -> StepPlan:
     """Prune, place, partition and compile one run signature.
 
     Args:
@@ -77,6 +84,8 @@ def build_step_plan(fetch_tensors: Sequence[Tensor], target_ops: Sequence[Operat
             on the calling thread) or ``"pool"`` (every partition on the thread pool).
         partial_run: use client-terminated ``_Recv``/``_Send`` endpoints instead of the call frame;
             a fetch that is also fed is then an error, as in TF.
+        config: the session's ``ConfigProto``; its ``graph_options`` switch the optimizer's passes
+            (None: no optimization, the graph as built).
     Raises:
         InvalidArgumentError: a cycle, an unfed placeholder, an impossible placement.
     """
@@ -86,8 +95,14 @@ def build_step_plan(fetch_tensors: Sequence[Tensor], target_ops: Sequence[Operat
     placement = placement_for(order)
     fed = {t: i for i, t in enumerate(feed_tensors)}
     fetched = sorted({t for t in fetch_tensors if partial_run or t not in fed}, key=lambda t: t.name)
-    graphs = partition_lib.partition(order, placement, feed_tensors, fetched, client_device=client_device,
-                                     call_frame=not partial_run)
+    optimized = None if config is None or partial_run else grappler.optimize(
+        order, placement, feed_tensors, fetched, target_ops, config)
+    if optimized is None:
+        graphs = partition_lib.partition(order, placement, feed_tensors, fetched, client_device=client_device,
+                                         call_frame=not partial_run)
+    else:
+        graphs = partition_lib.partition(optimized.ops, optimized.placement, feed_tensors, optimized.fetches,
+                                         client_device=client_device, call_frame=True)
     devices = sorted(graphs)
     control_flow = any(has_control_flow([node.op for node in graphs[d].nodes]) for d in devices)
     partitions = tuple(compile_partition(graphs[d], control_flow) for d in devices)
@@ -105,7 +120,8 @@ def build_step_plan(fetch_tensors: Sequence[Tensor], target_ops: Sequence[Operat
         pooled = frozenset(range(len(partitions)))
     else:
         pooled = _pooled(partitions, [graphs[d] for d in devices], pool_threads)
-    return StepPlan(partitions, graphs, tuple(order), feed_keys, fetch_sources, len(fetched), pooled)
+    records = () if optimized is None else optimized.records
+    return StepPlan(partitions, graphs, tuple(order), feed_keys, fetch_sources, len(fetched), pooled, records)
 
 
 def _client_keys(client):

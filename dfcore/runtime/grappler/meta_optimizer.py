@@ -1,0 +1,156 @@
+"""The meta-optimizer: TF's graph passes, in TF's order, switched by TF's own config fields.
+
+Source: ``tensorflow/core/grappler/optimizers/meta_optimizer.cc`` (``MetaOptimizer::OptimizeGraph``) and
+``tensorflow/core/common_runtime/graph_optimizer.cc`` (the classic L1 ``ConstantFold`` and ``OptimizeCSE``).
+It runs once per run signature, on the pruned, placed graph, before partitioning
+(:func:`dfcore.runtime.step_plan.build_step_plan`).
+
+Switches (``ConfigProto.graph_options``), with TF's semantics:
+
+- ``rewrite_options`` (TF's ``RewriterConfig``): each pass runs unless its Toggle is ``OFF`` (``DEFAULT`` =
+  on): ``common_subgraph_elimination`` (needs ``arithmetic_optimization`` on too, as in TF),
+  ``constant_folding``, ``remapping``, ``arithmetic_optimization``, ``dependency_optimization``.
+  ``disable_meta_optimizer`` turns them all off; ``min_graph_nodes`` (0 = TF's 4, -1 = always) skips smaller
+  graphs; ``meta_optimizer_iterations`` (``DEFAULT_NUM_ITERS`` = 2) repeats the list.
+  ``memory_optimization`` is read and does nothing (dfcore has no swapping or recomputation);
+  ``layout_optimizer`` stays off (numpy kernels are NHWC and NCHW alike).
+- ``optimizer_options`` (TF's ``OptimizerOptions``): at ``opt_level`` L1 (the default) the classic
+  ``ConstantFold`` and ``OptimizeCSE`` run after the passes above; at L0 only if ``do_constant_folding`` /
+  ``do_common_subexpression_elimination`` ask for them.
+
+Nothing runs on a graph with control-flow ops (a frame changes what "constant" and "the same value" mean;
+dfcore does not prove those cases safe, so it skips them). Each pass that ran leaves a :class:`PassRecord`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ...framework.operation import Operation
+from ...framework.protos import ConfigProto, OptimizerOptions
+from ...framework.tensor import Tensor
+from ..control_flow_info import has_control_flow
+from . import arithmetic_optimizer, common_subgraph_elimination, constant_folding, dependency_optimizer, remapper
+from .graph_item import GraphItem, Node
+
+DEFAULT_MIN_GRAPH_NODES = 4  # meta_optimizer.cc kDefaultMinGraphNodes
+DEFAULT_ITERATIONS = 2  # meta_optimizer.cc kDefaultNumberOfIterations
+
+
+@dataclasses.dataclass(frozen=True)
+class GraphPass:
+    """One pass: TF's optimizer ``name``, whether ``config`` turns it on, and ``run(item)`` (rewrites in place)."""
+
+    name: str
+    enabled: Callable[[ConfigProto], bool]
+    run: Callable[[GraphItem], None]
+    classic: bool = False  # graph_optimizer.cc's: runs once, after the meta-optimizer's iterations
+
+
+def _toggle_on(field: str) -> Callable[[ConfigProto], bool]:
+    def enabled(config: ConfigProto) -> bool:
+        rewrite = config.graph_options.rewrite_options
+        return not rewrite.disable_meta_optimizer and getattr(rewrite, field) != rewrite.OFF
+    return enabled
+
+
+def _cse_on(config: ConfigProto) -> bool:
+    return _toggle_on("common_subgraph_elimination")(config) and _toggle_on("arithmetic_optimization")(config)
+
+
+def _classic_on(flag: str) -> Callable[[ConfigProto], bool]:
+    def enabled(config: ConfigProto) -> bool:
+        options = config.graph_options.optimizer_options
+        return options.opt_level >= OptimizerOptions.L1 or getattr(options, flag)
+    return enabled
+
+
+# The registry, in TF's order (InitializeOptimizers; classic passes after, as the executor's GraphOptimizer).
+PASSES: tuple[GraphPass, ...] = (
+    GraphPass("common_subgraph_elimination", _cse_on, common_subgraph_elimination.run),
+    GraphPass("constant_folding", _toggle_on("constant_folding"), constant_folding.run),
+    GraphPass("remapper", _toggle_on("remapping"), remapper.run),
+    GraphPass("arithmetic_optimizer", _toggle_on("arithmetic_optimization"), arithmetic_optimizer.run),
+    GraphPass("dependency_optimizer", _toggle_on("dependency_optimization"), dependency_optimizer.run),
+    GraphPass("ConstantFold", _classic_on("do_constant_folding"), constant_folding.run_classic, classic=True),
+    GraphPass("OptimizeCSE", _classic_on("do_common_subexpression_elimination"), common_subgraph_elimination.run,
+              classic=True),
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class PassRecord:
+    """What one pass did to one run signature's graph.
+
+    ``optimizer``: TF's pass name; ``iteration``: the meta-optimizer's round (0-based; classic passes: -1);
+    ``nodes_before``/``nodes_after``: node counts; ``removed``/``added``: node names gone / new;
+    ``rewritten``: names kept whose op, attrs or inputs changed; ``graph``: the graph after the pass as
+    ``(name, op, inputs, device)`` per node, producers first (what a before/after view draws).
+    """
+
+    optimizer: str
+    iteration: int
+    nodes_before: int
+    nodes_after: int
+    removed: tuple[str, ...]
+    added: tuple[str, ...]
+    rewritten: tuple[str, ...]
+    graph: tuple[tuple[str, str, tuple[str, ...], str], ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class OptimizedGraph:
+    """The result: ``ops`` (nodes, producers first) with their ``placement``, the ``fetches`` as the nodes'
+    outputs (same order), the ``initial`` graph (as :attr:`PassRecord.graph`) and one record per pass."""
+
+    ops: tuple[Node, ...]
+    placement: dict[Node, str]
+    fetches: tuple[Any, ...]
+    initial: tuple[tuple[str, str, tuple[str, ...], str], ...]
+    records: tuple[PassRecord, ...]
+
+
+def optimize(ops: Sequence[Operation], placement: Any, feeds: Sequence[Tensor], fetches: Sequence[Tensor],
+             targets: Sequence[Operation], config: ConfigProto) -> OptimizedGraph | None:
+    """Run the passes ``config`` turns on over the pruned, placed ``ops``; None when none applies (no pass on,
+    a graph under ``min_graph_nodes``, or control flow): the caller then partitions ``ops`` unchanged."""
+    passes = [p for p in PASSES if p.enabled(config)]
+    if not passes or has_control_flow([op.type for op in ops]):
+        return None
+    rewrite = config.graph_options.rewrite_options
+    min_nodes = rewrite.min_graph_nodes or DEFAULT_MIN_GRAPH_NODES
+    item = GraphItem(ops, placement, feeds, fetches, targets)
+    grappler = [p for p in passes if not p.classic]
+    if len(item) < min_nodes:
+        grappler = []
+    initial = _snapshot(item)
+    records: list[PassRecord] = []
+    for iteration in range(rewrite.meta_optimizer_iterations or DEFAULT_ITERATIONS):
+        if len(item) < min_nodes:
+            break
+        records.extend(_run(p, item, iteration) for p in grappler)
+    records.extend(_run(p, item, -1) for p in passes if p.classic)
+    nodes = tuple(item.ordered())
+    return OptimizedGraph(nodes, {n: n.device for n in nodes}, tuple(item.fetch_outputs()), initial,
+                          tuple(records))
+
+
+def _run(graph_pass: GraphPass, item: GraphItem, iteration: int) -> PassRecord:
+    before = {n.name: _signature(n) for n in item}
+    graph_pass.run(item)
+    item.prune()
+    after = {n.name: _signature(n) for n in item}
+    return PassRecord(graph_pass.name, iteration, len(before), len(after),
+                      tuple(sorted(before.keys() - after.keys())), tuple(sorted(after.keys() - before.keys())),
+                      tuple(sorted(k for k in before.keys() & after.keys() if before[k] != after[k])),
+                      _snapshot(item))
+
+
+def _signature(node: Node) -> tuple[Any, ...]:
+    return node.type, id(node.original), tuple(node.input_strings)
+
+
+def _snapshot(item: GraphItem) -> tuple[tuple[str, str, tuple[str, ...], str], ...]:
+    return tuple((n.name, n.type, tuple(n.input_strings), n.device) for n in item.ordered())
