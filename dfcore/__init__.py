@@ -60,6 +60,7 @@ from .ops import (  # register gradients
     control_flow_grad as _control_flow_grad,  # Switch, Merge, Enter, Exit, NextIteration, their gradients
     math_grad as _math_grad,
     nn_grad as _nn_grad,
+    out_kernels as _out_kernels,  # kernels writing into the allocator's buffers (out=)
     stack_ops as _stack_ops,  # registers StackV2, StackPushV2, StackPopV2
 )
 from .ops.array_ops import *

@@ -36,6 +36,7 @@ from .. import errors
 # All keyed by the TF op type ("MatMul").
 _SHAPES: dict[str, Callable[..., Any]] = {}
 _KERNELS: dict[str, "KernelDef"] = {}
+_OUT_KERNELS: dict[str, "KernelDef"] = {}
 _GRADIENTS: dict[str, Callable[..., Any] | None] = {}
 _COSTS: dict[str, Callable[..., Any]] = {}
 _STATEFUL: set[str] = set()
@@ -90,6 +91,20 @@ def RegisterKernel(op_type, needs_context=False, is_async=False):
     def _register(fn):
         _check_new(_KERNELS, op_type, "kernel")
         _KERNELS[op_type] = KernelDef(fn, needs_context or is_async, is_async)
+        return fn
+
+    return _register
+
+
+def RegisterOutKernel(op_type, needs_context=False):
+    """Decorator registering a kernel of ``op_type`` that writes its outputs into buffers of the device's
+    allocator (:class:`dfcore.runtime.allocator.Allocator`): the factory's function is called as
+    ``compute(allocator, *inputs)`` (``compute(ctx, allocator, *inputs)`` when ``needs_context``) and must
+    give the registered kernel's results bit for bit. The executor uses it when it recycles buffers."""
+
+    def _register(fn):
+        _check_new(_OUT_KERNELS, op_type, "out kernel")
+        _OUT_KERNELS[op_type] = KernelDef(fn, needs_context)
         return fn
 
     return _register
@@ -179,6 +194,11 @@ def shape_function(op_type):
 
 def kernel(op_type):
     return _KERNELS.get(op_type)
+
+
+def out_kernel(op_type):
+    """The :func:`RegisterOutKernel` kernel of ``op_type``, or None (the op allocates its outputs itself)."""
+    return _OUT_KERNELS.get(op_type)
 
 
 def gradient_function(op_type):

@@ -221,6 +221,29 @@ def _shape_str(value):
 
 
 register_update("ApplyGradientDescent", ("var", "alpha", "delta"), 1, ("alpha",), _gradient_descent)
+
+
+@registry.RegisterOutKernel("ApplyGradientDescent", needs_context=True)
+def _gradient_descent_out(op):
+    """``ApplyGradientDescent`` writing the new ``var`` into a buffer of the device's allocator (as
+    :func:`_gradient_descent`, bit for bit); the value it replaces goes back to the allocator once the step
+    commits, if no reader holds it (see :mod:`dfcore.runtime.allocator`)."""
+    update = _UPDATES[op.type]
+    dtype = op.inputs[0].dtype.as_numpy_dtype
+    attrs = op.attrs
+
+    def compute(ctx, allocator, ref, alpha, delta):
+        others = [np.asarray(alpha, dtype=dtype), np.asarray(delta, dtype=dtype)]
+        base = [ctx.txn.read(ref)]
+        _check_runtime_shapes(update, base[0], [], others)
+        new = allocator.allocate(base[0].shape, base[0].dtype)
+        np.multiply(others[1], others[0], out=new)
+        np.subtract(base[0], new, out=new)
+        ctx.txn.write(ref, new, redo=_redo(update, attrs, dtype, base, others, 0), retire=allocator.deallocate,
+                      done_with=(others[1],))
+        return new
+
+    return compute
 register_update("ApplyMomentum", ("var", "accum", "lr", "grad", "momentum"), 2, ("lr", "momentum"), _momentum)
 register_update("ApplyAdam", ("var", "m", "v", "beta1_power", "beta2_power", "lr", "beta1", "beta2", "epsilon", "grad"),
                 3, ("beta1_power", "beta2_power", "lr", "beta1", "beta2", "epsilon"), _adam)

@@ -2,8 +2,10 @@
 
 Source: ``tensorflow/core/protobuf/config.proto`` (the classes are TF's, from :mod:`dfcore.framework.protos`).
 A session reads ``device_count``, ``log_device_placement``, ``allow_soft_placement``,
-``inter_op_parallelism_threads``, ``gpu_options.allow_growth``, ``operation_timeout_in_ms`` and
-``device_filters``; a run reads ``trace_level``, ``timeout_in_ms`` and ``output_partition_graphs``.
+``inter_op_parallelism_threads``, ``use_per_session_threads``, ``session_inter_op_thread_pool``,
+``intra_op_parallelism_threads`` (see :mod:`dfcore.runtime.thread_pools`), ``gpu_options.allow_growth``,
+``operation_timeout_in_ms`` and ``device_filters``; a run reads ``trace_level``, ``timeout_in_ms``,
+``inter_op_thread_pool`` and ``output_partition_graphs``.
 
 ``Session.run`` fills a ``RunMetadata`` as TF does: ``partition_graphs`` (GraphDefs) and ``step_stats``
 (TF's ``StepStats``, wall clock). What dfcore records beyond TF's message — the step stats on the

@@ -99,7 +99,7 @@ class CompiledNode:
     """
 
     __slots__ = ("name", "op_type", "compute", "in_slots", "out_slot", "num_outputs", "needs_context",
-                 "is_async", "consumers", "pending", "source", "label", "preset", "gather")
+                 "is_async", "consumers", "pending", "source", "label", "preset", "gather", "compute_out", "unread")
 
     def __init__(self, name: str, op_type: str, compute: Callable[..., Any], in_slots: Sequence[Any], out_slot: int,
                  num_outputs: int, needs_context: bool, is_async: bool, source: Any, label: str) -> None:
@@ -117,6 +117,8 @@ class CompiledNode:
         self.label = label
         self.preset = False
         self.gather = _gatherer(in_slots)
+        self.compute_out: Callable[..., Any] | None = None  # compute(allocator, *inputs) (ctx first if needs_context)
+        self.unread: tuple[int, ...] = ()  # output slots of an out= kernel that no node reads
 
 
 class CompiledPartition:
@@ -133,6 +135,20 @@ class CompiledPartition:
         self.num_slots = len(initial_values)
         self.num_scheduled = num_scheduled
         self.roots = [i for i, node in enumerate(nodes) if node.pending == 0 and not node.preset]
+        # TF's executor knows how many edges read each output: a slot is dropped once they all ran; slots a
+        # kernel with an out= variant fills hold allocator buffers, given back then (see the Executor)
+        self.slot_uses = [0] * self.num_slots
+        self.owned = [False] * self.num_slots
+        for node in nodes:
+            if not node.preset:
+                for slot in node.in_slots:
+                    self.slot_uses[slot] += 1
+            if node.compute_out is not None:
+                self.owned[node.out_slot:node.out_slot + node.num_outputs] = [True] * node.num_outputs
+        for node in nodes:
+            if node.compute_out is not None:
+                node.unread = tuple(s for s in range(node.out_slot, node.out_slot + node.num_outputs)
+                                    if self.slot_uses[s] == 0)
 
 
 class NodeTiming:
@@ -215,6 +231,10 @@ class Executor(StepRun):
         self._running = False
         self._finished = False
         self._async_start: dict[int, float] = {}
+        resources = ctx.resources
+        self._allocator = resources.allocator(ctx.device) if hasattr(resources, "allocator") else None
+        # a traced step keeps every value for its records: it drops and recycles nothing
+        self._uses = list(partition.slot_uses) if self._allocator is not None and timings is None else None
 
     def start(self) -> None:
         """Begin processing (through the runner); returns at once if the runner is a pool."""
@@ -247,6 +267,8 @@ class Executor(StepRun):
             rendezvous = ctx.rendezvous
             expiry_s = ctx.deadline.expiry_s if ctx.deadline is not None else None
             clock = time.perf_counter
+            allocator = self._allocator
+            uses = self._uses
             index = None
             while True:
                 if rendezvous.abort_status is not None or (expiry_s is not None and clock() >= expiry_s):
@@ -275,7 +297,10 @@ class Executor(StepRun):
                     args = node.gather(values)
                     start = clock() if timings is not None else 0.0
                     try:
-                        if node.needs_context:
+                        if node.compute_out is not None and allocator is not None:
+                            result = (node.compute_out(ctx, allocator, *args) if node.needs_context
+                                      else node.compute_out(allocator, *args))
+                        elif node.needs_context:
                             result = node.compute(ctx, *args)
                         else:
                             result = node.compute(*args)
@@ -290,6 +315,9 @@ class Executor(StepRun):
                     if timings is not None:
                         timings.append(NodeTiming(ctx.device, index, start, clock(),
                                                   threading.get_ident(), values[node.out_slot:node.out_slot + n]))
+                    if uses is not None:
+                        args = result = None
+                        self._drop_inputs(node, values, uses)
                 index = None  # the first consumer made ready runs next, without a queue round-trip
                 for consumer in node.consumers:
                     pending[consumer] -= 1
@@ -323,7 +351,27 @@ class Executor(StepRun):
             self._timings.append(NodeTiming(self._ctx.device, index, self._async_start.pop(index),
                                             time.perf_counter(), threading.get_ident(),
                                             values[node.out_slot:node.out_slot + n]))
+        if self._uses is not None:
+            value = None
+            self._drop_inputs(node, values, self._uses)
         return True
+
+    def _drop_inputs(self, node, values, uses):
+        """TF's executor clears an input entry once its last consumer has run: drop each slot ``node`` read
+        for the last time (and its outputs nobody reads); a slot an out= kernel filled goes back to the
+        allocator, which takes the buffer only if no one else holds it (a fetch, a variable, a view …)."""
+        owned = self._partition.owned
+        for slot in node.in_slots:
+            uses[slot] -= 1
+            if uses[slot] == 0:
+                value, values[slot] = values[slot], None
+                if owned[slot] or getattr(value, "base", None) is not None:  # views too (a Reshape's output)
+                    self._allocator.deallocate(value)
+                value = None
+        for slot in node.unread:
+            value, values[slot] = values[slot], None
+            self._allocator.deallocate(value)
+            value = None
 
     @property
     def _async_result(self):

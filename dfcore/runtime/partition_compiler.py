@@ -83,10 +83,14 @@ def _num_outputs(node):
 
 def _compile_node(node, in_slots, out_slot):
     source = node.original if node.original is not None else node
-    compute, needs_context, is_async = instantiate_kernel(source, node.op, node.name, node,
-                                                          node.original is not None)
-    return CompiledNode(node.name, node.op, compute, in_slots, out_slot, _num_outputs(node), needs_context,
-                        is_async, source, _label(node))
+    is_operation = node.original is not None
+    compute, needs_context, is_async, derefs = _kernel(source, node.op, node.name, node, is_operation)
+    compiled = CompiledNode(node.name, node.op, compute, in_slots, out_slot, _num_outputs(node), needs_context,
+                            is_async, source, _label(node))
+    out_def = registry.out_kernel(node.op) if is_operation and not derefs else None  # out= kernels take values
+    if out_def is not None and not is_async:
+        compiled.compute_out = out_def.factory(source)
+    return compiled
 
 
 def instantiate_kernel(source, op_type, name, described=None, is_operation=True):
@@ -99,6 +103,10 @@ def instantiate_kernel(source, op_type, name, described=None, is_operation=True)
     Raises:
         NotFoundError: no kernel is registered for ``op_type``.
     """
+    return _kernel(source, op_type, name, described, is_operation)[:3]
+
+
+def _kernel(source, op_type, name, described, is_operation):
     kernel_def = registry.kernel(op_type)
     if kernel_def is None:
         raise errors.NotFoundError(
@@ -107,12 +115,13 @@ def instantiate_kernel(source, op_type, name, described=None, is_operation=True)
             f"No registered kernel for op '{name}' of type '{op_type}' on the numpy backend.")
     compute = kernel_def.factory(source)
     needs_context = kernel_def.needs_context
+    refs = []
     if is_operation:
         refs = [i for i, t in enumerate(source.inputs) if t.dtype.is_ref and i not in registry.ref_inputs(op_type)]
         if refs:
             compute = _dereferencing(compute, refs, needs_context)
             needs_context = True
-    return compute, needs_context, kernel_def.is_async
+    return compute, needs_context, kernel_def.is_async, bool(refs)
 
 
 def _label(node):

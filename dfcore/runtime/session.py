@@ -4,7 +4,8 @@ Source: ``tensorflow/python/client/session.py`` and
 ``tensorflow/core/common_runtime/direct_session.cc``. A session owns its devices
 (from ``ConfigProto.device_count``; on a cluster target, the whole cluster's, see
 :func:`register_target_resolver`), its variables and a thread pool of
-``inter_op_parallelism_threads``. ``run`` validates feeds and fetches; builds, once
+``inter_op_parallelism_threads`` (see :mod:`dfcore.runtime.thread_pools`). ``run`` validates feeds and
+fetches; builds, once
 per signature, a plan (prune → place → partition with ``_Send``/``_Recv`` → one
 executor per device; feeds and fetches through the step's call frame, ``_Arg`` and
 ``_Retval``); runs every partition of the step in one variable transaction; and
@@ -17,10 +18,8 @@ TF's DirectSession does, so ``log_device_placement`` lists every node.
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
 import itertools
-import os
 import threading
 from collections.abc import Callable, Mapping
 from types import TracebackType
@@ -43,6 +42,7 @@ from .placer import PlacementRecord
 from .session_resources import SessionResources
 from .step_plan import StepPlan
 from .step_trace import fill_run_metadata
+from .thread_pools import InterOpPool, SessionThreadPools
 from .variable_store import VariableStore
 
 
@@ -83,9 +83,7 @@ class BaseSession:
         self._placement = None
         self._placed_version = -1
         self._placement_lock = threading.Lock()
-        threads = self._config.inter_op_parallelism_threads or os.cpu_count() or 1
-        self._pool_threads = max(1, int(threads))
-        self._pool = None
+        self._pools: SessionThreadPools | None = SessionThreadPools(self._config)
         self._partial_runs: dict[str, PartialRun] = {}
         self._partial_run_ids = itertools.count()
 
@@ -123,7 +121,8 @@ class BaseSession:
             raise RuntimeError("Attempted to use a closed Session.")
         handler = FetchHandler(self._graph, fetches)
         feed_tensors, _ = self._process_feeds(feed_dict)
-        return self._plan_for(handler.tensors, handler.targets, feed_tensors, partial_run).graphs
+        return self._plan_for(handler.tensors, handler.targets, feed_tensors, self._thread_pool(None),
+                              partial_run).graphs
 
     def optimizer_records(self, fetches: Any, feed_dict: Mapping[Any, Any] | None = None) -> tuple[PassRecord, ...]:
         """The graph optimizer's :class:`~dfcore.runtime.grappler.PassRecord` per pass for ``run(fetches,
@@ -133,7 +132,8 @@ class BaseSession:
             raise RuntimeError("Attempted to use a closed Session.")
         handler = FetchHandler(self._graph, fetches)
         feed_tensors, _ = self._process_feeds(feed_dict)
-        return self._plan_for(handler.tensors, handler.targets, feed_tensors).optimizer_records
+        return self._plan_for(handler.tensors, handler.targets, feed_tensors,
+                              self._thread_pool(None)).optimizer_records
 
     def placement_records(self) -> list[PlacementRecord]:
         """One :class:`~dfcore.runtime.placer.PlacementRecord` per placed node (empty before the first run)."""
@@ -157,8 +157,9 @@ class BaseSession:
             raise RuntimeError("Attempted to use a closed Session.")
         handler = FetchHandler(self._graph, fetches)
         feed_tensors, feed_values = self._process_feeds(feed_dict)
-        plan = self._plan_for(handler.tensors, handler.targets, feed_tensors)
         options = options or RunOptions()
+        pool = self._thread_pool(options)
+        plan = self._plan_for(handler.tensors, handler.targets, feed_tensors, pool)
         trace = options.trace_level >= RunOptions.FULL_TRACE and run_metadata is not None
         if self._binding is not None:
             self._binding.check_step(plan)
@@ -166,8 +167,9 @@ class BaseSession:
         step_id = next(self._step_ids)
         try:
             run_step = getattr(self._binding, "run_step", step_lib.run_step)
-            result = run_step(plan, feed_values, txn, self._resources, step_id, self._thread_pool(),
-                              self._timeout_s(options), trace)
+            with self._intra_op_scope():
+                result = run_step(plan, feed_values, txn, self._resources, step_id, pool, self._timeout_s(options),
+                                  trace)
         except BaseException:
             txn.abort()
             self._resources.end_step(step_id, committed=False)
@@ -193,13 +195,14 @@ class BaseSession:
             raise errors.UnimplementedError(None, None, "partial_run is not implemented for sessions on an MPI target.")
         handler = FetchHandler(self._graph, fetches)
         feed_tensors = feed_list_tensors(self._graph, feeds)
-        plan = self._plan_for(handler.tensors, handler.targets, feed_tensors, partial_run=True)
+        pool = self._thread_pool(None)
+        plan = self._plan_for(handler.tensors, handler.targets, feed_tensors, pool, partial_run=True)
         if self._binding is not None:
             self._binding.check_step(plan)
         handle = partial_run_handle(feed_tensors, handler.tensors, handler.targets, next(self._partial_run_ids))
         self._partial_runs[handle] = PartialRun(
             plan, feed_tensors, handler.tensors, self._variables.begin(), self._resources, next(self._step_ids),
-            self._thread_pool(), self._timeout_s(RunOptions()) or DEFAULT_STEP_TIMEOUT_S)
+            pool, self._timeout_s(RunOptions()) or DEFAULT_STEP_TIMEOUT_S)
         return handle
 
     def partial_run(self, handle: str, fetches: Any, feed_dict: Mapping[Any, Any] | None = None) -> Any:
@@ -237,22 +240,25 @@ class BaseSession:
         ms = options.timeout_in_ms or self._config.operation_timeout_in_ms
         return ms / 1000.0 if ms else None
 
-    def _thread_pool(self):
-        wanted = self._runner == "pool" or (self._runner == "auto" and self._pool_threads > 1)
-        if self._pool is None and wanted:
-            with self._plans_lock:
-                if self._pool is None:
-                    self._pool = concurrent.futures.ThreadPoolExecutor(self._pool_threads, "dfcore-inter-op")
-        return self._pool
+    def _thread_pool(self, options: RunOptions | None) -> InterOpPool | None:
+        """The inter-op pool of a run (None: the caller's thread; see :mod:`dfcore.runtime.thread_pools`)."""
+        if self._pools is None:
+            raise RuntimeError("Attempted to use a closed Session.")
+        return self._pools.pool_for(options)
 
-    def _plan_for(self, fetch_tensors, target_ops, feed_tensors, partial_run=False):
-        key = (tuple(fetch_tensors), tuple(target_ops), tuple(feed_tensors), partial_run)
+    def _intra_op_scope(self):
+        return self._pools.intra_op_scope() if self._pools is not None else contextlib.nullcontext()
+
+    def _plan_for(self, fetch_tensors, target_ops, feed_tensors, pool, partial_run=False):
+        threads = pool.threads if pool is not None else 0
+        runner = self._runner if pool is not None else "inline"
+        key = (tuple(fetch_tensors), tuple(target_ops), tuple(feed_tensors), partial_run, threads, runner)
         with self._plans_lock:
             plan = self._plans.get(key)
         if plan is None:
             plan = step_plan.build_step_plan(fetch_tensors, target_ops, feed_tensors, self._placement_for,
-                                             self._device_set.client_device.name, self._pool_threads, self._runner,
-                                             partial_run, self._config)
+                                             self._device_set.client_device.name, threads, runner, partial_run,
+                                             self._config)
             with self._plans_lock:
                 plan = self._plans.setdefault(key, plan)
         return plan
@@ -303,9 +309,9 @@ class BaseSession:
                 self._variables.clear()
                 self._resources.close()
             self._plans.clear()
-            if self._pool is not None:
-                self._pool.shutdown(wait=True)
-                self._pool = None
+            if self._pools is not None:
+                self._pools.close()
+                self._pools = None
 
     def as_default(self) -> contextlib.AbstractContextManager[Any]:
         """A context manager making this the default session (for ``Tensor.eval``)."""

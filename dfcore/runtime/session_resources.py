@@ -14,6 +14,8 @@ from typing import Any
 import numpy as np
 
 from .. import errors
+from .allocator import Allocator
+from .device_set import allocator_name
 
 
 class SessionResources:
@@ -30,6 +32,7 @@ class SessionResources:
         self._generators = {}
         self._resources = {}
         self._step_hooks = {}
+        self._allocators: dict[str, Allocator] = {}
         self._closed = False
 
     def variable_key(self, name: str, device: str) -> str:
@@ -49,6 +52,19 @@ class SessionResources:
             if found is None:
                 found = self._resources[(kind, name)] = factory()
             return found
+
+    def allocator(self, device: str) -> Allocator:
+        """The :class:`~dfcore.runtime.allocator.Allocator` of ``device`` (made on first use)."""
+        found = self._allocators.get(device)
+        if found is None:
+            with self._lock:
+                found = self._allocators.setdefault(device, Allocator(allocator_name(device)))
+        return found
+
+    def allocators(self) -> dict[str, Allocator]:
+        """``{device: Allocator}`` of the devices that have run a step."""
+        with self._lock:
+            return dict(self._allocators)
 
     def defer(self, step_id: int, on_commit: Callable[[], Any] | None = None,
               on_abort: Callable[[], Any] | None = None) -> None:

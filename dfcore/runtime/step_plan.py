@@ -79,7 +79,7 @@ def build_step_plan(fetch_tensors: Sequence[Tensor], target_ops: Sequence[Operat
         feed_tensors: the fed tensors, sorted by name (their arg indices).
         placement_for: ``placement_for(ops) -> {op: full device name}`` (the session's placer).
         client_device: where feeds arrive and fetches leave.
-        pool_threads: the session's inter-op threads (1 = never use the pool).
+        pool_threads: the size of the run's inter-op pool (0: the caller's thread; 1 or less: never use the pool).
         runner: ``"auto"`` (the rule in the module docstring), ``"inline"`` (every partition
             on the calling thread) or ``"pool"`` (every partition on the thread pool).
         partial_run: use client-terminated ``_Recv``/``_Send`` endpoints instead of the call frame;

@@ -107,7 +107,8 @@ class StepTransaction:
 
     def __init__(self, store: VariableStore) -> None:
         self._store = store
-        self._staged: dict[VariableState, tuple[Any, int, list]] = {}  # state -> (value, base version, redos)
+        # state -> (value, base version, redos, retire, done_with)
+        self._staged: dict[VariableState, tuple[Any, int, list, Callable[[Any], Any] | None, tuple[Any, ...]]] = {}
         self._seen: dict[VariableState, int] = {}  # state -> the version this step read
 
     def read(self, ref: VarRef) -> Any:
@@ -128,13 +129,17 @@ class StepTransaction:
     def is_initialized(self, ref: VarRef) -> bool:
         return ref.state in self._staged or ref.state.value is not None
 
-    def write(self, ref: VarRef, value: Any, redo: Callable[[Any], Any] | None = None) -> Any:
+    def write(self, ref: VarRef, value: Any, redo: Callable[[Any], Any] | None = None,
+              retire: Callable[[Any], Any] | None = None, done_with: tuple[Any, ...] = ()) -> Any:
         """Stage ``value`` as the new value of ``ref``.
 
         Args:
             value: a numpy array the transaction now owns (never mutated later).
             redo: ``redo(current) -> new`` recomputing the update from a newer
                 value if another step commits first; None for a plain overwrite.
+            retire: ``retire(old)`` is called after the commit with the value this write replaced (the
+                caller holding it once), e.g. to give its buffer back to an allocator; None: nothing.
+            done_with: values ``redo`` holds (the update's inputs), given to ``retire`` after the commit too.
         """
         state = ref.state
         previous = self._staged.get(state)
@@ -144,23 +149,37 @@ class StepTransaction:
         else:
             base_version = previous[1]
             redos = previous[2] + [redo]
-        self._staged[state] = (value, base_version, redos)
+            retire = retire if retire is not None else previous[3]
+            done_with = previous[4] + done_with
+        self._staged[state] = (value, base_version, redos, retire, done_with)
         return value
 
     def commit(self) -> None:
         """Publish every staged write atomically (re-applying redos after a concurrent commit)."""
         if not self._staged:
             return
+        retired = self._publish()
+        self._staged = {}
+        self._seen = {}
+        while retired:  # now that the staged redos (which hold the old values) are gone
+            retire, old = retired.pop()
+            retire(old)
+            del old
+
+    def _publish(self) -> list[tuple[Callable[[Any], Any], Any]]:
+        """Publish the staged writes; returns ``(retire, replaced value)`` for the writes that asked."""
+        retired = []
         with self._store._lock:
-            for state, (value, base_version, redos) in self._staged.items():
+            for state, (value, base_version, redos, retire, done_with) in self._staged.items():
                 current, version = state.current
                 if version != base_version and None not in redos and current is not None:
                     value = current
                     for redo in redos:
                         value = redo(value)
                 state.current = (value, version + 1)
-        self._staged = {}
-        self._seen = {}
+                if retire is not None:
+                    retired.extend((retire, old) for old in ((current,) if current is not None else ()) + done_with)
+        return retired
 
     def abort(self) -> None:
         self._staged = {}

@@ -43,7 +43,9 @@ def test_add_n_of_three_or_more_scalars_from_other_devices():
 @pytest.mark.parametrize("threads, expected", [(1, 1), (2, 2)])
 def test_independent_heavy_partitions_run_on_as_many_threads_as_the_pool_allows(threads, expected):
     graph, total = _products(["/gpu:0", "/gpu:1"])
-    _, run_metadata = _traced(graph, total, tf.ConfigProto(inter_op_parallelism_threads=threads))
+    # TF's rule: without use_per_session_threads every session shares the first session's global pool
+    config = tf.ConfigProto(inter_op_parallelism_threads=threads, use_per_session_threads=True)
+    _, run_metadata = _traced(graph, total, config)
     used = {n.thread_id for d in tf.step_records(run_metadata).step_stats.dev_stats for n in d.node_stats
             if n.node_name.startswith("product")}
     assert len(used) == expected

@@ -111,7 +111,7 @@ def test_independent_matmuls_on_two_devices_overlap_in_simulated_time():
 
 def test_independent_matmuls_overlap_in_wall_time_on_the_pool():
     total = _two_tower_graph(n=600)
-    config = tf.ConfigProto(inter_op_parallelism_threads=2)
+    config = tf.ConfigProto(inter_op_parallelism_threads=2, use_per_session_threads=True)  # not the global pool
     for _ in range(5):  # on a loaded machine one try may not overlap; five must
         _, stats = _traced_run(total, "pool", config)
         wall = {n.node_name: (n.all_start_micros, n.all_end_micros) for d in stats.dev_stats for n in d.node_stats}

@@ -1,0 +1,134 @@
+"""A per-device allocator: numpy buffers pooled by (shape, dtype) and handed out again once unused.
+
+Source: TF ``core/framework/allocator.h`` (``Allocator``, ``AllocatorStats``: ``num_allocs``,
+``bytes_in_use``, ``peak_bytes_in_use``, ``largest_alloc_size``, ``bytes_reserved``) and the way TF's
+executor (``core/common_runtime/executor.cc``) drops a tensor once its last consumer has run, so the
+BFC allocator (``bfc_allocator.cc``) can hand its memory out again. dfcore pools whole buffers by
+``(shape, dtype)`` instead of splitting chunks: in a steady state a step asks for the buffers the last
+one gave back, so after warm-up no new memory is allocated.
+
+A buffer goes back to its pool only when nothing else can still see it: :meth:`Allocator.deallocate`
+checks CPython's reference count (a view, a fetch, a variable, a queue or the rendezvous holding the
+array all count), and that the array owns its memory. A buffer some reader still holds is simply left
+to the garbage collector (and counted as freed when it dies).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import threading
+import weakref
+from typing import Any
+
+import numpy as np
+
+
+@dataclasses.dataclass(frozen=True)
+class AllocatorStats:
+    """A snapshot of one allocator's counters (TF ``AllocatorStats``; the last two are dfcore's).
+
+    ``num_allocs``: buffers handed out; ``bytes_in_use``: bytes handed out and still alive outside the
+    pool; ``peak_bytes_in_use``: its maximum so far; ``largest_alloc_size``: the largest buffer handed out;
+    ``bytes_reserved``: bytes the allocator holds in its pools (free for reuse); ``new_buffers``: buffers
+    made with ``np.empty`` (the rest came from a pool); ``reuse_hits``: buffers served from a pool.
+    """
+
+    num_allocs: int = 0
+    bytes_in_use: int = 0
+    peak_bytes_in_use: int = 0
+    largest_alloc_size: int = 0
+    bytes_reserved: int = 0
+    new_buffers: int = 0
+    reuse_hits: int = 0
+
+
+def _refcount(value: Any) -> int:
+    return sys.getrefcount(value)
+
+
+def _callers_refs() -> int:
+    """What :func:`_refcount` reports inside :meth:`Allocator.deallocate` for an array its caller holds
+    once (measured, so the check does not depend on how this CPython counts a call's arguments)."""
+
+    def deallocate(buf):
+        return _refcount(buf)
+
+    buf = np.empty(1)
+    return deallocate(buf)
+
+
+_ONE_HOLDER = _callers_refs()
+
+
+class Allocator:
+    """Buffers of one device, pooled by ``(shape, dtype)``; thread-safe.
+
+    Args:
+        name: TF's allocator name of the device (``"cpu"``, ``"GPU_0_bfc"`` …).
+    """
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._lock = threading.Lock()
+        self._free: dict[tuple[tuple[int, ...], np.dtype], list[np.ndarray]] = {}
+        self._out: set[int] = set()  # ids of the buffers handed out and not given back
+        self._stats = dict.fromkeys(f.name for f in dataclasses.fields(AllocatorStats))
+        for key in self._stats:
+            self._stats[key] = 0
+
+    def allocate(self, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+        """An uninitialized C-contiguous array of ``shape`` and ``dtype``: one from the pool if any."""
+        dtype = np.dtype(dtype)
+        key = (tuple(shape), dtype)
+        stats = self._stats
+        with self._lock:
+            free = self._free.get(key)
+            buf = free.pop() if free else None
+            if buf is not None:
+                stats["reuse_hits"] += 1
+                stats["bytes_reserved"] -= buf.nbytes
+            else:
+                buf = np.empty(key[0], dtype)
+                stats["new_buffers"] += 1
+                weakref.finalize(buf, self._died, id(buf), buf.nbytes)
+            self._out.add(id(buf))
+            stats["num_allocs"] += 1
+            stats["bytes_in_use"] += buf.nbytes
+            if stats["bytes_in_use"] > stats["peak_bytes_in_use"]:
+                stats["peak_bytes_in_use"] = stats["bytes_in_use"]
+            if buf.nbytes > stats["largest_alloc_size"]:
+                stats["largest_alloc_size"] = buf.nbytes
+        return buf
+
+    def deallocate(self, buf: Any, held: int = 1) -> bool:
+        """Give ``buf`` back to its pool if this allocator handed it out and nothing but its caller (holding
+        ``held`` references) can see it (or ``buf`` is a view of such a buffer that nothing else holds: then
+        that buffer goes back); returns whether a buffer was pooled (else nothing happens)."""
+        if type(buf) is not np.ndarray or _refcount(buf) != _ONE_HOLDER + held - 1:
+            return False
+        base = buf.base
+        if base is not None:  # a view (a Reshape's output) nobody holds: its base, if only the view holds it
+            if type(base) is not np.ndarray or base.base is not None or _refcount(base) != _ONE_HOLDER:
+                return False
+            buf = base
+        stats = self._stats
+        with self._lock:
+            if id(buf) not in self._out:  # not one of this allocator's (a kernel made it): left alone
+                return False
+            self._out.discard(id(buf))
+            stats["bytes_in_use"] -= buf.nbytes
+            stats["bytes_reserved"] += buf.nbytes
+            self._free.setdefault((buf.shape, buf.dtype), []).append(buf)
+        return True
+
+    def _died(self, buf_id: int, nbytes: int) -> None:
+        with self._lock:
+            if buf_id in self._out:
+                self._out.discard(buf_id)
+                self._stats["bytes_in_use"] -= nbytes
+
+    def stats(self) -> AllocatorStats:
+        """A snapshot of the counters."""
+        with self._lock:
+            return AllocatorStats(**self._stats)
