@@ -33,7 +33,7 @@ SYNC, ASYNC = 0, 1
 
 
 class EagerContext:
-    """What eager ops run in: devices, variables, resources, a placement cache.
+    """What eager ops run in: devices, variables, resources, a placement cache, and how many ops ran.
 
     Args:
         config: a ``ConfigProto``; its ``device_count`` and ``allow_soft_placement`` apply, as in a Session.
@@ -46,6 +46,7 @@ class EagerContext:
         self.resources = SessionResources()
         self.step_ids = itertools.count(1)
         self.tensor_ids = itertools.count(1)
+        self.ops_executed = 0  # eager ops run so far (what per-op dispatch costs are divided by)
         self._placements: dict[tuple[Any, ...], str] = {}
         self._variable_names: dict[str, int] = {}
         self._lock = threading.Lock()

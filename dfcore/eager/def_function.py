@@ -124,16 +124,16 @@ class ConcreteFunction:
 
     @property
     def fetches(self) -> list[Any]:
-        """The graph tensors and operations a call runs."""
-        return list(self._fetches)
+        """What a call fetches from :attr:`session`: the graph tensors and operations it returns, then the last
+        op with effects (which runs every earlier one)."""
+        return self._fetches + self._targets
 
     def feed_dict(self, values: list[Any]) -> dict[Tensor, Any]:
         return dict(zip(self._placeholders, values))
 
     def __call__(self, values: list[Any], run_metadata: RunMetadata | None = None) -> Any:
         options = RunOptions(trace_level=RunOptions.FULL_TRACE) if run_metadata is not None else None
-        results = self.session.run(self._fetches + self._targets, self.feed_dict(values), options=options,
-                                   run_metadata=run_metadata)
+        results = self.session.run(self.fetches, self.feed_dict(values), options=options, run_metadata=run_metadata)
         placement = self.session._placement
         ctx = context_lib.context()
         ids = ctx.tensor_ids if ctx is not None else iter(range(1, 2 ** 62))

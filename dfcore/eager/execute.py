@@ -93,6 +93,7 @@ def execute(ctx: EagerContext, op: Operation) -> Operation:
     """
     device = ctx.place(op)
     op._assigned_device = device
+    ctx.ops_executed += 1
     compute, needs_context, is_async = instantiate_kernel(op, op.type, op.name)
     args = [t._value for t in op._inputs]
     if needs_context:
