@@ -102,7 +102,16 @@ from .ops.variables import (
     trainable_variables,
     variables_initializer,
 )
-from .runtime.config import ConfigProto, GPUOptions, GraphOptions, RunMetadata, RunOptions, StepRecords, step_records
+from .runtime.config import (
+    ConfigProto,
+    GPUOptions,
+    GraphOptions,
+    OptimizerOptions,
+    RunMetadata,
+    RunOptions,
+    StepRecords,
+    step_records,
+)
 from .runtime.session import InteractiveSession, Session, get_default_session
 
 # isort: split

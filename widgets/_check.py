@@ -27,6 +27,7 @@ RUN_RECORDS = ((RunRecord, list, tuple, dict),
                 "or a dict of them by name"))
 CLUSTER = ((ClusterSpec, dict, ClusterDef, Server, BaseSession),
            "a ClusterSpec, a dict of job names to task addresses, a ClusterDef, a Server or a Session")
+PASS_RECORDS = ((list, tuple), "a tuple of PassRecords (from Session.optimizer_records(fetches, feed_dict))")
 DEVICE_VALUES = ((list, tuple), "a list of arrays (one per device)")
 
 

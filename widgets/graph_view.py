@@ -6,7 +6,9 @@ edges that cross devices are drawn in the transfer colour: at run time each beco
 a ``_Send``/``_Recv`` pair (see ``PartitionView``). Picking a node shows its type,
 inputs, attrs, requested and assigned device, and why the placer chose it; the
 picked node is outlined in the picture. Given the ``run_metadata`` of a traced run, the
-ops that ran dead in it (the untaken branch of a ``tf.cond``) are grey and dashed.
+ops that ran dead in it (the untaken branch of a ``tf.cond``) are grey and dashed. Given the graph
+optimizer's ``passes`` (``session.optimizer_records(fetches, feed_dict)``), a step-through below shows the
+graph before and after each pass that changed it (kernel-free: frames linked to a slider and Play).
 """
 
 import html
@@ -18,6 +20,7 @@ from dfcore.runtime.config import step_records
 
 from . import _check, _control_flow, _dot, _html, _palette, _render
 from ._format import count, device_sort_key, format_attr
+from ._optimizer_frames import PassFrames
 
 _PREFIXES = itertools.count(1)
 _OUTLINE = "{stroke:#000;stroke-width:3px}"
@@ -32,21 +35,25 @@ class GraphView(widgets.VBox):
             give each op's assigned device and colocation group (run it first).
         run_metadata: optional ``RunMetadata`` of a run with ``RunOptions(trace_level=FULL_TRACE)``;
             the ops that ran dead in every execution of it are greyed.
+        passes: optional tuple of :class:`~dfcore.runtime.grappler.PassRecord` (``Session.optimizer_records``).
 
     Attributes:
         dot: the DOT text drawn. picture: the ``HTML`` with the SVG (or the DOT fallback).
         picker: the ``Dropdown`` of op names. details: the ``HTML`` describing the picked op.
         dead: the names of the ops greyed (empty without ``run_metadata``).
+        passes: the :class:`~widgets._optimizer_frames.PassFrames` step-through (None without ``passes``).
 
     Raises:
-        TypeError: ``graph`` is not a Graph, ``session`` not a Session, ``run_metadata`` not a RunMetadata.
+        TypeError: ``graph`` is not a Graph, ``session`` not a Session, ``run_metadata`` not a RunMetadata,
+            ``passes`` not a tuple or list of PassRecords.
         ValueError: ``run_metadata`` is of an untraced run.
     """
 
-    def __init__(self, graph, session=None, run_metadata=None, **kwargs):
+    def __init__(self, graph, session=None, run_metadata=None, passes=None, **kwargs):
         _check.expect("GraphView", "graph", graph, _check.GRAPH)
         _check.expect("GraphView", "session", session, _check.SESSION, optional=True)
         _check.expect("GraphView", "run_metadata", run_metadata, _check.RUN_METADATA, optional=True)
+        _check.expect("GraphView", "passes", passes, _check.PASS_RECORDS, optional=True)
         dead = _control_flow.dead_throughout(step_records(run_metadata)) if run_metadata is not None else {}
         self.dead = frozenset().union(*dead.values())
         self._ops = list(graph.get_operations())
@@ -64,7 +71,10 @@ class GraphView(widgets.VBox):
         self.details = widgets.HTML(self._details_html(self.picker.value))
         self.picker.observe(self._on_pick, names=["value"])
         header = widgets.HTML(self._header_html(session))
-        super().__init__([header, self.picture, self.picker, self.details], **kwargs)
+        self.passes = None if passes is None else PassFrames(passes)
+        extra = [] if self.passes is None else [widgets.HTML(_html.heading("Graph optimizer, pass by pass")),
+                                                self.passes]
+        super().__init__([header, self.picture, self.picker, self.details, *extra], **kwargs)
 
     def _header_html(self, session):
         extras = [_html.Raw(f'<span style="color:{_palette.TRANSFER}">━</span> edge across devices '

@@ -4,8 +4,10 @@ Source: ``tensorflow/core/protobuf/config.proto`` (the classes are TF's, from :m
 A session reads ``device_count``, ``log_device_placement``, ``allow_soft_placement``,
 ``inter_op_parallelism_threads``, ``use_per_session_threads``, ``session_inter_op_thread_pool``,
 ``intra_op_parallelism_threads`` (see :mod:`dfcore.runtime.thread_pools`), ``gpu_options.allow_growth``,
-``operation_timeout_in_ms`` and ``device_filters``; a run reads ``trace_level``, ``timeout_in_ms``,
-``inter_op_thread_pool`` and ``output_partition_graphs``.
+``operation_timeout_in_ms``, ``device_filters`` and ``graph_options`` (``rewrite_options``, TF's
+``RewriterConfig``, and ``optimizer_options``, TF's ``OptimizerOptions``: the graph optimizer's switches, see
+:mod:`dfcore.runtime.grappler`); a run reads ``trace_level``, ``timeout_in_ms``, ``inter_op_thread_pool`` and
+``output_partition_graphs``.
 
 ``Session.run`` fills a ``RunMetadata`` as TF does: ``partition_graphs`` (GraphDefs) and ``step_stats``
 (TF's ``StepStats``, wall clock). What dfcore records beyond TF's message — the step stats on the
@@ -20,14 +22,15 @@ import dataclasses
 import threading
 from typing import TYPE_CHECKING
 
-from ..framework.protos import ConfigProto, GPUOptions, GraphOptions, RunMetadata, RunOptions
+from ..framework.protos import ConfigProto, GPUOptions, GraphOptions, OptimizerOptions, RunMetadata, RunOptions
 from .rendezvous import TransferRecord
 from .step_stats import StepStats
 
 if TYPE_CHECKING:  # distribute/ is the layer above runtime/: its records are named here, never imported
     from ..distribute.trace import CollectiveTrace
 
-__all__ = ["ConfigProto", "GPUOptions", "GraphOptions", "RunMetadata", "RunOptions", "StepRecords", "step_records"]
+__all__ = ["ConfigProto", "GPUOptions", "GraphOptions", "OptimizerOptions", "RunMetadata", "RunOptions", "StepRecords",
+           "step_records"]
 
 # How many traced RunMetadata messages keep their records (oldest forgotten first). TF's message cannot
 # hold a reference, so dfcore keeps (message, records) pairs; holding the message keeps its id() unique.

@@ -5,7 +5,8 @@ fetches, place it, partition it per device with ``_Send``/``_Recv``, and build o
 executor per partition — once per signature, then reused every step. Feeds and
 fetches are indexed by name order, as TF sorts them. Between placing and partitioning, the graph optimizer
 (:mod:`dfcore.runtime.grappler`) rewrites the pruned graph as the session's ``ConfigProto`` says (TF's
-``GraphExecutionState::OptimizeGraph``); the partitions then hold the optimized nodes. Feeds and
+``GraphExecutionState::OptimizeGraph``); the partitions then hold the optimized nodes. Partial runs are
+not optimized (their feeds and fetches are chosen step by step; dfcore keeps their graph as built). Feeds and
 fetches: a normal run passes them
 through the step's call frame (``_Arg``/``_Retval``), a partial run through the
 rendezvous (client-terminated ``_Recv``/``_Send``).

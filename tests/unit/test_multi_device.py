@@ -13,6 +13,7 @@ import pytest
 from seed_programs import placement_program
 
 import dfcore as tf
+from dfcore.runtime.grappler import no_rewrite_session_config
 from dfcore.timeline import Timeline
 
 RUNNERS = ["inline", "pool"]
@@ -72,9 +73,11 @@ def _two_tower_graph(n=64):
 
 
 def _traced_run(fetch, runner, config=None):
+    """Run the graph as built (TF's no-rewrite test config), else constant folding computes the matmuls
+    of these constant towers before the step."""
     metadata = tf.RunMetadata()
     options = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
-    with tf.Session(config=config, executor_runner=runner) as sess:
+    with tf.Session(config=no_rewrite_session_config(config), executor_runner=runner) as sess:
         value = sess.run(fetch, options=options, run_metadata=metadata)
     return value, tf.step_records(metadata).step_stats
 

@@ -12,7 +12,7 @@ from seed_programs import placement_program
 import dfcore as tf
 from dfcore.runtime.partition import partition
 from dfcore.runtime.sendrecv_ops import rendezvous_key
-from widgets import GraphView, PartitionView, _dot, _palette, _render
+from widgets import GraphView, PartitionView, _dot, _optimizer_frames, _palette, _render
 from widgets.partition_view import pair_rows
 
 HAS_DOT = shutil.which("dot") is not None
@@ -261,6 +261,45 @@ def test_graph_view_without_session_or_dot_still_builds(monkeypatch):
     view = GraphView(tf.get_default_graph())
     assert "dfcore-graph-fallback" in view.picture.value and "No session given" in view.children[0].value
     assert repr(view) == "<GraphView: 1 op on 1 device>"
+
+
+def _optimized_program():
+    x = tf.placeholder(tf.float32, [2, 3], name="x")
+    w = tf.constant(np.ones((3, 4), np.float32), name="w")
+    b = tf.add(tf.constant(np.zeros(4, np.float32)), 0.5, name="b")
+    y = tf.identity(tf.nn.relu(tf.matmul(x, w) + b) * 1.0, name="y")
+    sess = tf.Session()
+    feed = {x: np.ones((2, 3), np.float32)}
+    sess.run(y, feed)
+    return sess, y, feed
+
+
+def test_graph_view_steps_through_the_optimizer_passes_without_a_kernel():
+    sess, y, feed = _optimized_program()
+    records = sess.optimizer_records(y, feed)
+    view = GraphView(sess.graph, sess, passes=records)
+    changed = [r for r in records if r.changed]
+    assert [r.optimizer for r in changed] == ["constant_folding", "remapper", "arithmetic_optimizer",
+                                              "dependency_optimizer"]
+    frames = view.passes.stack.children
+    assert len(frames) == 1 + len(changed) and view.passes.slider.max == len(changed)
+    assert "as built" in frames[0].value and "after remapper (iteration 0)" in frames[2].value
+    assert [(link.source, link.target) for link in view.passes.links] == [
+        ((view.passes.play, "value"), (view.passes.slider, "value")),
+        ((view.passes.slider, "value"), (view.passes.stack, "selected_index"))]
+    remapper_frame = next(f for f in view.passes.frames if "remapper" in f[0])
+    assert remapper_frame[2] == frozenset({"Relu"}) and ("Relu", "_FusedMatMul") in [g[:2] for g in remapper_frame[1]]
+    dot = _optimizer_frames.snapshot_dot(remapper_frame[1], remapper_frame[2])
+    assert '"Relu" [' in dot and 'penwidth="3"' in dot and '"w" -> "Relu"' in dot
+
+
+def test_graph_view_passes_must_be_pass_records():
+    sess, y, feed = _optimized_program()
+    with pytest.raises(TypeError, match="PassRecords"):
+        GraphView(sess.graph, sess, passes="constant_folding")
+    with pytest.raises(TypeError, match="got str"):
+        GraphView(sess.graph, sess, passes=["constant_folding"])
+    assert "No optimizer pass ran" in GraphView(sess.graph, sess, passes=()).passes.stack.children[0].value
 
 
 # -- PartitionView ------------------------------------------------------------------------------------

@@ -86,8 +86,9 @@ class PassRecord:
 
     ``optimizer``: TF's pass name; ``iteration``: the meta-optimizer's round (0-based; classic passes: -1);
     ``nodes_before``/``nodes_after``: node counts; ``removed``/``added``: node names gone / new;
-    ``rewritten``: names kept whose op, attrs or inputs changed; ``graph``: the graph after the pass as
-    ``(name, op, inputs, device)`` per node, producers first (what a before/after view draws).
+    ``rewritten``: names kept whose op, attrs or inputs changed; ``graph_before``/``graph``: the graph before
+    and after the pass as ``(name, op, inputs, device)`` per node, producers first (what a before/after view
+    draws).
     """
 
     optimizer: str
@@ -97,18 +98,23 @@ class PassRecord:
     removed: tuple[str, ...]
     added: tuple[str, ...]
     rewritten: tuple[str, ...]
+    graph_before: tuple[tuple[str, str, tuple[str, ...], str], ...]
     graph: tuple[tuple[str, str, tuple[str, ...], str], ...]
+
+    @property
+    def changed(self) -> bool:
+        """Whether the pass changed the graph."""
+        return bool(self.removed or self.added or self.rewritten)
 
 
 @dataclasses.dataclass(frozen=True)
 class OptimizedGraph:
     """The result: ``ops`` (nodes, producers first) with their ``placement``, the ``fetches`` as the nodes'
-    outputs (same order), the ``initial`` graph (as :attr:`PassRecord.graph`) and one record per pass."""
+    outputs (same order) and one record per pass."""
 
     ops: tuple[Node, ...]
     placement: dict[Node, str]
     fetches: tuple[Any, ...]
-    initial: tuple[tuple[str, str, tuple[str, ...], str], ...]
     records: tuple[PassRecord, ...]
 
 
@@ -125,7 +131,6 @@ def optimize(ops: Sequence[Operation], placement: Any, feeds: Sequence[Tensor], 
     grappler = [p for p in passes if not p.classic]
     if len(item) < min_nodes:
         grappler = []
-    initial = _snapshot(item)
     records: list[PassRecord] = []
     for iteration in range(rewrite.meta_optimizer_iterations or DEFAULT_ITERATIONS):
         if len(item) < min_nodes:
@@ -133,19 +138,19 @@ def optimize(ops: Sequence[Operation], placement: Any, feeds: Sequence[Tensor], 
         records.extend(_run(p, item, iteration) for p in grappler)
     records.extend(_run(p, item, -1) for p in passes if p.classic)
     nodes = tuple(item.ordered())
-    return OptimizedGraph(nodes, {n: n.device for n in nodes}, tuple(item.fetch_outputs()), initial,
-                          tuple(records))
+    return OptimizedGraph(nodes, {n: n.device for n in nodes}, tuple(item.fetch_outputs()), tuple(records))
 
 
 def _run(graph_pass: GraphPass, item: GraphItem, iteration: int) -> PassRecord:
     before = {n.name: _signature(n) for n in item}
+    graph_before = _snapshot(item)
     graph_pass.run(item)
     item.prune()
     after = {n.name: _signature(n) for n in item}
     return PassRecord(graph_pass.name, iteration, len(before), len(after),
                       tuple(sorted(before.keys() - after.keys())), tuple(sorted(after.keys() - before.keys())),
                       tuple(sorted(k for k in before.keys() & after.keys() if before[k] != after[k])),
-                      _snapshot(item))
+                      graph_before, _snapshot(item))
 
 
 def _signature(node: Node) -> tuple[Any, ...]:
