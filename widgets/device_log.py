@@ -47,12 +47,15 @@ def transfer_rows(transfers):
 
 
 def memory_rows(step_stats):
-    """Rows ``(device, allocator, allocated, peak, allocations)``, devices in reading order."""
+    """Rows ``(device, allocator, allocated, peak, live at the end, allocations, new buffers, reused)``, devices
+    in reading order: TF's ``AllocatorMemoryUsed`` fields of the step, then what the device's allocator did
+    (buffers it made, buffers it handed out again from its pools)."""
     rows = []
     for dev in sorted(step_stats.dev_stats, key=lambda d: device_sort_key(d.device)):
         for m in dev.memory:
             rows.append((_html.device_chip(dev.device), m.allocator_name, format_bytes(m.total_bytes),
-                         format_bytes(m.peak_bytes), m.allocation_count))
+                         format_bytes(m.peak_bytes), format_bytes(m.live_bytes), m.allocation_count, m.new_buffers,
+                         m.reuse_hits))
     return rows
 
 
@@ -92,8 +95,9 @@ class DeviceLog(widgets.VBox):
         step_stats = traced.step_stats if traced is not None else None
         self.transfers = widgets.HTML(self._transfers_html(traced))
         self.memory = widgets.HTML(_html.heading("Memory per device") + (
-            _html.table(["device", "allocator", "allocated", "peak", "allocations"], memory_rows(step_stats),
-                        numeric=(2, 3, 4)) if step_stats is not None else _html.note(_TRACE_HINT)))
+            _html.table(["device", "allocator", "allocated", "peak", "live at end", "allocations", "new buffers",
+                         "reused"], memory_rows(step_stats), numeric=(2, 3, 4, 5, 6, 7))
+            if step_stats is not None else _html.note(_TRACE_HINT)))
         header = widgets.HTML(_html.heading("Device mapping") + _html.pre(self.mapping_lines))
         filters = widgets.HBox([self.device_filter, self.op_type_filter])
         super().__init__([header, widgets.HTML(_html.heading("Placement log")), filters, self.placements,

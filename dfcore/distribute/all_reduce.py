@@ -10,8 +10,11 @@ Every message is a real transfer: the sender posts its current chunk to a
 :class:`~dfcore.runtime.rendezvous.Rendezvous` under a key from
 :func:`~dfcore.runtime.rendezvous.create_key` whose tensor name is
 ``<name>/<algorithm>/r<round>/c<chunk>`` (so every message leaves a
-:class:`~dfcore.runtime.rendezvous.TransferRecord`); the rendezvous copies it (the
-devices differ), and the receiver adds the copy into its own buffer or stores it.
+:class:`~dfcore.runtime.rendezvous.TransferRecord`), and the receiver reduces it into its
+output buffer or copies it there. Each message is copied once: without trace values the
+rendezvous posts the sender's chunk itself (``send(copy=False)``: the receiver reads it at
+once, before the sender's buffer changes), so the reduction or the copy into the output *is*
+the transfer; with trace values the rendezvous copies it (the trace keeps that copy).
 Messages run one after another on the calling thread, in schedule order, so results
 are deterministic (bit for bit, run after run). Inputs are never modified (unless
 ``in_place``); outputs are fresh arrays.
@@ -95,7 +98,7 @@ def all_reduce(values: Sequence[Any], devices: Sequence[str] | None = None, algo
     schedule = schedules.build_schedule(algorithm, len(arrays), flats[0].size, num_subchunks, convention, root)
     machine = machine if machine is not None else machine_for_devices(devices)
     rendezvous = rendezvous if rendezvous is not None else Rendezvous()
-    first = len(rendezvous.transfers())
+    first = rendezvous.num_local_transfers()
     start = time.perf_counter()
     outs, records = run_schedule(schedule, flats, devices, rendezvous, reduction, name, trace and trace_values,
                                  in_place)
@@ -105,7 +108,7 @@ def all_reduce(values: Sequence[Any], devices: Sequence[str] | None = None, algo
     coll_trace = build_trace(schedule, devices, reduction, dtype, records, name, kept_inputs) if trace else None
     itemsize = dtype.itemsize
     return AllReduceResult(
-        outputs=outputs, trace=coll_trace, transfers=tuple(rendezvous.transfers()[first:]),
+        outputs=outputs, trace=coll_trace, transfers=tuple(rendezvous.local_transfers_since(first)),
         simulated_time_s=collective_cost.simulated_time_s(schedule, devices, machine, itemsize, reduction),
         wall_time_s=wall,
         predicted_time_s=collective_cost.predicted_time_s(algorithm, flats[0].size, itemsize, devices, machine,
@@ -204,13 +207,43 @@ def run_schedule(schedule: schedules.Schedule, flats: Sequence[np.ndarray], devi
         raise failure from error
 
 
+@functools.lru_cache(maxsize=256)
+def _plan(schedule: schedules.Schedule, mean: bool) -> tuple[tuple[Any, ...], tuple[tuple[tuple[int, int], ...], ...]]:
+    """What :func:`_run` does at each step, worked out once per schedule (and whether the reduction is a mean,
+    whose ``Finalize`` steps write): ``(steps, unwritten)``.
+
+    A step is ``(kind, src, dst, lo, hi, src_written, dst_written)`` for a message (``kind`` "reduce" or
+    "copy"; ``*_written``: whether that rank's output already holds the chunk, else its input is read) and
+    ``("finalize", rank, None, lo, hi, written, None)``; ``unwritten[r]`` lists the element ranges rank
+    ``r``'s output never receives (copied from its input at the end of an out-of-place run)."""
+    written = [bytearray(len(schedule.chunk_ranges)) for _ in range(schedule.num_ranks)]
+    steps = []
+    for step in schedule.steps:
+        lo, hi = step.element_range
+        if isinstance(step, schedules.Message):
+            s, d = step.src, step.dst
+            steps.append((step.op, s, d, lo, hi, bool(written[s][step.chunks[0]]),
+                          bool(written[d][step.chunks[0]])))
+            rank = d
+        else:
+            steps.append(("finalize", step.rank, None, lo, hi, bool(written[step.rank][step.chunks[0]]), None))
+            if not mean:
+                continue
+            rank = step.rank
+        for c in step.chunks:
+            written[rank][c] = 1
+    unwritten = tuple(tuple(r for c, r in enumerate(schedule.chunk_ranges) if not written[rank][c])
+                      for rank in range(schedule.num_ranks))
+    return tuple(steps), unwritten
+
+
 def _run(schedule, flats, devices, rendezvous, reduction, name, trace, in_place):
     n, size, dtype = schedule.num_ranks, flats[0].size, flats[0].dtype
     outs = flats if in_place else [np.empty(size, dtype) for _ in range(n)]
-    written = [bytearray(len(schedule.chunk_ranges)) for _ in range(n)]
     ufunc = _REDUCE_UFUNC[reduction]
     divisor = dtype.type(n)
     keys = message_keys(schedule, tuple(devices), name)
+    steps, unwritten = _plan(schedule, reduction == "mean")
     box = []
     settle = box.append
 
@@ -219,22 +252,17 @@ def _run(schedule, flats, devices, rendezvous, reduction, name, trace, in_place)
 
     records = [] if trace else None
     pending = [[] for _ in range(n)] if trace else None  # rank -> [(start, stop, record)] awaiting a snapshot
-    send, recv_async = rendezvous.send, rendezvous.recv_async
-    for key, step in zip(keys, schedule.steps):
-        lo, hi = step.element_range
-        if key is None:  # Finalize
+    recv_async = rendezvous.recv_async
+    # a traced message is kept, so the rendezvous copies it; else the receiver reads the sender's chunk at once
+    send = rendezvous.send if trace else functools.partial(rendezvous.send, copy=False)
+    for key, (op, s, d, lo, hi, src_written, dst_written) in zip(keys, steps):
+        if key is None:  # Finalize: rank s
             if reduction == "mean":
-                r = step.rank
                 if trace:
-                    _snapshot_before_write(pending[r], outs[r], lo, hi)
-                src = outs[r] if written[r][step.chunks[0]] else flats[r]
-                np.divide(src[lo:hi], divisor, out=outs[r][lo:hi])
-                for c in step.chunks:
-                    written[r][c] = 1
+                    _snapshot_before_write(pending[s], outs[s], lo, hi)
+                np.divide((outs[s] if src_written else flats[s])[lo:hi], divisor, out=outs[s][lo:hi])
             continue
-        s, d = step.src, step.dst
-        value = (outs[s] if written[s][step.chunks[0]] else flats[s])[lo:hi]
-        send(key, value)
+        send(key, (outs[s] if src_written else flats[s])[lo:hi])
         recv_async(key, done)
         error, message = box.pop()
         if error is not None:
@@ -243,21 +271,18 @@ def _run(schedule, flats, devices, rendezvous, reduction, name, trace, in_place)
         if trace:
             _resolve_sent(pending[s], lo, hi, message)
             _snapshot_before_write(pending[d], outs[d], lo, hi)
-        if step.op == "reduce":
-            own = target if written[d][step.chunks[0]] else flats[d][lo:hi]
-            ufunc(own, message, out=target)
+        if op == "reduce":
+            ufunc(target if dst_written else flats[d][lo:hi], message, out=target)
         else:
             target[...] = message
-        for c in step.chunks:
-            written[d][c] = 1
         if trace:
-            record = [message, message if step.op == "copy" else None]
+            record = [message, message if op == "copy" else None]
             records.append(record)
-            if step.op == "reduce":
+            if op == "reduce":
                 pending[d].append((lo, hi, record))
     for r in range(n):
-        for c, (lo, hi) in enumerate(schedule.chunk_ranges):
-            if not written[r][c] and not in_place:
+        if not in_place:
+            for lo, hi in unwritten[r]:
                 outs[r][lo:hi] = flats[r][lo:hi]
         if trace:
             _snapshot_before_write(pending[r], outs[r], 0, size)

@@ -59,12 +59,13 @@ class RemoteRendezvous(Rendezvous):
         self._remote_transfers = []
         self._remote_sent = {}
 
-    def send(self, key, value, nbytes=None):
-        """As :meth:`Rendezvous.send`; a key whose receiving device is in another process is sent there."""
+    def send(self, key, value, nbytes=None, copy=True):
+        """As :meth:`Rendezvous.send`; a key whose receiving device is in another process is sent there
+        (encoded: a copy whatever ``copy`` says)."""
         parsed = parse_key(key)
         dst = self._transport.rank_of_device(parsed.dst_device)
         if dst == self._transport.rank:
-            return super().send(key, value, nbytes)
+            return super().send(key, value, nbytes, copy)
         self._raise_if_aborted_locked()
         sent = time.perf_counter()
         self._transport.post(dst, "tensor", self._handle, key, encode_tensor(value), sent)

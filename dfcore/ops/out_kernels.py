@@ -86,6 +86,9 @@ def _bias_add(op):
     return compute
 
 
+_BOOL = np.dtype(np.bool_)
+
+
 # -- activations --------------------------------------------------------------------------------------------
 @registry.RegisterOutKernel("Relu")
 def _relu(op):
@@ -106,7 +109,7 @@ def _relu_grad(op):
     def compute(allocator, g, y):
         if type(g) is not np.ndarray or type(y) is not np.ndarray or g.shape != y.shape or not g.shape:
             return plain(g, y)
-        mask = np.greater(y, 0, out=allocator.allocate(y.shape, np.bool_))
+        mask = np.greater(y, 0, out=allocator.allocate(y.shape, _BOOL))
         out = allocator.allocate(g.shape, g.dtype)
         out.fill(0)
         np.copyto(out, g, where=mask)
@@ -149,7 +152,7 @@ def _like(value):
         dtype = np.dtype(op.get_attr("dtype").as_numpy_dtype)
 
         def compute(allocator, x):
-            out = allocator.allocate(np.shape(x), dtype)
+            out = allocator.allocate(tuple(np.shape(x)), dtype)
             out.fill(value)
             return out
 

@@ -43,16 +43,12 @@ class AllocatorStats:
     reuse_hits: int = 0
 
 
-def _refcount(value: Any) -> int:
-    return sys.getrefcount(value)
-
-
 def _callers_refs() -> int:
-    """What :func:`_refcount` reports inside :meth:`Allocator.deallocate` for an array its caller holds
+    """What ``sys.getrefcount`` reports inside :meth:`Allocator.deallocate` for an array its caller holds
     once (measured, so the check does not depend on how this CPython counts a call's arguments)."""
 
     def deallocate(buf):
-        return _refcount(buf)
+        return sys.getrefcount(buf)
 
     buf = np.empty(1)
     return deallocate(buf)
@@ -62,7 +58,10 @@ _ONE_HOLDER = _callers_refs()
 
 
 class Allocator:
-    """Buffers of one device, pooled by ``(shape, dtype)``; thread-safe.
+    """Buffers of one device, pooled by ``(shape, dtype)``.
+
+    Thread-safe without a lock: a pool is a list whose ``pop``/``append`` are atomic; the counters may miss
+    an update when two threads allocate on one device at the same instant (they are statistics).
 
     Args:
         name: TF's allocator name of the device (``"cpu"``, ``"GPU_0_bfc"`` …).
@@ -70,65 +69,65 @@ class Allocator:
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self._lock = threading.Lock()
         self._free: dict[tuple[tuple[int, ...], np.dtype], list[np.ndarray]] = {}
         self._out: set[int] = set()  # ids of the buffers handed out and not given back
-        self._stats = dict.fromkeys(f.name for f in dataclasses.fields(AllocatorStats))
-        for key in self._stats:
-            self._stats[key] = 0
+        self._lock = threading.Lock()  # for _died (the garbage collector's thread)
+        self.num_allocs = self.new_buffers = self.reuse_hits = 0
+        self.bytes_in_use = self.peak_bytes_in_use = self.largest_alloc_size = self.bytes_reserved = 0
 
-    def allocate(self, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
-        """An uninitialized C-contiguous array of ``shape`` and ``dtype``: one from the pool if any."""
-        dtype = np.dtype(dtype)
-        key = (tuple(shape), dtype)
-        stats = self._stats
-        with self._lock:
-            free = self._free.get(key)
-            buf = free.pop() if free else None
-            if buf is not None:
-                stats["reuse_hits"] += 1
-                stats["bytes_reserved"] -= buf.nbytes
-            else:
-                buf = np.empty(key[0], dtype)
-                stats["new_buffers"] += 1
-                weakref.finalize(buf, self._died, id(buf), buf.nbytes)
-            self._out.add(id(buf))
-            stats["num_allocs"] += 1
-            stats["bytes_in_use"] += buf.nbytes
-            if stats["bytes_in_use"] > stats["peak_bytes_in_use"]:
-                stats["peak_bytes_in_use"] = stats["bytes_in_use"]
-            if buf.nbytes > stats["largest_alloc_size"]:
-                stats["largest_alloc_size"] = buf.nbytes
+    def allocate(self, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+        """An uninitialized C-contiguous array of ``shape`` (a tuple) and ``dtype`` (a numpy dtype): one from
+        the pool if any."""
+        free = self._free.get((shape, dtype))
+        try:
+            buf = free.pop()  # type: ignore[union-attr]
+        except (AttributeError, IndexError):
+            buf = np.empty(shape, dtype)
+            self.new_buffers += 1
+            weakref.finalize(buf, self._died, id(buf), buf.nbytes)
+            if buf.nbytes > self.largest_alloc_size:
+                self.largest_alloc_size = buf.nbytes
+        else:
+            self.reuse_hits += 1
+            self.bytes_reserved -= buf.nbytes
+        self._out.add(id(buf))
+        self.num_allocs += 1
+        self.bytes_in_use += buf.nbytes
+        if self.bytes_in_use > self.peak_bytes_in_use:
+            self.peak_bytes_in_use = self.bytes_in_use
         return buf
 
     def deallocate(self, buf: Any, held: int = 1) -> bool:
         """Give ``buf`` back to its pool if this allocator handed it out and nothing but its caller (holding
         ``held`` references) can see it (or ``buf`` is a view of such a buffer that nothing else holds: then
         that buffer goes back); returns whether a buffer was pooled (else nothing happens)."""
-        if type(buf) is not np.ndarray or _refcount(buf) != _ONE_HOLDER + held - 1:
+        if type(buf) is not np.ndarray or sys.getrefcount(buf) != _ONE_HOLDER + held - 1:
             return False
         base = buf.base
         if base is not None:  # a view (a Reshape's output) nobody holds: its base, if only the view holds it
-            if type(base) is not np.ndarray or base.base is not None or _refcount(base) != _ONE_HOLDER:
+            if type(base) is not np.ndarray or sys.getrefcount(base) != _ONE_HOLDER:
                 return False
             buf = base
-        stats = self._stats
-        with self._lock:
-            if id(buf) not in self._out:  # not one of this allocator's (a kernel made it): left alone
-                return False
-            self._out.discard(id(buf))
-            stats["bytes_in_use"] -= buf.nbytes
-            stats["bytes_reserved"] += buf.nbytes
-            self._free.setdefault((buf.shape, buf.dtype), []).append(buf)
+        out = self._out
+        if id(buf) not in out:  # not one of this allocator's (a kernel made it): left alone
+            return False
+        out.discard(id(buf))
+        self.bytes_in_use -= buf.nbytes
+        self.bytes_reserved += buf.nbytes
+        key = (buf.shape, buf.dtype)
+        free = self._free.get(key)
+        if free is None:
+            free = self._free.setdefault(key, [])
+        free.append(buf)
         return True
 
     def _died(self, buf_id: int, nbytes: int) -> None:
         with self._lock:
             if buf_id in self._out:
                 self._out.discard(buf_id)
-                self._stats["bytes_in_use"] -= nbytes
+                self.bytes_in_use -= nbytes
 
     def stats(self) -> AllocatorStats:
         """A snapshot of the counters."""
-        with self._lock:
-            return AllocatorStats(**self._stats)
+        return AllocatorStats(self.num_allocs, self.bytes_in_use, self.peak_bytes_in_use, self.largest_alloc_size,
+                              self.bytes_reserved, self.new_buffers, self.reuse_hits)

@@ -197,13 +197,28 @@ class Rendezvous:
         return [TransferRecord(key, parsed.edge_name, parsed.src_device, parsed.dst_device, nbytes, sent, requested,
                                matched) for key, parsed, nbytes, sent, requested, matched in raw]
 
-    def send(self, key: str, value: Any, nbytes: int | None = None) -> None:
+    def num_local_transfers(self) -> int:
+        """How many matches this rendezvous has made itself (a mark for :meth:`local_transfers_since`)."""
+        return len(self._transfers)
+
+    def local_transfers_since(self, mark: int) -> list[TransferRecord]:
+        """The :class:`TransferRecord` of the matches made here after ``mark`` (:meth:`num_local_transfers`),
+        in match order: what one in-process collective moved, without building the step's other records."""
+        with self._lock:
+            raw = self._transfers[mark:]
+        return [TransferRecord(key, parsed.edge_name, parsed.src_device, parsed.dst_device, nbytes, sent, requested,
+                               matched) for key, parsed, nbytes, sent, requested, matched in raw]
+
+    def send(self, key: str, value: Any, nbytes: int | None = None, copy: bool = True) -> None:
         """Post ``value`` under ``key``; never blocks.
 
         Args:
             key: a rendezvous key (see :func:`create_key`).
             value: the tensor (numpy array or scalar); copied if the key crosses devices.
             nbytes: bytes to record for the transfer; default ``value.nbytes``.
+            copy: False (dfcore, for a collective's messages): post ``value`` itself; the caller guarantees
+                the receiver reads it into its own buffer (a reduction or a copy into its output) before the
+                sender's buffer changes, so the transfer copies once, on the receiver's side.
 
         Raises:
             InvalidArgumentError: on a malformed key.
@@ -213,7 +228,7 @@ class Rendezvous:
         parsed = parse_key(key)
         if value is DEAD:  # a dead tensor (an untaken branch) crosses as the marker itself, 0 bytes
             nbytes = 0
-        elif parsed.src_device != parsed.dst_device:
+        elif copy and parsed.src_device != parsed.dst_device:
             value = np.asarray(value).copy()  # ndarray.copy: np.array(copy=True) is ~20x slower
         self._post(key, parsed, value, nbytes)
 

@@ -34,7 +34,8 @@ if TYPE_CHECKING:
 
 class StepResult:
     """Fetched values plus what tracing needs: executors (their value slots), node timings,
-    the rendezvous and the step's collective instances (``StepContext.collectives``)."""
+    the rendezvous, the step's collective instances (``StepContext.collectives``) and, for a traced step,
+    ``allocator_stats``: ``{device: (AllocatorStats before, after)}``."""
 
     def __init__(self, values: list[Any], executors: list[Executor | ControlFlowExecutor | None],
                  timings: list[Any] | None,
@@ -44,6 +45,7 @@ class StepResult:
         self.timings = timings
         self.rendezvous = rendezvous
         self.collectives = {} if collectives is None else collectives
+        self.allocator_stats: dict[str, tuple[Any, Any]] = {}
 
 
 def run_step(plan: StepPlan, feed_values: Sequence[Any], txn: StepTransaction, resources: SessionResources,
@@ -73,6 +75,8 @@ def run_step(plan: StepPlan, feed_values: Sequence[Any], txn: StepTransaction, r
                       deadline=None if timeout_s is None else deadline, call_frame=frame)
     runners = {i: (lambda fn: pool.submit(fn)) if i in plan.pooled else inline_runner
                for i in range(len(plan.partitions))}
+    allocators = {p.device: resources.allocator(p.device) for p in plan.partitions} if trace else {}
+    before = {device: allocator.stats() for device, allocator in allocators.items()}
     try:
         executors = start_executors(plan, runners, ctx, barrier, timings)
         barrier.wait()
@@ -81,7 +85,9 @@ def run_step(plan: StepPlan, feed_values: Sequence[Any], txn: StepTransaction, r
             barrier.cancel(interrupt)
         raise
     values = fetched_values(plan, frame)
-    return StepResult(values, executors, timings, rendezvous, ctx.collectives)
+    result = StepResult(values, executors, timings, rendezvous, ctx.collectives)
+    result.allocator_stats = {device: (before[device], allocator.stats()) for device, allocator in allocators.items()}
+    return result
 
 
 def start_executors(plan: StepPlan, runners: Mapping[int, Callable[..., Any]], ctx: StepContext,

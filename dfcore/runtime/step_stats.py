@@ -65,12 +65,23 @@ class NodeExecStats:
 
 @dataclasses.dataclass(frozen=True)
 class AllocatorMemoryUsed:
-    """Memory one allocator of a device used during the step (TF ``AllocatorMemoryUsed``)."""
+    """Memory one allocator of a device used during the step (TF ``AllocatorMemoryUsed``).
+
+    TF's fields: ``total_bytes`` (bytes of the step's outputs on the device), ``peak_bytes`` (most of them
+    alive at once), ``live_bytes`` (still alive when the step ended), ``allocator_bytes_in_use`` (the
+    allocator's bytes in use then). dfcore's: ``allocation_count`` (outputs that took memory),
+    ``new_buffers`` and ``reuse_hits`` (buffers the device's :class:`~dfcore.runtime.allocator.Allocator`
+    made and took from its pools during the step).
+    """
 
     allocator_name: str
     total_bytes: int
     peak_bytes: int
     allocation_count: int
+    live_bytes: int = 0
+    allocator_bytes_in_use: int = 0
+    new_buffers: int = 0
+    reuse_hits: int = 0
 
 
 @dataclasses.dataclass(frozen=True)

@@ -104,7 +104,8 @@ def build_step_stats(plan: StepPlan, result: StepResult, machine: cost_model.Mac
             sim_start_micros=int(round(sim.start_s[step_stats.instance_name(node.name, t.frame_iter)] * 1e6)),
             sim_end_micros=int(round(sim.end_s[step_stats.instance_name(node.name, t.frame_iter)] * 1e6))))
     for device, (i, partition) in by_device.items():
-        for memory in _memory(device, partition, result.executors[i], timings, machine, allow_growth):
+        for memory in _memory(device, partition, result.executors[i], timings, machine, allow_growth,
+                              getattr(result, "allocator_stats", {}).get(device)):
             collector.record_memory(device, memory)
     return collector.finalize()
 
@@ -220,7 +221,7 @@ def _nbytes(value):
     return int(getattr(value, "nbytes", 0) or 0)
 
 
-def _memory(device, partition, executor, timings, machine, allow_growth):
+def _memory(device, partition, executor, timings, machine, allow_growth, allocator_stats=None):
     nodes = partition.nodes
     users = [len(set(node.consumers)) for node in nodes]
     producers = _producers(partition)
@@ -240,7 +241,12 @@ def _memory(device, partition, executor, timings, machine, allow_growth):
                 live -= sizes[producer]
     spec = DeviceSpec.from_string(device)
     name = allocator_name(device)
-    records = [AllocatorMemoryUsed(name, total, peak, count)]
+    in_use = new = reused = 0
+    if allocator_stats is not None:
+        before, after = allocator_stats
+        in_use, new, reused = after.bytes_in_use, after.new_buffers - before.new_buffers, \
+            after.reuse_hits - before.reuse_hits
+    records = [AllocatorMemoryUsed(name, total, peak, count, live, in_use, new, reused)]
     if spec.device_type == "GPU" and not allow_growth:
         reserved = machine.device(device).memory_bytes
         records.append(AllocatorMemoryUsed(f"{name} reserved", reserved, reserved, 1))

@@ -168,7 +168,7 @@ class StepTransaction:
 
     def _publish(self) -> list[tuple[Callable[[Any], Any], Any]]:
         """Publish the staged writes; returns ``(retire, replaced value)`` for the writes that asked."""
-        retired = []
+        retired: list[tuple[Callable[[Any], Any], Any]] = []
         with self._store._lock:
             for state, (value, base_version, redos, retire, done_with) in self._staged.items():
                 current, version = state.current

@@ -194,10 +194,10 @@ class _FailingRendezvous(Rendezvous):
         super().__init__()
         self.after = after
 
-    def send(self, key, value, nbytes=None):
+    def send(self, key, value, nbytes=None, copy=True):
         if len(self.transfers()) == self.after:
             raise errors.UnavailableError(None, None, "GPU:2 failed")
-        return super().send(key, value, nbytes)
+        return super().send(key, value, nbytes, copy)
 
 
 def test_device_failing_mid_ring_aborts_with_the_first_error():

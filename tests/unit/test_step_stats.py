@@ -40,7 +40,8 @@ def test_node_exec_stats_uses_tf_field_names():
     with pytest.raises(dataclasses.FrozenInstanceError):
         ns.node_name = "other"
     assert [f.name for f in dataclasses.fields(AllocatorMemoryUsed)] == [
-        "allocator_name", "total_bytes", "peak_bytes", "allocation_count"]
+        "allocator_name", "total_bytes", "peak_bytes", "allocation_count", "live_bytes", "allocator_bytes_in_use",
+        "new_buffers", "reuse_hits"]
     assert [f.name for f in dataclasses.fields(DeviceStepStats)] == ["device", "node_stats", "memory"]
     assert [f.name for f in dataclasses.fields(StepStats)] == ["dev_stats"]
 
@@ -93,7 +94,7 @@ _nodes = st.builds(
     NodeExecStats, _text, _text, _ints, _ints, _ints, _ints, st.integers(0, 64),
     st.lists(_ints, max_size=3).map(tuple), _text, st.none() | _ints, st.none() | _ints,
 )
-_memory = st.builds(AllocatorMemoryUsed, _text, _ints, _ints, _ints)
+_memory = st.builds(AllocatorMemoryUsed, _text, _ints, _ints, _ints, _ints, _ints, _ints, _ints)
 _step_stats = st.builds(
     StepStats, st.lists(st.builds(DeviceStepStats, _text, st.lists(_nodes, max_size=3), st.lists(_memory, max_size=2)),
                         max_size=3),
@@ -112,7 +113,8 @@ def test_to_dict_shape():
     assert d["dev_stats"][0]["device"] == GPU0
     assert d["dev_stats"][0]["node_stats"][0]["output_bytes"] == [4, 8]
     assert d["dev_stats"][0]["memory"] == [
-        {"allocator_name": "m", "total_bytes": 1, "peak_bytes": 2, "allocation_count": 3}]
+        {"allocator_name": "m", "total_bytes": 1, "peak_bytes": 2, "allocation_count": 3, "live_bytes": 0,
+         "allocator_bytes_in_use": 0, "new_buffers": 0, "reuse_hits": 0}]
 
 
 @pytest.mark.parametrize(
