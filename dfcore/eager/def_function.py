@@ -183,6 +183,7 @@ class Function:
         if ctx is None or not graph_lib.executing_eagerly():
             raise RuntimeError("get_concrete_function needs eager execution (tf.enable_eager_execution()).")
         key, _ = _signature(args, kwargs)
+        key = (id(ctx), key)  # a trace runs in the context it was made in (its variables, its devices)
         with self._lock:
             trace = self._traces.get(key)
             if trace is None:
