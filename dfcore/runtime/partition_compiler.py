@@ -18,6 +18,9 @@ ordering it carries is kept.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from .. import errors
 from ..framework import registry
 from . import step_stats
@@ -93,7 +96,8 @@ def _compile_node(node, in_slots, out_slot):
     return compiled
 
 
-def instantiate_kernel(source, op_type, name, described=None, is_operation=True):
+def instantiate_kernel(source: Any, op_type: str, name: str, described: Any = None,
+                       is_operation: bool = True) -> tuple[Callable[..., Any], bool, bool]:
     """The kernel of one node: ``(compute, needs_context, is_async)`` (contract in
     :mod:`dfcore.framework.registry`); for an Operation (``is_operation``), reference inputs other than the op's
     own ``ref_inputs`` are read from the step's transaction first. Used for partitions and for eager ops
