@@ -75,6 +75,8 @@ class EagerTensor(Tensor):
     def get_shape(self) -> TensorShape:
         return self.shape
 
+    _shape = property(lambda self: self.shape)  # what Tensor's own methods read
+
     def set_shape(self, shape: Any) -> None:
         """Check ``shape`` against the value's (an eager tensor's shape is known).
 

@@ -209,3 +209,26 @@ def test_apply_gradients_in_eager():
         v = tf.Variable([1.0, 2.0])
         tf.train.GradientDescentOptimizer(0.5).apply_gradients([(tf.constant([2.0, 2.0]), v)])
         np.testing.assert_allclose(v.numpy(), [0.0, 1.0])
+
+
+def test_cond_and_while_loop_run_as_python_control_flow():
+    with eager_mode():
+        assert tf.cond(tf.constant(False), lambda: tf.constant(1), lambda: tf.constant(2)).numpy() == 2
+        i, total = tf.while_loop(lambda i, s: i < 4, lambda i, s: (i + 1, s * 2.0), (tf.constant(0), tf.constant(1.0)))
+        assert (i.numpy(), total.numpy()) == (4, 16.0)
+        assert tf.while_loop(lambda i: i < 100, lambda i: i + 1, [tf.constant(0)], maximum_iterations=3).numpy() == 3
+        x = tf.constant(2.0)
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = tf.cond(x > 1.0, lambda: x * x, lambda: x)
+        assert tape.gradient(y, x).numpy() == 4.0
+
+
+def test_python_protocols():
+    with eager_mode():
+        rows = [row.numpy().tolist() for row in tf.constant([[1, 2], [3, 4]])]
+        assert rows == [[1, 2], [3, 4]]
+        assert len(tf.constant([1, 2, 3])) == 3
+        np.testing.assert_array_equal(np.asarray(tf.constant([1.0, 2.0])) * 2, [2.0, 4.0])
+        assert int(tf.constant(7)) == 7 and bool(tf.constant(True))
+        assert f"{tf.constant(0.5):.2f}" == "0.50"
