@@ -130,3 +130,18 @@ def test_defun_is_function_and_graph_mode_inlines():
         assert out.graph is g
         with tf.Session() as sess:
             assert sess.run(out) == 2.0
+
+
+def test_a_failing_call_changes_no_variable_and_leaks_no_thread(no_thread_leak):
+    with eager_mode():
+        v = tf.Variable([1.0, 2.0])
+
+        @tf.function
+        def update_then_fail(indices):
+            v.assign_add([10.0, 10.0])
+            return tf.gather(v.read_value(), indices)
+
+        np.testing.assert_allclose(update_then_fail(np.array([1], np.int32)).numpy(), [12.0])
+        with pytest.raises(tf.errors.InvalidArgumentError):
+            update_then_fail(np.array([5], np.int32))  # the gather fails after the update in the same step
+        np.testing.assert_allclose(v.numpy(), [11.0, 12.0])  # the failed call's update was not committed
