@@ -232,3 +232,13 @@ def test_python_protocols():
         np.testing.assert_array_equal(np.asarray(tf.constant([1.0, 2.0])) * 2, [2.0, 4.0])
         assert int(tf.constant(7)) == 7 and bool(tf.constant(True))
         assert f"{tf.constant(0.5):.2f}" == "0.50"
+
+
+def test_a_session_made_in_eager_mode_has_an_empty_graph():
+    with eager_mode():
+        t = tf.constant(1.0)
+        sess = tf.Session()
+        assert sess.graph.get_operations() == []
+        with pytest.raises(ValueError, match="not an element of this graph"):
+            sess.run(t)
+        sess.close()
