@@ -36,7 +36,8 @@ class EagerContext:
     """What eager ops run in: devices, variables, resources, a placement cache, and how many ops ran.
 
     Args:
-        config: a ``ConfigProto``; its ``device_count`` and ``allow_soft_placement`` apply, as in a Session.
+        config: a ``ConfigProto``; its ``device_count`` and ``allow_soft_placement`` apply, as in a Session, and
+            ``log_device_placement`` prints TF's eager line ``Executing op <type> in device <device>`` per op.
     """
 
     def __init__(self, config: ConfigProto | None = None) -> None:
@@ -66,6 +67,8 @@ class EagerContext:
                 op._set_device(refs[0])
             device = placer.place([op], self.device_set, self.config.allow_soft_placement)[op]
             self._placements[key] = device
+        if self.config.log_device_placement:  # TF's eager placement log line
+            print(f"Executing op {op.type} in device {device}", flush=True)
         return device
 
     def variable_key(self, name: str) -> str:

@@ -242,3 +242,11 @@ def test_a_session_made_in_eager_mode_has_an_empty_graph():
         with pytest.raises(ValueError, match="not an element of this graph"):
             sess.run(t)
         sess.close()
+
+
+def test_log_device_placement_prints_tfs_eager_line(capsys):
+    with eager_mode(tf.ConfigProto(device_count={"CPU": 1, "GPU": 0}, log_device_placement=True)):
+        tf.constant(1.0) + 1.0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == [f"Executing op Const in device {CPU0}", f"Executing op Const in device {CPU0}",
+                     f"Executing op Add in device {CPU0}"]
