@@ -58,10 +58,6 @@ def pop(tape: Tape) -> None:
             return
 
 
-def active_tapes() -> list[Tape]:
-    return [tape for tape in _stack.tapes if tape.recording]
-
-
 def record_operation(op: Any) -> bool:
     """Let every recording tape of this thread record ``op`` (an executed eager op); True if one did."""
     tapes = _stack.tapes
