@@ -145,3 +145,20 @@ def test_a_failing_call_changes_no_variable_and_leaks_no_thread(no_thread_leak):
         with pytest.raises(tf.errors.InvalidArgumentError):
             update_then_fail(np.array([5], np.int32))  # the gather fails after the update in the same step
         np.testing.assert_allclose(v.numpy(), [11.0, 12.0])  # the failed call's update was not committed
+
+
+def test_captured_eager_tensors_and_graph_mode_inside_the_trace():
+    with eager_mode():
+        offset = tf.constant([1.0, 2.0])
+        seen = []
+
+        @tf.function
+        def f(x):
+            seen.append(tf.executing_eagerly())  # False while tracing: the trace builds a graph
+            return x + offset
+
+        np.testing.assert_allclose(f(tf.constant([1.0, 1.0])).numpy(), [2.0, 3.0])
+        np.testing.assert_allclose(f(tf.constant([2.0, 2.0])).numpy(), [3.0, 4.0])
+        assert seen == [False]  # traced once
+        types = [op.type for op in f.get_concrete_function(tf.constant([1.0, 1.0])).graph.get_operations()]
+        assert types.count("Const") == 1 and "Placeholder" in types  # the capture is a constant of the graph
