@@ -1,7 +1,9 @@
 """Runtime faults: a Ctrl-C in a running step, deadlines on every runner, kernels that cannot allocate.
 
 Each step that fails here must end everywhere (no pending queue wait, no thread left running) and commit
-nothing (variables and queues as before the step), as TF's DirectSession aborts a step.
+nothing (variables and queues as before the step), as TF's DirectSession aborts a step. The sessions run the
+graphs as built (TF's no-rewrite test config): constant folding would otherwise compute the long constant
+chains once, before the step, and no step would be long enough to interrupt.
 """
 
 import contextlib
@@ -14,6 +16,7 @@ import pytest
 
 import dfcore as tf
 from dfcore.framework import registry
+from dfcore.runtime.grappler import no_rewrite_session_config
 
 RUNNERS = ("auto", "inline", "pool")
 #: A bound for "the step ended" that only a hang can exceed (never a slow machine).
@@ -55,7 +58,8 @@ def _queue_graph(dequeue_device=None):
 
 
 def _session(graph, runner):
-    return tf.Session(graph=graph, executor_runner=runner, config=tf.ConfigProto(inter_op_parallelism_threads=2))
+    return tf.Session(graph=graph, executor_runner=runner,
+                      config=no_rewrite_session_config(tf.ConfigProto(inter_op_parallelism_threads=2)))
 
 
 # -- 1. Ctrl-C ------------------------------------------------------------------------
@@ -121,8 +125,8 @@ def _chain_graph(length):
 def test_deadline_aborts_a_step_between_ops_on_every_runner_and_commits_nothing(runner, where):
     graph, total, size, step = _chain_graph(1000)  # 1000 adds of 100,000 floats: far more than 1 ms anywhere
     options = tf.RunOptions(timeout_in_ms=1) if where == "RunOptions" else None
-    config = tf.ConfigProto(inter_op_parallelism_threads=2,
-                            operation_timeout_in_ms=1 if where == "ConfigProto" else 0)
+    config = no_rewrite_session_config(tf.ConfigProto(inter_op_parallelism_threads=2,
+                                                      operation_timeout_in_ms=1 if where == "ConfigProto" else 0))
     unhurried = tf.RunOptions(timeout_in_ms=600_000)  # overrides the config's 1 ms for the other runs
     with tf.Session(graph=graph, executor_runner=runner, config=config) as sess:
         sess.run(total.initializer, options=unhurried)
