@@ -217,7 +217,7 @@ def _plan(schedule: schedules.Schedule, mean: bool) -> tuple[tuple[Any, ...], tu
     ``("finalize", rank, None, lo, hi, written, None)``; ``unwritten[r]`` lists the element ranges rank
     ``r``'s output never receives (copied from its input at the end of an out-of-place run)."""
     written = [bytearray(len(schedule.chunk_ranges)) for _ in range(schedule.num_ranks)]
-    steps = []
+    steps: list[tuple[Any, ...]] = []
     for step in schedule.steps:
         lo, hi = step.element_range
         if isinstance(step, schedules.Message):

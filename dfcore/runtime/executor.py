@@ -143,7 +143,7 @@ class CompiledPartition:
             if not node.preset:
                 for slot in node.in_slots:
                     self.slot_uses[slot] += 1
-            if node.compute_out is not None:
+            if node.compute_out is not None or node.op_type == "_Recv":  # a _Recv's copy: the allocator's
                 self.owned[node.out_slot:node.out_slot + node.num_outputs] = [True] * node.num_outputs
         for node in nodes:
             if node.compute_out is not None:

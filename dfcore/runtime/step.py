@@ -65,7 +65,7 @@ def run_step(plan: StepPlan, feed_values: Sequence[Any], txn: StepTransaction, r
         KeyboardInterrupt: re-raised once the interrupted step is cancelled everywhere.
     """
     deadline = Deadline(DEFAULT_STEP_TIMEOUT_S if timeout_s is None else timeout_s)
-    rendezvous = Rendezvous()
+    rendezvous = Rendezvous(allocator_for=getattr(resources, "allocator", None))
     frame = CallFrame(feed_values, plan.num_retvals)
     timings: list[Any] | None = [] if trace else None
     barrier = Barrier(len(plan.partitions), rendezvous, deadline)
