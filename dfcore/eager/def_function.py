@@ -129,6 +129,7 @@ class ConcreteFunction:
         return self._fetches + self._targets
 
     def feed_dict(self, values: list[Any]) -> dict[Tensor, Any]:
+        """The feeds of a call: the tensor arguments' values (numpy arrays, in argument order) by placeholder."""
         return dict(zip(self._placeholders, values))
 
     def __call__(self, values: list[Any], run_metadata: RunMetadata | None = None) -> Any:

@@ -184,3 +184,18 @@ def test_gradient_of_a_variable_updated_between_steps():
                 y = v * v
             assert tape.gradient(y, v).numpy() == expected
             v.assign(2.0)
+
+
+def test_in_graph_mode_the_tape_builds_the_backward_graph():
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.placeholder(tf.float32, [2])
+        v = tf.Variable([1.0, 3.0])
+        with tf.GradientTape() as tape:
+            y = tf.reduce_sum(x * x * v)
+        dx, dv = tape.gradient(y, [x, v])
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            got_dx, got_dv = sess.run([dx, dv], {x: [2.0, 5.0]})
+    np.testing.assert_allclose(got_dx, [4.0, 30.0])  # 2 x v
+    np.testing.assert_allclose(got_dv, [4.0, 25.0])  # x^2
