@@ -162,3 +162,35 @@ def test_captured_eager_tensors_and_graph_mode_inside_the_trace():
         assert seen == [False]  # traced once
         types = [op.type for op in f.get_concrete_function(tf.constant([1.0, 1.0])).graph.get_operations()]
         assert types.count("Const") == 1 and "Placeholder" in types  # the capture is a constant of the graph
+
+
+def test_lesson_01_model_the_optimizer_passes_on_a_traced_function():
+    """What lesson 01 checks, fast: a tf.function runs the Grappler-style passes of its session's config."""
+    from dfcore.runtime.grappler import no_rewrite_session_config
+
+    layers, width = 3, 8
+
+    def mlp(x, weights, biases):
+        scale = tf.sqrt(tf.constant(2.0)) / tf.sqrt(tf.constant(float(width)))
+        h = x
+        for w, b in zip(weights, biases):
+            h = tf.nn.relu(tf.matmul(h, w * scale) + b)
+        return tf.reduce_sum(h * 1.0)
+
+    rng = np.random.default_rng(0)
+    x0 = rng.standard_normal((4, width)).astype(np.float32)
+    with eager_mode():
+        weights = [tf.Variable(rng.standard_normal((width, width)).astype(np.float32)) for _ in range(layers)]
+        biases = [tf.Variable(np.zeros(width, np.float32)) for _ in range(layers)]
+        x = tf.constant(x0)
+        eager_value = mlp(x, weights, biases).numpy()
+        removed = {}
+        for label, config in (("off", no_rewrite_session_config()), ("on", None)):
+            function = tf.function(mlp, config=config)
+            np.testing.assert_allclose(function(x, weights, biases).numpy(), eager_value, rtol=1e-5)
+            concrete = function.get_concrete_function(x, weights, biases)
+            records = concrete.session.optimizer_records(concrete.fetches, concrete.feed_dict([x0]))
+            removed[label] = {r.optimizer: len(r.removed) for r in records if r.iteration == 0}
+    assert removed["off"] == {}
+    assert removed["on"]["remapper"] == 2 * layers  # MatMul + Add + Relu -> one _FusedMatMul per layer
+    assert removed["on"]["constant_folding"] == 4  # two Const and two Sqrt: the scale is computed once
