@@ -250,3 +250,19 @@ def test_log_device_placement_prints_tfs_eager_line(capsys):
     lines = capsys.readouterr().out.splitlines()
     assert lines == [f"Executing op Const in device {CPU0}", f"Executing op Const in device {CPU0}",
                      f"Executing op Add in device {CPU0}"]
+
+
+def test_minimize_with_global_step_and_slots_in_eager():
+    with eager_mode():
+        step = tf.train.get_or_create_global_step()
+        v = tf.Variable(3.0)
+        optimizer = tf.train.GradientDescentOptimizer(0.1)
+        for _ in range(3):
+            optimizer.minimize(lambda: v * v, global_step=step)
+        assert step.numpy() == 3
+        assert v.numpy() == pytest.approx(3.0 * 0.8 ** 3)  # v -= 0.1 * 2v, three times
+        adam = tf.train.AdamOptimizer(0.1)
+        adam.minimize(lambda: v * v)
+        assert v.numpy() == pytest.approx(3.0 * 0.8 ** 3 - 0.1, rel=1e-5)  # Adam's first step moves lr
+        assert sorted(x.name for x in adam.variables()) == ["Variable/Adam:0", "Variable/Adam_1:0",
+                                                            "beta1_power:0", "beta2_power:0"]
