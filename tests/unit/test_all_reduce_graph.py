@@ -13,6 +13,7 @@ from dfcore.distribute.all_reduce_graph import (
     build_ring_all_reduce,
     build_shuffle_all_reduce,
 )
+from dfcore.runtime.grappler import no_rewrite_session_config
 
 GPU = "/job:localhost/replica:0/task:0/device:GPU:{}"
 
@@ -80,7 +81,8 @@ def test_builders_match_the_runtime_and_show_the_ring_as_send_recv_pairs():
         ring2 = build_ring_all_reduce(inputs, 2, 2, [1, 0], tf.add, lambda t: t / float(n))
         hd = build_recursive_hd_all_reduce(inputs, tf.add)
         shuffle = build_shuffle_all_reduce(inputs, ["/cpu:0", "/gpu:1"], tf.add_n)
-    with tf.Session(graph=graph) as sess:
+    # the graph as built (TF's no-rewrite test config): the constant inputs would fold the rings away
+    with tf.Session(graph=graph, config=no_rewrite_session_config()) as sess:
         for got, want in zip(sess.run(ring), all_reduce(values).outputs):
             np.testing.assert_array_equal(got, want)  # same chunks, same additions: bitwise equal
         for got in sess.run(ring2):

@@ -1,11 +1,14 @@
 """Engine behaviours that lessons 01–03 teach and check, specified here so a change fails fast
 (before the slower nbval run): ``add_n`` of scalars, which threads run independent partitions,
-simulated parallelism across devices, soft placement, and de-duplication of ``_Send``/``_Recv``."""
+simulated parallelism across devices, soft placement, and de-duplication of ``_Send``/``_Recv``. Traced runs
+and pair counts use the graph as built (TF's no-rewrite test config), as the lessons do: constant folding
+would otherwise compute these constant graphs before the step."""
 
 import numpy as np
 import pytest
 
 import dfcore as tf
+from dfcore.runtime.grappler import no_rewrite_session_config
 
 TRACE = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
 
@@ -24,7 +27,7 @@ def _products(devices, n=256):
 
 
 def _traced(graph, fetch, config=None):
-    sess = tf.Session(graph=graph, config=config)
+    sess = tf.Session(graph=graph, config=no_rewrite_session_config(config))
     run_metadata = tf.RunMetadata()
     value = sess.run(fetch, options=TRACE, run_metadata=run_metadata)
     return value, run_metadata
@@ -86,5 +89,5 @@ def test_one_pair_per_tensor_and_destination_device():
             far = tf.reduce_mean(m)
         with tf.device("/cpu:0"):
             result = tf.add(near, far)
-    stats = tf.Session(graph=graph).partitions(result).stats
+    stats = tf.Session(graph=graph, config=no_rewrite_session_config()).partitions(result).stats
     assert (stats.cross_device_data_edges, stats.data_pairs, stats.transfers_saved_by_dedup) == (6, 4, 2)

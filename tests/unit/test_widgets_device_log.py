@@ -4,6 +4,7 @@ import ipywidgets
 from seed_programs import placement_program
 
 import dfcore as tf
+from dfcore.runtime.grappler import no_rewrite_session_config
 from dfcore.runtime.rendezvous import TransferRecord
 from widgets import DeviceLog
 from widgets.device_log import ALL, filter_records, transfer_rows
@@ -12,9 +13,10 @@ GPU2 = "/job:localhost/replica:0/task:0/device:GPU:2"
 
 
 def seeds_program(trace=True):
-    """The seeds' placement program, run once (traced): returns the session and RunMetadata."""
+    """The seeds' placement program, run once (traced) as built (TF's no-rewrite test config: its constants
+    would be folded); returns the session and RunMetadata."""
     total = placement_program()
-    sess = tf.Session()
+    sess = tf.Session(config=no_rewrite_session_config())
     run_metadata = tf.RunMetadata()
     options = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE if trace else 0)
     sess.run(total, options=options, run_metadata=run_metadata)

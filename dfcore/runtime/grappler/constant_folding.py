@@ -31,7 +31,8 @@ MAX_CONSTANT_BYTES = 10 * 1024 * 1024  # constant_folding.cc kMaxConstantSize
 PREFIX = "ConstantFolding"  # constant_folding.cc kConstantFoldingConst
 SHAPE_OPS = {"Shape": lambda shape: shape, "Size": lambda shape: [int(np.prod(shape, dtype=np.int64))],
              "Rank": lambda shape: [len(shape)]}
-_NEVER_FOLDED = {"Const", "Placeholder", "PlaceholderWithDefault", "NoOp"}
+# a user's Python function (PyFuncStateless) runs in the step, never at plan time
+_NEVER_FOLDED = {"Const", "Placeholder", "PlaceholderWithDefault", "NoOp", "PyFuncStateless"}
 
 
 def run(item: GraphItem) -> None:
