@@ -34,7 +34,9 @@ def _binary_factory(ufunc, quiet):
         def compute(allocator, x, y):
             if type(x) is not np.ndarray or type(y) is not np.ndarray or x.dtype != y.dtype:
                 return plain(x, y)
-            shape = x.shape if x.shape == y.shape else np.broadcast_shapes(x.shape, y.shape)
+            shape = x.shape
+            if shape != y.shape and not (y.ndim == 1 and shape and shape[-1] == y.shape[0]):  # else: a bias
+                shape = np.broadcast_shapes(shape, y.shape)
             if not shape:
                 return plain(x, y)
             out = allocator.allocate(shape, x.dtype)
@@ -127,20 +129,33 @@ def _reduction(fn):
     def factory(op):
         plain = _plain(op)
         keep = op.get_attr("keep_dims")
+        shapes: dict = {}  # (input shape, axes bytes) -> (axis, output shape), or None: the plain kernel's case
 
         def compute(allocator, x, axes):
             if type(x) is not np.ndarray or x.dtype not in _FLOATS or x.size == 0:
                 return plain(x, axes)
-            axis = tuple(int(a) for a in np.reshape(axes, -1))
-            if any(not -x.ndim <= a < x.ndim for a in axis) or len(set(a % x.ndim for a in axis)) != len(axis):
+            key = (x.shape, np.asarray(axes).tobytes())
+            found = shapes.get(key, False)
+            if found is False:
+                found = shapes[key] = _reduced(x.shape, axes, keep)
+            if found is None:
                 return plain(x, axes)  # the plain kernel raises numpy's error
-            reduced = {a % x.ndim for a in axis}
-            shape = tuple(1 if i in reduced else d for i, d in enumerate(x.shape) if keep or i not in reduced)
+            axis, shape = found
             return fn(x, axis=axis, keepdims=keep, out=allocator.allocate(shape, x.dtype))
 
         return compute
 
     return factory
+
+
+def _reduced(in_shape, axes, keep):
+    """``(axis tuple, output shape)`` of a reduction, or None for axes numpy would reject."""
+    ndim = len(in_shape)
+    axis = tuple(int(a) for a in np.reshape(axes, -1))
+    if any(not -ndim <= a < ndim for a in axis) or len({a % ndim for a in axis}) != len(axis):
+        return None
+    reduced = {a % ndim for a in axis}
+    return axis, tuple(1 if i in reduced else d for i, d in enumerate(in_shape) if keep or i not in reduced)
 
 
 registry.RegisterOutKernel("Sum")(_reduction(np.sum))

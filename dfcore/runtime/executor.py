@@ -16,6 +16,9 @@ Source: TF's ``common_runtime/executor.cc`` (``ExecutorState``) and the whitepap
 * only one loop per executor processes nodes at a time (pending counts are never
   touched concurrently); the loop is started through the injected ``runner``
   (a thread pool's ``submit``, or an inline call in tests) — same results either way;
+* an entry is cleared once its last consumer has run (TF's ``num_output_edges``): a buffer a kernel
+  took from the device's :class:`~dfcore.runtime.allocator.Allocator` (``out=`` kernels, a ``_Recv``'s
+  copy) goes back to it unless a reader still holds it; a traced step keeps every value;
 * the first kernel error ends the step: the executor stops and reports it through
   ``done(error)``; the Session then aborts the rendezvous so every other partition
   stops too;
@@ -234,7 +237,11 @@ class Executor(StepRun):
         resources = ctx.resources
         self._allocator = resources.allocator(ctx.device) if hasattr(resources, "allocator") else None
         # a traced step keeps every value for its records: it drops and recycles nothing
-        self._uses = list(partition.slot_uses) if self._allocator is not None and timings is None else None
+        self._uses = None
+        if self._allocator is not None and timings is None:
+            self._uses = list(partition.slot_uses)
+            self._owned = partition.owned
+            self._deallocate = self._allocator.deallocate
 
     def start(self) -> None:
         """Begin processing (through the runner); returns at once if the runner is a pool."""
@@ -360,17 +367,19 @@ class Executor(StepRun):
         """TF's executor clears an input entry once its last consumer has run: drop each slot ``node`` read
         for the last time (and its outputs nobody reads); a slot an out= kernel filled goes back to the
         allocator, which takes the buffer only if no one else holds it (a fetch, a variable, a view …)."""
-        owned = self._partition.owned
         for slot in node.in_slots:
-            uses[slot] -= 1
-            if uses[slot] == 0:
-                value, values[slot] = values[slot], None
-                if owned[slot] or getattr(value, "base", None) is not None:  # views too (a Reshape's output)
-                    self._allocator.deallocate(value)
+            left = uses[slot] - 1
+            uses[slot] = left
+            if not left:
+                value = values[slot]
+                values[slot] = None
+                if self._owned[slot] or getattr(value, "base", None) is not None:  # views too (a Reshape's)
+                    self._deallocate(value)
                 value = None
         for slot in node.unread:
-            value, values[slot] = values[slot], None
-            self._allocator.deallocate(value)
+            value = values[slot]
+            values[slot] = None
+            self._deallocate(value)
             value = None
 
     @property

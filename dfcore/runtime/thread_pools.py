@@ -23,6 +23,8 @@ The rules:
 
 dfcore keeps one rule of its own: no thread outlives the sessions that use a pool (a shared pool's
 threads stop when the last session using it closes, and start again, with the same size, when needed).
+As in TF, sessions sharing a pool share its threads: a kernel that runs another session's ``run`` on a
+pool thread (a ``py_func``) can starve it; give such a session ``use_per_session_threads``.
 """
 
 from __future__ import annotations

@@ -101,7 +101,8 @@ def test_out_kernels_match_the_plain_kernels_bit_for_bit(dtype):
         fetches = [h, z, r, h + z, h - z, h * z, z / h, tf.maximum(h, z), tf.minimum(h, z),
                    tf.matmul(x, h, transpose_a=True), tf.matmul(h, wp, transpose_b=True),
                    tf.reduce_sum(z, 0), tf.reduce_sum(z, [0, 1]), tf.reduce_mean(z, 1, keepdims=True),
-                   tf.ones_like(z), tf.zeros_like(h), loss] + grads
+                   tf.ones_like(z), tf.zeros_like(h), loss, h + bp, tf.reduce_sum(z, 1, keepdims=True) + bp[:1],
+                   bp + tf.reduce_sum(z, 1, keepdims=True)] + grads
         return fetches, [x, wp, bp, lp]
 
     with_out, plain = _both(build, [a, w, b, labels])
