@@ -6,8 +6,10 @@ variables shared with eager code). Each trace is a :class:`FuncGraph` (placehold
 arguments) run by a Session on the eager context's devices, variables and resources — prune, place,
 partition, executors, and whatever graph rewrites the session's config enables. The call returns
 EagerTensors. dfcore simplifications: a captured eager tensor becomes a constant of the graph (TF feeds
-it), a ``GradientTape`` does not see through a call (put the tape inside the function), and a
-``tf.function`` called while a graph is being built inlines its ops into that graph.
+it); a call made while a ``GradientTape`` records runs the Python function eagerly, op by op, so the tape
+sees its ops (TF records the call as one op with a backward function; put the tape inside the function
+to keep the graph); and a ``tf.function`` called while a graph is being built inlines its ops into that
+graph.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from ..ops.variables import Variable
 from ..runtime.config import ConfigProto, RunMetadata, RunOptions
 from ..runtime.session import BaseSession
 from ..runtime.variable_store import VarRef
-from . import context as context_lib
+from . import context as context_lib, tape as tape_lib
 from .eager_tensor import EagerTensor
 
 
@@ -194,6 +196,8 @@ class Function:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if not graph_lib.executing_eagerly():
             return self.python_function(*args, **kwargs)  # building a graph: inline the ops into it
+        if tape_lib.recording():  # a GradientTape watches: run the ops eagerly so it records them
+            return self.python_function(*args, **kwargs)
         concrete = self.get_concrete_function(*args, **kwargs)
         _, values = _signature(args, kwargs)
         return concrete(values)

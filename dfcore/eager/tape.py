@@ -58,6 +58,11 @@ def pop(tape: Tape) -> None:
             return
 
 
+def recording() -> bool:
+    """True while a tape of this thread records."""
+    return any(tape.recording for tape in _stack.tapes)
+
+
 def record_operation(op: Any) -> bool:
     """Let every recording tape of this thread record ``op`` (an executed eager op); True if one did."""
     tapes = _stack.tapes

@@ -194,3 +194,17 @@ def test_lesson_01_model_the_optimizer_passes_on_a_traced_function():
     assert removed["off"] == {}
     assert removed["on"]["remapper"] == 2 * layers  # MatMul + Add + Relu -> one _FusedMatMul per layer
     assert removed["on"]["constant_folding"] == 4  # two Const and two Sqrt: the scale is computed once
+
+
+def test_a_recording_tape_sees_through_a_call():
+    with eager_mode():
+        v = tf.Variable(3.0)
+        square = tf.function(lambda x: x * x * v)
+        x = tf.constant(2.0)
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = square(x)
+        dx, dv = tape.gradient(y, [x, v])
+        assert (y.numpy(), dx.numpy(), dv.numpy()) == (12.0, 12.0, 4.0)
+        assert square.experimental_get_tracing_count() == 0  # ran op by op for the tape
+        assert square(x).numpy() == 12.0 and square.experimental_get_tracing_count() == 1
