@@ -418,6 +418,13 @@ def set_eager_graph(graph):
     _eager_graph = graph
 
 
+def init_scope_graph():
+    """The graph state (variables, an optimizer's accumulators) is made in: the eager graph while eager
+    execution is on, a ``tf.function`` being traced included, else the default graph (TF's ``init_scope``
+    lifts out of function graphs the same way; ``python/framework/ops.py``)."""
+    return _eager_graph if _eager_graph is not None else get_default_graph()
+
+
 def executing_eagerly():
     """True while ops run at once: eager execution is on and no ``Graph.as_default()`` block (a ``tf.function``
     being traced included) is open on this thread. Source: TF 1.x ``tf.executing_eagerly``

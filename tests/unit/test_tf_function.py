@@ -208,3 +208,23 @@ def test_a_recording_tape_sees_through_a_call():
         assert (y.numpy(), dx.numpy(), dv.numpy()) == (12.0, 12.0, 4.0)
         assert square.experimental_get_tracing_count() == 0  # ran op by op for the tape
         assert square(x).numpy() == 12.0 and square.experimental_get_tracing_count() == 1
+
+
+def test_adam_inside_a_function_keeps_its_state_in_the_eager_context():
+    results = []
+    for compiled in (False, True):
+        with eager_mode():
+            v = tf.Variable([3.0, -2.0])
+            adam = tf.train.AdamOptimizer(0.1)
+
+            def step(v=v, adam=adam):
+                adam.minimize(lambda: tf.reduce_sum(v * v), var_list=[v])
+                return v.read_value()
+
+            run = tf.function(step) if compiled else step
+            for _ in range(3):
+                out = run()
+            results.append(out.numpy())
+            assert sorted(x.name for x in adam.variables()) == ["Variable/Adam:0", "Variable/Adam_1:0",
+                                                                "beta1_power:0", "beta2_power:0"]
+    np.testing.assert_allclose(results[1], results[0], rtol=1e-6)  # slots and beta powers made once, eagerly
