@@ -24,7 +24,6 @@ import numpy as np
 from ..framework import dtypes, graph as graph_lib, nest, registry
 from ..framework.operation import Operation
 from ..framework.tensor import Tensor
-from ..framework.tensor_conversion import convert_to_tensor
 from ..ops import array_ops, constant_op, state_ops
 from ..ops.variables import Variable
 from ..runtime.config import ConfigProto, RunMetadata, RunOptions
@@ -209,8 +208,11 @@ class Function:
         def placeholder_for(leaf):
             if not _is_tensor_argument(leaf):
                 return leaf
-            spec = convert_to_tensor(leaf) if not isinstance(leaf, EagerTensor) else leaf
-            ph = array_ops.placeholder(spec.dtype.base_dtype, spec.shape, name=f"arg{len(placeholders)}")
+            if isinstance(leaf, EagerTensor):
+                dtype, shape = leaf.dtype.base_dtype, leaf.shape
+            else:
+                dtype, shape = dtypes.as_dtype(np.asarray(leaf).dtype), np.shape(leaf)
+            ph = array_ops.placeholder(dtype, shape, name=f"arg{len(placeholders)}")
             placeholders.append(ph)
             return ph
 
@@ -232,10 +234,11 @@ def _graph_output(value: Any) -> Any:
 
 
 def _is_tensor_argument(value: Any) -> bool:
-    """An argument fed through a placeholder: an ndarray, or an eager tensor that is not a variable's handle."""
+    """An argument fed through a placeholder: a numpy array or scalar, or an eager tensor that is not a
+    variable's handle (Python numbers are part of the trace key instead, as in TF)."""
     if isinstance(value, EagerTensor):
         return not isinstance(value._value, VarRef)
-    return isinstance(value, np.ndarray)
+    return isinstance(value, (np.ndarray, np.generic))
 
 
 def _signature(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, list[Any]]:

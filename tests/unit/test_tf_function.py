@@ -228,3 +228,14 @@ def test_adam_inside_a_function_keeps_its_state_in_the_eager_context():
             assert sorted(x.name for x in adam.variables()) == ["Variable/Adam:0", "Variable/Adam_1:0",
                                                                 "beta1_power:0", "beta2_power:0"]
     np.testing.assert_allclose(results[1], results[0], rtol=1e-6)  # slots and beta powers made once, eagerly
+
+
+def test_numpy_arguments_are_fed_not_baked_in():
+    with eager_mode():
+        double = tf.function(lambda t: t * 2.0)
+        assert double(np.float32(1.5)).numpy() == 3.0
+        assert double(np.float32(2.5)).numpy() == 5.0
+        np.testing.assert_allclose(double(np.ones(3, np.float32)).numpy(), [2.0, 2.0, 2.0])
+        assert double.experimental_get_tracing_count() == 2  # one per shape: () and (3,)
+        graph = double.get_concrete_function(np.float32(1.0)).graph
+        assert [op.type for op in graph.get_operations()] == ["Placeholder", "Const", "Mul"]
