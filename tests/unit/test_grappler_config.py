@@ -126,3 +126,25 @@ def test_session_accessor_refuses_a_closed_session():
     sess.close()
     with pytest.raises(RuntimeError, match="closed Session"):
         sess.optimizer_records(y, {x: np.ones(2, np.float32)})
+
+
+def test_the_optimizer_runs_once_per_run_signature():
+    x, y = _graph()
+    feed = {x: np.ones(2, np.float32)}
+    with tf.Session() as sess:
+        sess.run(y, feed)
+        first = sess.optimizer_records(y, feed)
+        sess.run(y, {x: np.zeros(2, np.float32)})
+        assert sess.optimizer_records(y, feed) is first  # the cached plan's records, not a second optimization
+        assert sess.optimizer_records([y, x], feed) is not first  # another signature, optimized on its own
+
+
+def test_partial_runs_keep_the_graph_as_built():
+    x, y = _graph()
+    with tf.Session() as sess:
+        handle = sess.partial_run_setup([y], [x])
+        np.testing.assert_array_equal(sess.partial_run(handle, y, {x: np.array([1.0, 2.0], np.float32)}),
+                                      np.array([10.0, 40.0], np.float32))
+        nodes = {n.name for p in sess.partitions(y, {x: np.ones(2, np.float32)}, partial_run=True).values()
+                 for n in p.nodes}
+        assert {"sq_b", "two", "three", "five"} <= nodes
