@@ -6,6 +6,7 @@ Each ops module lists its public names in ``__all__``; this file gathers them.
 """
 
 from . import errors
+from .eager import GradientTape, defun, enable_eager_execution, executing_eagerly, function
 from .framework import dtypes
 from .framework.device import DeviceSpec
 from .framework.dtypes import (

@@ -10,6 +10,7 @@ import time
 import pytest
 
 import dfcore
+from dfcore.eager import context as eager_context
 
 THREAD_JOIN_TIMEOUT_S = 2.0
 
@@ -20,9 +21,11 @@ collect_ignore_glob = ["unit/mpi_programs/*.py"]
 
 @pytest.fixture(autouse=True)
 def _fresh_default_graph():
-    """Give every test an empty global default graph (``dfcore.reset_default_graph()``)."""
+    """Give every test an empty global default graph (``dfcore.reset_default_graph()``), and leave eager
+    execution off after it whatever the test turned on (``dfcore.eager``)."""
     dfcore.reset_default_graph()
     yield
+    eager_context._reset_for_tests()
 
 
 def threads_left_running(before, timeout_s=THREAD_JOIN_TIMEOUT_S):

@@ -407,6 +407,32 @@ def _as_operation(value, strict=False):
 # -- the default graph --------------------------------------------------------
 _global_default_graph = None
 _default_graphs = DefaultStack()
+# The graph whose create_op executes each op at once while eager execution is on (set by dfcore.eager.context:
+# framework/ never imports the runtime), else None.
+_eager_graph = None
+
+
+def set_eager_graph(graph):
+    """Install (or, with None, remove) the graph ops go to outside any ``as_default()`` block (dfcore.eager)."""
+    global _eager_graph
+    _eager_graph = graph
+
+
+def init_scope_graph():
+    """The graph state (variables, an optimizer's accumulators) is made in: the eager graph while eager
+    execution is on, a ``tf.function`` being traced included, else the default graph (TF's ``init_scope``
+    lifts out of function graphs the same way; ``python/framework/ops.py``)."""
+    return _eager_graph if _eager_graph is not None else get_default_graph()
+
+
+def executing_eagerly():
+    """True while ops run at once: eager execution is on and no ``Graph.as_default()`` block (a ``tf.function``
+    being traced included) is open on this thread. Source: TF 1.x ``tf.executing_eagerly``
+    (``python/eager/context.py``)."""
+    if _eager_graph is None:
+        return False
+    top = _default_graphs.top()
+    return top is None or top is _eager_graph
 
 
 def has_nested_default_graph():
@@ -415,11 +441,14 @@ def has_nested_default_graph():
 
 
 def get_default_graph():
-    """The innermost ``Graph.as_default()`` graph of this thread, else the global default."""
+    """The innermost ``Graph.as_default()`` graph of this thread, else the eager graph while eager execution is
+    on (:mod:`dfcore.eager`), else the global default."""
     global _global_default_graph
     graph = _default_graphs.top()
     if graph is not None:
         return graph
+    if _eager_graph is not None:
+        return _eager_graph
     if _global_default_graph is None:
         _global_default_graph = Graph()
     return _global_default_graph

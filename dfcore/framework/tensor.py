@@ -20,6 +20,8 @@ class Tensor:
 
     # Operators are installed by dfcore.ops.math_ops via _override_operator, as TF does.
     __array_priority__ = 100
+    # An EagerTensor (dfcore.eager) says True: it belongs to no graph, so ops take the default graph.
+    _is_eager = False
 
     def __init__(self, op, value_index, dtype, shape):
         self._op = op

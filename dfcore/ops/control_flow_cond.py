@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..framework import dtypes, nest
+from ..framework.graph import executing_eagerly
 from ..framework.operation import Operation
 from ..framework.tensor import Tensor
 from ..framework.tensor_conversion import convert_to_tensor
@@ -64,6 +65,9 @@ def cond(pred: Any, true_fn: Callable[[], Any] | None = None, false_fn: Callable
         raise TypeError("false_fn must be callable.")
     if isinstance(pred, bool):
         raise TypeError("pred must not be a Python bool")
+    if executing_eagerly():  # TF: eagerly, the branch the predicate's value picks runs, and only it
+        result = true_fn() if bool(convert_to_tensor(pred)) else false_fn()
+        return result if strict else _unpack_if_singleton(result)
     graph = graph_of([pred])
     with graph.as_default(), graph.name_scope(name or "cond"):
         pred = convert_to_tensor(pred)

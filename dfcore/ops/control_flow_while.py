@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..framework import nest
+from ..framework.graph import executing_eagerly
 from ..framework.tensor_conversion import convert_to_tensor
 from ..framework.tensor_shape import TensorShape, as_shape
 from . import array_ops, constant_op, control_flow_prims, math_ops
@@ -67,6 +68,8 @@ def while_loop(cond: Callable[..., Any], body: Callable[..., Any], loop_vars: An
     if not nest.is_sequence(loop_vars):
         loop_vars = [loop_vars]
         shape_invariants = [shape_invariants] if shape_invariants is not None else None
+    if executing_eagerly():  # TF: eagerly, a while_loop is a Python loop over the ops of cond and body
+        return _eager_loop(cond, body, loop_vars, maximum_iterations, try_to_pack)
     graph = graph_of(nest.flatten(loop_vars))
     with graph.as_default(), graph.name_scope(name or "while"):
         if maximum_iterations is not None:
@@ -203,3 +206,17 @@ def _enforce_shape_invariant(merge_var, next_var):
             f"Input tensor '{input_t.name}' enters the loop with shape {input_t.shape}, but has shape "
             f"{next_var.shape} after one iteration. To allow the shape to vary across iterations, use the "
             "`shape_invariants` argument of tf.while_loop to specify a less-specific shape.")
+
+
+def _eager_loop(cond, body, loop_vars, maximum_iterations, try_to_pack):
+    """``while_loop`` while executing eagerly: run ``body`` while ``cond`` holds (and fewer than
+    ``maximum_iterations`` times), as TF's eager ``while_loop`` does."""
+    iterations = 0
+    while maximum_iterations is None or iterations < int(maximum_iterations):
+        if not bool(cond(*loop_vars)):
+            break
+        loop_vars = body(*loop_vars)
+        if not isinstance(loop_vars, (list, tuple)):
+            loop_vars = [loop_vars]
+        iterations += 1
+    return loop_vars[0] if try_to_pack else loop_vars

@@ -116,6 +116,27 @@ def _node_gradient(graph, op, out_grads):
     return in_grads
 
 
+def op_gradients(op, out_grads):
+    """The gradients of ``op``'s inputs (a list, None where none flows) from those of its outputs
+    (``out_grads``, None where none arrived), by its registered gradient function; None when ``op`` is
+    not differentiable. ``GradientTape`` (:mod:`dfcore.eager.backprop`) replays recorded ops with it.
+
+    Raises:
+        LookupError: no gradient is registered for ``op.type``.
+    """
+    return _node_gradient(op.graph, op, out_grads)
+
+
+def aggregate_gradients(grads):
+    """The sum of a list of gradients of one tensor (``AddN`` for several); None for none."""
+    return _aggregate(grads)
+
+
+def is_differentiable(tensor):
+    """Whether a gradient flows to ``tensor``: floating dtypes only (integers get none, as in TF)."""
+    return _differentiable(tensor)
+
+
 _ZEROS_FOR_OUTPUT: dict = {}
 
 

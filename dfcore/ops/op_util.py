@@ -27,6 +27,8 @@ def graph_of(values):
 
 
 def _graph_of_value(value):
+    if getattr(value, "_is_eager", False):  # an eager tensor or variable: the op goes to the default graph
+        return None
     if isinstance(value, Tensor):
         return value.graph
     graph = getattr(value, "graph", None)

@@ -35,6 +35,14 @@ class Variable:
 
     # numpy defers ``ndarray * variable`` to the variable's reflected operators, as for Tensor (TF does this).
     __array_priority__ = 100
+    _is_eager = False
+
+    def __new__(cls, *args, **kwargs):
+        """While ops execute eagerly, ``Variable(...)`` makes the eager variable class registered by
+        :mod:`dfcore.eager` (TF 1.x's eager mode makes a resource variable the same way)."""
+        if cls is Variable and _EAGER_VARIABLE_CLASS and graph_lib.executing_eagerly():
+            return object.__new__(_EAGER_VARIABLE_CLASS[0])
+        return object.__new__(cls)
 
     def __init__(self, initial_value=None, trainable=True, collections=None, validate_shape=True,
                  caching_device=None, name=None, dtype=None, expected_shape=None, constraint=None,
@@ -226,6 +234,13 @@ def _variable_to_tensor(value, dtype=None, name=None, as_ref=False):
 
 
 register_tensor_conversion_function(Variable, _variable_to_tensor)
+
+_EAGER_VARIABLE_CLASS: list[type] = []
+
+
+def register_eager_variable_class(cls: type) -> None:
+    """The Variable subclass ``Variable(...)`` makes while executing eagerly (set once by dfcore.eager)."""
+    _EAGER_VARIABLE_CLASS[:] = [cls]
 
 VariableV1 = RefVariable = Variable
 

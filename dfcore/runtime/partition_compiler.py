@@ -18,6 +18,9 @@ ordering it carries is kept.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from .. import errors
 from ..framework import registry
 from . import allocator, step_stats
@@ -83,29 +86,49 @@ def _num_outputs(node):
 
 def _compile_node(node, in_slots, out_slot):
     source = node.original if node.original is not None else node
-    kernel_def = registry.kernel(node.op)
+    is_operation = node.original is not None
+    compute, needs_context, is_async, derefs = _kernel(source, node.op, node.name, node, is_operation)
+    compiled = CompiledNode(node.name, node.op, compute, in_slots, out_slot, _num_outputs(node), needs_context,
+                            is_async, source, _label(node))
+    if is_operation:
+        compiled.reads_variable = any(t.dtype.is_ref for t in node.original.inputs)
+        compiled.small = _statically_small(node.original)
+    out_def = registry.out_kernel(node.op) if is_operation and not derefs else None  # out= kernels take values
+    if out_def is not None and not is_async and not compiled.small:
+        compiled.compute_out = out_def.factory(source)
+    return compiled
+
+
+def instantiate_kernel(source: Any, op_type: str, name: str, described: Any = None,
+                       is_operation: bool = True) -> tuple[Callable[..., Any], bool, bool]:
+    """The kernel of one node: ``(compute, needs_context, is_async)`` (contract in
+    :mod:`dfcore.framework.registry`); for an Operation (``is_operation``), reference inputs other than the op's
+    own ``ref_inputs`` are read from the step's transaction first. Used for partitions and for eager ops
+    (:mod:`dfcore.eager.execute`), so both run the same kernels. ``described``: what the error's ``node_def``
+    comes from (a partition node; default ``source``).
+
+    Raises:
+        NotFoundError: no kernel is registered for ``op_type``.
+    """
+    return _kernel(source, op_type, name, described, is_operation)[:3]
+
+
+def _kernel(source, op_type, name, described, is_operation):
+    kernel_def = registry.kernel(op_type)
     if kernel_def is None:
         raise errors.NotFoundError(
-            node.node_def, node.original,
-            f"No registered kernel for op '{node.name}' of type '{node.op}' on the numpy backend.")
+            getattr(described if described is not None else source, "node_def", None),
+            source if is_operation else None,
+            f"No registered kernel for op '{name}' of type '{op_type}' on the numpy backend.")
     compute = kernel_def.factory(source)
     needs_context = kernel_def.needs_context
-    out_def = registry.out_kernel(node.op) if node.original is not None else None
-    if node.original is not None:
-        op = node.original
-        refs = [i for i, t in enumerate(op.inputs) if t.dtype.is_ref and i not in registry.ref_inputs(op.type)]
+    refs = []
+    if is_operation:
+        refs = [i for i, t in enumerate(source.inputs) if t.dtype.is_ref and i not in registry.ref_inputs(op_type)]
         if refs:
             compute = _dereferencing(compute, refs, needs_context)
             needs_context = True
-            out_def = None  # the out= kernels take values, not references
-    compiled = CompiledNode(node.name, node.op, compute, in_slots, out_slot, _num_outputs(node), needs_context,
-                            kernel_def.is_async, source, _label(node))
-    if node.original is not None:
-        compiled.reads_variable = any(t.dtype.is_ref for t in node.original.inputs)
-        compiled.small = _statically_small(node.original)
-    if out_def is not None and not kernel_def.is_async and not compiled.small:
-        compiled.compute_out = out_def.factory(source)
-    return compiled
+    return compute, needs_context, kernel_def.is_async, bool(refs)
 
 
 def _statically_small(op):

@@ -68,7 +68,9 @@ class BaseSession:
         self._runner = executor_runner
         if config is not None and not isinstance(config, ConfigProto):
             raise TypeError(f"config must be a tf.ConfigProto, but got {type(config)}")
-        self._graph = graph if graph is not None else graph_lib.get_default_graph()
+        if graph is None:  # while executing eagerly TF's default graph stays empty: eager ops are not in it
+            graph = graph_lib.Graph() if graph_lib.executing_eagerly() else graph_lib.get_default_graph()
+        self._graph = graph
         if not isinstance(self._graph, graph_lib.Graph):
             raise TypeError(f"graph must be a tf.Graph, but got {type(self._graph)}")
         self._target = target or ""

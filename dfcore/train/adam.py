@@ -7,7 +7,7 @@ first variable by name) are multiplied by ``beta1``/``beta2`` after every
 step's updates, so step ``t`` uses ``beta^t``.
 """
 
-from ..framework.graph import get_default_graph
+from ..framework.graph import get_default_graph, init_scope_graph
 from ..framework.tensor_conversion import convert_to_tensor
 from ..ops import control_flow_ops, math_ops, state_ops, training_ops
 from .optimizer import Optimizer
@@ -25,7 +25,7 @@ class AdamOptimizer(Optimizer):
         self._lr_t = self._beta1_t = self._beta2_t = self._epsilon_t = None
 
     def _get_beta_accumulators(self):
-        graph = get_default_graph()
+        graph = init_scope_graph()  # in a tf.function being traced: the eager context's, where they were made
         return self._get_non_slot_variable("beta1_power", graph), self._get_non_slot_variable("beta2_power", graph)
 
     def _create_slots(self, var_list):
@@ -54,7 +54,7 @@ class AdamOptimizer(Optimizer):
     def _finish(self, update_ops, name_scope):
         """After the updates: ``beta1_power *= beta1``, ``beta2_power *= beta2``; group all."""
         beta1_power, beta2_power = self._get_beta_accumulators()
-        graph = beta1_power.graph
+        graph = get_default_graph()  # the updates' graph (a traced function's, when the accumulators are eager)
         with graph.control_dependencies(update_ops), graph.colocate_with(beta1_power.op):
             update_beta1 = state_ops.assign(beta1_power, math_ops.multiply(beta1_power, self._beta1_t),
                                             use_locking=self._use_locking)

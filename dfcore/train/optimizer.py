@@ -13,7 +13,7 @@ optionally ``_finish``.
 from collections.abc import Callable
 
 from ..framework import dtypes
-from ..framework.graph import GraphKeys, get_default_graph
+from ..framework.graph import GraphKeys, executing_eagerly, get_default_graph
 from ..framework.tensor import Tensor
 from ..framework.tensor_conversion import convert_to_tensor
 from ..ops import control_flow_ops, gradients_impl, math_ops, state_ops, variables
@@ -80,6 +80,11 @@ class Optimizer:
             raise ValueError(
                 f"gate_gradients must be one of: Optimizer.GATE_NONE, Optimizer.GATE_OP, Optimizer.GATE_GRAPH. "
                 f"Not {gate_gradients}")
+        if callable(loss):
+            return _tape_gradients(loss, var_list, grad_loss)
+        if executing_eagerly():
+            raise RuntimeError("`loss` passed to Optimizer.compute_gradients should be a function when eager "
+                               "execution is enabled.")
         loss = convert_to_tensor(loss)
         self._assert_valid_dtypes([loss])
         if grad_loss is not None:
@@ -143,7 +148,7 @@ class Optimizer:
                     with graph.colocate_with(global_step.op):
                         train_op = state_ops.assign_add(global_step, 1, name=scope).op
         collection = graph.get_collection_ref(GraphKeys.TRAIN_OP)
-        if train_op not in collection:
+        if train_op not in collection and not executing_eagerly():  # an eager loop would grow it every step
             collection.append(train_op)
         return train_op
 
@@ -236,6 +241,22 @@ class Optimizer:
             dtype = t.dtype.base_dtype
             if dtype not in valid:
                 raise ValueError(f"Invalid type {dtype!r} for {t.name}, expected: {sorted(d.name for d in valid)}.")
+
+
+def _tape_gradients(loss, var_list, grad_loss):
+    """TF's ``compute_gradients`` for a callable ``loss``: call it under a GradientTape (eager, or in a
+    ``tf.function`` being traced); without ``var_list``, the trainable variables it read."""
+    from ..eager.backprop import GradientTape  # here: the eager package builds on the runtime, as train/ does
+
+    with GradientTape() as tape:
+        if var_list is not None:
+            tape.watch(_flatten(var_list))
+        loss_value = loss()
+    var_list = list(tape.watched_variables()) if var_list is None else _flatten(var_list)
+    if not var_list:
+        raise ValueError("No variables to optimize.")
+    grads = tape.gradient(loss_value, var_list, grad_loss)
+    return list(zip(grads, var_list))
 
 
 def _flatten(var_list):

@@ -35,6 +35,7 @@ def sanitize(text):
     ("saved to /var/folders/xy/abc123/T/tmpq/model.ckpt", "saved to /tmp/tmpz9y8x7/model.ckpt"),
     ("run at 2026-11-22 23:41:07.123456", "run at 2026-11-23 08:00:00.5"),
     ("thread_id=140213", "thread_id=139877"),
+    ("<tf.Tensor: id=12, shape=(), dtype=float32, numpy=3.0>", "<tf.Tensor: id=57, shape=(), dtype=float32, numpy=3.0>"),
     ('<svg width="320pt"><g id="graph0"><text>MatMul</text></g></svg>',
      '<svg width="318pt"><g id="graph0"><text>MatMul</text></g></svg>'),
 ])
@@ -52,6 +53,7 @@ def test_machine_dependent_values_compare_equal(run_a, run_b):
      "MatMul: (MatMul): /job:localhost/replica:0/task:0/device:GPU:1"),
     ("pairs inserted: 3, transfers saved: 1", "pairs inserted: 4, transfers saved: 1"),
     ("overlap 37%", "overlap 38%"),
+    ("<tf.Tensor: id=12, shape=(), dtype=float32, numpy=3.0>", "<tf.Tensor: id=12, shape=(), dtype=float32, numpy=4.0>"),
     ("/job:localhost/replica:0/task:0/device:CPU:0;0000000000000001;/job:localhost/replica:0/task:0/device:GPU:0;"
      "edge_5_x;0:0",
      "/job:localhost/replica:0/task:0/device:CPU:0;0000000000000002;/job:localhost/replica:0/task:0/device:GPU:0;"
