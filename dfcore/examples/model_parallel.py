@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -28,7 +27,10 @@ import numpy as np
 
 import dfcore as tf
 from dfcore.examples.digits_data import fit_full_batches, load_digits_split
+from dfcore.examples.pipeline_bubble import flow_shop_bubble, measured_bubble, predicted_bubble, stage_times
 from dfcore.examples.staged_mlp import DEFAULT_LAYERS, StagedMLP, build_staged_mlp
+from dfcore.runtime.cost_model import transfer_time_s
+from dfcore.runtime.step_trace import machine_for
 
 NUM_GPUS = 4
 BATCH_SIZE = 64
@@ -39,9 +41,6 @@ PLACEMENTS: dict[str, Callable[[int], list[str | None]]] = {
     "by_hand": lambda n: [f"/gpu:{i}" for i in range(n)],
     "tf_rules": lambda n: [None] * n,
 }
-#: The pipeline's work: the ops with a ``micro_<m>`` scope in their name, each micro-batch's forward ops and
-#: their gradients (not the sums of the micro-batches' gradients, nor the update).
-PIPELINE_OP = re.compile(r"(^|/)micro_\d+/")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,7 +53,11 @@ class StepReport:
         transfer_bytes: bytes that crossed devices (every ``_Send``/``_Recv`` pair, the fed batch included).
         peak_bytes: device → peak bytes of its allocator in the step (StepStats ``AllocatorMemoryUsed``).
         busy_s: device → simulated time its ops ran (s).
-        bubble: measured pipeline bubble (:func:`measured_bubble`) over the devices that ran stages.
+        stage_devices: the devices that ran the stages, in stage order.
+        bubble: measured pipeline bubble (:func:`~dfcore.examples.pipeline_bubble.measured_bubble`) over the
+            stage devices; 0.0 with one.
+        flow_shop_bubble: the bubble :func:`~dfcore.examples.pipeline_bubble.flow_shop_bubble` predicts from the
+            step's own stage times and the slowest hand-off between stage devices.
         step_stats: the step's :class:`~dfcore.runtime.step_stats.StepStats` (for a timeline).
     """
 
@@ -64,32 +67,10 @@ class StepReport:
     transfer_bytes: int
     peak_bytes: Mapping[str, int]
     busy_s: Mapping[str, float]
+    stage_devices: tuple[str, ...]
     bubble: float
+    flow_shop_bubble: float
     step_stats: Any
-
-
-def predicted_bubble(num_stages: int, micro_batches: int) -> float:
-    """GPipe's bubble fraction ``(N − 1) / (M + N − 1)`` of N stages and M micro-batches (Huang et al. 2019,
-    §2.2): each device idles N − 1 of the M + N − 1 slots of equal length the schedule takes."""
-    return (num_stages - 1) / (micro_batches + num_stages - 1)
-
-
-def measured_bubble(step_stats: Any, devices: Sequence[str]) -> float:
-    """The idle share of ``devices`` (full names) within the pipeline on the simulated clock:
-    ``1 − Σ busy / (len(devices) · window)``, where busy counts the ops :data:`PIPELINE_OP` matches and the
-    window runs from the first such op's start to the last one's end on any of the devices. 0.0 when they ran
-    no such op."""
-    spans: dict[str, list[tuple[int, int]]] = {d: [] for d in devices}
-    for dev in step_stats.dev_stats:
-        if dev.device in spans:
-            spans[dev.device] = [(n.sim_start_micros, n.sim_end_micros) for n in dev.node_stats
-                                 if PIPELINE_OP.search(n.node_name)]
-    every = [s for span in spans.values() for s in span]
-    if not every:
-        return 0.0
-    window = max(end for _, end in every) - min(start for start, _ in every)
-    busy = sum(end - start for start, end in every)
-    return 1.0 - busy / (len(devices) * window) if window else 0.0
 
 
 def session_config(num_gpus: int = NUM_GPUS) -> Any:
@@ -117,8 +98,13 @@ def trace_step(sess: Any, model: StagedMLP, feed: Mapping[Any, Any], placement: 
     records = tf.step_records(run_metadata)
     stats = records.step_stats
     placed = {r.node_name: r.assigned_device for r in sess.placement_records()}
-    stage_devices = sorted({placed[op.name] for op in model.graph.get_operations()
-                            if PIPELINE_OP.search(op.name) and op.name in placed})
+    stage_devices = tuple(dict.fromkeys(placed[w.op.name] for stage in model.stages for w, _ in stage))
+    bubble = flow_bubble = 0.0
+    if len(stage_devices) > 1:
+        bubble = measured_bubble(stats, stage_devices)
+        forward_s, backward_s = stage_times(stats, stage_devices, model.micro_batches)
+        flow_bubble = flow_shop_bubble(forward_s, backward_s, model.micro_batches,
+                                       _hand_off_s(model, stage_devices, machine_for(sess.device_set)))
     return StepReport(
         placement=placement, micro_batches=model.micro_batches,
         step_s=max((n.sim_end_micros for d in stats.dev_stats for n in d.node_stats), default=0) * 1e-6,
@@ -127,8 +113,16 @@ def trace_step(sess: Any, model: StagedMLP, feed: Mapping[Any, Any], placement: 
                                   default=0) for d in stats.dev_stats},
         busy_s={d.device: sum(n.sim_end_micros - n.sim_start_micros for n in d.node_stats) * 1e-6
                 for d in stats.dev_stats},
-        bubble=measured_bubble(stats, stage_devices) if len(stage_devices) > 1 else 0.0,
-        step_stats=stats)
+        stage_devices=stage_devices, bubble=bubble, flow_shop_bubble=flow_bubble, step_stats=stats)
+
+
+def _hand_off_s(model, stage_devices, machine):
+    """The slowest transfer of one micro-batch's activations from a stage to the next (s)."""
+    rows = model.x.shape.as_list()[0] // model.micro_batches
+    itemsize = model.x.dtype.size
+    widths = [stage[-1][1].shape.as_list()[0] for stage in model.stages[:-1]]
+    return max(transfer_time_s(rows * width * itemsize, machine.link(src, dst))
+               for width, src, dst in zip(widths, stage_devices, stage_devices[1:]))
 
 
 def measure(placement: str, micro_batches: int = 1, batch: tuple[np.ndarray, np.ndarray] | None = None,
@@ -182,8 +176,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.micro_batches > 1:
         report = measure("by_hand", args.micro_batches, seed=args.seed)
         print(format_report(report))
-        print(f"bubble with N={NUM_GPUS} stages, M={args.micro_batches}: predicted "
-              f"{predicted_bubble(NUM_GPUS, args.micro_batches):.3f}, measured {report.bubble:.3f}")
+        print(f"bubble with N={NUM_GPUS} stages, M={args.micro_batches}: GPipe's (N-1)/(M+N-1) "
+              f"{predicted_bubble(NUM_GPUS, args.micro_batches):.3f}, flow shop with these stages and hand-offs "
+              f"{report.flow_shop_bubble:.3f}, measured {report.bubble:.3f}")
     accuracy = train("by_hand", args.micro_batches, args.epochs, args.lr, args.seed, not args.no_progress)
     print(f"test_accuracy={accuracy:.4f}")
 
