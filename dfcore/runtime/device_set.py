@@ -24,6 +24,7 @@ from ..framework.protos import ConfigProto
 DEVICE_TYPE_PRIORITY = {"GPU": 210, "CPU": 60}
 #: Compute capability of the GPU profiles the mapping string knows.
 COMPUTE_CAPABILITY = {"Tesla K20m": "3.5", "Tesla P100-PCIE-16GB": "6.0", "Tesla V100-SXM2-16GB": "7.0",
+                      "Tesla V100-SXM2-32GB": "7.0",
                       "NVIDIA H100 80GB HBM3": "9.0"}
 DEFAULT_GPU_PROFILE = "Tesla K20m"
 DEFAULT_GPU_COUNT = 4
