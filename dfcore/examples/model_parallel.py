@@ -9,7 +9,10 @@ devices and each device's peak memory (the StepStats allocator records), then tr
 * ``by_hand`` (b): stage s (two wide layers, :func:`~dfcore.examples.staged_mlp.split_layers`) on ``/gpu:s``;
 * ``tf_rules`` (c): no ``tf.device`` at all: TF's placer puts every op with a GPU kernel on the
   highest-priority device, ``GPU:0`` (``tensorflow/core/common_runtime/placer.cc``), so TF's rules never split
-  a model by themselves.
+  a model by themselves;
+* ``cost_static`` and ``cost_measured`` (d): no ``tf.device`` either, placed by the whitepaper's cost-model
+  placer (§3.2.1, :mod:`dfcore.runtime.cost_placer`), first with the cost model's static estimates, then with
+  the op times measured in the ``cost_static`` step (``PlacementOptions(measured=...)``).
 
 With ``--micro-batches M`` the hand placement runs GPipe's schedule (:mod:`~dfcore.examples.staged_mlp`) and
 the bubble, the share of the N stage devices' time they sit idle within the pipeline, is printed predicted
@@ -40,6 +43,8 @@ PLACEMENTS: dict[str, Callable[[int], list[str | None]]] = {
     "one_gpu": lambda n: ["/gpu:0"] * n,
     "by_hand": lambda n: [f"/gpu:{i}" for i in range(n)],
     "tf_rules": lambda n: [None] * n,
+    "cost_static": lambda n: [None] * n,
+    "cost_measured": lambda n: [None] * n,
 }
 
 
@@ -126,27 +131,41 @@ def _hand_off_s(model, stage_devices, machine):
 
 
 def measure(placement: str, micro_batches: int = 1, batch: tuple[np.ndarray, np.ndarray] | None = None,
-            config: Any = None, **kwargs: Any) -> StepReport:
+            config: Any = None, measured: Any = None, **kwargs: Any) -> StepReport:
     """Build ``placement`` (:func:`build`), initialise it and trace one training step on ``batch``
-    (default: the first :data:`BATCH_SIZE` training digits); ``kwargs`` go to the builder."""
+    (default: the first :data:`BATCH_SIZE` training digits); ``kwargs`` go to the builder. ``measured``: for
+    ``cost_measured``, the StepStats of an earlier step of the same model (default: the ``cost_static`` step)."""
     batch_size = kwargs.setdefault("batch_size", BATCH_SIZE)
     if batch is None:
         data = load_digits_split(seed=kwargs.get("seed", 0))
         batch = data.x_train[:batch_size], data.y_train[:batch_size]
+    if placement == "cost_measured" and measured is None:
+        measured = measure("cost_static", micro_batches, batch, config, **kwargs).step_stats
     model = build(placement, micro_batches, **kwargs)
-    with tf.Session(graph=model.graph, config=config or session_config()) as sess:
+    with tf.Session(graph=model.graph, config=config or session_config(),
+                    placement=placement_options(placement, measured)) as sess:
         sess.run(model.init)
         return trace_step(sess, model, {model.x: batch[0], model.y: batch[1]}, placement)
 
 
+def placement_options(placement: str, measured: Any = None) -> Any:
+    """The ``Session(placement=...)`` of a placement: the cost-model placer for ``cost_static`` and (with the
+    ``measured`` StepStats) ``cost_measured``; TF's rules otherwise."""
+    if placement == "cost_static":
+        return tf.PlacementOptions("cost_model")
+    if placement == "cost_measured":
+        return tf.PlacementOptions("cost_model", measured=measured)
+    return tf.PlacementOptions("rules")
+
+
 def format_report(report: StepReport) -> str:
     """Two lines: the step (time in µs, transfers in KB), then each GPU's peak memory in KB."""
-    head = (f"{report.placement:10} M={report.micro_batches}  step {report.step_s * 1e6:8.1f} µs  "
+    head = (f"{report.placement:13} M={report.micro_batches}  step {report.step_s * 1e6:8.1f} µs  "
             f"transfers {report.transfer_bytes / 1e3:8.1f} KB")
     if report.bubble:
         head += f"  bubble {report.bubble:.3f}"
     gpus = {d.rsplit("/", 1)[-1]: b for d, b in report.peak_bytes.items() if "GPU" in d}
-    return head + "\n" + " " * 13 + "peak " + "  ".join(f"{d} {b / 1e3:7.1f} KB" for d, b in sorted(gpus.items()))
+    return head + "\n" + " " * 16 + "peak " + "  ".join(f"{d} {b / 1e3:7.1f} KB" for d, b in sorted(gpus.items()))
 
 
 def train(placement: str = "by_hand", micro_batches: int = 1, epochs: int = 8, learning_rate: float = 0.003,
@@ -171,8 +190,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     args = parser.parse_args(argv)
+    reports = {}
     for placement in PLACEMENTS:
-        print(format_report(measure(placement, seed=args.seed)))
+        measured = reports["cost_static"].step_stats if placement == "cost_measured" else None
+        reports[placement] = measure(placement, seed=args.seed, measured=measured)
+        print(format_report(reports[placement]))
     if args.micro_batches > 1:
         report = measure("by_hand", args.micro_batches, seed=args.seed)
         print(format_report(report))
