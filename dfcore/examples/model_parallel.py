@@ -32,7 +32,7 @@ import dfcore as tf
 from dfcore.examples.digits_data import fit_full_batches, load_digits_split
 from dfcore.examples.pipeline_bubble import flow_shop_bubble, measured_bubble, predicted_bubble, stage_times
 from dfcore.examples.staged_mlp import DEFAULT_LAYERS, StagedMLP, build_staged_mlp
-from dfcore.runtime.cost_model import transfer_time_s
+from dfcore.runtime.cost_model import PCIE_3_X16, ring_allreduce_time_s, transfer_time_s
 from dfcore.runtime.step_trace import machine_for
 
 NUM_GPUS = 4
@@ -156,6 +156,41 @@ def placement_options(placement: str, measured: Any = None) -> Any:
     if placement == "cost_measured":
         return tf.PlacementOptions("cost_model", measured=measured)
     return tf.PlacementOptions("rules")
+
+
+@dataclasses.dataclass(frozen=True)
+class DataParallelEstimate:
+    """Data parallelism on the same GPUs, estimated: each GPU runs the whole model on ``batch_size / N`` examples
+    (``replica_step_s``: that step traced on one simulated GPU), then one ring all-reduce of all the gradients,
+    ``gradient_bytes``, over PCIe (``allreduce_s``: the α-β formula of
+    :func:`~dfcore.runtime.cost_model.ring_allreduce_time_s`, one fused buffer, no overlap with compute)."""
+
+    replica_step_s: float
+    allreduce_s: float
+    gradient_bytes: int
+
+    @property
+    def step_s(self) -> float:
+        """``replica_step_s + allreduce_s``."""
+        return self.replica_step_s + self.allreduce_s
+
+
+def data_parallel_estimate(layers: Sequence[int] = DEFAULT_LAYERS, batch_size: int = BATCH_SIZE,
+                           num_gpus: int = NUM_GPUS, seed: int = 0) -> DataParallelEstimate:
+    """:class:`DataParallelEstimate` of the staged MLP with ``layers`` on ``num_gpus`` GPUs.
+
+    Raises:
+        ValueError: ``batch_size`` not divisible by ``num_gpus``.
+    """
+    if batch_size % num_gpus:
+        raise ValueError(f"batch_size {batch_size} must be divisible by num_gpus {num_gpus}")
+    rows = batch_size // num_gpus
+    data = load_digits_split(seed=seed)
+    replica = measure("one_gpu", batch=(data.x_train[:rows], data.y_train[:rows]), layers=layers, batch_size=rows,
+                      seed=seed)
+    gradient_bytes = sum((fan_in + 1) * fan_out * 4 for fan_in, fan_out in zip(layers, layers[1:]))
+    return DataParallelEstimate(replica.step_s, ring_allreduce_time_s(gradient_bytes, num_gpus, PCIE_3_X16),
+                                gradient_bytes)
 
 
 def format_report(report: StepReport) -> str:
