@@ -112,13 +112,17 @@ def trace_step(sess: Any, model: StagedMLP, feed: Mapping[Any, Any], placement: 
                                        _hand_off_s(model, stage_devices, machine_for(sess.device_set)))
     return StepReport(
         placement=placement, micro_batches=model.micro_batches,
-        step_s=max((n.sim_end_micros for d in stats.dev_stats for n in d.node_stats), default=0) * 1e-6,
+        step_s=max((_sim_us(n)[1] for d in stats.dev_stats for n in d.node_stats), default=0) * 1e-6,
         transfer_bytes=sum(t.nbytes for t in records.transfers if t.src_device != t.dst_device),
         peak_bytes={d.device: max((m.peak_bytes for m in d.memory if not m.allocator_name.endswith("reserved")),
                                   default=0) for d in stats.dev_stats},
-        busy_s={d.device: sum(n.sim_end_micros - n.sim_start_micros for n in d.node_stats) * 1e-6
-                for d in stats.dev_stats},
+        busy_s={d.device: sum(_sim_us(n)[1] - _sim_us(n)[0] for n in d.node_stats) * 1e-6 for d in stats.dev_stats},
         stage_devices=stage_devices, bubble=bubble, flow_shop_bubble=flow_bubble, step_stats=stats)
+
+
+def _sim_us(node: Any) -> tuple[int, int]:
+    """A node's simulated ``(start, end)`` in µs (0 where the step was not replayed)."""
+    return node.sim_start_micros or 0, node.sim_end_micros or 0
 
 
 def _hand_off_s(model, stage_devices, machine):
@@ -225,7 +229,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     args = parser.parse_args(argv)
-    reports = {}
+    reports: dict[str, StepReport] = {}
     for placement in PLACEMENTS:
         measured = reports["cost_static"].step_stats if placement == "cost_measured" else None
         reports[placement] = measure(placement, seed=args.seed, measured=measured)
