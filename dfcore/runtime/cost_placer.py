@@ -1,17 +1,12 @@
 """The cost-model placer: the TF whitepaper's greedy placement by simulated execution.
 
 Source: Abadi et al., "TensorFlow: Large-Scale Machine Learning on Heterogeneous Distributed Systems"
-(2015), §3.2.1: "The placement algorithm first runs a simulated execution of the graph. The simulation is
-described below and ends up picking a device for each node in the graph using greedy heuristics. [...] The
-simulated execution starts at the sources of the computation graph, and simulates the activity on each
-device in the system as it progresses. For each node that is reached in this traversal, the set of feasible
-devices is considered [...]. For nodes with multiple feasible devices, the placement algorithm uses a greedy
-heuristic that examines the effects on the completion time of the node of placing the node on each possible
-device. This heuristic takes into account the estimated or measured execution time of the operation on that
-kind of device from the cost model, and also includes the costs of any communication that would be
-introduced in order to transmit inputs to this node from other devices to the considered device. The device
-where the node's operation would finish the soonest is selected as the device for that operation." TF never
-shipped it (its placer is the rule-based one, :mod:`dfcore.runtime.placer`).
+(2015), §3.2.1, in paraphrase: the placer simulates an execution of the graph from its sources, keeping
+track of each device's activity; each node reached is considered on every feasible device (one with a
+kernel for its op), and goes to the one where it would finish soonest, counting the cost model's estimated
+(or measured) time of the op on that kind of device and the time to bring its inputs from other devices.
+The cost model itself is the seed-quoted one of :mod:`dfcore.runtime.placement_costs`. TF never shipped
+this placer (its placer is the rule-based one, :mod:`dfcore.runtime.placer`).
 
 Algorithm (:func:`place`), in one pass over the ops in creation order (topological for a graph built through
 the API; a loop's back edge, ``NextIteration`` → ``Merge``, is ignored):
@@ -25,6 +20,9 @@ the API; a loop's back edge, ``NextIteration`` → ``Merge``, is ignored):
    parallel; a tensor sent to ``d`` once is there for its later consumers); ``start = max(ready,
    available[d])``; ``finish = start + compute_s(node, d)``; a device without the memory the node (and its
    group) needs is not a candidate;
+   dfcore's executor needs a loop variable's ``Enter``, ``Merge`` and ``NextIteration`` on one device (across
+   devices its frame never starts), so a ``Merge`` follows its ``Enter`` and a ``NextIteration`` its ``Merge``
+   (reason :data:`REASON_LOOP`); the rule placer never splits them, as a loop's ops share their defaults;
 3. the node goes to the candidate with the earliest finish (ties: TF's device priority order, GPU before
    CPU, then by name); its device is then ``available`` from ``finish`` (a node that computes nothing does not
    occupy it) and holds the node's memory (:mod:`dfcore.runtime.placement_memory`).
@@ -44,6 +42,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping
 
+from ..framework import registry
 from ..framework.operation import Operation
 from . import cost_model, placer
 from .device_set import DeviceSet
@@ -53,6 +52,7 @@ from .placer import Placement, PlacementRecord
 from .step_trace import machine_for
 
 REASON_COST = "cost model: earliest estimated finish"
+REASON_LOOP = "loop: with its Enter and Merge"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -156,18 +156,34 @@ def place(ops: Iterable[Operation], device_set: DeviceSet, allow_soft_placement:
         else:
             feasible = placer.feasible_devices(op, group, device_set, allow_soft_placement)
             reason = _reason(op, group, feasible)
+            partner = _loop_partner(op, chosen)
+            if partner in feasible:
+                feasible, reason = [partner], REASON_LOOP
         members = group.members  # the first member placed holds the whole group's memory
-        candidates = [sim.candidate(op, d, members, chosen) for d in feasible]
+        pending = ledger.prepare(op, members)
+        candidates = sim.candidates(op, feasible, pending, chosen)
         fitting = [c for c in candidates if c.fits]
         if not fitting:
             raise ledger.oom_error(op, members, {c.device: c.need_bytes for c in candidates}, ops)
         winner = min(fitting, key=lambda c: c.finish_s)  # min keeps the first of equals: priority order
-        sim.commit(op, winner, members, chosen)
+        sim.commit(op, winner, pending, chosen)
         group.device = chosen[op] = winner.device
         decisions.append(CostDecision(step, op.name, op.type, costs.source(op), sum(costs.output_bytes(op)),
                                       tuple(candidates), winner.device, reason))
         records.append(PlacementRecord(op.name, op.type, op.device, winner.device, placer.group_name(group), reason))
     return CostPlacement(chosen, records, decisions, ledger.used, ledger.limits)
+
+
+def _loop_partner(op, chosen):
+    """The device a loop's ``Merge`` (its ``Enter``'s) or ``NextIteration`` (its ``Merge``'s) must share, or None."""
+    kind = registry.control_flow_kind(op.type)
+    if kind == "merge":
+        linked = [t.op for t in op.inputs if registry.control_flow_kind(t.op.type) == "enter"]
+    elif kind == "next_iteration":
+        linked = [c for t in op.outputs for c in t.consumers() if registry.control_flow_kind(c.type) == "merge"]
+    else:
+        return None
+    return next((chosen[o] for o in linked if o in chosen), None)
 
 
 def _reason(op, group, feasible):
@@ -187,36 +203,39 @@ class _Simulation:
         self.finish: dict[Operation, float] = {}
         self.arrival: dict[tuple[object, str], float] = {}
 
-    def candidate(self, op, device, members, chosen):
-        ready = transfer = 0.0
-        for t in op.inputs:
-            src = chosen.get(t.op)
-            if src is None:  # a loop's back edge, or an op outside the placed set
-                continue
-            if src == device:
-                at = self.finish[t.op]
-            else:
-                at = self.arrival.get((t, device))
-                if at is None:
-                    moved = cost_model.transfer_time_s(self.ledger.tensor_bytes(t), self.links[(src, device)])
-                    transfer = max(transfer, moved)
-                    at = self.finish[t.op] + moved
-            ready = max(ready, at)
-        for c in op.control_inputs:
-            ready = max(ready, self.finish.get(c, 0.0))
-        start = max(ready, self.available.get(device, 0.0))
-        compute = self.costs.compute_s(op, device)
-        need, free = self.ledger.need(op, device, members, chosen), self.ledger.free(device)
-        return Candidate(device, ready, transfer, start, compute, start + compute, free, need, need <= free)
+    def candidates(self, op, feasible, pending, chosen):
+        """A :class:`Candidate` per device of ``feasible``."""
+        inputs = [(t, chosen[t.op], self.finish[t.op], self.ledger.tensor_bytes(t))
+                  for t in op.inputs if t.op in chosen]  # not yet placed: a loop's back edge, or outside the set
+        after = max((self.finish.get(c, 0.0) for c in op.control_inputs), default=0.0)
+        out = []
+        for device in feasible:
+            ready = after
+            transfer = 0.0
+            for t, src, done, nbytes in inputs:
+                if src != device:
+                    at = self.arrival.get((t, device))
+                    if at is None:
+                        moved = cost_model.transfer_time_s(nbytes, self.links[(src, device)])
+                        transfer = max(transfer, moved)
+                        done += moved
+                    else:
+                        done = at
+                ready = max(ready, done)
+            start = max(ready, self.available.get(device, 0.0))
+            compute = self.costs.compute_s(op, device)
+            need, free = self.ledger.need_on(pending, device, chosen), self.ledger.free(device)
+            out.append(Candidate(device, ready, transfer, start, compute, start + compute, free, need, need <= free))
+        return out
 
-    def commit(self, op, winner, members, chosen):
+    def commit(self, op, winner, pending, chosen):
         device = winner.device
         for t in op.inputs:
             src = chosen.get(t.op)
             if src is not None and src != device and (t, device) not in self.arrival:
                 moved = cost_model.transfer_time_s(self.ledger.tensor_bytes(t), self.links[(src, device)])
                 self.arrival[(t, device)] = self.finish[t.op] + moved
-        self.ledger.commit(op, device, members, chosen)
+        self.ledger.commit(pending, device, chosen)
         self.finish[op] = winner.finish_s
         if winner.compute_s > 0:
             self.available[device] = winner.finish_s

@@ -10,7 +10,8 @@ set of placement decisions for earlier executions of the graph."
   by the roofline of the device's :class:`~dfcore.runtime.cost_model.DeviceProfile`; an unknown dimension
   counts as 1 (a placeholder's batch of ``None`` is one example). An op type with no cost function gets the
   cost model's default (one flop per output element) and a warning, once per op type.
-* measured: from the :class:`~dfcore.runtime.step_stats.StepStats` of earlier steps of the same graph
+* measured: from the :class:`~dfcore.runtime.step_stats.StepStats` (or traced ``RunMetadata``) of earlier
+  steps of the same graph
   (:func:`measured_nodes`): a node's duration (summed over its executions in one step, the latest step
   winning) on the device it ran on, and the real bytes of its outputs. On a device with another profile the
   duration is scaled by the ratio of the two static estimates.
@@ -24,12 +25,14 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Mapping
+from typing import TypeAlias
 
 from .. import tf_logging
 from ..framework import registry
 from ..framework.operation import Operation
 from ..ops import op_costs
 from . import cost_model
+from .config import RunMetadata, step_records
 from .step_stats import StepStats
 
 #: Op types whose output shares its input's buffer (TF forwards it): they allocate nothing.
@@ -52,19 +55,25 @@ class MeasuredNode:
     output_bytes: tuple[int, ...]
 
 
-def measured_nodes(steps: StepStats | Iterable[StepStats], clock: str = "sim") -> dict[str, MeasuredNode]:
-    """Node name → :class:`MeasuredNode` from one or more steps' StepStats (later steps win).
+Steps: TypeAlias = StepStats | RunMetadata | Iterable[StepStats | RunMetadata]
 
-    ``clock="sim"`` takes the simulated-clock durations (deterministic; the StepStats of a traced step in
-    ``dfcore.step_records(run_metadata).step_stats``), ``"wall"`` the measured wall-clock ones.
+
+def measured_nodes(steps: Steps, clock: str = "sim") -> dict[str, MeasuredNode]:
+    """Node name → :class:`MeasuredNode` from one or more traced steps (later steps win).
+
+    A step is dfcore's StepStats (``dfcore.step_records(run_metadata).step_stats``) or the ``RunMetadata``
+    of a ``Session.run`` with ``RunOptions(trace_level=FULL_TRACE)``. ``clock="sim"`` takes the
+    simulated-clock durations (deterministic), ``"wall"`` the measured wall-clock ones.
 
     Raises:
-        ValueError: an unknown clock, or ``"sim"`` on StepStats without simulated times.
+        ValueError: an unknown clock, a RunMetadata of no traced run, or ``"sim"`` on StepStats without
+            simulated times.
     """
     if clock not in CLOCKS:
         raise ValueError(f"clock must be one of {CLOCKS}, got {clock!r}")
     found: dict[str, MeasuredNode] = {}
-    for step in [steps] if isinstance(steps, StepStats) else list(steps):
+    listed = [steps] if isinstance(steps, (StepStats, RunMetadata)) else list(steps)
+    for step in (step_records(s).step_stats if isinstance(s, RunMetadata) else s for s in listed):
         in_step: dict[str, MeasuredNode] = {}
         for dev in step.dev_stats:
             for ns in dev.node_stats:
@@ -93,8 +102,10 @@ class CostTable:
     def __init__(self, machine: cost_model.MachineProfile, measured: Mapping[str, MeasuredNode] | None = None):
         self.machine = machine
         self.measured = dict(measured or {})
-        self._static: dict[tuple[Operation, cost_model.DeviceProfile], float] = {}
+        self._static: dict[tuple[Operation, int], float] = {}
         self._costs: dict[Operation, cost_model.OpCost] = {}
+        self._bytes: dict[Operation, tuple[int, ...]] = {}
+        self._profiles: dict[str, cost_model.DeviceProfile] = {}
 
     def source(self, op: Operation) -> str:
         """Where ``op``'s compute time comes from: ``"measured"``, ``"static"`` or ``"default"``."""
@@ -104,7 +115,9 @@ class CostTable:
 
     def compute_s(self, op: Operation, device: str) -> float:
         """Estimated seconds ``op`` computes on ``device`` (a full name of the machine)."""
-        profile = self.machine.device(device)
+        profile = self._profiles.get(device)
+        if profile is None:
+            profile = self._profiles[device] = self.machine.device(device)
         seen = self.measured.get(op.name)
         if seen is None:
             return self._static_s(op, profile)
@@ -115,10 +128,15 @@ class CostTable:
 
     def output_bytes(self, op: Operation) -> tuple[int, ...]:
         """Bytes of each output of ``op``: measured when known, else from its static shape and dtype."""
-        seen = self.measured.get(op.name)
-        if seen is not None and len(seen.output_bytes) == len(op.outputs):
-            return seen.output_bytes
-        return tuple(_elements(t.shape) * t.dtype.base_dtype.size for t in op.outputs)
+        found = self._bytes.get(op)
+        if found is None:
+            seen = self.measured.get(op.name)
+            if seen is not None and len(seen.output_bytes) == len(op.outputs):
+                found = seen.output_bytes
+            else:
+                found = tuple(_elements(t.shape) * t.dtype.base_dtype.size for t in op.outputs)
+            self._bytes[op] = found
+        return found
 
     def memory_bytes(self, op: Operation) -> int:
         """Bytes ``op`` allocates on its device for the step: its outputs, or 0 for a view (a
@@ -129,10 +147,11 @@ class CostTable:
         return sum(self.output_bytes(op))
 
     def _static_s(self, op, profile):
-        key = (op, profile)
-        if key not in self._static:
-            self._static[key] = cost_model.op_time_s(self._cost(op), profile)
-        return self._static[key]
+        key = (op, id(profile))  # the machine keeps its profiles alive
+        found = self._static.get(key)
+        if found is None:
+            found = self._static[key] = cost_model.op_time_s(self._cost(op), profile)
+        return found
 
     def _cost(self, op):
         cost = self._costs.get(op)

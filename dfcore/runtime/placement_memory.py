@@ -3,13 +3,14 @@
 Source: the memory model of :mod:`dfcore.runtime.placement_costs` (a node holds its outputs for the whole
 step; a tensor received from another device is a copy held on the receiver, once per device) and TF's OOM
 wording (``op_kernel.cc``, :func:`~dfcore.runtime.kernel_errors.oom_message`). A device's limit is its
-hardware profile's ``memory_bytes`` (Tesla K20m 5 GB, V100 16 GB, H100 80 GB) unless a limit is given.
+hardware profile's ``memory_bytes`` (Tesla K20m 5 GB, V100 16 or 32 GB, H100 80 GB) unless a limit is given.
 
 Invariant: after every :meth:`MemoryLedger.commit`, each device's ``used`` is at most its limit.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 
 from .. import errors
@@ -42,6 +43,15 @@ def memory_limits(costs: CostTable, devices: Iterable[str], limits: Mapping[str,
     return {d: given.get(d, costs.machine.device(d).memory_bytes) for d in devices}
 
 
+@dataclasses.dataclass(frozen=True)
+class Pending:
+    """The ops a placement decision holds memory for, their own bytes, and their inputs with sizes."""
+
+    ops: list[Operation]
+    own_bytes: int
+    inputs: list[tuple[Tensor, int]]
+
+
 class MemoryLedger:
     """Bytes held per device while a placer assigns nodes in order.
 
@@ -61,28 +71,31 @@ class MemoryLedger:
         """Bytes still free on ``device``."""
         return self.limits[device] - self.used[device]
 
-    def need(self, op: Operation, device: str, members: Sequence[Operation], device_of: Mapping[Operation, str]) -> int:
-        """Bytes placing ``op`` on ``device`` adds: the outputs of ``op`` and of the other not yet reserved
-        ``members`` of its colocation group (they will follow it), and the inputs they receive from nodes
-        already placed on other devices that ``device`` does not hold yet."""
-        pending = self._pending(op, members)
-        own = sum(self.costs.memory_bytes(m) for m in pending)
-        return own + sum(self.tensor_bytes(t) for t in self._received(pending, device, device_of))
+    def prepare(self, op: Operation, members: Sequence[Operation]) -> Pending:
+        """What placing ``op`` will hold wherever it goes: the outputs of ``op`` and of the other not yet
+        reserved ``members`` of its colocation group (they will follow it), and their inputs with sizes."""
+        ops = [op] if len(members) == 1 else [m for m in dict.fromkeys([op, *members]) if m not in self._reserved]
+        if op in self._reserved:
+            ops = [m for m in ops if m is not op]
+        own = sum(self.costs.memory_bytes(m) for m in ops)
+        inputs = [(t, self.tensor_bytes(t)) for t in dict.fromkeys(t for m in ops for t in m.inputs)]
+        return Pending(ops, own, inputs)
 
-    def commit(self, op: Operation, device: str, members: Sequence[Operation],
-               device_of: Mapping[Operation, str]) -> None:
-        """Hold what :meth:`need` counted on ``device``."""
-        self.used[device] += self.need(op, device, members, device_of)
-        pending = self._pending(op, members)
-        self._held.update((t, device) for t in self._received(pending, device, device_of))
-        self._reserved.update(pending)
+    def need_on(self, pending: Pending, device: str, device_of: Mapping[Operation, str]) -> int:
+        """Bytes ``pending`` adds on ``device``: its own, and the inputs from nodes already placed on other
+        devices that ``device`` does not hold yet."""
+        return pending.own_bytes + sum(n for t, n in self._received(pending, device, device_of))
 
-    def _pending(self, op, members):
-        return [m for m in dict.fromkeys([op, *members]) if m not in self._reserved]
+    def commit(self, pending: Pending, device: str, device_of: Mapping[Operation, str]) -> None:
+        """Hold what :meth:`need_on` counts on ``device``."""
+        received = self._received(pending, device, device_of)
+        self.used[device] += pending.own_bytes + sum(n for _, n in received)
+        self._held.update((t, device) for t, _ in received)
+        self._reserved.update(pending.ops)
 
-    def _received(self, ops, device, device_of):
-        inputs = dict.fromkeys(t for m in ops for t in m.inputs)
-        return [t for t in inputs if device_of.get(t.op, device) != device and (t, device) not in self._held]
+    def _received(self, pending, device, device_of):
+        return [(t, n) for t, n in pending.inputs
+                if device_of.get(t.op, device) != device and (t, device) not in self._held]
 
     def tensor_bytes(self, tensor: Tensor) -> int:
         return self.costs.output_bytes(tensor.op)[tensor.value_index]

@@ -17,16 +17,15 @@ Strategies (a registry keyed by name, :func:`register_strategy`):
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 
 from .. import errors
 from ..framework.operation import Operation
 from . import cost_placer, placer
 from .cost_model import MachineProfile
 from .device_set import DeviceSet
-from .placement_costs import CostTable, measured_nodes
+from .placement_costs import CostTable, Steps, measured_nodes
 from .placement_memory import MemoryLedger, memory_limits
-from .step_stats import StepStats
 from .step_trace import machine_for
 
 Strategy = Callable[["PlacementOptions", Iterable[Operation], DeviceSet, bool], placer.Placement]
@@ -51,8 +50,9 @@ class PlacementOptions:
         strategy: a registered name (``"rules"``, ``"cost_model"``).
         machine: hardware profiles of the devices (default: from the session's devices' profile names).
         memory_limit_bytes: device name → memory limit in bytes, overriding the profiles' ``memory_bytes``.
-        measured: StepStats (or a sequence; later ones win) of earlier steps of the same graph, for measured
-            costs (``"cost_model"``): ``dfcore.step_records(run_metadata).step_stats`` of a FULL_TRACE run.
+        measured: the ``RunMetadata`` of a FULL_TRACE run of the same graph, or its StepStats
+            (``dfcore.step_records(run_metadata).step_stats``), or a sequence of them (later ones win), for
+            measured costs (``"cost_model"``).
         measured_clock: ``"sim"`` (simulated-clock durations, deterministic) or ``"wall"``.
         check_memory: for ``"rules"``, check the placement against the memory limits (default False, as TF's
             placer); ``"cost_model"`` always does.
@@ -65,7 +65,7 @@ class PlacementOptions:
     strategy: str = "rules"
     machine: MachineProfile | None = None
     memory_limit_bytes: Mapping[str, int] | None = None
-    measured: StepStats | Sequence[StepStats] | None = None
+    measured: Steps | None = None
     measured_clock: str = "sim"
     check_memory: bool = False
 
@@ -117,10 +117,11 @@ def _place_rules(options, ops, device_set, soft):
         devices = dict(placement.items())
         for op in ops:
             device = devices[op]
-            need = ledger.need(op, device, [op], devices)
+            pending = ledger.prepare(op, [op])
+            need = ledger.need_on(pending, device, devices)
             if need > ledger.free(device):
                 raise ledger.oom_error(op, [op], {device: need}, ops)
-            ledger.commit(op, device, [op], devices)
+            ledger.commit(pending, device, devices)
     return placement
 
 

@@ -136,7 +136,8 @@ def test_the_second_placement_uses_the_first_runs_timings_and_real_sizes():
     seen = measured_nodes(stats)
     assert seen["y"].output_bytes == (512 * 32 * 4,)
     assert static["y"].output_bytes == 32 * 4
-    with tf.Session(placement=tf.PlacementOptions("cost_model", measured=stats)) as second:
+    assert measured_nodes(metadata) == seen  # the RunMetadata itself will do
+    with tf.Session(placement=tf.PlacementOptions("cost_model", measured=metadata)) as second:
         second.run(w.initializer)
         np.testing.assert_allclose(second.run(y, feed), np.full((512, 32), 32.0))
         again = {d.node_name: d for d in second.placement().decisions()}
@@ -180,6 +181,8 @@ def test_an_unknown_strategy_is_an_invalid_argument_listing_the_known_ones():
         tf.Session(placement="greedy")
     with pytest.raises(TypeError, match="placement must be a strategy name or a PlacementOptions"):
         tf.Session(placement=3)
+    with pytest.raises(ValueError, match="measured_clock must be 'sim' or 'wall'"):
+        tf.PlacementOptions("cost_model", measured_clock="cpu")
 
 
 def test_a_cost_model_missing_an_op_type_falls_back_and_warns_once(caplog, monkeypatch):
@@ -196,3 +199,27 @@ def test_a_cost_model_missing_an_op_type_falls_back_and_warns_once(caplog, monke
     # The default: one flop per output element, inputs and outputs accessed once (roofline on the K20m).
     expected = LAUNCH_S + max(100 / K20M_FLOPS, 200 * 4 / K20M_BW)
     assert decisions["c1"].winner.compute_s == pytest.approx(expected)
+
+
+def test_a_loop_variables_enter_merge_and_next_iteration_share_a_device_and_the_loop_runs():
+    i, acc = tf.constant(0, name="i"), tf.constant(1.0, name="acc")
+    result = tf.while_loop(lambda i, a: i < 5, lambda i, a: (i + 1, a * 2.0), [i, acc])
+    with tf.Session(placement="cost_model") as sess:
+        assert sess.run(result, options=tf.RunOptions(timeout_in_ms=20_000)) == [5, 32.0]
+        where = {d.node_name: d for d in sess.placement().decisions()}
+    for suffix in ("", "_1"):
+        enter, merge, next_ = (where[f"while/{n}{suffix}"] for n in ("Enter", "Merge", "NextIteration"))
+        assert enter.device == merge.device == next_.device
+        assert merge.reason == next_.reason == cost_placer.REASON_LOOP
+    # the rest of the body is free: with these scalar costs some of it leaves the Enter's device
+    assert len({d.device for d in where.values()}) > 1
+
+
+def test_the_placement_is_deterministic():
+    nodes = [tf.constant(np.ones((1024, 1024), np.float32)) for _ in range(4)]
+    for i in range(40):
+        nodes.append(tf.matmul(nodes[-1 - i % 3], nodes[-2 - i % 4]))
+    first = _place(_devices(gpu=4)).decisions()
+    again = _place(_devices(gpu=4)).decisions()
+    assert first == again
+    assert len({d.device for d in first}) > 2  # the work spreads over the GPUs
