@@ -155,3 +155,12 @@ def test_data_parallel_estimate_all_reduces_every_gradient_once_per_step():
     one = mp.measure("one_gpu", layers=SMALL, batch_size=16)
     assert estimate.replica_step_s == pytest.approx(one.step_s)
     assert estimate.step_s == estimate.replica_step_s + estimate.allreduce_s
+
+
+def test_greedy_cost_placer_loses_to_the_hand_placement_on_the_wide_mlp():
+    """Lesson 10's case: with 1024-wide layers the placer decides each weight's group at its (work-free) variable op
+    during the initializers, and every training step then pulls 4 MB weights over PCIe."""
+    wide = (64,) + (1024,) * 9 + (10,)
+    greedy, hand = mp.measure("cost_static", layers=wide), mp.measure("by_hand", layers=wide)
+    assert greedy.step_s > 1.5 * hand.step_s
+    assert greedy.transfer_bytes > 20 * hand.transfer_bytes
