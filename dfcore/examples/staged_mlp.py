@@ -71,7 +71,7 @@ def split_layers(num_layers: int, num_stages: int) -> list[list[int]]:
     stage and the last layer the last stage, e.g. 10 layers on 4 stages: ``[0 1 2] [3 4] [5 6] [7 8 9]``.
 
     Raises:
-        ValueError: ``num_stages < 1``, or fewer than ``num_stages`` inner layers (with one stage: no layer).
+        ValueError: ``num_stages < 1``, no layer, or (with several stages) fewer than ``num_stages`` inner layers.
     """
     if num_stages == 1 and num_layers >= 1:
         return [list(range(num_layers))]
@@ -116,16 +116,16 @@ def build_staged_mlp(stage_devices: Sequence[str | None], micro_batches: int = 1
             y_parts = tf.split(y, micro_batches) if micro_batches > 1 else [y]
         stages = []
         for s, layer_ids in enumerate(cuts):
-            with _on(devices[s]), tf.name_scope(f"stage_{s}"):
+            with tf.device(devices[s]), tf.name_scope(f"stage_{s}"):
                 stages.append(tuple(_layer_variables(i, layers[i], layers[i + 1], seed, dtype) for i in layer_ids))
         losses = []
         for m in range(micro_batches):
             with tf.name_scope(f"micro_{m}"):
                 logits = _forward(x_parts[m], stages, devices)
-                with _on(devices[-1]), tf.name_scope("loss"):
+                with tf.device(devices[-1]), tf.name_scope("loss"):
                     xent = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y_parts[m], logits=logits)
                     losses.append(tf.reduce_sum(xent) / float(batch_size))
-        with _on(devices[-1]):
+        with tf.device(devices[-1]):
             loss = tf.add_n(losses, name="loss") if micro_batches > 1 else tf.identity(losses[0], name="loss")
         variables = [v for stage in stages for layer in stage for v in layer]
         grads_and_vars = list(zip(_accumulated_gradients(losses, loss, variables, devices[-1]), variables))
@@ -142,11 +142,6 @@ def build_staged_mlp(stage_devices: Sequence[str | None], micro_batches: int = 1
                      init, x_eval, y_eval, accuracy)
 
 
-def _on(device):
-    """``tf.device(device)``, or no device scope for None."""
-    return tf.device(device)
-
-
 def _layer_variables(index, fan_in, fan_out, seed, dtype):
     init = tf.truncated_normal([fan_in, fan_out], stddev=math.sqrt(2.0 / fan_in), seed=seed + index, dtype=dtype)
     return tf.Variable(init, name=f"w{index}"), tf.Variable(tf.zeros([fan_out], dtype=dtype), name=f"b{index}")
@@ -160,7 +155,7 @@ def _accumulated_gradients(losses, loss, variables, last_device):
     and each variable's sum of the M gradients with the variable."""
     per_micro = []
     for m, micro_loss in enumerate(losses):
-        with _on(last_device), tf.control_dependencies([loss]):
+        with tf.device(last_device), tf.control_dependencies([loss]):
             seed = tf.ones_like(micro_loss, name=f"micro_{m}/loss/grad_seed")
         per_micro.append(tf.gradients(micro_loss, variables, grad_ys=seed, colocate_gradients_with_ops=True))
     if len(per_micro) == 1:
@@ -177,7 +172,7 @@ def _forward(h, stages, devices):
     last = sum(len(stage) for stage in stages) - 1
     layer = 0
     for s, stage in enumerate(stages):
-        with _on(devices[s]), tf.name_scope(f"stage_{s}"):
+        with tf.device(devices[s]), tf.name_scope(f"stage_{s}"):
             for w, b in stage:
                 h = tf.matmul(h, w) + b
                 h = h if layer == last else tf.nn.relu(h)
