@@ -171,6 +171,7 @@ def place(ops: Iterable[Operation], device_set: DeviceSet, allow_soft_placement:
         decisions.append(CostDecision(step, op.name, op.type, costs.source(op), sum(costs.output_bytes(op)),
                                       tuple(candidates), winner.device, reason))
         records.append(PlacementRecord(op.name, op.type, op.device, winner.device, placer.group_name(group), reason))
+    costs.warn_defaults()
     return CostPlacement(chosen, records, decisions, ledger.used, ledger.limits)
 
 

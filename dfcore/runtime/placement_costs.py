@@ -9,7 +9,8 @@ set of placement decisions for earlier executions of the graph."
 * static: the op cost registry (:func:`dfcore.runtime.cost_model.op_cost`) on the ops' static shapes, timed
   by the roofline of the device's :class:`~dfcore.runtime.cost_model.DeviceProfile`; an unknown dimension
   counts as 1 (a placeholder's batch of ``None`` is one example). An op type with no cost function gets the
-  cost model's default (one flop per output element) and a warning, once per op type.
+  cost model's default (one flop per output element), and the placer says so once per op type
+  (:meth:`CostTable.warn_defaults`: one warning per placement naming the op types new to it).
 * measured: from the :class:`~dfcore.runtime.step_stats.StepStats` (or traced ``RunMetadata``) of earlier
   steps of the same graph
   (:func:`measured_nodes`): a node's duration (summed over its executions in one step, the latest step
@@ -106,6 +107,7 @@ class CostTable:
         self._costs: dict[Operation, cost_model.OpCost] = {}
         self._bytes: dict[Operation, tuple[int, ...]] = {}
         self._profiles: dict[str, cost_model.DeviceProfile] = {}
+        self._defaulted: dict[str, str] = {}  # op type with no cost function → its first node
 
     def source(self, op: Operation) -> str:
         """Where ``op``'s compute time comes from: ``"measured"``, ``"static"`` or ``"default"``."""
@@ -146,6 +148,17 @@ class CostTable:
             return 0
         return sum(self.output_bytes(op))
 
+    def warn_defaults(self) -> None:
+        """Say once, in one warning (``tf_logging``), which op types seen so far got the default estimate; an op
+        type is named only the first time in the process."""
+        new = {t: n for t, n in self._defaulted.items() if t not in _warned_op_types}
+        if new:
+            _warned_op_types.update(new)
+            tf_logging.warning(
+                "The cost model has no estimate for op type%s %s; the placer used the default for %s: one flop per "
+                "output element, each input and output accessed once.", "s" if len(new) > 1 else "",
+                ", ".join(f"'{t}' (node '{n}')" for t, n in sorted(new.items())), "them" if len(new) > 1 else "it")
+
     def _static_s(self, op, profile):
         key = (op, id(profile))  # the machine keeps its profiles alive
         found = self._static.get(key)
@@ -156,11 +169,8 @@ class CostTable:
     def _cost(self, op):
         cost = self._costs.get(op)
         if cost is None:
-            if registry.cost_function(op.type) is None and op.type not in _warned_op_types:
-                _warned_op_types.add(op.type)
-                tf_logging.warning(
-                    "The cost model has no estimate for op type '%s' (node '%s'); the placer uses the default: "
-                    "one flop per output element, each input and output accessed once.", op.type, op.name)
+            if registry.cost_function(op.type) is None:
+                self._defaulted.setdefault(op.type, op.name)
             ins = [_dims(t.shape) for t in op.inputs]
             outs = [_dims(t.shape) for t in op.outputs]
             typed = op.outputs or op.inputs
