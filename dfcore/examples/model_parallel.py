@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import threadpoolctl
 
 import dfcore as tf
 from dfcore.examples.digits_data import fit_full_batches, load_digits_split
@@ -229,6 +230,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     args = parser.parse_args(argv)
+    # The matrices are small (64 x 256): BLAS threads would only contend with the executor's threads.
+    with threadpoolctl.threadpool_limits(limits=1, user_api="blas"):
+        run(args)
+
+
+def run(args: argparse.Namespace) -> None:
+    """What :func:`main` prints, for its parsed ``args``."""
     reports: dict[str, StepReport] = {}
     for placement in PLACEMENTS:
         measured = reports["cost_static"].step_stats if placement == "cost_measured" else None
