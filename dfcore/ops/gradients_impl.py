@@ -12,6 +12,7 @@ tensors pass no gradient. Backward ops are named ``gradients/<op>_grad/...``. A
 """
 
 import collections
+import contextlib
 
 from ..framework import registry
 from ..framework.tensor_conversion import convert_to_tensor
@@ -27,6 +28,10 @@ def gradients(ys, xs, grad_ys=None, name="gradients", colocate_gradients_with_op
         ys: a Tensor or list of Tensors.
         xs: a Tensor, Variable or list of them.
         grad_ys: optional initial gradients, one per y (default: ones of y's shape).
+        colocate_gradients_with_ops: create each op's gradient (and the sum of its output gradients) with
+            ``colocate_with(op)``, so it is placed on the op's device whatever the device scope; the initial
+            gradient goes with its y and the sum of each x's gradients with x (TF's ``_maybe_colocate_with``
+            in ``gradients_util.py``).
         stop_gradients: Tensors treated as constants.
     Returns:
         A list with one Tensor per x, or None where x does not affect ys.
@@ -47,7 +52,7 @@ def gradients(ys, xs, grad_ys=None, name="gradients", colocate_gradients_with_op
         if len(grad_ys) != len(ys):
             raise ValueError(f"Passed {len(grad_ys)} grad_ys for {len(ys)} ys")
         with graph.name_scope(name):
-            return _backprop(graph, ys, xs, grad_ys, stops)
+            return _backprop(graph, ys, xs, grad_ys, stops, colocate=colocate_gradients_with_ops)
 
 
 def _as_list(value):
@@ -56,8 +61,9 @@ def _as_list(value):
     return [value]
 
 
-def _backprop(graph, ys, xs, grad_ys, stops, boundary=frozenset()):
-    """The gradient walk; ``boundary``: ops whose inputs are not followed (a loop body's inputs)."""
+def _backprop(graph, ys, xs, grad_ys, stops, boundary=frozenset(), colocate=False):
+    """The gradient walk; ``boundary``: ops whose inputs are not followed (a loop body's inputs); ``colocate``:
+    see ``colocate_gradients_with_ops``."""
     loops: dict = {}
     between = _ops_between([x.op for x in xs], [_producer(y, loops) for y in ys], loops, boundary)
     pending = collections.Counter()
@@ -69,20 +75,23 @@ def _backprop(graph, ys, xs, grad_ys, stops, boundary=frozenset()):
     grads = collections.defaultdict(list)
     for y, grad_y in zip(ys, grad_ys):
         if grad_y is None:
-            grad_y = array_ops.ones_like(y, name=f"grad_ys_{len(grads)}")
+            with _maybe_colocate_with(graph, y.op, colocate):
+                grad_y = array_ops.ones_like(y, name=f"grad_ys_{len(grads)}")
         grads[y].append(convert_to_tensor(grad_y, dtype=y.dtype.base_dtype))
     ready = collections.deque(sorted({_producer(y, loops) for y in ys if pending[_producer(y, loops)] == 0},
                                      key=lambda op: op._id))
     seen = set(ready)
     while ready:
         op = ready.popleft()
-        out_grads = [_aggregate(grads.get(t)) for t in op.outputs]
-        if any(g is not None for g in out_grads) and op not in stops and op not in boundary:
-            in_grads = _node_gradient(graph, op, out_grads)
-            if in_grads is not None:
-                for tensor, grad in zip(op.inputs, in_grads):
-                    if grad is not None and _differentiable(tensor):
-                        grads[tensor].append(grad)
+        with _maybe_colocate_with(graph, op, colocate):
+            out_grads = [_aggregate(grads.get(t)) for t in op.outputs]
+            in_grads = None
+            if any(g is not None for g in out_grads) and op not in stops and op not in boundary:
+                in_grads = _node_gradient(graph, op, out_grads)
+        if in_grads is not None:
+            for tensor, grad in zip(op.inputs, in_grads):
+                if grad is not None and _differentiable(tensor):
+                    grads[tensor].append(grad)
         for tensor in _inputs(op, boundary):
             producer = _producer(tensor, loops)
             if producer in between:
@@ -90,7 +99,19 @@ def _backprop(graph, ys, xs, grad_ys, stops, boundary=frozenset()):
                 if pending[producer] == 0 and producer not in seen:
                     seen.add(producer)
                     ready.append(producer)
-    return [_aggregate(grads.get(x)) for x in xs]
+    aggregated = []
+    for x in xs:
+        with _maybe_colocate_with(graph, x.op, colocate):
+            aggregated.append(_aggregate(grads.get(x)))
+    return aggregated
+
+
+def _maybe_colocate_with(graph, op, colocate):
+    """``graph.colocate_with(op, ignore_existing=True)`` when ``colocate`` (and ``op`` is an Operation, not a
+    whole while loop); else no scope."""
+    if colocate and not isinstance(op, while_grad.LoopNode):
+        return graph.colocate_with(op, ignore_existing=True)
+    return contextlib.nullcontext()
 
 
 def _node_gradient(graph, op, out_grads):

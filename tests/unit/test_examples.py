@@ -101,3 +101,15 @@ def test_multi_tower_writes_a_tensorboard_run_with_the_towers_on_their_gpus(tmp_
     assert accumulator.Tags()["run_metadata"] == ["step1"]
     traced = {d.device.rsplit("/", 1)[-1] for d in accumulator.RunMetadata("step1").step_stats.dev_stats}
     assert {"device:CPU:0", "device:GPU:0", "device:GPU:1"} <= traced
+
+
+def test_model_parallel_example_reaches_95_percent_and_prints_each_placement():
+    result = subprocess.run([sys.executable, "-m", "dfcore.examples.model_parallel", "--no-progress",
+                             "--micro-batches", "2"], capture_output=True, text=True, timeout=300, check=True)
+    for placement in ("one_gpu", "by_hand", "tf_rules", "cost_static", "cost_measured"):
+        assert re.search(rf"^{placement} +M=1  step +[0-9.]+ µs  transfers +[0-9.]+ KB", result.stdout, re.MULTILINE)
+    assert re.search(r"^by_hand +M=2 ", result.stdout, re.MULTILINE)
+    assert re.search(r"^bubble with N=4 stages, M=2: GPipe's \(N-1\)/\(M\+N-1\) 0\.600, ", result.stdout,
+                     re.MULTILINE)
+    match = re.search(r"^test_accuracy=([0-9.]+)$", result.stdout, re.MULTILINE)
+    assert match and float(match.group(1)) >= 0.95, result.stdout
