@@ -14,3 +14,8 @@ from .tfconfig import TF_CONFIG_ENV, TFConfigClusterResolver
 
 __all__ = ["TF_CONFIG_ENV", "ClusterResolver", "SimpleClusterResolver", "SlurmClusterResolver",
            "TFConfigClusterResolver", "expand_hostlist", "expand_tasks_per_node", "format_master_url"]
+
+
+def __getattr__(name):
+    from ...compat.missing import missing_attribute  # a TF 1.x name dfcore lacks (GCEClusterResolver ...) says so
+    raise missing_attribute(__name__, "tf.distribute.cluster_resolver", name)
