@@ -3,8 +3,8 @@
 Usage: ``grpc_task.py BEHAVIOUR [MARKER] [launcher flags ...]``. Every task prints and reports its
 ``TF_CONFIG`` task, the cluster and its extra command-line words, and reports progress 1/1. Then, by
 BEHAVIOUR: ``end`` — every task ends, the chief (worker 0) once every task has reported; ``serve`` —
-ps tasks wait (60 s at most, as a ps in ``join``) and workers end; ``raise`` — worker 1 raises ValueError, the others wait; ``hang`` — every task waits.
-MARKER, an unused word, lets a test find the processes.
+ps tasks wait (60 s at most, as a ps in ``join``) and workers end; ``raise`` — worker 1 raises
+ValueError, the others wait; ``hang`` — every task waits. MARKER, an unused word, lets a test find the processes.
 """
 
 import os
