@@ -130,8 +130,11 @@ binder-check: system-deps
 # TF's messages tensorboard lacks (Example, QueueRunnerDef: TF's packages and field numbers), compiled for the
 # protobuf runtime pyproject.toml asks for.
 PROTOS := $(sort $(wildcard dfcore/framework/tf_protos/*.proto))
+# tensorboard ships its TF messages compiled only: their descriptors go to protoc as a descriptor set.
 protos: $(STAMP)
-	$(PY) -m grpc_tools.protoc -I. --python_out=. --pyi_out=. $(PROTOS)
+	@mkdir -p build
+	$(PY) tools/tensorboard_descriptors.py build/tensorboard_protos.pb
+	$(PY) -m grpc_tools.protoc -I. --descriptor_set_in=build/tensorboard_protos.pb --python_out=. --pyi_out=. $(PROTOS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache $(VENDOR) tests/browser/screenshots

@@ -2,7 +2,7 @@
 
 * :mod:`~dfcore.mpi.env` — the ``mpiexec`` command line and environment (root, oversubscription, loopback).
 * :mod:`~dfcore.mpi.world` — rank ↔ task, per-job communicators, :class:`MPIClusterResolver`.
-* :mod:`~dfcore.mpi.runtime` (with ``transport``, ``rendezvous``, ``service``, ``master``) —
+* :mod:`~dfcore.mpi.runtime` (with ``transport``; the runtime itself is :mod:`dfcore.transport`'s) —
   ``tf.train.Server`` and ``Session(server.target)`` across processes.
 * :mod:`~dfcore.mpi.collectives` — all-reduce over MPI point-to-point, traced.
 * :mod:`~dfcore.mpi.job` and :mod:`~dfcore.mpi.report` — run a job from Python or a notebook
@@ -44,7 +44,7 @@ def _start_task(server):
 def _join(timeout_s):
     from . import runtime
 
-    return runtime.current().join(timeout_s)
+    return runtime.join(runtime.current(), timeout_s)
 
 
 def _train_parameter_server(config):

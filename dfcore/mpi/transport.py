@@ -15,7 +15,7 @@ two ranks arrive in the order they were sent (MPI's non-overtaking rule).
   return once the workers are done) and the thread stops.
 
 Errors cross the wire as ``(class name, message)`` and are rebuilt as the same
-``dfcore.errors`` class on the other side.
+``dfcore.errors`` class on the other side. This is MPI's side of the seam :mod:`dfcore.transport.seam`.
 """
 
 import atexit
@@ -24,11 +24,17 @@ import itertools
 import threading
 import time
 
+import numpy as np
+
 from .. import errors
 from ..framework.device import DeviceSpec
+from ..transport import seam as seam_lib
+from ..transport.seam import error_from_wire, error_to_wire
 from . import world as world_lib
 
 TAG = 7107  # dfcore's tag on its private communicator
+#: Arrays smaller than this travel as raw bytes (no ndarray pickling, which costs more than the message).
+RAW_BYTES_LIMIT = 64 * 1024
 
 
 #: Polling: the receive thread probes for messages, sleeping between empty probes from
@@ -61,23 +67,6 @@ def _fine_timer_slack():
         ctypes.CDLL(None, use_errno=True).prctl(29, 1000, 0, 0, 0)  # PR_SET_TIMERSLACK, in ns
     except (OSError, AttributeError):
         pass
-
-
-def error_to_wire(error):
-    """``(class name, message)`` of an exception, for a message."""
-    message = error.message if isinstance(error, errors.OpError) else f"{type(error).__name__}: {error}"
-    return type(error).__name__, message
-
-
-def error_from_wire(wire):
-    """The ``dfcore.errors`` exception a :func:`error_to_wire` pair names (``UnknownError`` for non-TF errors)."""
-    if wire is None:
-        return None
-    name, message = wire
-    cls = getattr(errors, name, None)
-    if not (isinstance(cls, type) and issubclass(cls, errors.OpError)):
-        cls = errors.UnknownError
-    return cls(None, None, message)
 
 
 class Transport:
@@ -157,18 +146,22 @@ class Transport:
         self.post(dst, "_request", request_id, kind, payload)
         return future
 
-    def wait(self, future, timeout_s, what):
-        """The value of a :meth:`request` Future, waiting at most ``timeout_s``.
+    wait = staticmethod(seam_lib.wait)
 
-        Raises:
-            DeadlineExceededError: no reply in time (names ``what``).
-            OpError: the peer replied with an error.
-        """
-        try:
-            return future.result(timeout=timeout_s)
-        except concurrent.futures.TimeoutError:
-            raise errors.DeadlineExceededError(None, None, f"No reply to {what} within {timeout_s} s; is that "
-                                               "task's process running its tf.train.Server?") from None
+    @staticmethod
+    def wire_tensor(value):
+        """A tensor as it travels: small numeric arrays as ``("raw", dtype, shape, bytes)``, anything else as is."""
+        if isinstance(value, np.ndarray) and value.dtype.kind in "biufc" and value.nbytes < RAW_BYTES_LIMIT:
+            return ("raw", value.dtype.str, value.shape, value.tobytes())
+        return value
+
+    @staticmethod
+    def unwire_tensor(wire):
+        """The array :meth:`wire_tensor` sent: a fresh, writable array (as a fetched value must be)."""
+        if isinstance(wire, tuple) and len(wire) == 4 and wire[0] == "raw":
+            _, dtype, shape, data = wire
+            return np.frombuffer(bytearray(data), dtype=dtype).reshape(shape)
+        return wire
 
     # -- receiving -------------------------------------------------------------
     def _serve(self):

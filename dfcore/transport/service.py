@@ -1,4 +1,4 @@
-"""What every task of a dfcore MPI job serves: its devices, and the partitions other tasks' sessions run on it.
+"""What every task of a multi-process cluster serves: its devices, and the partitions other tasks' sessions run on it.
 
 Source: TF's ``Worker`` (``core/distributed_runtime/worker.cc``): ``GetStatus`` lists the
 task's devices, ``RegisterGraph`` builds executors for a master's partition graphs once,

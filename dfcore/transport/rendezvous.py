@@ -1,11 +1,11 @@
-"""The rendezvous of a step that spans processes: local keys meet locally, remote ones go over MPI.
+"""The rendezvous of a step that spans processes: local keys meet locally, remote ones go to their task.
 
 Source: TF's ``BaseRemoteRendezvous`` / ``RpcRemoteRendezvous``
 (``core/distributed_runtime/base_rendezvous_mgr.cc``): each task keeps one rendezvous per
 step id; a ``_Send`` whose receiving device lives in another task hands the tensor to that
 task, where it waits in that task's rendezvous for the ``_Recv`` — with the same key
 (``<src>;<incarnation>;<dst>;<edge>;0:0``). TF's receiver pulls (``RecvTensor`` RPC);
-dfcore's sender pushes (one MPI message, no round trip), which changes no result.
+dfcore's sender pushes (one message, no round trip), which changes no result.
 
 A step is named by its *handle* ``(master rank, step id)``. Tensors that arrive before the
 step's partition starts on this process wait in a rendezvous created on demand; tensors
@@ -16,36 +16,16 @@ import collections
 import threading
 import time
 
-import numpy as np
-
 from .. import errors
 from ..runtime.rendezvous import Rendezvous, TransferRecord, parse_key
-from .transport import error_from_wire, error_to_wire
-
-#: Arrays smaller than this travel as raw bytes (no ndarray pickling, which costs more than the message).
-RAW_BYTES_LIMIT = 64 * 1024
-
-
-def encode_tensor(value):
-    """A tensor as it travels: small numeric arrays as ``("raw", dtype, shape, bytes)``, anything else as is."""
-    if isinstance(value, np.ndarray) and value.dtype.kind in "biufc" and value.nbytes < RAW_BYTES_LIMIT:
-        return ("raw", value.dtype.str, value.shape, value.tobytes())
-    return value
-
-
-def decode_tensor(wire):
-    """The array :func:`encode_tensor` sent: a fresh, writable array (as a fetched value must be)."""
-    if isinstance(wire, tuple) and len(wire) == 4 and wire[0] == "raw":
-        _, dtype, shape, data = wire
-        return np.frombuffer(bytearray(data), dtype=dtype).reshape(shape)
-    return wire
+from .seam import error_from_wire, error_to_wire
 
 
 class RemoteRendezvous(Rendezvous):
     """One step's rendezvous on one process.
 
     Args:
-        transport: the process's :class:`~dfcore.mpi.transport.Transport`.
+        transport: the process's :class:`~dfcore.transport.seam.Transport`.
         handle: the step's ``(master rank, step id)``.
         peers: ranks to tell when this rendezvous is aborted (the master tells the tasks running
             the step's other partitions; a task tells nobody: its reply carries the error).
@@ -67,7 +47,7 @@ class RemoteRendezvous(Rendezvous):
             return super().send(key, value, nbytes)
         self._raise_if_aborted_locked()
         sent = time.perf_counter()
-        self._transport.post(dst, "tensor", self._handle, key, encode_tensor(value), sent)
+        self._transport.post(dst, "tensor", self._handle, key, self._transport.wire_tensor(value), sent)
         return None
 
     def _wait(self, settled, timeout_s):
@@ -149,7 +129,7 @@ class StepTable:
                 return
             rendezvous = self._live(handle)
         try:
-            rendezvous.receive_remote(key, decode_tensor(value), sent_s)
+            rendezvous.receive_remote(key, self._transport.unwire_tensor(value), sent_s)
         except errors.AbortedError:
             pass  # the step was aborted here already; the value is not needed
 

@@ -1,12 +1,12 @@
-"""A Session on a task of a dfcore MPI job: the master side of a distributed step.
+"""A Session on a task of a multi-process cluster: the master side of a distributed step.
 
 Source: TF's ``MasterSession`` (``core/distributed_runtime/master_session.cc``): the
 session gathers every task's devices (``GetStatus``), places and partitions the graph
 as a local session does, registers each partition with the task owning its device once
 per run signature (``RegisterGraph``), and each step runs its own task's partitions
 locally and asks the other tasks to run theirs (``RunGraph``), all under one step id.
-Tensors between tasks move over MPI with the usual rendezvous keys
-(:mod:`dfcore.mpi.rendezvous`).
+Tensors between tasks move over the transport with the usual rendezvous keys
+(:mod:`dfcore.transport.rendezvous`).
 
 The step is all-or-nothing across tasks: the master waits for every partition; the first
 error aborts the step everywhere (each task's rendezvous), then every task commits or
@@ -15,7 +15,7 @@ returns). Every wait has a deadline.
 
 The local partitions run as in one process (inline, or on the session's pool when the plan
 pools them), and the calling thread then receives the other tasks' messages itself while it
-waits (:meth:`~dfcore.mpi.transport.Transport.progress_until`), so a ``_Recv`` completes on it.
+waits (:meth:`~dfcore.transport.seam.Transport.progress_until`), so a ``_Recv`` completes on it.
 """
 
 import threading
@@ -39,11 +39,12 @@ class RemotePartition:
         self.values = list(values)
 
 
-class MPIBinding:
-    """The binding a ``Session(target=server.target)`` gets inside an MPI job (see ``register_target_resolver``).
+class TaskBinding:
+    """The binding a ``Session(target=server.target)`` gets on a task of a multi-process cluster (see
+    ``register_target_resolver``).
 
     Args:
-        runtime: the process's :class:`~dfcore.mpi.runtime.MPIRuntime`.
+        runtime: the process's :class:`~dfcore.transport.task.TaskRuntime`.
         task: this process's task name (``/job:worker/replica:0/task:0``).
         config: the session's ``ConfigProto`` or None; its ``device_filters`` name the tasks it uses.
     Raises:
@@ -114,7 +115,7 @@ class MPIBinding:
 
     def _end(self, remote, step_handle, commit):
         """Tell every task of the step to commit (or drop) its writes; on commit, wait until each has: once
-        ``run`` returns, any task must see the step's writes (a read sent after an MPI barrier could
+        ``run`` returns, any task must see the step's writes (a read sent after a barrier could
         otherwise overtake the commit)."""
         acks = {rank: self._transport.request(rank, "end_step", step_handle, commit)
                 for rank in sorted(set(remote.values())) if not self._transport.gone(rank)}

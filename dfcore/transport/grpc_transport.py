@@ -1,0 +1,331 @@
+"""The gRPC side of the transport seam: a task's WorkerService server and its channels to the other tasks.
+
+Source: TF's ``GrpcServer``, ``GrpcWorkerService`` and ``GrpcRemoteWorker``
+(``core/distributed_runtime/rpc/grpc_server_lib.cc``, ``grpc_worker_service.cc``,
+``grpc_remote_worker.cc``, ``grpc_channel.cc``): each task listens on the address its
+``ClusterSpec`` names and serves ``/tensorflow.grpc.WorkerService/<Method>``; it calls the other
+tasks over one channel each. Every runtime kind (:mod:`dfcore.transport.seam`) is one unary RPC whose
+messages :mod:`dfcore.transport.grpc_wire` defines (TF's protobufs, no pickle).
+
+A caller names its task in the ``dfcore-task`` metadata; a server refuses (``PERMISSION_DENIED``) a
+caller that names no task of its ``ClusterSpec`` or calls from a host other than that task's, and a
+malformed request (``INVALID_ARGUMENT``), before anything is applied. Handlers run one at a time
+(as MPI's receive thread runs them); a request's reply may come later, from another thread.
+"""
+
+from __future__ import annotations
+
+import atexit
+import concurrent.futures
+import functools
+import secrets
+import socket
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import grpc
+
+from .. import errors
+from ..distribute.cluster import ClusterSpec
+from ..framework.device import DeviceSpec
+from . import seam
+from .grpc_wire import CODECS, WORKER_SERVICE
+
+#: Threads serving RPCs (a ``RunGraph`` holds one until its partition is done).
+SERVER_THREADS = 64
+#: Channel settings: no message size limit; a peer that went away is tried again soon (a restarted ps is found
+#: within a second), not after gRPC's default back-off of up to two minutes.
+CHANNEL_OPTIONS = (("grpc.max_send_message_length", -1), ("grpc.max_receive_message_length", -1),
+                   ("grpc.initial_reconnect_backoff_ms", 100), ("grpc.min_reconnect_backoff_ms", 100),
+                   ("grpc.max_reconnect_backoff_ms", 1000))
+TASK_METADATA = "dfcore-task"
+#: Seconds a served request waits between checks that its caller is still there.
+_REPLY_POLL_S = 0.5
+
+
+class ClusterLayout:
+    """The tasks of a ``ClusterSpec`` numbered by rank: jobs in the spec's order, tasks by index."""
+
+    def __init__(self, spec: ClusterSpec) -> None:
+        self.spec = spec
+        self._tasks = [(job, index) for job in spec.jobs for index in spec.task_indices(job)]
+        self._ranks = {task: rank for rank, task in enumerate(self._tasks)}
+
+    @property
+    def size(self) -> int:
+        return len(self._tasks)
+
+    def task_of_rank(self, rank: int) -> tuple[str, int]:
+        return self._tasks[rank]
+
+    def rank_of(self, job: str, task_index: int) -> int:
+        """The rank of ``/job:<job>/task:<task_index>`` (ValueError: not a task of the cluster)."""
+        try:
+            return self._ranks[(job, int(task_index))]
+        except KeyError:
+            raise ValueError(f"/job:{job}/task:{task_index} is not a task of the ClusterSpec "
+                             f"{self.spec.as_dict()}") from None
+
+    def task_name(self, rank: int) -> str:
+        job, task = self._tasks[rank]
+        return f"/job:{job}/replica:0/task:{task}"
+
+    def rank_of_name(self, name: str) -> int | None:
+        """The rank of a task name (``/job:ps/replica:0/task:0``), None if it is no task of the cluster."""
+        try:
+            spec = DeviceSpec.from_string(name)
+        except (ValueError, TypeError):
+            return None
+        return self._ranks.get((spec.job, spec.task or 0))
+
+    def address(self, rank: int) -> str:
+        return self.spec.task_address(*self._tasks[rank])
+
+
+def grpc_error(error: grpc.RpcError, what: str) -> errors.OpError:
+    """The ``dfcore.errors`` exception of a failed call (the status code's class, TF's codes being gRPC's)."""
+    code = error.code() if isinstance(error, grpc.Call) else grpc.StatusCode.UNKNOWN
+    details = (error.details() if isinstance(error, grpc.Call) else None) or str(error)
+    cls = errors.exception_type_from_error_code(code.value[0]) if code != grpc.StatusCode.OK else errors.UnknownError
+    return cls(None, None, f"{what}: {details}")
+
+
+def status_code(error: BaseException) -> grpc.StatusCode:
+    """The gRPC status code of an exception (UNKNOWN for non-TF errors)."""
+    if isinstance(error, errors.OpError):
+        return next(c for c in grpc.StatusCode if c.value[0] == error.error_code)
+    return grpc.StatusCode.UNKNOWN
+
+
+@functools.lru_cache(maxsize=64)
+def _host_ips(host: str) -> frozenset[str]:
+    try:
+        return frozenset(info[4][0] for info in socket.getaddrinfo(host, None))
+    except OSError:
+        return frozenset()
+
+
+def _peer_ip(peer: str) -> str:
+    """The IP of a gRPC peer string (``ipv4:127.0.0.1:5000``, ``ipv6:[::1]:5000``)."""
+    kind, _, rest = peer.partition(":")
+    if kind == "ipv6":
+        return rest[1:rest.index("]")] if rest.startswith("[") else rest.rsplit(":", 1)[0]
+    return rest.rsplit(":", 1)[0]
+
+
+class GrpcTransport:
+    """This task's endpoint: a gRPC server on its address, and channels to the other tasks.
+
+    Args:
+        spec: the cluster.
+        job_name, task_index: this task.
+    Raises:
+        UnknownError: the address cannot be listened on (taken, or not this host's) — TF's wording.
+    """
+
+    def __init__(self, spec: ClusterSpec, job_name: str, task_index: int) -> None:
+        self.layout = ClusterLayout(spec)
+        self.rank = self.layout.rank_of(job_name, task_index)
+        self.incarnation = secrets.randbits(63) | 1
+        self._task = self.layout.task_name(self.rank)
+        self._metadata = ((TASK_METADATA, self._task),)
+        self._handlers: dict[str, Callable[..., None]] = {}
+        self._request_handlers: dict[str, Callable[..., None]] = {}
+        self._dispatch = threading.Lock()
+        self._progress = threading.Condition()
+        self._channels: dict[int, grpc.Channel] = {}
+        self._stubs: dict[tuple[int, str], Any] = {}
+        self._lock = threading.Lock()
+        self._stopped = threading.Event()
+        self._server = grpc.server(concurrent.futures.ThreadPoolExecutor(SERVER_THREADS, "dfcore-grpc"),
+                                   options=CHANNEL_OPTIONS[:2])
+        methods = {codec.method: grpc.unary_unary_rpc_method_handler(
+            functools.partial(self._serve, kind), request_deserializer=codec.request_type.FromString,
+            response_serializer=codec.response_type.SerializeToString) for kind, codec in CODECS.items()}
+        self._server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(WORKER_SERVICE, methods),))
+        self.address = self.layout.address(self.rank)
+        host, _, port = self.address.rpartition(":")
+        try:
+            bound = self._server.add_insecure_port(f"{host}:{port}")
+        except RuntimeError:
+            bound = 0
+        if not bound:
+            raise errors.UnknownError(None, None, f"Could not start gRPC server: cannot listen on {self.address} "
+                                      f"for {self._task} (the port is taken, or the host is not this machine)")
+
+    # -- the seam: handlers --------------------------------------------------------------------------------
+    def on_message(self, kind: str, handler: Callable[..., None]) -> None:
+        self._handlers[kind] = handler
+
+    def on_request(self, kind: str, handler: Callable[..., None]) -> None:
+        self._request_handlers[kind] = handler
+
+    def add_service(self, service: str, methods: dict[str, grpc.RpcMethodHandler]) -> None:
+        """Serve another service beside the WorkerService (the master service); before :meth:`start`."""
+        self._server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(service, methods),))
+
+    def start(self) -> None:
+        self._server.start()
+        atexit.register(self.close)
+
+    # -- the seam: sending ---------------------------------------------------------------------------------
+    def _stub(self, dst: int, kind: str):
+        with self._lock:
+            stub = self._stubs.get((dst, kind))
+            if stub is None:
+                channel = self._channels.get(dst)
+                if channel is None:
+                    channel = self._channels[dst] = grpc.insecure_channel(self.layout.address(dst),
+                                                                          options=CHANNEL_OPTIONS)
+                codec = CODECS[kind]
+                stub = self._stubs[(dst, kind)] = channel.unary_unary(
+                    f"/{WORKER_SERVICE}/{codec.method}", request_serializer=codec.request_type.SerializeToString,
+                    response_deserializer=codec.response_type.FromString)
+            return stub
+
+    def _call(self, dst: int, kind: str, payload: tuple) -> grpc.Future:
+        request = CODECS[kind].request(self, *payload)
+        return self._stub(dst, kind).future(request, metadata=self._metadata)
+
+    def post(self, dst: int, kind: str, *payload: Any) -> None:
+        """Send a one-way message (its reply is dropped; a lost one shows as its step's failure)."""
+        self._call(dst, kind, payload)
+
+    def request(self, dst: int, kind: str, *payload: Any) -> concurrent.futures.Future:
+        future: concurrent.futures.Future = concurrent.futures.Future()
+        try:
+            call = self._call(dst, kind, payload)
+        except errors.OpError as error:
+            future.set_exception(error)
+            return future
+        what = f"{CODECS[kind].method} on {self.layout.task_name(dst)} ({self.layout.address(dst)})"
+
+        def settle(call):
+            try:
+                future.set_result(CODECS[kind].value(self, call.result()))
+            except grpc.RpcError as error:
+                future.set_exception(grpc_error(error, what))
+            except errors.OpError as error:
+                future.set_exception(error)
+            with self._progress:
+                self._progress.notify_all()
+
+        call.add_done_callback(settle)
+        return future
+
+    wait = staticmethod(seam.wait)
+
+    def progress_until(self, done: Callable[[], bool], timeout_s: float | None = None) -> bool:
+        """Wait until ``done()`` (woken by every message and reply; checked every 2 ms); False on timeout."""
+        with self._progress:
+            return self._progress.wait_for(done, timeout_s) if timeout_s is None else \
+                self._wait_polling(done, timeout_s)
+
+    def _wait_polling(self, done, timeout_s):
+        import time
+
+        deadline = time.monotonic() + timeout_s
+        while not done():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            self._progress.wait(min(left, 0.002))
+        return True
+
+    def busy_while(self, probe: Callable[[], bool]) -> None:
+        """Nothing to do: gRPC's threads wait for messages without polling."""
+
+    def rank_of_device(self, device: str) -> int:
+        spec = DeviceSpec.from_string(device)
+        return self.layout.rank_of(spec.job, spec.task or 0)
+
+    def gone(self, rank: int) -> bool:
+        """False: a task that went away shows as ``UNAVAILABLE`` on the next call (and may come back)."""
+        return False
+
+    @staticmethod
+    def wire_tensor(value: Any) -> Any:
+        return value  # the codec writes it as a TensorProto
+
+    @staticmethod
+    def unwire_tensor(wire: Any) -> Any:
+        return wire
+
+    # -- serving -------------------------------------------------------------------------------------------
+    def caller_rank(self, context: grpc.ServicerContext) -> int:
+        """The rank of the task calling, from its metadata and address; aborts the call with
+        ``PERMISSION_DENIED`` when it is no task of the ClusterSpec or calls from another host."""
+        claimed = dict(context.invocation_metadata()).get(TASK_METADATA, "")
+        rank = self.layout.rank_of_name(claimed) if claimed else None
+        if rank is None:
+            context.abort(grpc.StatusCode.PERMISSION_DENIED,
+                          f"{self._task} refused a request from {context.peer()}: it names no task of the "
+                          f"ClusterSpec {self.layout.spec.as_dict()} (claimed {claimed!r})")
+        ip = _peer_ip(context.peer())
+        host = self.layout.address(rank).rpartition(":")[0]
+        if ip not in _host_ips(host):
+            context.abort(grpc.StatusCode.PERMISSION_DENIED,
+                          f"{self._task} refused a request from {context.peer()} claiming to be {claimed}: that "
+                          f"task's address is {self.layout.address(rank)}")
+        return rank
+
+    def _serve(self, kind: str, request: Any, context: grpc.ServicerContext) -> Any:
+        source = self.caller_rank(context)
+        codec = CODECS[kind]
+        try:
+            payload = codec.payload(self, request, source)
+        except errors.OpError as error:
+            context.abort(status_code(error), error.message)
+        if kind in self._handlers:
+            with self._dispatch:
+                self._handlers[kind](source, *payload)
+            self._wake()
+            return codec.response_type()
+        reply = _Reply()
+        try:
+            with self._dispatch:
+                self._request_handlers[kind](source, reply, *payload)
+        except Exception as error:  # a handler's own failure goes back to the caller
+            reply(error=error)
+        self._wake()
+        while not reply.done.wait(_REPLY_POLL_S):
+            if not context.is_active() or self._stopped.is_set():
+                context.abort(grpc.StatusCode.CANCELLED, f"{self._task}: the {codec.method} call was cancelled")
+        if reply.error is not None:
+            error = reply.error
+            message = error.message if isinstance(error, errors.OpError) else f"{type(error).__name__}: {error}"
+            context.abort(status_code(error), message)
+        return codec.reply(self, reply.value)
+
+    def _wake(self):
+        with self._progress:
+            self._progress.notify_all()
+
+    def close(self) -> None:
+        """Stop serving (calls in flight end with ``CANCELLED``) and close the channels (idempotent)."""
+        if self._stopped.is_set():
+            return
+        self._stopped.set()
+        self._server.stop(grace=0.2).wait(2)
+        with self._lock:
+            for channel in self._channels.values():
+                channel.close()
+            self._channels.clear()
+            self._stubs.clear()
+
+    def wait_closed(self, timeout_s: float | None = None) -> bool:
+        return self._stopped.wait(timeout_s)
+
+
+class _Reply:
+    """The reply of one served request, set once by its handler (maybe from another thread)."""
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.value: Any = None
+        self.error: BaseException | None = None
+
+    def __call__(self, value: Any = None, error: BaseException | None = None) -> None:
+        self.value, self.error = value, error
+        self.done.set()
