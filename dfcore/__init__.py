@@ -105,7 +105,8 @@ from .runtime.session import InteractiveSession, Session, get_default_session
 
 # isort: split
 # The subpackages come last, after every name above: they build on `import dfcore as tf`, so they need the
-# core namespace filled in first. mpi/ comes after distribute/, with which it registers its server backend.
+# core namespace filled in first. mpi/ and transport/ come after distribute/, with which they register their
+# server backends.
 from absl import flags  # tf.flags is absl's, as in TF 1.x
 
 from . import (
@@ -130,6 +131,7 @@ from . import (
     test,
     tf_logging as logging,
     train,
+    transport,
 )
 from .data.queue_readers import IdentityReader, ReaderBase, TFRecordReader, WholeFileReader  # TF 1.x readers
 

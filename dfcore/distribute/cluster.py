@@ -31,11 +31,14 @@ from . import cluster_runtime
 @dataclasses.dataclass(frozen=True)
 class TaskBackend:
     """Where servers run when ``active()``: ``start(server)`` brings up the task, ``join(timeout_s)`` returns
-    True once the task may end (False: ``timeout_s`` passed first)."""
+    True once the task may end (False: ``timeout_s`` passed first), ``stop(server)`` (if given) ends it, and
+    ``local_address()`` (if given) is a fresh address for ``create_local_server``."""
 
     active: Callable[[], bool]
     start: Callable[[Server], None]
     join: Callable[[float | None], bool]
+    stop: Callable[[Server], None] | None = None
+    local_address: Callable[[], str] | None = None
 
 
 _BACKENDS: list[TaskBackend] = []
@@ -217,9 +220,13 @@ class Server:
 
     @staticmethod
     def create_local_server(config: ConfigProto | None = None, start: bool = True) -> Server:
-        """A one-task server (job ``"localhost"``) on a fresh in-process address."""
-        return Server({"localhost": [f"localhost:{next(_LOCAL_PORTS)}"]}, protocol="grpc", config=config,
-                      start=start)
+        """A one-task server (job ``"localhost"``) on a fresh address (a free loopback port where servers listen)."""
+        backend = _active_backend()
+        if backend is not None and backend.local_address is not None:
+            address = backend.local_address()
+        else:
+            address = f"localhost:{next(_LOCAL_PORTS)}"
+        return Server({"localhost": [address]}, protocol="grpc", config=config, start=start)
 
     @property
     def server_def(self) -> ServerDef:
@@ -288,6 +295,8 @@ class Server:
             self._stopped.set()
             if self._started and self._backend is None:
                 cluster_runtime.stop_task(self, reason)
+            elif self._started and self._backend.stop is not None:
+                self._backend.stop(self)
 
     @property
     def is_running(self) -> bool:

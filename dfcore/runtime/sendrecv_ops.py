@@ -18,8 +18,9 @@ from .variable_store import VarRef
 
 def rendezvous_key(node: Any, frame_iter: tuple[int, int] = (0, 0)) -> str:
     """The rendezvous key of a ``_Send``/``_Recv`` node, from its attrs, in iteration ``frame_iter``
-    (``(frame_id, iter)``; (0, 0) outside loops)."""
-    return create_key(node.get_attr("send_device"), node.get_attr("send_device_incarnation"),
+    (``(frame_id, iter)``; (0, 0) outside loops). The incarnation attr is a uint64 that a NodeDef stores as
+    int64 (a partition registered over gRPC comes back negative): its bits are read back as unsigned."""
+    return create_key(node.get_attr("send_device"), node.get_attr("send_device_incarnation") % 2 ** 64,
                       node.get_attr("recv_device"), node.get_attr("tensor_name"), frame_iter)
 
 

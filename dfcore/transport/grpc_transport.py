@@ -18,9 +18,11 @@ from __future__ import annotations
 import atexit
 import concurrent.futures
 import functools
+import ipaddress
 import secrets
 import socket
 import threading
+import urllib.parse
 from collections.abc import Callable
 from typing import Any
 
@@ -106,9 +108,21 @@ def _host_ips(host: str) -> frozenset[str]:
         return frozenset()
 
 
+def _same_host(ip: str, host: str) -> bool:
+    """True when a call from ``ip`` may come from ``host`` (one of its addresses; any loopback address for a
+    loopback host, as ``localhost`` is 127.0.0.1 and ::1)."""
+    ips = _host_ips(host)
+    if ip in ips:
+        return True
+    try:
+        return ipaddress.ip_address(ip).is_loopback and any(ipaddress.ip_address(i).is_loopback for i in ips)
+    except ValueError:
+        return False
+
+
 def _peer_ip(peer: str) -> str:
-    """The IP of a gRPC peer string (``ipv4:127.0.0.1:5000``, ``ipv6:[::1]:5000``)."""
-    kind, _, rest = peer.partition(":")
+    """The IP of a gRPC peer string (``ipv4:127.0.0.1:5000``, ``ipv6:%5B::1%5D:5000``, URL-encoded)."""
+    kind, _, rest = urllib.parse.unquote(peer).partition(":")
     if kind == "ipv6":
         return rest[1:rest.index("]")] if rest.startswith("[") else rest.rsplit(":", 1)[0]
     return rest.rsplit(":", 1)[0]
@@ -136,6 +150,7 @@ class GrpcTransport:
         self._progress = threading.Condition()
         self._channels: dict[int, grpc.Channel] = {}
         self._stubs: dict[tuple[int, str], Any] = {}
+        self._posted: set[grpc.Future] = set()
         self._lock = threading.Lock()
         self._stopped = threading.Event()
         self._server = grpc.server(concurrent.futures.ThreadPoolExecutor(SERVER_THREADS, "dfcore-grpc"),
@@ -189,8 +204,16 @@ class GrpcTransport:
         return self._stub(dst, kind).future(request, metadata=self._metadata)
 
     def post(self, dst: int, kind: str, *payload: Any) -> None:
-        """Send a one-way message (its reply is dropped; a lost one shows as its step's failure)."""
-        self._call(dst, kind, payload)
+        """Send a one-way message (its reply is dropped; a lost one shows as its step's failure). The call is
+        held until it completes: gRPC cancels a call whose future is garbage-collected."""
+        call = self._call(dst, kind, payload)
+        with self._lock:
+            self._posted.add(call)
+        call.add_done_callback(self._posted_done)
+
+    def _posted_done(self, call):
+        with self._lock:
+            self._posted.discard(call)
 
     def request(self, dst: int, kind: str, *payload: Any) -> concurrent.futures.Future:
         future: concurrent.futures.Future = concurrent.futures.Future()
@@ -262,9 +285,7 @@ class GrpcTransport:
             context.abort(grpc.StatusCode.PERMISSION_DENIED,
                           f"{self._task} refused a request from {context.peer()}: it names no task of the "
                           f"ClusterSpec {self.layout.spec.as_dict()} (claimed {claimed!r})")
-        ip = _peer_ip(context.peer())
-        host = self.layout.address(rank).rpartition(":")[0]
-        if ip not in _host_ips(host):
+        if not _same_host(_peer_ip(context.peer()), self.layout.address(rank).rpartition(":")[0]):
             context.abort(grpc.StatusCode.PERMISSION_DENIED,
                           f"{self._task} refused a request from {context.peer()} claiming to be {claimed}: that "
                           f"task's address is {self.layout.address(rank)}")

@@ -1,0 +1,96 @@
+"""``tf.train.Server`` over gRPC: a task listening on its ``ClusterSpec`` address, in its own process.
+
+Source: TF's ``GrpcServer`` (``core/distributed_runtime/rpc/grpc_server_lib.cc``) and
+``python/training/server_lib.py``. With ``DFCORE_SERVERS=grpc`` in the environment (the gRPC
+launcher sets it; a notebook may set it before starting a server) ``tf.train.Server`` starts its
+task here rather than in the process's in-process registry: a gRPC server on the host and port the
+``ClusterSpec`` names (a ``localhost`` address listens on loopback only), serving TF's
+WorkerService and MasterService. ``Session(server.target)`` in that process, and
+``Session("grpc://host:port")`` in any process, then run steps across the cluster with the runtime
+of :mod:`dfcore.transport` (the master is the task the target names).
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+
+from .. import errors
+from ..distribute.cluster import Server
+from . import grpc_enabled
+from .grpc_transport import GrpcTransport
+from .master import TaskBinding
+from .task import TaskRuntime
+
+_RUNTIMES: dict[str, TaskRuntime] = {}  # listening address -> the task this process runs there
+_LOCK = threading.Lock()
+_CHANGED = threading.Condition(_LOCK)
+
+
+def start_task(server: Server) -> None:
+    """Listen on ``server``'s address and serve its task.
+
+    Raises:
+        UnimplementedError: ``protocol="grpc+mpi"`` (MPI tensor transport under gRPC control: not yet).
+        InvalidArgumentError: another protocol than ``"grpc"``.
+        UnknownError: the address cannot be listened on (TF's ``Could not start gRPC server``).
+    """
+    protocol = server.server_def.protocol
+    if protocol == "grpc+mpi":
+        raise errors.UnimplementedError(
+            None, None, 'protocol="grpc+mpi" (gRPC control with MPI tensor transport) is not implemented in '
+            "dfcore yet: use protocol=\"grpc\", or run the job with python -m dfcore.launch (MPI for everything)")
+    if protocol != "grpc":
+        raise errors.InvalidArgumentError(None, None, f"Unknown server protocol {protocol!r}: dfcore's "
+                                          "tf.train.Server speaks \"grpc\"")
+    transport = GrpcTransport(server.cluster_spec, server.server_def.job_name, server.server_def.task_index)
+    from .grpc_master import MasterService
+
+    MasterService(transport).install()
+    runtime = TaskRuntime(transport, server)
+    with _CHANGED:
+        _RUNTIMES[server.address] = runtime
+        _CHANGED.notify_all()
+
+
+def stop_task(server: Server) -> None:
+    """Stop listening (calls in flight fail; the task's state is gone, as when its process ends)."""
+    with _CHANGED:
+        runtime = _RUNTIMES.pop(server.address, None)
+        _CHANGED.notify_all()
+    if runtime is not None:
+        runtime.transport.close()
+
+
+def join(timeout_s: float | None) -> bool:
+    """Block until every gRPC server of this process has stopped (TF's ``join`` never returns); False on
+    timeout."""
+    with _CHANGED:
+        return _CHANGED.wait_for(lambda: not _RUNTIMES, timeout_s)
+
+
+def local_address() -> str:
+    """A free loopback address for ``tf.train.Server.create_local_server()``."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return f"localhost:{probe.getsockname()[1]}"
+
+
+def runtime_at(address: str) -> TaskRuntime | None:
+    """The task this process serves at ``address``, or None."""
+    with _LOCK:
+        return _RUNTIMES.get(address)
+
+
+def resolve(target, config):
+    """The binding of a ``grpc://host:port`` target: this process's own task there, else (with gRPC servers
+    enabled) the remote master at that address; None otherwise."""
+    runtime = runtime_at(target[len("grpc://"):])
+    if runtime is not None:
+        return TaskBinding(runtime, runtime.task_name(), config)
+    if grpc_enabled():
+        from .grpc_master import RemoteMasterBinding
+
+        return RemoteMasterBinding(target, config)
+    return None
+
