@@ -32,6 +32,7 @@ from .distribute.cluster_resolver.tfconfig import TF_CONFIG_ENV
 from .mpi.processes import kill_job, start_job
 from .mpi.report import TASK_RANK_ENV
 from .mpi.world import Layout
+from .transport import SERVERS_ENV
 
 #: The task whose end ends the job (TF's chief when the cluster has no ``chief`` job).
 CHIEF = ("worker", 0)
@@ -70,9 +71,10 @@ def tf_flags(cluster: dict[str, list[str]], job: str, index: int) -> list[str]:
 
 def task_environment(base: dict[str, str], cluster: dict[str, list[str]], job: str, index: int,
                      rank: int) -> dict[str, str]:
-    """``base`` plus this task's ``TF_CONFIG`` (``{"cluster", "task": {"type", "index"}, "rpc_layer": "grpc"}``)
-    and ``DFCORE_TASK_RANK``."""
+    """``base`` plus this task's ``TF_CONFIG`` (``{"cluster", "task": {"type", "index"}, "rpc_layer": "grpc"}``),
+    ``DFCORE_TASK_RANK``, and ``DFCORE_SERVERS=grpc`` (its ``tf.train.Server`` listens on its address)."""
     env = dict(base)
+    env[SERVERS_ENV] = "grpc"
     env[TF_CONFIG_ENV] = json.dumps({"cluster": cluster, "task": {"type": job, "index": index}, "rpc_layer": "grpc"})
     env[TASK_RANK_ENV] = str(rank)
     env["PYTHONUNBUFFERED"] = "1"
@@ -170,7 +172,8 @@ class TaskJob:
 
 def untag(text: str, layout: Layout) -> tuple[str, dict[int, str]]:
     """``(text without task prefixes, {rank: that task's lines})`` of a :class:`TaskJob`'s output."""
-    plain, by_rank = [], {}
+    plain: list[str] = []
+    by_rank: dict[int, list[str]] = {}
     for line in text.splitlines():
         match = _TAG.match(line)
         if match:
