@@ -41,11 +41,12 @@ import sys
 import tempfile
 import time
 
+from .distribute.cluster_resolver.tfconfig import TF_CONFIG_ENV
 from .mpi.departures import DEFAULT_GRACE_S, JOB_DIR_ENV, DepartureWatch
 from .mpi.env import CLUSTER_ENV, job_environment, mpiexec_command
 from .mpi.processes import MPIJob, start_job
 from .mpi.world import Layout
-from .task_processes import TaskJob
+from .task_processes import TaskJob, cluster_addresses, free_loopback_ports, task_environment, tf_flags
 
 #: Seconds between the launcher's looks at its job (exit, departures, deadline, heartbeat).
 POLL_S = 0.1
@@ -92,7 +93,9 @@ def build_parser():
     parser.add_argument("--no-oversubscribe", action="store_true", help="refuse more ranks than cores")
     parser.add_argument("--any-interface", action="store_true",
                         help="let MPI use every network interface (default: loopback only)")
-    parser.add_argument("--print-command", action="store_true", help="print the mpiexec command and exit")
+    parser.add_argument("--print-command", action="store_true",
+                        help="print the mpiexec command (with --grpc: each task's command and TF_CONFIG, on ports "
+                             "free now) and exit")
     parser.add_argument("program", nargs="*", help="script.py [args ...], or -m module [args ...]")
     return parser
 
@@ -178,10 +181,18 @@ def command_and_env(argv):
 
 def main(argv=None):
     command, env, args = command_and_env(sys.argv[1:] if argv is None else argv)
+    layout = Layout.from_json(env[CLUSTER_ENV])
+    if args.print_command and args.grpc:
+        cluster = cluster_addresses(layout, free_loopback_ports(layout.size))
+        for rank in range(layout.size):
+            job, index = layout.task_of_rank(rank)
+            config = task_environment({}, cluster, job, index, rank)[TF_CONFIG_ENV]
+            flags = tf_flags(cluster, job, index) if args.tf_flags else []
+            print(f"{TF_CONFIG_ENV}='{config}' " + " ".join(["python", *command, *flags]))
+        return 0
     if args.print_command:
         print(f"{CLUSTER_ENV}='{env[CLUSTER_ENV]}' " + " ".join(command))
         return 0
-    layout = Layout.from_json(env[CLUSTER_ENV])
     with tempfile.TemporaryDirectory(prefix="dfcore-launch-") as job_dir:
         signal.signal(signal.SIGTERM, _raise_interrupt)  # `kill` of the launcher ends the whole job too
         if args.grpc:

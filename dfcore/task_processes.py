@@ -81,6 +81,18 @@ def task_environment(base: dict[str, str], cluster: dict[str, list[str]], job: s
     return env
 
 
+def start_task(cluster: dict[str, list[str]], job: str, index: int, argv: Sequence[str], env: dict[str, str],
+               with_tf_flags: bool = False, rank: int = 0, **popen_kwargs) -> subprocess.Popen:
+    """Start one task, ``python argv`` (plus :func:`tf_flags` with ``with_tf_flags``), with its
+    :func:`task_environment`, in a session of its own; it dies with the calling thread
+    (:func:`~dfcore.mpi.processes.start_job`). ``popen_kwargs`` go to ``subprocess.Popen`` (``stdout`` ...);
+    stdin is closed. Used by :class:`TaskJob`, and by hand to start, kill and restart single tasks (lesson 9).
+    """
+    command = [sys.executable, *argv, *(tf_flags(cluster, job, index) if with_tf_flags else [])]
+    return start_job(command, env=task_environment(env, cluster, job, index, rank), stdin=subprocess.DEVNULL,
+                     **popen_kwargs)
+
+
 def exit_status(returncode: int) -> int:
     """A process's status as a shell reports it: killed by signal N is ``128 + N``."""
     return 128 - returncode if returncode < 0 else returncode
@@ -114,9 +126,8 @@ class TaskJob:
 
     def _start(self, rank, argv, env, out, err, with_tf_flags):
         job, index = self.layout.task_of_rank(rank)
-        command = [sys.executable, *argv, *(tf_flags(self.cluster, job, index) if with_tf_flags else [])]
-        process = start_job(command, env=task_environment(env, self.cluster, job, index, rank),
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        process = start_task(self.cluster, job, index, argv, env, with_tf_flags, rank, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE)
         self.processes.append(process)
         for pipe, sink in ((process.stdout, out), (process.stderr, err)):
             pump = threading.Thread(target=self._pump, args=(pipe, sink, f"[{job}:{index}] "), daemon=True,

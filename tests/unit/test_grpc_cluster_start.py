@@ -24,9 +24,8 @@ WAITING = "CreateSession still waiting for response from worker: {}"
 
 
 def start_task(cluster, job, index, *args):
-    env = task_processes.task_environment(dict(os.environ), cluster, job, index, rank=0)
-    return subprocess.Popen([sys.executable, PROGRAM, *args], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    return task_processes.start_task(cluster, job, index, [PROGRAM, *args], dict(os.environ), stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True)
 
 
 def cluster_of(**jobs):

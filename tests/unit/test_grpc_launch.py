@@ -6,6 +6,7 @@ output prefixed with the task, every task stopped when the chief (worker 0) ends
 statuses as the MPI launcher's, the job dying with its launcher. Real processes, each test time-bounded.
 """
 
+import json
 import os
 import signal
 import subprocess
@@ -65,8 +66,7 @@ def test_tasks_get_the_how_tos_flags_and_a_tf_config_that_agree():
         "--ps_hosts=127.0.0.1:5001", "--worker_hosts=127.0.0.1:5002,127.0.0.1:5003", "--job_name=worker",
         "--task_index=1"]
     env = task_processes.task_environment({"PATH": "/bin"}, cluster, "worker", 1, rank=2)
-    assert env["DFCORE_TASK_RANK"] == "2" and env["PATH"] == "/bin"
-    import json
+    assert env["DFCORE_TASK_RANK"] == "2" and env["PATH"] == "/bin" and env["DFCORE_SERVERS"] == "grpc"
     assert json.loads(env["TF_CONFIG"]) == {"cluster": cluster, "task": {"type": "worker", "index": 1},
                                             "rpc_layer": "grpc"}
     ports = task_processes.free_loopback_ports(5)
@@ -84,6 +84,16 @@ def test_task_prefixes_are_taken_off_and_sorted_by_task():
 def test_tf_flags_without_grpc_is_a_usage_error():
     with pytest.raises(SystemExit):
         launch.command_and_env(["--tf-flags", "--workers", "2", "x.py"])
+
+
+def test_print_command_shows_each_tasks_command_and_tf_config(capsys):
+    assert launch.main(["--grpc", "--tf-flags", "--print-command", "--ps", "1", "--workers", "2", "t.py", "-v"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 3
+    config = json.loads(lines[2].split("'")[1])
+    assert config["task"] == {"type": "worker", "index": 1} and len(config["cluster"]["worker"]) == 2
+    assert lines[2].endswith("python t.py -v --ps_hosts=" + config["cluster"]["ps"][0] + " --worker_hosts="
+                             + ",".join(config["cluster"]["worker"]) + " --job_name=worker --task_index=1")
 
 
 @pytest.mark.timeout(60)
