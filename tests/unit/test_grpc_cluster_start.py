@@ -120,6 +120,6 @@ def test_the_how_tos_trainer_as_three_processes_trains_as_well_as_in_one():
     chief = [line for line in three.stdout.splitlines() if line.startswith("[worker:0] global_step=")]
     assert len(chief) == 1, three.stdout
     steps = int(re.search(r"global_step=(\d+)", chief[0]).group(1))
-    assert 300 <= steps <= 302  # the two workers' last steps may both land after step 300
+    assert 300 <= steps < 320  # the other worker may add a few steps while the chief ends
     assert accuracy_of(alone.stdout) >= 0.85
     assert abs(accuracy_of(chief[0]) - accuracy_of(alone.stdout)) <= 0.05
