@@ -295,7 +295,7 @@ class Server:
             self._stopped.set()
             if self._started and self._backend is None:
                 cluster_runtime.stop_task(self, reason)
-            elif self._started and self._backend.stop is not None:
+            elif self._started and self._backend is not None and self._backend.stop is not None:
                 self._backend.stop(self)
 
     @property

@@ -146,8 +146,13 @@ class BaseSession:
             raise RuntimeError("Attempted to use a closed Session.")
         handler = FetchHandler(self._graph, fetches)
         feed_tensors, feed_values = self._process_feeds(feed_dict)
-        plan = self._plan_for(handler.tensors, handler.targets, feed_tensors)
         options = options or RunOptions()
+        remote_run = getattr(self._binding, "run", None)
+        if remote_run is not None:  # a remote master runs the whole step (TF's GrpcSession)
+            values = remote_run(self._graph, handler.tensors, handler.targets, feed_tensors, feed_values, options,
+                                run_metadata)
+            return handler.build([client_value(v) for v in values])
+        plan = self._plan_for(handler.tensors, handler.targets, feed_tensors)
         trace = options.trace_level >= RunOptions.FULL_TRACE and run_metadata is not None
         if self._binding is not None:
             self._binding.check_step(plan)
@@ -291,6 +296,8 @@ class BaseSession:
             if self._binding is None:  # a cluster's state outlives its sessions
                 self._variables.clear()
                 self._resources.close()
+            elif hasattr(self._binding, "close"):
+                self._binding.close()
             self._plans.clear()
             if self._pool is not None:
                 self._pool.shutdown(wait=True)
@@ -359,7 +366,9 @@ def register_target_resolver(resolver: Callable[[str, ConfigProto], Any], first:
     ``variable_store``, ``resources`` (a :class:`SessionResources`),
     ``check_step(plan)`` (raises ``UnavailableError`` when a task the plan uses is down) and
     optionally ``run_step`` (same signature as :func:`dfcore.runtime.step.run_step`) to run
-    steps itself. ``first`` puts it before the resolvers registered so far.
+    steps itself, or ``run(graph, fetch tensors, target ops, feed tensors, feed values, options,
+    run_metadata)`` returning the fetched values to run whole calls elsewhere (a remote master), and
+    ``close()``. ``first`` puts it before the resolvers registered so far.
     """
     if first:
         _TARGET_RESOLVERS.insert(0, resolver)

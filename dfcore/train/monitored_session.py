@@ -33,6 +33,8 @@ from .summary_hooks import StepCounterHook, SummarySaverHook
 _LOG = logging.getLogger("dfcore.train")
 #: Errors after which a monitored session is created again from the latest checkpoint (TF's list).
 PREEMPTION_ERRORS = (errors.AbortedError, errors.UnavailableError)
+#: Seconds between tries to recreate a session whose tasks are unavailable.
+RECREATE_PAUSE_S = 0.1
 _READY_POLL_S = 0.05
 USE_DEFAULT = object()
 
@@ -181,6 +183,16 @@ class _MonitoredSession:
         for hook in self._hooks:
             hook.after_create_session(self._sess, self._coord)
 
+    def _recreate_session(self):
+        """Create the session again, retrying while its tasks are still unavailable (a ps restarting), as TF's
+        ``_RecoverableSession`` does; a pause of :data:`RECREATE_PAUSE_S` between tries."""
+        while True:
+            try:
+                return self._create_session()
+            except PREEMPTION_ERRORS as error:
+                _LOG.info("An error was raised while a session was being created; it will be retried: %s", error)
+                time.sleep(RECREATE_PAUSE_S)
+
     def should_stop(self):
         return self._should_stop or (self._coord is not None and self._coord.should_stop())
 
@@ -198,7 +210,7 @@ class _MonitoredSession:
                     raise
                 _LOG.info("An error was raised; the session will be recreated from the latest checkpoint: %s", error)
                 self._close_session()
-                self._create_session()
+                self._recreate_session()
 
     def _run_once(self, fetches, feed_dict, options, run_metadata):
         if self.should_stop():

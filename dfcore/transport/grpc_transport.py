@@ -103,7 +103,7 @@ def status_code(error: BaseException) -> grpc.StatusCode:
 @functools.lru_cache(maxsize=64)
 def _host_ips(host: str) -> frozenset[str]:
     try:
-        return frozenset(info[4][0] for info in socket.getaddrinfo(host, None))
+        return frozenset(str(info[4][0]) for info in socket.getaddrinfo(host, None))
     except OSError:
         return frozenset()
 
@@ -285,6 +285,7 @@ class GrpcTransport:
             context.abort(grpc.StatusCode.PERMISSION_DENIED,
                           f"{self._task} refused a request from {context.peer()}: it names no task of the "
                           f"ClusterSpec {self.layout.spec.as_dict()} (claimed {claimed!r})")
+        assert rank is not None  # context.abort raised otherwise
         if not _same_host(_peer_ip(context.peer()), self.layout.address(rank).rpartition(":")[0]):
             context.abort(grpc.StatusCode.PERMISSION_DENIED,
                           f"{self._task} refused a request from {context.peer()} claiming to be {claimed}: that "
@@ -313,10 +314,10 @@ class GrpcTransport:
         while not reply.done.wait(_REPLY_POLL_S):
             if not context.is_active() or self._stopped.is_set():
                 context.abort(grpc.StatusCode.CANCELLED, f"{self._task}: the {codec.method} call was cancelled")
-        if reply.error is not None:
-            error = reply.error
-            message = error.message if isinstance(error, errors.OpError) else f"{type(error).__name__}: {error}"
-            context.abort(status_code(error), message)
+        failure = reply.error
+        if failure is not None:
+            message = failure.message if isinstance(failure, errors.OpError) else f"{type(failure).__name__}: {failure}"
+            context.abort(status_code(failure), message)
         return codec.reply(self, reply.value)
 
     def _wake(self):

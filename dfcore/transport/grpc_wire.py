@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from tensorboard.util import tensor_util
 
 from .. import errors
 from ..framework import dtypes
@@ -41,13 +42,21 @@ def tensor_to_proto(value: Any) -> TensorProto:
     """
     array = value if isinstance(value, np.ndarray) else np.asarray(value)
     if array.dtype.kind in "OSU":
-        items = [v if isinstance(v, bytes) else str(v).encode("utf-8") for v in array.reshape(-1)]
+        flat = array.reshape(-1)
+        odd = [v for v in flat if not isinstance(v, (bytes, str))]
+        if odd:
+            raise errors.UnimplementedError(None, None, f"A {array.dtype} array holding {type(odd[0]).__name__} "
+                                            "values cannot travel between tasks over gRPC: only tensors of TF's "
+                                            "numeric, bool and string dtypes do")
+        items = [v if isinstance(v, bytes) else v.encode("utf-8") for v in flat]
         return TensorProto(dtype=dtypes.string.as_datatype_enum, tensor_shape=_shape(array.shape), string_val=items)
-    if array.dtype.kind not in "biufc":
+    try:
+        dtype = dtypes.as_dtype(array.dtype)
+    except TypeError:
         raise errors.UnimplementedError(None, None, f"A value of type {type(value).__name__} ({array.dtype}) "
-                                        "cannot travel between tasks over gRPC: only numeric, bool and string "
-                                        "tensors do")
-    return TensorProto(dtype=dtypes.as_dtype(array.dtype).as_datatype_enum, tensor_shape=_shape(array.shape),
+                                        "cannot travel between tasks over gRPC: only tensors of TF's numeric, "
+                                        "bool and string dtypes do") from None
+    return TensorProto(dtype=dtype.as_datatype_enum, tensor_shape=_shape(array.shape),
                        tensor_content=np.ascontiguousarray(array).tobytes())
 
 
@@ -68,22 +77,26 @@ def tensor_from_proto(proto: TensorProto) -> np.ndarray:
     if dtype == dtypes.string:
         values = np.empty(len(proto.string_val), dtype=object)
         values[:] = list(proto.string_val)
-        return _reshape(values, shape)
+        if values.size != int(np.prod(shape, dtype=np.int64)):
+            raise errors.InvalidArgumentError(None, None, f"Malformed TensorProto: {values.size} strings for shape "
+                                              f"{shape}")
+        return values.reshape(shape)
     np_dtype = np.dtype(dtype.as_numpy_dtype)
+    size = int(np.prod(shape, dtype=np.int64))
+    if not proto.tensor_content and size:  # a peer that wrote the typed *_val fields (TF does for small tensors)
+        try:
+            return np.array(tensor_util.make_ndarray(proto), dtype=np_dtype)
+        except (TypeError, ValueError) as error:
+            raise errors.InvalidArgumentError(None, None, f"Malformed TensorProto: {error}") from None
+    if len(proto.tensor_content) != size * np_dtype.itemsize:
+        raise errors.InvalidArgumentError(None, None, f"Malformed TensorProto: {len(proto.tensor_content)} bytes of "
+                                          f"tensor_content for {size} {dtype.name} values of shape {shape}")
     # one copy: out of the message's immutable bytes into a writable array, as a fetched value must be
-    return _reshape(np.frombuffer(bytearray(proto.tensor_content), dtype=np_dtype), shape)
+    return np.frombuffer(bytearray(proto.tensor_content), dtype=np_dtype).reshape(shape)
 
 
 def _shape(shape):
     return TensorShapeProto(dim=[TensorShapeProto.Dim(size=int(d)) for d in shape])
-
-
-def _reshape(flat, shape):
-    try:
-        return flat.reshape(shape)
-    except ValueError:
-        raise errors.InvalidArgumentError(None, None, f"Malformed TensorProto: {flat.size} values for shape "
-                                          f"{shape}") from None
 
 
 # -- devices, partitions, step stats ---------------------------------------------------------------------------
@@ -173,8 +186,8 @@ class Codec:
     messages)."""
 
     method: str
-    request_type: type
-    response_type: type
+    request_type: Any  # a protobuf message class
+    response_type: Any
     request: Callable[..., Any]
     payload: Callable[[Any, Any, int], tuple]
     reply: Callable[[Any, Any], Any] = lambda transport, value: None
@@ -212,7 +225,8 @@ def _register_payload(transport, request):
 
 
 def _run_request(transport, handle, step_handle, step_id, trace, timeout_s):
-    return worker_pb2.RunGraphRequest(graph_handle=handle, step_id=step_id,
+    # the step is named by its handle's id on every task (the session's own step id stays with the master)
+    return worker_pb2.RunGraphRequest(graph_handle=handle, step_id=step_handle[1],
                                       exec_opts=worker_pb2.ExecutorOpts(record_timeline=trace),
                                       has_timeout=timeout_s is not None, timeout_s=timeout_s or 0.0)
 

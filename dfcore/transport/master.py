@@ -81,7 +81,8 @@ class TaskBinding:
         ``DeadlineExceededError`` and no task commits.
         """
         remote, handles = self._placed(plan)
-        step_handle = (self._transport.rank, step_id)
+        # the handle names the step on every task: unique in this process, as sessions number their steps alike
+        step_handle = (self._transport.rank, self._runtime.new_step_id())
         rendezvous = self._runtime.steps.find_or_create(step_handle, peers=sorted(set(remote.values())))
         replies = {}
         frame = CallFrame(feed_values, plan.num_retvals)  # the client partition (feeds, fetches) runs here

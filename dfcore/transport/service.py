@@ -15,8 +15,10 @@ continue there as their ``_Recv`` s complete: a hand-off to another thread costs
 ps partition's work, and no kernel blocks a thread (queues and accumulators are asynchronous).
 """
 
+import collections
 import threading
 
+from .. import errors
 from ..distribute.cluster_runtime import ClusterResources, ClusterVariableStore, TaskResources
 from ..framework import graph as graph_lib
 from ..framework.importer import import_nodes
@@ -26,6 +28,9 @@ from ..runtime.control_flow_info import has_control_flow
 from ..runtime.executor import StepContext, inline_runner
 from ..runtime.partition import PartitionGraph, PartitionNode
 from ..runtime.partition_compiler import compile_partition
+
+#: The graphs (versions) a task keeps per master, most recent first, for partitions registered later.
+GRAPHS_PER_MASTER = 4
 
 
 class TaskState(TaskResources):
@@ -82,13 +87,16 @@ class WorkerService:
     def _register_graph(self, source, reply, graph_key, graph_def, partition):
         """Import the master's graph (when ``graph_def`` is new) and compile one partition; reply its handle."""
         with self._lock:
+            graphs = self._graphs.setdefault(source, collections.OrderedDict())
             if graph_def is not None:
                 graph = graph_lib.Graph()
-                ops = import_nodes(graph_def, "", graph)
-                self._graphs[source] = (graph_key, ops)
-            known_key, ops = self._graphs[source]
-        if known_key != graph_key:
-            raise RuntimeError(f"rank {source} registered a partition of graph {graph_key} without sending it")
+                graphs[graph_key] = import_nodes(graph_def, "", graph)
+                while len(graphs) > GRAPHS_PER_MASTER:
+                    graphs.popitem(last=False)
+            ops = graphs.get(graph_key)
+        if ops is None:
+            raise errors.FailedPreconditionError(
+                None, None, f"Task {source} registered a partition of graph {graph_key} without sending that graph")
         device, records = partition
         nodes = tuple(PartitionNode(name, op, tuple(inputs), node_device, attrs,
                                     None if original is None else ops[original])

@@ -7,6 +7,7 @@ Transport-neutral: MPI (:mod:`dfcore.mpi.runtime`) and gRPC (:mod:`dfcore.transp
 with their transport.
 """
 
+import itertools
 import logging
 import threading
 import time
@@ -45,7 +46,12 @@ class TaskRuntime:
         self.service = WorkerService(transport, self.steps, self.state, self.devices)
         self._task_devices = {}  # rank -> that task's devices (its get_status reply)
         self._lock = threading.Lock()
+        self._step_ids = itertools.count(1)
         transport.start()
+
+    def new_step_id(self):
+        """A step id no other step of this process's sessions has (TF's master draws unique ids too)."""
+        return next(self._step_ids)
 
     def task_name(self, rank=None):
         return self.layout.task_name(self.rank if rank is None else rank)

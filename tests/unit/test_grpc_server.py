@@ -1,0 +1,125 @@
+"""``tf.train.Server`` over gRPC: tasks as separate processes reached by address, as TensorFlow runs a cluster.
+
+Specification: issue 16 items 1-2 (TF's WorkerService and MasterService over grpcio; ``server.target``;
+``tf.Session(server.target)`` in a task process and ``tf.Session("grpc://host:port")`` in any process; results
+equal to the in-process run; step stats of every task in ``RunMetadata``; binding to the host the ClusterSpec
+names). Task programs: ``tests/unit/grpc_programs/task.py``; every process is killed at the end of its test.
+"""
+
+import socket
+
+import numpy as np
+import pytest
+from grpc_cluster import Cluster, cluster_dict, free_ports
+from grpc_model import build_model, feed_values
+
+import dfcore as tf
+from dfcore.transport import SERVERS_ENV
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def in_process_reference():
+    """The model's losses and final weights run in one process (dfcore's in-process cluster)."""
+    cluster = tf.train.ClusterSpec(cluster_dict())
+    servers = [tf.train.Server(cluster, job_name=job, task_index=0) for job in ("ps", "worker")]
+    try:
+        with tf.Graph().as_default():
+            model = build_model()
+            with tf.Session(servers[1].target) as sess:
+                sess.run(model["init"])
+                losses = []
+                for step in range(3):
+                    losses.append(sess.run(model["loss"], {model["x"]: feed_values(step)}).item())
+                    sess.run(model["train"], {model["x"]: feed_values(step)})
+                return losses, sess.run(model["w"])
+    finally:
+        for server in servers:
+            server.stop()
+
+
+def test_a_worker_process_runs_steps_on_the_ps_process_as_in_one_process():
+    with Cluster(cluster_dict()) as cluster:
+        cluster.start("ps", 0, "serve").ready()
+        result = cluster.start("worker", 0, "model").ready().json_line(60)
+    losses, w = in_process_reference()
+    np.testing.assert_allclose(result["losses"], losses, rtol=1e-6)
+    np.testing.assert_allclose(result["w"], w, rtol=1e-6)
+    # step stats of both tasks come back in RunMetadata
+    assert {d.split("/device:")[0] for d in result["devices"]} == {"/job:ps/replica:0/task:0",
+                                                                  "/job:worker/replica:0/task:0"}
+
+
+def test_a_session_in_another_process_attaches_by_address(monkeypatch):
+    monkeypatch.setenv(SERVERS_ENV, "grpc")
+    with Cluster(cluster_dict()) as cluster:
+        cluster.start("ps", 0, "serve").ready()
+        cluster.start("worker", 0, "serve").ready()
+        target = "grpc://" + cluster.address("worker", 0)
+        with tf.Graph().as_default():
+            model = build_model()
+            with tf.Session(target) as sess:
+                names = [d.name for d in sess.list_devices()]
+                sess.run(model["init"])
+                losses = []
+                for step in range(3):
+                    losses.append(sess.run(model["loss"], {model["x"]: feed_values(step)}).item())
+                    sess.run(model["train"], {model["x"]: feed_values(step)})
+                metadata = tf.RunMetadata()
+                w = sess.run(model["w"], options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE),
+                             run_metadata=metadata)
+            # the variable lives on the ps task: a second session sees the first one's updates
+            with tf.Session(target) as sess:
+                np.testing.assert_array_equal(sess.run(model["w"]), w)
+    ref_losses, ref_w = in_process_reference()
+    np.testing.assert_allclose(losses, ref_losses, rtol=1e-6)
+    np.testing.assert_allclose(w, ref_w, rtol=1e-6)
+    assert "/job:ps/replica:0/task:0/device:CPU:0" in names and any(n.startswith("/job:worker") for n in names)
+    assert metadata.step_stats.dev_stats, "the master's RunMetadata comes back to the client"
+
+
+def test_server_target_and_local_server_listen_on_loopback(monkeypatch):
+    monkeypatch.setenv(SERVERS_ENV, "grpc")
+    server = tf.train.Server.create_local_server()
+    try:
+        host, port = server.target[len("grpc://"):].rsplit(":", 1)
+        assert host == "localhost"
+        with socket.create_connection(("127.0.0.1", int(port)), timeout=5):
+            pass
+        with tf.Graph().as_default():
+            v = tf.Variable(3.0)
+            with tf.Session(server.target) as sess:
+                sess.run(v.initializer)
+                assert sess.run(v * 2.0) == 6.0
+        external = [ip for ip in _host_ips() if not ip.startswith("127.")]
+        for ip in external:  # not listening beyond loopback
+            with pytest.raises(OSError):
+                socket.create_connection((ip, int(port)), timeout=2).close()
+    finally:
+        server.stop()
+
+
+def _host_ips():
+    try:
+        return {info[4][0] for info in socket.getaddrinfo(socket.gethostname(), None, socket.AF_INET)}
+    except OSError:
+        return set()
+
+
+def test_a_taken_address_is_refused_in_tfs_words(monkeypatch):
+    monkeypatch.setenv(SERVERS_ENV, "grpc")
+    port = free_ports(1)[0]
+    holder = socket.socket()
+    holder.bind(("127.0.0.1", port))
+    holder.listen()
+    try:
+        with pytest.raises(tf.errors.UnknownError, match="Could not start gRPC server"):
+            tf.train.Server({"worker": [f"127.0.0.1:{port}"]}, job_name="worker", task_index=0)
+    finally:
+        holder.close()
+
+
+def test_grpc_plus_mpi_says_it_is_not_implemented(monkeypatch):
+    monkeypatch.setenv(SERVERS_ENV, "grpc")
+    with pytest.raises(tf.errors.UnimplementedError, match="grpc\\+mpi"):
+        tf.train.Server({"worker": [f"localhost:{free_ports(1)[0]}"]}, protocol="grpc+mpi")
