@@ -19,7 +19,7 @@ from dfcore import task_processes
 from dfcore.mpi.world import Layout
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PROGRAM = os.path.join(HERE, "mpi_programs", "grpc_session.py")
+PROGRAM = os.path.join(HERE, "grpc_programs", "session_task.py")
 WAITING = "CreateSession still waiting for response from worker: {}"
 
 

@@ -21,7 +21,7 @@ from dfcore import launch, task_processes
 from dfcore.mpi.job import MPIJobError, run_job
 from dfcore.mpi.world import Layout
 
-PROGRAM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mpi_programs", "grpc_task.py")
+PROGRAM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "grpc_programs", "launched_task.py")
 
 
 def alive(pid):
@@ -117,7 +117,7 @@ def test_a_failing_task_stops_the_job_with_its_status_and_names_it():
     done, wall_s = launch_grpc("--ps", "1", "--workers", "2", PROGRAM, "raise", marker)
     assert done.returncode == 1
     assert wall_s < 20.0
-    assert "[worker:1] ValueError: grpc_task: worker 1 fails on purpose" in done.stderr
+    assert "[worker:1] ValueError: launched_task: worker 1 fails on purpose" in done.stderr
     assert "dfcore.launch: task /job:worker/replica:0/task:1 exited with status 1; the other tasks were stopped" \
         in done.stderr
     assert gone_within(marker, 3.0)
@@ -163,7 +163,7 @@ def test_run_job_over_grpc_names_the_failed_task_and_keeps_its_deadline():
         run_job(PROGRAM, ps=1, workers=2, args=["raise"], transport="grpc", timeout_s=30, progress=False)
     error = caught.value
     assert (error.rank, error.task, error.exit_status) == (2, "/job:worker/replica:0/task:1", 1)
-    assert "ValueError: grpc_task: worker 1 fails on purpose" in error.traceback
+    assert "ValueError: launched_task: worker 1 fails on purpose" in error.traceback
     assert "/job:worker/replica:0/task:1 exited with status 1" in error.message
     assert "/job:ps/replica:0/task:0" in error.partial
     marker = f"dfcore-grpc-{uuid.uuid4().hex}"

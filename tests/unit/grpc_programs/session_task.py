@@ -1,6 +1,6 @@
 """Task program for the cluster start-up tests: one task of a gRPC cluster, told by ``TF_CONFIG``.
 
-Usage: ``grpc_session.py FILTERS CONNECT_TIMEOUT_S``. A ps task serves. A worker builds ``v = 41`` on the ps,
+Usage: ``session_task.py FILTERS CONNECT_TIMEOUT_S``. A ps task serves. A worker builds ``v = 41`` on the ps,
 opens a session on its own server (``FILTERS`` ``filtered``: ``device_filters`` to the ps and itself;
 ``all``: none) with the "still waiting" lines every 0.3 s and ``CONNECT_TIMEOUT_S`` to wait for the tasks,
 runs ``v + 1`` and prints ``result=42.0``.

@@ -1,6 +1,6 @@
 """Task program for the gRPC launcher's tests: what a task was told, then a chosen behaviour.
 
-Usage: ``grpc_task.py BEHAVIOUR [MARKER] [launcher flags ...]``. Every task prints and reports its
+Usage: ``launched_task.py BEHAVIOUR [MARKER] [launcher flags ...]``. Every task prints and reports its
 ``TF_CONFIG`` task, the cluster and its extra command-line words, and reports progress 1/1. Then, by
 BEHAVIOUR: ``end`` — every task ends, the chief (worker 0) once every task has reported; ``serve`` —
 ps tasks wait (60 s at most, as a ps in ``join``) and workers end; ``raise`` — worker 1 raises
@@ -21,7 +21,7 @@ report(task=(resolver.task_type, resolver.task_id), cluster=resolver.cluster_spe
        pid=os.getpid())
 progress(1, 1, "tasks")
 if behaviour == "raise" and (resolver.task_type, resolver.task_id) == ("worker", 1):
-    raise ValueError("grpc_task: worker 1 fails on purpose")
+    raise ValueError("launched_task: worker 1 fails on purpose")
 everyone = sum(len(tasks) for tasks in resolver.cluster_spec().as_dict().values())
 results = os.environ.get("DFCORE_RESULTS_DIR")
 give_up = time.monotonic() + 30.0
