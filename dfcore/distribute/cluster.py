@@ -1,17 +1,18 @@
-"""``tf.train.ClusterSpec`` and ``tf.train.Server``: jobs, tasks and the in-process servers running them.
+"""``tf.train.ClusterSpec`` and ``tf.train.Server``: jobs, tasks and the servers running them.
 
 Source: ``tensorflow/python/training/server_lib.py`` (API, argument checks and error
 wording) and TF's distributed glossary (cluster, job, task, server, target).
 
-A :class:`Server` here runs its task *inside this process*: it registers the task in
+By default a :class:`Server` runs its task *inside this process*: it registers the task in
 the process-wide registry of :mod:`dfcore.distribute.cluster_runtime` and listens on
-no socket at all (DESIGN §8). ``server.target`` (``"grpc://<address>"``) is what
+no socket at all (DESIGN §8); with ``DFCORE_SERVERS=grpc`` it listens with gRPC on its
+address, as TensorFlow's does (:mod:`dfcore.transport.grpc_server`). ``server.target`` (``"grpc://<address>"``) is what
 ``tf.Session(target=...)`` takes to run on the whole cluster: every task contributes
 its devices (``/job:<job>/replica:0/task:<t>/device:CPU:0``, plus the GPUs of its
 ``config``), and variables and queues live in the state of the task they are placed on,
 shared by every session on the cluster (see the runtime module). Another package may register a
-:class:`TaskBackend` (``dfcore.mpi`` does, for the ranks of an MPI job): a server whose backend
-says it is active starts and joins through it instead.
+:class:`TaskBackend` (``dfcore.mpi`` does, for the ranks of an MPI job; ``dfcore.transport`` for gRPC): a
+server whose backend says it is active starts, stops and joins through it instead.
 """
 
 from __future__ import annotations
@@ -189,21 +190,24 @@ _LOCAL_PORTS = itertools.count(20000)
 
 
 class Server:
-    """An in-process TF server: one task of a cluster.
+    """A TF server: one task of a cluster (in this process's registry, or a gRPC server; see the module docstring).
 
     Args:
         server_or_cluster_def: a :class:`ClusterSpec`, a dict for one, a :class:`ClusterDef`
             or a :class:`ServerDef`.
         job_name, task_index: this server's task; may be left out when the cluster has one
             job / the job one task (TF's rule).
-        protocol: ``"grpc"`` (recorded; nothing listens).
+        protocol: ``"grpc"`` (in-process: recorded, nothing listens; with ``DFCORE_SERVERS=grpc``: a gRPC
+            server on the host and port the cluster gives this task); ``"grpc+mpi"`` raises UnimplementedError
+            there.
         config: a ``ConfigProto`` whose ``device_count`` gives the task's devices
             (default: the default machine, CPU:0 plus the host's GPUs).
         start: start at once.
     Raises:
         ValueError: job or task left out where it is ambiguous (TF's wording).
         InvalidArgumentError: the job or task is not in the cluster.
-        UnknownError: ``start`` finds the address taken by another running server.
+        UnknownError: ``start`` finds the address taken by another running server (over gRPC: ``Could not
+            start gRPC server``, TF's wording).
     """
 
     def __init__(self, server_or_cluster_def: ClusterSpec | Mapping[str, Any] | ClusterDef | ServerDef,

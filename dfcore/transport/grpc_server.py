@@ -14,11 +14,16 @@ from __future__ import annotations
 
 import socket
 import threading
+from typing import Any
+
+import grpc
 
 from .. import errors
 from ..distribute.cluster import Server
+from ..framework.tf_protos import worker_pb2
 from . import grpc_enabled
-from .grpc_transport import GrpcTransport
+from .grpc_transport import GrpcTransport, status_code
+from .grpc_wire import WORKER_SERVICE, parse_graph_handle
 from .master import TaskBinding
 from .task import TaskRuntime
 
@@ -47,10 +52,50 @@ def start_task(server: Server) -> None:
     from .grpc_master import MasterService
 
     MasterService(transport).install()
-    runtime = TaskRuntime(transport, server)
+    runtime = TaskRuntime(transport, server, start=False)
+    _install_worker_session_methods(runtime)
+    transport.start()
     with _CHANGED:
         _RUNTIMES[server.address] = runtime
         _CHANGED.notify_all()
+
+
+def _install_worker_session_methods(runtime: TaskRuntime) -> None:
+    """The WorkerService methods the runtime's kinds do not use: ``CreateWorkerSession`` (nothing to set up:
+    a task's state is shared by its masters), ``DeleteWorkerSession`` (the caller's graphs are forgotten),
+    ``DeregisterGraph``, and ``RecvTensor`` — ``UNIMPLEMENTED``: dfcore's senders push tensors (``SendTensor``)."""
+    transport = runtime.transport
+
+    def create(request, context):
+        transport.caller_rank(context)
+        return worker_pb2.CreateWorkerSessionResponse()
+
+    def delete(request, context):
+        runtime.service.forget_master(transport.caller_rank(context))
+        return worker_pb2.DeleteWorkerSessionResponse()
+
+    def deregister(request, context):
+        transport.caller_rank(context)
+        try:
+            runtime.service.deregister(parse_graph_handle(transport, request.graph_handle))
+        except errors.OpError as error:
+            context.abort(status_code(error), error.message)
+        return worker_pb2.DeregisterGraphResponse()
+
+    def recv_tensor(request, context):
+        transport.caller_rank(context)
+        context.abort(grpc.StatusCode.UNIMPLEMENTED, "dfcore's tasks push tensors to their receivers (SendTensor); "
+                      "RecvTensor (pull) is not served")
+
+    methods: dict[str, tuple[Any, Any, Any]] = {  # method -> (handler, request, response)
+        "CreateWorkerSession": (create, worker_pb2.CreateWorkerSessionRequest, worker_pb2.CreateWorkerSessionResponse),
+        "DeleteWorkerSession": (delete, worker_pb2.DeleteWorkerSessionRequest, worker_pb2.DeleteWorkerSessionResponse),
+        "DeregisterGraph": (deregister, worker_pb2.DeregisterGraphRequest, worker_pb2.DeregisterGraphResponse),
+        "RecvTensor": (recv_tensor, worker_pb2.RecvTensorRequest, worker_pb2.RecvTensorResponse)}
+    transport.add_service(WORKER_SERVICE, {
+        name: grpc.unary_unary_rpc_method_handler(handler, request_deserializer=request.FromString,
+                                                  response_serializer=response.SerializeToString)
+        for name, (handler, request, response) in methods.items()})
 
 
 def stop_task(server: Server) -> None:
@@ -69,11 +114,22 @@ def join(timeout_s: float | None) -> bool:
         return _CHANGED.wait_for(lambda: not _RUNTIMES, timeout_s)
 
 
+def free_ports(count: int) -> list[int]:
+    """``count`` free loopback ports, all different (held open together while chosen; another process may still
+    take one before it is used)."""
+    probes = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _ in range(count)]
+    try:
+        for probe in probes:
+            probe.bind(("127.0.0.1", 0))
+        return [probe.getsockname()[1] for probe in probes]
+    finally:
+        for probe in probes:
+            probe.close()
+
+
 def local_address() -> str:
     """A free loopback address for ``tf.train.Server.create_local_server()``."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return f"localhost:{probe.getsockname()[1]}"
+    return f"localhost:{free_ports(1)[0]}"
 
 
 def runtime_at(address: str) -> TaskRuntime | None:

@@ -16,12 +16,14 @@ malformed request (``INVALID_ARGUMENT``), before anything is applied. Handlers r
 from __future__ import annotations
 
 import atexit
+import collections
 import concurrent.futures
 import functools
 import ipaddress
 import secrets
 import socket
 import threading
+import time
 import urllib.parse
 from collections.abc import Callable
 from typing import Any
@@ -42,6 +44,10 @@ CHANNEL_OPTIONS = (("grpc.max_send_message_length", -1), ("grpc.max_receive_mess
                    ("grpc.initial_reconnect_backoff_ms", 100), ("grpc.min_reconnect_backoff_ms", 100),
                    ("grpc.max_reconnect_backoff_ms", 1000))
 TASK_METADATA = "dfcore-task"
+#: Seconds a one-way message may take to be delivered before it is dropped.
+POST_TIMEOUT_S = 30.0
+#: Seconds between checks of a waiting thread's condition (messages wake it sooner).
+POLL_S = 0.002
 #: Seconds a served request waits between checks that its caller is still there.
 _REPLY_POLL_S = 0.5
 
@@ -147,10 +153,12 @@ class GrpcTransport:
         self._handlers: dict[str, Callable[..., None]] = {}
         self._request_handlers: dict[str, Callable[..., None]] = {}
         self._dispatch = threading.Lock()
+        self._serving = threading.local()  # .active: this thread is running a handler
+        self._callers: dict[tuple[str, str], int] = {}  # (claimed task, peer IP) -> rank, once accepted
         self._progress = threading.Condition()
         self._channels: dict[int, grpc.Channel] = {}
         self._stubs: dict[tuple[int, str], Any] = {}
-        self._posted: set[grpc.Future] = set()
+        self._senders: dict[int, _Sender] = {}
         self._lock = threading.Lock()
         self._stopped = threading.Event()
         self._server = grpc.server(concurrent.futures.ThreadPoolExecutor(SERVER_THREADS, "dfcore-grpc"),
@@ -204,16 +212,17 @@ class GrpcTransport:
         return self._stub(dst, kind).future(request, metadata=self._metadata)
 
     def post(self, dst: int, kind: str, *payload: Any) -> None:
-        """Send a one-way message (its reply is dropped; a lost one shows as its step's failure). The call is
-        held until it completes: gRPC cancels a call whose future is garbage-collected."""
-        call = self._call(dst, kind, payload)
+        """Send a one-way message with a blocking call (gRPC's blocking calls take half the time of its futures):
+        on this thread when nothing else is being sent to ``dst`` and this thread is not serving a call (a
+        handler must never wait on another task), else on ``dst``'s sender thread. Either way messages to one
+        task arrive in the order they were posted, as over MPI. A lost one (the peer went away) shows as its
+        step's failure."""
+        request = CODECS[kind].request(self, *payload)
         with self._lock:
-            self._posted.add(call)
-        call.add_done_callback(self._posted_done)
-
-    def _posted_done(self, call):
-        with self._lock:
-            self._posted.discard(call)
+            sender = self._senders.get(dst)
+            if sender is None:
+                sender = self._senders[dst] = _Sender(self, dst)
+        sender.send(kind, request, direct=not getattr(self._serving, "active", False))
 
     def request(self, dst: int, kind: str, *payload: Any) -> concurrent.futures.Future:
         future: concurrent.futures.Future = concurrent.futures.Future()
@@ -240,20 +249,15 @@ class GrpcTransport:
     wait = staticmethod(seam.wait)
 
     def progress_until(self, done: Callable[[], bool], timeout_s: float | None = None) -> bool:
-        """Wait until ``done()`` (woken by every message and reply; checked every 2 ms); False on timeout."""
+        """Wait until ``done()``: woken by every message and reply this task gets, and checking every 2 ms (it may
+        also come true on a thread of this process); False once ``timeout_s`` (None: no limit) passed."""
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
         with self._progress:
-            return self._progress.wait_for(done, timeout_s) if timeout_s is None else \
-                self._wait_polling(done, timeout_s)
-
-    def _wait_polling(self, done, timeout_s):
-        import time
-
-        deadline = time.monotonic() + timeout_s
-        while not done():
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return False
-            self._progress.wait(min(left, 0.002))
+            while not done():
+                left = POLL_S if deadline is None else min(POLL_S, deadline - time.monotonic())
+                if left <= 0:
+                    return False
+                self._progress.wait(left)
         return True
 
     def busy_while(self, probe: Callable[[], bool]) -> None:
@@ -280,16 +284,21 @@ class GrpcTransport:
         """The rank of the task calling, from its metadata and address; aborts the call with
         ``PERMISSION_DENIED`` when it is no task of the ClusterSpec or calls from another host."""
         claimed = dict(context.invocation_metadata()).get(TASK_METADATA, "")
+        peer_ip = _peer_ip(context.peer())
+        known = self._callers.get((claimed, peer_ip))
+        if known is not None:
+            return known
         rank = self.layout.rank_of_name(claimed) if claimed else None
         if rank is None:
             context.abort(grpc.StatusCode.PERMISSION_DENIED,
                           f"{self._task} refused a request from {context.peer()}: it names no task of the "
                           f"ClusterSpec {self.layout.spec.as_dict()} (claimed {claimed!r})")
         assert rank is not None  # context.abort raised otherwise
-        if not _same_host(_peer_ip(context.peer()), self.layout.address(rank).rpartition(":")[0]):
+        if not _same_host(peer_ip, self.layout.address(rank).rpartition(":")[0]):
             context.abort(grpc.StatusCode.PERMISSION_DENIED,
                           f"{self._task} refused a request from {context.peer()} claiming to be {claimed}: that "
                           f"task's address is {self.layout.address(rank)}")
+        self._callers[(claimed, peer_ip)] = rank
         return rank
 
     def _serve(self, kind: str, request: Any, context: grpc.ServicerContext) -> Any:
@@ -299,17 +308,21 @@ class GrpcTransport:
             payload = codec.payload(self, request, source)
         except errors.OpError as error:
             context.abort(status_code(error), error.message)
-        if kind in self._handlers:
-            with self._dispatch:
-                self._handlers[kind](source, *payload)
-            self._wake()
-            return codec.response_type()
-        reply = _Reply()
+        self._serving.active = True
         try:
-            with self._dispatch:
-                self._request_handlers[kind](source, reply, *payload)
-        except Exception as error:  # a handler's own failure goes back to the caller
-            reply(error=error)
+            if kind in self._handlers:
+                with self._dispatch:
+                    self._handlers[kind](source, *payload)
+                self._wake()
+                return codec.response_type()
+            reply = _Reply()
+            try:
+                with self._dispatch:
+                    self._request_handlers[kind](source, reply, *payload)
+            except Exception as error:  # a handler's own failure goes back to the caller
+                reply(error=error)
+        finally:
+            self._serving.active = False
         self._wake()
         while not reply.done.wait(_REPLY_POLL_S):
             if not context.is_active() or self._stopped.is_set():
@@ -331,6 +344,8 @@ class GrpcTransport:
         self._stopped.set()
         self._server.stop(grace=0.2).wait(2)
         with self._lock:
+            for sender in self._senders.values():
+                sender.stop()
             for channel in self._channels.values():
                 channel.close()
             self._channels.clear()
@@ -351,3 +366,51 @@ class _Reply:
     def __call__(self, value: Any = None, error: BaseException | None = None) -> None:
         self.value, self.error = value, error
         self.done.set()
+
+
+class _Sender:
+    """One task's posted messages, sent in order, each with a blocking call: by the posting thread when the way is
+    free (``direct``), else queued for this sender's thread."""
+
+    def __init__(self, transport: GrpcTransport, dst: int) -> None:
+        self._transport, self._dst = transport, dst
+        self._queue: collections.deque = collections.deque()
+        self._ready = threading.Condition()
+        self._busy = False  # a call to dst is in flight
+        self._stopped = False
+        threading.Thread(target=self._run, name=f"dfcore-grpc-send-{dst}", daemon=True).start()
+
+    def send(self, kind: str, request: Any, direct: bool) -> None:
+        with self._ready:
+            if not direct or self._busy or self._queue:
+                self._queue.append((kind, request))
+                self._ready.notify_all()
+                return
+            self._busy = True
+        self._call(kind, request)
+
+    def stop(self) -> None:
+        with self._ready:
+            self._stopped = True
+            self._ready.notify_all()
+
+    def _call(self, kind, request):
+        transport = self._transport
+        try:
+            transport._stub(self._dst, kind)(request, metadata=transport._metadata, timeout=POST_TIMEOUT_S)
+        except grpc.RpcError:
+            pass  # the peer went away or refused it: the step that needed it fails there or here
+        finally:
+            with self._ready:
+                self._busy = False
+                self._ready.notify_all()
+
+    def _run(self) -> None:
+        while True:
+            with self._ready:
+                self._ready.wait_for(lambda: (self._queue and not self._busy) or self._stopped)
+                if self._stopped:
+                    return
+                kind, request = self._queue.popleft()
+                self._busy = True
+            self._call(kind, request)

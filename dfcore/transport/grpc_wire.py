@@ -198,7 +198,12 @@ def _graph_handle(transport, handle):
     return f"{transport.incarnation:x}/{handle[0]}/{handle[1]}"
 
 
-def _parse_graph_handle(transport, text):
+def parse_graph_handle(transport, text):
+    """The ``(master rank, index)`` of a graph handle this task gave.
+
+    Raises:
+        InvalidArgumentError: a malformed handle. AbortedError: one from an earlier incarnation of this task.
+    """
     try:
         incarnation, source, index = text.split("/")
         parsed = int(incarnation, 16), (int(source), int(index))
@@ -232,7 +237,7 @@ def _run_request(transport, handle, step_handle, step_id, trace, timeout_s):
 
 
 def _run_payload(transport, request, source):
-    handle = _parse_graph_handle(transport, request.graph_handle)
+    handle = parse_graph_handle(transport, request.graph_handle)
     return (handle, (source, request.step_id), request.step_id, request.exec_opts.record_timeline,
             request.timeout_s if request.has_timeout else None)
 

@@ -16,6 +16,7 @@ ps partition's work, and no kernel blocks a thread (queues and accumulators are 
 """
 
 import collections
+import itertools
 import threading
 
 from .. import errors
@@ -75,6 +76,7 @@ class WorkerService:
         self._lock = threading.Lock()
         self._graphs = {}
         self._partitions = {}
+        self._handles = itertools.count()
         self._live = {}
         transport.on_request("get_status", self._get_status)
         transport.on_request("register_graph", self._register_graph)
@@ -104,14 +106,17 @@ class WorkerService:
         # a step with control flow runs every partition on the control-flow executor (dead tensors cross tasks)
         compiled = compile_partition(PartitionGraph(device, nodes), has_control_flow([op.type for op in ops.values()]))
         with self._lock:
-            handle = (source, len(self._partitions))
+            handle = (source, next(self._handles))
             self._partitions[handle] = compiled
         reply(handle)
 
     def _run_graph(self, source, reply, handle, step_handle, step_id, trace, timeout_s=None):
         """Run a registered partition for a step; ``timeout_s``: the seconds its master's deadline has left
         (None: it set none), checked here between ops as the master checks it."""
-        partition = self._partitions[handle]
+        partition = self._partitions.get(handle)
+        if partition is None:
+            raise errors.InvalidArgumentError(None, None, f"Graph handle {handle} is not registered on this task "
+                                              "(deregistered, or its master's session was deleted)")
         rendezvous = self._steps.find_or_create(step_handle)
         txn = self._state.variable_store.begin()
         with self._lock:
@@ -131,6 +136,18 @@ class WorkerService:
 
         executor = make_executor(partition, ctx, inline_runner, done, timings)
         executor.start()
+
+    def deregister(self, handle):
+        """Forget a registered partition (TF's ``DeregisterGraph``); an unknown handle is ignored."""
+        with self._lock:
+            self._partitions.pop(handle, None)
+
+    def forget_master(self, source):
+        """Forget every graph and partition the task ``source`` registered (TF's ``DeleteWorkerSession``)."""
+        with self._lock:
+            self._graphs.pop(source, None)
+            for handle in [h for h in self._partitions if h[0] == source]:
+                del self._partitions[handle]
 
     def _end_step(self, source, reply, step_handle, commit):
         """Commit or drop the step's writes on this task, then reply (the master waits for commits)."""

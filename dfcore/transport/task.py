@@ -32,9 +32,10 @@ class TaskRuntime:
     Args:
         transport: a :class:`~dfcore.transport.seam.Transport` (not yet started).
         server: the ``tf.train.Server`` of this task (its ``config`` gives the task's devices).
+        start: start the transport now (False: the caller adds its own handlers first, then starts it).
     """
 
-    def __init__(self, transport, server):
+    def __init__(self, transport, server, start=True):
         self.transport = transport
         self.layout = transport.layout
         self.rank = transport.rank
@@ -47,7 +48,8 @@ class TaskRuntime:
         self._task_devices = {}  # rank -> that task's devices (its get_status reply)
         self._lock = threading.Lock()
         self._step_ids = itertools.count(1)
-        transport.start()
+        if start:
+            transport.start()
 
     def new_step_id(self):
         """A step id no other step of this process's sessions has (TF's master draws unique ids too)."""

@@ -4,7 +4,7 @@ One job of 2 ranks (1 ps + 1 worker, each a ``tf.train.Server``), three measurem
 interleaved rounds, rotating order, each started after a polling barrier:
 
 (a) the round trip of an 8-byte float64 tensor through dfcore's cross-process rendezvous
-    (:class:`dfcore.mpi.rendezvous.RemoteRendezvous`, one step handle per round trip, released
+    (:class:`dfcore.transport.rendezvous.RemoteRendezvous`, one step handle per round trip, released
     after): the ps sends ``ping`` and receives ``pong``, the worker the mirror — target ≤ 50 µs
     (issue 7); also the median single round trip (a sample's mean carries the rare slow ones),
     and where a one-way trip goes: from the sender's ``send`` until the receiving process

@@ -4,25 +4,14 @@ process killed when the ``with`` block ends)."""
 import json
 import os
 import queue
-import socket
 import subprocess
 import sys
 import threading
 import time
 
+from dfcore.transport.grpc_server import free_ports
+
 PROGRAM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "grpc_programs", "task.py")
-
-
-def free_ports(count):
-    """``count`` free loopback ports (held open together while chosen, so they differ)."""
-    sockets = [socket.socket() for _ in range(count)]
-    try:
-        for s in sockets:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
 
 
 def cluster_dict(ps=1, workers=1):

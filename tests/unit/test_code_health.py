@@ -74,7 +74,7 @@ def test_public_api_of_runtime_and_distribute_is_annotated(path):
     assert not missing, f"{path.parent.name}/{path.name}: unannotated public API: {missing}"
 
 
-# -- layering: framework ← ops ← runtime ← distribute ← mpi ← examples (DESIGN §2) ------------------------------
+# -- layering: framework ← ops ← runtime ← distribute ← transport ← mpi ← examples (DESIGN §2) ------------------
 
 def _imported_modules(path, root=DFCORE):
     """Every module ``path`` (under the package ``root``) imports, anywhere in it (functions included), as
@@ -108,8 +108,16 @@ def test_the_examples_are_leaves(path):
                          ids=lambda p: str(p.relative_to(DFCORE)))
 def test_distribute_imports_neither_mpi_nor_the_examples(path):
     bad = sorted({m for m in _imported_modules(path)
-                  if m.split(".")[:2] in (["dfcore", "mpi"], ["dfcore", "examples"])})
-    assert not bad, f"{path.relative_to(DFCORE)} imports {bad} (mpi/ registers with distribute/, not the reverse)"
+                  if m.split(".")[:2] in (["dfcore", "mpi"], ["dfcore", "transport"], ["dfcore", "examples"])})
+    assert not bad, (f"{path.relative_to(DFCORE)} imports {bad} (mpi/ and transport/ register with distribute/, "
+                     "not the reverse)")
+
+
+@pytest.mark.parametrize("path", sorted((DFCORE / "transport").rglob("*.py")),
+                         ids=lambda p: str(p.relative_to(DFCORE)))
+def test_the_transport_runtime_imports_no_transport_but_its_own(path):
+    bad = sorted({m for m in _imported_modules(path) if m.split(".")[:2] == ["dfcore", "mpi"]})
+    assert not bad, f"{path.relative_to(DFCORE)} imports {bad} (MPI's transport plugs into the seam from mpi/)"
 
 
 def test_the_layering_check_sees_relative_and_function_level_imports(tmp_path):

@@ -10,11 +10,12 @@ import socket
 
 import numpy as np
 import pytest
-from grpc_cluster import Cluster, cluster_dict, free_ports
+from grpc_cluster import Cluster, cluster_dict
 from grpc_model import build_model, feed_values
 
 import dfcore as tf
 from dfcore.transport import SERVERS_ENV
+from dfcore.transport.grpc_server import free_ports
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -123,3 +124,40 @@ def test_grpc_plus_mpi_says_it_is_not_implemented(monkeypatch):
     monkeypatch.setenv(SERVERS_ENV, "grpc")
     with pytest.raises(tf.errors.UnimplementedError, match="grpc\\+mpi"):
         tf.train.Server({"worker": [f"localhost:{free_ports(1)[0]}"]}, protocol="grpc+mpi")
+
+
+def test_control_flow_and_strings_cross_tasks_as_in_one_process(monkeypatch):
+    def build():
+        with tf.device("/job:ps/task:0"):
+            v = tf.Variable(np.float32(2.0), name="v")
+            names = tf.constant([b"ps", b"task"])
+        with tf.device("/job:worker/task:0"):
+            flag = tf.placeholder(tf.bool, [])
+            picked = tf.cond(flag, lambda: v * 3.0, lambda: v - 1.0)  # a dead branch crosses between tasks
+            looped = tf.while_loop(lambda i, x: i < 4, lambda i, x: (i + 1, x + v), [0, tf.constant(0.0)])[1]
+            copied = tf.identity(names)  # a string tensor made on the ps, fetched through the worker
+        return v, flag, [picked, looped, copied]
+
+    def run(target):
+        with tf.Graph().as_default():
+            v, flag, fetches = build()
+            with tf.Session(target) as sess:
+                sess.run(v.initializer)
+                return [sess.run(fetches, {flag: b}) for b in (True, False)]
+
+    cluster = tf.train.ClusterSpec(cluster_dict())
+    servers = [tf.train.Server(cluster, job_name=job, task_index=0) for job in ("ps", "worker")]
+    try:
+        expected = run(servers[1].target)
+    finally:
+        for server in servers:
+            server.stop()
+    monkeypatch.setenv(SERVERS_ENV, "grpc")
+    with Cluster(cluster_dict()) as processes:
+        processes.start("ps", 0, "serve").ready()
+        processes.start("worker", 0, "serve").ready()
+        got = run("grpc://" + processes.address("worker", 0))
+    for got_step, expected_step in zip(got, expected, strict=True):
+        for a, b in zip(got_step, expected_step, strict=True):
+            np.testing.assert_array_equal(a, b)
+    assert (got[0][0], got[1][0], got[0][1], list(got[0][2])) == (6.0, 1.0, 8.0, [b"ps", b"task"])

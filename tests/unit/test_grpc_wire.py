@@ -69,7 +69,7 @@ class _Trap:
         return open, (self.path, "w")
 
 
-def _stub(channel, method, request_type, response_type):
+def _stub(channel, method, response_type):
     return channel.unary_unary(f"/tensorflow.grpc.WorkerService/{method}",
                                request_serializer=lambda m: m if isinstance(m, bytes) else m.SerializeToString(),
                                response_deserializer=response_type.FromString)
@@ -89,7 +89,7 @@ def test_peers_cannot_run_code_and_strangers_or_malformed_requests_change_nothin
                 sess.run(v.initializer)
                 with grpc.insecure_channel(cluster.address("ps", 0)) as channel:
                     as_worker = (("dfcore-task", "/job:worker/replica:0/task:0"),)
-                    send = _stub(channel, "SendTensor", worker_pb2.SendTensorRequest, worker_pb2.SendTensorResponse)
+                    send = _stub(channel, "SendTensor", worker_pb2.SendTensorResponse)
                     # a pickle in every bytes field a tensor has: read as numbers and strings, never unpickled
                     for tensor in (tensor_util.make_tensor_proto(0.0), tensor_util.make_tensor_proto("x")):
                         tensor.tensor_content = payload
@@ -99,7 +99,7 @@ def test_peers_cannot_run_code_and_strangers_or_malformed_requests_change_nothin
                                  metadata=as_worker, timeout=10)
                         except grpc.RpcError as error:
                             assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
-                    register = _stub(channel, "RegisterGraph", None, worker_pb2.RegisterGraphResponse)
+                    register = _stub(channel, "RegisterGraph", worker_pb2.RegisterGraphResponse)
                     graph = GraphDef()
                     node = graph.node.add(name="c", op="Const", device="/job:ps/replica:0/task:0/device:CPU:0")
                     node.attr["value"].tensor.CopyFrom(tensor_util.make_tensor_proto(np.array([payload], dtype=object)))
@@ -109,7 +109,7 @@ def test_peers_cannot_run_code_and_strangers_or_malformed_requests_change_nothin
                                  metadata=as_worker, timeout=10)
                     except grpc.RpcError:
                         pass  # refusing it is fine too; running code is not
-                    cleanup = _stub(channel, "CleanupGraph", None, worker_pb2.CleanupGraphResponse)
+                    cleanup = _stub(channel, "CleanupGraph", worker_pb2.CleanupGraphResponse)
                     # a stranger: no task, a task of another cluster
                     for metadata in ((), (("dfcore-task", "/job:evil/replica:0/task:0"),)):
                         with pytest.raises(grpc.RpcError) as refused:
@@ -118,7 +118,7 @@ def test_peers_cannot_run_code_and_strangers_or_malformed_requests_change_nothin
                         assert refused.value.code() == grpc.StatusCode.PERMISSION_DENIED
                         assert "ClusterSpec" in refused.value.details()
                     # malformed: bytes that are no message, a graph handle the ps never gave
-                    run = _stub(channel, "RunGraph", None, worker_pb2.RunGraphResponse)
+                    run = _stub(channel, "RunGraph", worker_pb2.RunGraphResponse)
                     with pytest.raises(grpc.RpcError) as malformed:
                         run(b"\xff\xff\xff\xff", metadata=as_worker, timeout=10)
                     assert malformed.value.code() != grpc.StatusCode.OK
@@ -126,6 +126,14 @@ def test_peers_cannot_run_code_and_strangers_or_malformed_requests_change_nothin
                         run(worker_pb2.RunGraphRequest(graph_handle="nonsense", step_id=7), metadata=as_worker,
                             timeout=10)
                     assert unknown.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+                    # TF's session methods are served; RecvTensor says dfcore pushes instead
+                    _stub(channel, "CreateWorkerSession", worker_pb2.CreateWorkerSessionResponse)(
+                        worker_pb2.CreateWorkerSessionRequest(session_handle="s"), metadata=as_worker, timeout=10)
+                    with pytest.raises(grpc.RpcError) as pull:
+                        _stub(channel, "RecvTensor", worker_pb2.RecvTensorResponse)(
+                            worker_pb2.RecvTensorRequest(step_id=1, rendezvous_key="k"), metadata=as_worker,
+                            timeout=10)
+                    assert pull.value.code() == grpc.StatusCode.UNIMPLEMENTED and "SendTensor" in pull.value.details()
                 # nothing applied: the variable is as it was, and the cluster still runs steps
                 assert sess.run(v) == 1.0
                 assert sess.run(tf.assign_add(v, 1.0)) == 2.0

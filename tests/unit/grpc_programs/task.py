@@ -22,6 +22,19 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from grpc_model import build_model, feed_values  # noqa: E402
 
 
+def run_until_error(sess, fetch):
+    """Run ``fetch`` every 10 ms, printing each value, until a step fails: print that error and return."""
+    while True:
+        try:
+            value = sess.run(fetch)
+        except tf.errors.OpError as error:
+            print(json.dumps({"error": type(error).__name__, "message": error.message, "t": time.time()}),
+                  flush=True)
+            return
+        print(json.dumps({"step": float(value), "t": time.time()}), flush=True)
+        time.sleep(0.01)
+
+
 def main():
     cluster = tf.train.ClusterSpec(json.loads(sys.argv[1]))
     job, index, mode = sys.argv[2], int(sys.argv[3]), sys.argv[4]
@@ -56,15 +69,7 @@ def main():
                 sess.run(counter.initializer)
             else:
                 time.sleep(0.5)
-            while True:
-                try:
-                    value = sess.run(bump)
-                except tf.errors.OpError as error:
-                    print(json.dumps({"error": type(error).__name__, "message": error.message,
-                                      "t": time.time()}), flush=True)
-                    return
-                print(json.dumps({"step": float(value), "t": time.time()}), flush=True)
-                time.sleep(0.01)
+            run_until_error(sess, bump)
     if mode == "mts":
         with tf.device("/job:ps/task:0"):
             global_step = tf.train.get_or_create_global_step()
@@ -89,16 +94,7 @@ def main():
             total = remote + 1.0
         with tf.Session(server.target) as sess:
             sess.run(w.initializer)
-            while True:
-                try:
-                    value = sess.run(total)
-                except tf.errors.OpError as error:
-                    print(json.dumps({"error": type(error).__name__, "message": error.message,
-                                      "t": time.time()}), flush=True)
-                    return
-                print(json.dumps({"step": float(value), "t": time.time()}), flush=True)
-                time.sleep(0.01)
-
+            run_until_error(sess, total)
 
 if __name__ == "__main__":
     main()
