@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import re
-import socket
 import subprocess
 import sys
 import threading
@@ -40,18 +39,11 @@ _TAG = re.compile(r"^\[([A-Za-z_][\w-]*):(\d+)\] ?(.*)$")
 
 
 def free_loopback_ports(count: int) -> list[int]:
-    """``count`` distinct TCP ports on ``127.0.0.1`` that were free a moment ago (all held open together
-    while they are picked, then released for the tasks to bind)."""
-    sockets = []
-    try:
-        for _ in range(count):
-            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            sock.bind(("127.0.0.1", 0))
-            sockets.append(sock)
-        return [sock.getsockname()[1] for sock in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()
+    """``count`` distinct TCP ports on ``127.0.0.1`` that were free a moment ago
+    (:func:`dfcore.transport.grpc_server.free_ports`, imported here on first use: grpcio loads only for gRPC jobs)."""
+    from .transport.grpc_server import free_ports
+
+    return free_ports(count)
 
 
 def cluster_addresses(layout: Layout, ports: Sequence[int]) -> dict[str, list[str]]:
