@@ -101,6 +101,7 @@ from .ops.variables import (
     variables_initializer,
 )
 from .runtime.config import ConfigProto, GPUOptions, GraphOptions, RunMetadata, RunOptions, StepRecords, step_records
+from .runtime.placement_options import PlacementOptions
 from .runtime.session import InteractiveSession, Session, get_default_session
 
 # isort: split

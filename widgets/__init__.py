@@ -11,6 +11,7 @@
 - :class:`ParameterServerView`: parameter-server runs (sync / async / SSP): lanes per task, ps load,
   staleness histograms, loss and accuracy against time.
 - :class:`PipelineView`: input-pipeline runs as lanes per input thread, the starved waits, buffer occupancy.
+- :class:`PlacementView`: the cost-model placer's decisions (candidates, finish times, winner), node by node.
 - :class:`ClusterView`: the jobs, tasks and devices of a cluster, and the variables on its ps tasks.
 
 All are stock ipywidgets (``VBox`` subclasses) with stable ``repr``s; graphs are laid
@@ -25,7 +26,8 @@ from .graph_view import GraphView
 from .parameter_server_view import ParameterServerView
 from .partition_view import PartitionView
 from .pipeline_view import PipelineView
+from .placement_view import PlacementView
 from .timeline_view import TimelineView
 
 __all__ = ["AllReduceComparison", "AllReduceView", "ClusterView", "DeviceLog", "GraphView", "ParameterServerView",
-           "PartitionView", "PipelineView", "TimelineView"]
+           "PartitionView", "PipelineView", "PlacementView", "TimelineView"]

@@ -9,6 +9,7 @@ from dfcore.distribute.cluster import ClusterDef, ClusterSpec, Server
 from dfcore.distribute.staleness import RunRecord
 from dfcore.distribute.trace import AllReduceResult, CollectiveTrace
 from dfcore.framework.protos import StepStats as StepStatsProto
+from dfcore.runtime.cost_placer import CostPlacement
 from dfcore.runtime.session import BaseSession
 from dfcore.runtime.step_stats import StepStats
 
@@ -27,6 +28,8 @@ RUN_RECORDS = ((RunRecord, list, tuple, dict),
                 "or a dict of them by name"))
 CLUSTER = ((ClusterSpec, dict, ClusterDef, Server, BaseSession),
            "a ClusterSpec, a dict of job names to task addresses, a ClusterDef, a Server or a Session")
+PLACEMENT = ((BaseSession, CostPlacement),
+             "a Session placed with placement='cost_model' (after a run) or a CostPlacement (cost_placer.place)")
 DEVICE_VALUES = ((list, tuple), "a list of arrays (one per device)")
 
 

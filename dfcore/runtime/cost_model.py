@@ -74,8 +74,11 @@ class OpCost:
 TESLA_K20M = DeviceProfile("Tesla K20m", "GPU", 3.52e12, 208e9, 5 * 10**9, 5e-6)
 # NVIDIA Tesla V100 datasheet (2017), SXM2: 15.7 TFLOP/s fp32, 900 GB/s HBM2, 16 GB.
 TESLA_V100 = DeviceProfile("Tesla V100-SXM2-16GB", "GPU", 15.7e12, 900e9, 16 * 10**9, 5e-6)
-# NVIDIA H100 Tensor Core GPU datasheet (2022), SXM5: 67 TFLOP/s fp32, 3.35 TB/s HBM3, 80 GB.
-H100 = DeviceProfile("H100 SXM5 80GB", "GPU", 67e12, 3.35e12, 80 * 10**9, 5e-6)
+# The same datasheet's 32 GB board: same speeds, twice the memory.
+TESLA_V100_32GB = DeviceProfile("Tesla V100-SXM2-32GB", "GPU", 15.7e12, 900e9, 32 * 10**9, 5e-6)
+# NVIDIA H100 Tensor Core GPU datasheet (2022), SXM5: 67 TFLOP/s fp32, 3.35 TB/s HBM3, 80 GB. The name is
+# the one the CUDA driver reports for that board (and device_set's description uses).
+H100 = DeviceProfile("NVIDIA H100 80GB HBM3", "GPU", 67e12, 3.35e12, 80 * 10**9, 5e-6)
 # Nominal modest host, not a datasheet figure: 100 GFLOP/s, 20 GB/s, 16 GB, 1 µs per op.
 CPU = DeviceProfile("CPU", "CPU", 100e9, 20e9, 16 * 10**9, 1e-6)
 # Nominal, not a datasheet figure: one host core running numpy kernels as dfcore does:

@@ -24,6 +24,7 @@ from ..framework.protos import ConfigProto
 DEVICE_TYPE_PRIORITY = {"GPU": 210, "CPU": 60}
 #: Compute capability of the GPU profiles the mapping string knows.
 COMPUTE_CAPABILITY = {"Tesla K20m": "3.5", "Tesla P100-PCIE-16GB": "6.0", "Tesla V100-SXM2-16GB": "7.0",
+                      "Tesla V100-SXM2-32GB": "7.0",
                       "NVIDIA H100 80GB HBM3": "9.0"}
 DEFAULT_GPU_PROFILE = "Tesla K20m"
 DEFAULT_GPU_COUNT = 4
@@ -151,6 +152,7 @@ class DeviceSet:
     def __init__(self, devices: Iterable[Device], client_device: str | None = None) -> None:
         self._devices = tuple(devices)
         self._by_name = {d.name: d for d in self._devices}
+        self._found: dict[str, list[Device]] = {}  # find's answers by canonical spec (the set never changes)
         cpus = [d for d in self._devices if d.device_type == "CPU"]
         if not cpus:
             raise errors.NotFoundError(None, None, "No CPU devices are available in this process")
@@ -220,7 +222,11 @@ class DeviceSet:
             ValueError: a malformed device string.
         """
         wanted = DeviceSpec.from_string(spec or "")
-        return [d for d in self._prioritized if wanted.matches(d.spec)]
+        key = wanted.to_string()
+        found = self._found.get(key)
+        if found is None:
+            found = self._found[key] = [d for d in self._prioritized if wanted.matches(d.spec)]
+        return list(found)
 
     def device(self, name: str) -> Device:
         """The device with this full name.

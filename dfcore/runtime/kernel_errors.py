@@ -65,9 +65,15 @@ def _out_of_memory(error, node, args, device):
     type_name = dtypes.tf_type_name(dtype) if dtype is not None else "unknown"
     return errors.ResourceExhaustedError(
         None, _op(node),
-        f"OOM when allocating tensor with shape{TensorShape(shape).tf_str()} and type {type_name} on {device} "
-        f"by allocator {allocator_name(device)} ({_describe(node, args)}; numpy: {error}). Make the tensor smaller "
+        f"{oom_message(shape, type_name, device)} ({_describe(node, args)}; numpy: {error}). Make the tensor smaller "
         f"(a smaller batch or shape), or place the op on a device with more memory.\n\t [[node {node.name}]]")
+
+
+def oom_message(shape: Any, type_name: str, device: str) -> str:
+    """TF's ``OOM when allocating tensor with shape[2,3] and type float on <device> by allocator <name>``
+    (``op_kernel.cc``); ``shape`` anything :class:`TensorShape` takes, ``type_name`` as ``dtypes.tf_type_name``."""
+    return (f"OOM when allocating tensor with shape{TensorShape(shape).tf_str()} and type {type_name} on {device} "
+            f"by allocator {allocator_name(device)}")
 
 
 def _describe(node, args):

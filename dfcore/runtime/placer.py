@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import ItemsView, Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 from .. import errors
 from ..framework import registry
@@ -113,17 +114,18 @@ class Placement:
         return list(dict.fromkeys(self._devices[op] for op in sorted(self._devices, key=_op_id)))
 
 
-class _Group:
-    """A colocation group: merged request, supported types, candidates, chosen device."""
+class ColocationGroup:
+    """A colocation group: its members, merged request, supported types, candidates and chosen
+    ``device`` (None until placed; a placer sets it when it places the first member)."""
 
-    def __init__(self, members, ref_readers):
+    def __init__(self, members: list[Operation], ref_readers: list[Operation]) -> None:
         self.members = members
         self.ref_readers = ref_readers
         self.spec = DeviceSpec()
-        self.origin = {}
-        self.types = None
-        self.device = None
-        self.candidates = None
+        self.origin: dict[str, Operation] = {}
+        self.types: list[str] | None = None
+        self.device: Any = None  # the full device name once placed
+        self.candidates: Any = None  # the feasible device names once asked
         self.soft = False
 
 
@@ -142,14 +144,7 @@ def place(ops: Iterable[Operation], device_set: DeviceSet, allow_soft_placement:
             conflicting requests in one colocation group (``Cannot colocate nodes``),
             or an op type with no kernel for any device of the set.
     """
-    ops = sorted(set(ops), key=_op_id)
-    groups = _colocation_groups(ops)
-    for group in dict.fromkeys(groups.values()):
-        _merge_group(group, device_set, allow_soft_placement)
-    for op in ops:
-        if op.assigned_device:
-            _pin_assigned(op, groups[op], device_set)
-
+    ops, groups = hard_constraints(ops, device_set, allow_soft_placement)
     consumers: dict[Operation, list[Operation]] = {op: [] for op in ops}
     for op in ops:
         for producer in dict.fromkeys([t.op for t in op.inputs] + op.control_inputs):
@@ -170,6 +165,38 @@ def place(ops: Iterable[Operation], device_set: DeviceSet, allow_soft_placement:
     records = [PlacementRecord(op.name, op.type, op.device, chosen[op], _group_name(groups[op]), reasons[op])
                for op in ops]
     return Placement(chosen, records)
+
+
+def hard_constraints(ops: Iterable[Operation], device_set: DeviceSet,
+                     allow_soft_placement: bool = False) -> tuple[list[Operation], dict[Operation, ColocationGroup]]:
+    """Rules 1-2 (and 6's relaxed request): ``ops`` in op-id order and each op's :class:`ColocationGroup`, its
+    request merged, its supported types intersected, pinned to an assigned device where a member has one.
+
+    Raises:
+        InvalidArgumentError: as :func:`place` (conflicting requests, no kernel, unknown assigned device).
+    """
+    ops = sorted(set(ops), key=_op_id)
+    groups = _colocation_groups(ops)
+    for group in dict.fromkeys(groups.values()):
+        _merge_group(group, device_set, allow_soft_placement)
+    for op in ops:
+        if op.assigned_device:
+            _pin_assigned(op, groups[op], device_set)
+    return ops, groups
+
+
+def feasible_devices(op: Operation, group: ColocationGroup, device_set: DeviceSet, soft: bool) -> list[str]:
+    """The full names of the devices ``op``'s group may go to, in priority order (TF's ``GetDevicesForNode``).
+
+    Raises:
+        InvalidArgumentError: no device fits (TF's three ``Cannot assign a device`` messages).
+    """
+    return _candidates(group, op, device_set, soft)
+
+
+def group_name(group: ColocationGroup) -> str | None:
+    """``loc:@<first member>`` for a group of two or more ops, else None (as :class:`PlacementRecord`)."""
+    return _group_name(group)
 
 
 def _is_generator(op):
@@ -211,7 +238,7 @@ def _colocation_groups(ops):
     members = {}
     for op in ops:
         members.setdefault(root(op), []).append(op)
-    groups = {r: _Group(m, [op for op in m if op in ref_readers]) for r, m in members.items()}
+    groups = {r: ColocationGroup(m, [op for op in m if op in ref_readers]) for r, m in members.items()}
     return {op: groups[root(op)] for op in ops}
 
 

@@ -38,7 +38,8 @@ from .feed import client_value, feed_list_tensors, feed_tensor, feed_value
 from .fetch import FetchHandler
 from .partial_run import PartialRun, partial_run_handle
 from .partition import Partitions
-from .placer import PlacementRecord
+from .placement_options import PlacementArg, PlacementOptions, placement_options
+from .placer import Placement, PlacementRecord
 from .session_resources import SessionResources
 from .step_plan import StepPlan
 from .step_trace import fill_run_metadata
@@ -51,10 +52,15 @@ class BaseSession:
     ``executor_runner`` (dfcore, not TF) chooses where partitions run: ``"auto"``
     (default: heavy partitions on the pool, the rest inline), ``"inline"`` (all on the
     calling thread) or ``"pool"`` (all on the thread pool); results are identical.
+    ``placement`` (dfcore, not TF: TF's ConfigProto has no such field) chooses the placement
+    strategy: ``"rules"`` (default, TF's placer), ``"cost_model"`` (the whitepaper's), or a
+    :class:`~dfcore.runtime.placement_options.PlacementOptions`; an unknown name is an
+    InvalidArgumentError listing the known ones.
     """
 
     def __init__(self, target: str = "", graph: graph_lib.Graph | None = None, config: ConfigProto | None = None,
-                 executor_runner: str = "auto") -> None:
+                 executor_runner: str = "auto", placement: PlacementArg = None) -> None:
+        self._placement_options = placement_options(placement)
         if executor_runner not in step_plan.RUNNERS:
             raise ValueError(f"executor_runner must be one of {step_plan.RUNNERS}, got {executor_runner!r}")
         self._runner = executor_runner
@@ -79,7 +85,7 @@ class BaseSession:
         self._step_ids = itertools.count(1)
         self._closed = False
         self._default_session_context: Any = None
-        self._placement = None
+        self._placement: Placement | None = None
         self._placed_version = -1
         self._placement_lock = threading.Lock()
         threads = self._config.inter_op_parallelism_threads or os.cpu_count() or 1
@@ -123,6 +129,16 @@ class BaseSession:
         handler = FetchHandler(self._graph, fetches)
         feed_tensors, _ = self._process_feeds(feed_dict)
         return self._plan_for(handler.tensors, handler.targets, feed_tensors, partial_run).graphs
+
+    @property
+    def placement_options(self) -> PlacementOptions:
+        """The :class:`~dfcore.runtime.placement_options.PlacementOptions` this session places with."""
+        return self._placement_options
+
+    def placement(self) -> Placement | None:
+        """The graph's :class:`~dfcore.runtime.placer.Placement` (a ``CostPlacement`` under ``"cost_model"``,
+        with its decisions); None before the first run."""
+        return self._placement
 
     def placement_records(self) -> list[PlacementRecord]:
         """One :class:`~dfcore.runtime.placer.PlacementRecord` per placed node (empty before the first run)."""
@@ -256,8 +272,8 @@ class BaseSession:
         with self._placement_lock:
             if self._placed_version != self._graph.version:
                 previous = self._placement
-                placement = placer.place(self._graph.get_operations(), self._device_set,
-                                         self._config.allow_soft_placement)
+                placement = self._placement_options.place(self._graph.get_operations(), self._device_set,
+                                                          self._config.allow_soft_placement)
                 if self._config.log_device_placement:
                     self._log_placement(placement, previous)
                 self._placement, self._placed_version = placement, self._graph.version
@@ -340,8 +356,8 @@ class InteractiveSession(BaseSession):
     """A session that installs itself as the default session on construction (for shells and notebooks)."""
 
     def __init__(self, target: str = "", graph: graph_lib.Graph | None = None, config: ConfigProto | None = None,
-                 executor_runner: str = "auto") -> None:
-        super().__init__(target, graph, config, executor_runner)
+                 executor_runner: str = "auto", placement: PlacementArg = None) -> None:
+        super().__init__(target, graph, config, executor_runner, placement)
         self._interactive_context = _default_session(self)
         self._interactive_context.__enter__()
         self._graph_context = self._graph.as_default()

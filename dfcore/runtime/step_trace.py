@@ -38,7 +38,8 @@ from .step_stats import AllocatorMemoryUsed, NodeExecStats, StepStats, StepStats
 if TYPE_CHECKING:
     from .step_plan import StepPlan
 
-_PROFILES = {p.name: p for p in (cost_model.TESLA_K20M, cost_model.TESLA_V100, cost_model.H100)}
+_PROFILES = {p.name: p for p in (cost_model.TESLA_K20M, cost_model.TESLA_V100, cost_model.TESLA_V100_32GB,
+                                  cost_model.H100)}
 # _Arg: a fed value
 _ALIASING = frozenset(("Identity", "Reshape", "StopGradient", "VariableV2", "Const", "_Send", "_Arg"))
 

@@ -4,9 +4,13 @@
   gRPC's :mod:`dfcore.transport.grpc_transport`) offers the runtime: one-way messages and requests between
   tasks numbered by rank, dispatched to handlers by kind.
 * :mod:`~dfcore.transport.task` — one process's task: its state, devices and worker service.
+* :mod:`~dfcore.transport.layout` — the tasks of a ``ClusterSpec`` numbered by rank (for gRPC).
 * :mod:`~dfcore.transport.service` — the worker side (TF's ``RegisterGraph``/``RunGraph``/``CleanupGraph``).
 * :mod:`~dfcore.transport.master` — the master side: a session's step across the tasks, all or nothing.
 * :mod:`~dfcore.transport.rendezvous` — a step's rendezvous spanning processes.
+* gRPC: :mod:`~dfcore.transport.grpc_server` (``tf.train.Server`` listening by address),
+  :mod:`~dfcore.transport.grpc_transport` (its side of the seam), :mod:`~dfcore.transport.grpc_wire` (TF's
+  messages for each kind), :mod:`~dfcore.transport.grpc_master` (the MasterService and remote sessions).
 """
 
 import os

@@ -35,6 +35,7 @@ from ..distribute.cluster import ClusterSpec
 from ..framework.device import DeviceSpec
 from . import seam
 from .grpc_wire import CODECS, WORKER_SERVICE
+from .layout import ClusterLayout
 
 #: Threads serving RPCs (a ``RunGraph`` holds one until its partition is done).
 SERVER_THREADS = 64
@@ -50,45 +51,6 @@ POST_TIMEOUT_S = 30.0
 POLL_S = 0.002
 #: Seconds a served request waits between checks that its caller is still there.
 _REPLY_POLL_S = 0.5
-
-
-class ClusterLayout:
-    """The tasks of a ``ClusterSpec`` numbered by rank: jobs in the spec's order, tasks by index."""
-
-    def __init__(self, spec: ClusterSpec) -> None:
-        self.spec = spec
-        self._tasks = [(job, index) for job in spec.jobs for index in spec.task_indices(job)]
-        self._ranks = {task: rank for rank, task in enumerate(self._tasks)}
-
-    @property
-    def size(self) -> int:
-        return len(self._tasks)
-
-    def task_of_rank(self, rank: int) -> tuple[str, int]:
-        return self._tasks[rank]
-
-    def rank_of(self, job: str, task_index: int) -> int:
-        """The rank of ``/job:<job>/task:<task_index>`` (ValueError: not a task of the cluster)."""
-        try:
-            return self._ranks[(job, int(task_index))]
-        except KeyError:
-            raise ValueError(f"/job:{job}/task:{task_index} is not a task of the ClusterSpec "
-                             f"{self.spec.as_dict()}") from None
-
-    def task_name(self, rank: int) -> str:
-        job, task = self._tasks[rank]
-        return f"/job:{job}/replica:0/task:{task}"
-
-    def rank_of_name(self, name: str) -> int | None:
-        """The rank of a task name (``/job:ps/replica:0/task:0``), None if it is no task of the cluster."""
-        try:
-            spec = DeviceSpec.from_string(name)
-        except (ValueError, TypeError):
-            return None
-        return self._ranks.get((spec.job, spec.task or 0))
-
-    def address(self, rank: int) -> str:
-        return self.spec.task_address(*self._tasks[rank])
 
 
 def grpc_error(error: grpc.RpcError, what: str) -> errors.OpError:
@@ -161,8 +123,8 @@ class GrpcTransport:
         self._senders: dict[int, _Sender] = {}
         self._lock = threading.Lock()
         self._stopped = threading.Event()
-        self._server = grpc.server(concurrent.futures.ThreadPoolExecutor(SERVER_THREADS, "dfcore-grpc"),
-                                   options=CHANNEL_OPTIONS[:2])
+        self._pool = concurrent.futures.ThreadPoolExecutor(SERVER_THREADS, "dfcore-grpc")
+        self._server = grpc.server(self._pool, options=CHANNEL_OPTIONS[:2])
         methods = {codec.method: grpc.unary_unary_rpc_method_handler(
             functools.partial(self._serve, kind), request_deserializer=codec.request_type.FromString,
             response_serializer=codec.response_type.SerializeToString) for kind, codec in CODECS.items()}
@@ -343,6 +305,7 @@ class GrpcTransport:
             return
         self._stopped.set()
         self._server.stop(grace=0.2).wait(2)
+        self._pool.shutdown(wait=False)  # grpc leaves the executor it was given running
         with self._lock:
             for sender in self._senders.values():
                 sender.stop()

@@ -7,6 +7,8 @@ names). Task programs: ``tests/unit/grpc_programs/task.py``; every process is ki
 """
 
 import socket
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -161,3 +163,27 @@ def test_control_flow_and_strings_cross_tasks_as_in_one_process(monkeypatch):
         for a, b in zip(got_step, expected_step, strict=True):
             np.testing.assert_array_equal(a, b)
     assert (got[0][0], got[1][0], got[0][1], list(got[0][2])) == (6.0, 1.0, 8.0, [b"ps", b"task"])
+
+
+def test_a_stopped_server_leaves_no_thread_of_its_own(monkeypatch):
+    monkeypatch.setenv(SERVERS_ENV, "grpc")
+    ports = free_ports(2)
+    cluster = {"ps": [f"localhost:{ports[0]}"], "worker": [f"localhost:{ports[1]}"]}
+    servers = [tf.train.Server(cluster, job_name=job, task_index=0) for job in ("ps", "worker")]
+    try:
+        with tf.Graph().as_default():
+            with tf.device("/job:ps/task:0"):
+                v = tf.Variable(1.0)
+            with tf.Session(servers[1].target) as sess:
+                sess.run(v.initializer)
+                assert sess.run(v + 1.0) == 2.0  # both tasks in this process, still over gRPC
+    finally:
+        for server in servers:
+            server.stop()
+    deadline = time.monotonic() + 5
+    while any(t.name.startswith("dfcore-grpc") for t in threading.enumerate()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert [t.name for t in threading.enumerate() if t.name.startswith("dfcore-grpc")] == []
+    with pytest.raises(tf.errors.UnavailableError):  # and nothing answers there any more
+        with tf.Session("grpc://" + cluster["worker"][0]):
+            pass
