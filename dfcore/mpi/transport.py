@@ -212,6 +212,10 @@ class Transport:
             with self._lock:
                 self._pollers -= 1
 
+    def wait_settled(self, settled, timeout_s):
+        """Wait for ``settled`` (an Event set by a handler) while receiving messages; False on timeout."""
+        return self.progress_until(settled.is_set, timeout_s)
+
     def _poll_once(self):
         """Dispatch one waiting message, if any (caller holds the progress lock); True if one was handled."""
         from mpi4py import MPI

@@ -222,6 +222,11 @@ class GrpcTransport:
                 self._progress.wait(left)
         return True
 
+    @staticmethod
+    def wait_settled(settled: threading.Event, timeout_s: float | None) -> bool:
+        """Wait for ``settled`` (set by the handler that delivers): gRPC's threads receive meanwhile."""
+        return settled.wait(timeout_s)
+
     def busy_while(self, probe: Callable[[], bool]) -> None:
         """Nothing to do: gRPC's threads wait for messages without polling."""
 

@@ -51,7 +51,7 @@ class RemoteRendezvous(Rendezvous):
         return None
 
     def _wait(self, settled, timeout_s):
-        return self._transport.progress_until(settled.is_set, timeout_s)
+        return self._transport.wait_settled(settled, timeout_s)
 
     def receive_remote(self, key, value, sent_s):
         """A tensor from another process: post it for the local ``_Recv`` (no copy)."""

@@ -20,6 +20,7 @@ MPI (:mod:`dfcore.mpi.transport`) pickles the payloads inside one trusted job; g
 from __future__ import annotations
 
 import concurrent.futures
+import threading
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -43,6 +44,8 @@ class Transport(Protocol):
     def wait(self, future: concurrent.futures.Future, timeout_s: float, what: str) -> Any: ...
 
     def progress_until(self, done: Callable[[], bool], timeout_s: float | None = None) -> bool: ...
+
+    def wait_settled(self, settled: threading.Event, timeout_s: float | None) -> bool: ...
 
     def busy_while(self, probe: Callable[[], bool]) -> None: ...
 
