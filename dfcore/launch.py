@@ -1,8 +1,10 @@
-"""Start a dfcore program as an MPI job: one OS process (rank) per task of a cluster.
+"""Start a dfcore program as a job: one OS process per task of a cluster, as MPI ranks or over gRPC.
 
 Usage::
 
     python -m dfcore.launch --ps 1 --workers 3 train.py --steps 100
+    python -m dfcore.launch --grpc --ps 1 --workers 2 train.py               # plain processes, TF_CONFIG
+    python -m dfcore.launch --grpc --tf-flags --ps 1 --workers 2 mnist_replica.py   # + --ps_hosts ... flags
     python -m dfcore.launch -n 4 -m dfcore.bench.all_reduce --sizes 1M,16M
     python -m dfcore.launch --print-command --ps 1 --workers 3 train.py   # show, do not run
 
@@ -14,6 +16,12 @@ oversubscription, loopback-only traffic, the venv's ``bin`` on ``PATH``: see
 :mod:`dfcore.mpi.env`). Inside, ``dfcore.mpi.MPIClusterResolver()`` gives the
 ``ClusterSpec`` and this rank's job and task.
 
+With ``--grpc`` each task is a plain ``python`` process on a free loopback port that finds the others by
+address: its ``TF_CONFIG`` (read by ``tf.distribute.cluster_resolver.TFConfigClusterResolver``) and, with
+``--tf-flags``, the "Distributed TensorFlow" how-to's ``--ps_hosts/--worker_hosts/--job_name/--task_index``
+flags. Every output line is prefixed with its task (``[worker:0] ...``); the job ends when the chief
+(worker 0) ends or any task fails (:mod:`dfcore.task_processes`).
+
 On a Slurm cluster, skip the launcher and run the same program under ``srun`` with the layout
 set by hand: ``DFCORE_CLUSTER='{"ps": 1, "worker": 3}' srun -n 4 python -m mpi4py train.py``.
 
@@ -22,20 +30,23 @@ The job lives as long as the launcher: killed (even with SIGKILL), it takes ever
 ``--exit-grace`` seconds later has left early and ends the job (:mod:`dfcore.mpi.departures`). There
 is no deadline unless ``--timeout`` gives one; a job that runs on prints a heartbeat line on stderr
 every ``--heartbeat`` seconds (``dfcore.launch: job running for 120 s, 4/4 ranks alive; --timeout S to
-bound it``). Exit statuses: in ``--help`` (:data:`_EPILOG`).
+bound it``). Exit statuses: in ``--help`` (:data:`_EPILOG`); the same for both transports.
 """
 
 import argparse
 import math
+import os
 import signal
 import sys
 import tempfile
 import time
 
+from .distribute.cluster_resolver.tfconfig import TF_CONFIG_ENV
 from .mpi.departures import DEFAULT_GRACE_S, JOB_DIR_ENV, DepartureWatch
 from .mpi.env import CLUSTER_ENV, job_environment, mpiexec_command
-from .mpi.processes import kill_job, live_ranks, start_job
+from .mpi.processes import MPIJob, start_job
 from .mpi.world import Layout
+from .task_processes import TaskJob, cluster_addresses, free_loopback_ports, task_environment, tf_flags
 
 #: Seconds between the launcher's looks at its job (exit, departures, deadline, heartbeat).
 POLL_S = 0.1
@@ -48,8 +59,10 @@ API_NAMES = {name: name for name in CLI_NAMES}
 #: The end of ``--help``: the job's lifetime and the launcher's exit statuses.
 _EPILOG = ("The job lives as long as the launcher: killing it (even with SIGKILL) ends every rank. A rank whose "
            "program ends while other ranks still run --exit-grace seconds later has left early: the job is ended "
-           "and the rank named. Exit status: the job's (non-zero when a rank failed), 1 when a rank left early, "
-           "124 past --timeout, 130 when interrupted (Ctrl-C, SIGTERM), 2 for bad arguments.")
+           "and the rank named. With --grpc the job ends when the chief (worker 0) ends or any task fails. Exit "
+           "status: the job's (non-zero when a rank failed; with --grpc the chief's or the failed task's, 128+N "
+           "for a task killed by signal N), 1 when a rank left early, 124 past --timeout, 130 when interrupted "
+           "(Ctrl-C, SIGTERM), 2 for bad arguments.")
 
 
 def build_parser():
@@ -71,10 +84,18 @@ def build_parser():
                         help=f"seconds (> 0) the job may run on after a rank's program ended before that rank "
                              f"counts as having left early and the job is ended (default {DEFAULT_GRACE_S:g}; "
                              "inf: never)")
+    parser.add_argument("--grpc", action="store_true",
+                        help="start each task as a plain python process on a free loopback port, with its TF_CONFIG "
+                             "(tasks talk over gRPC: tf.train.Server(..., protocol='grpc')); no MPI")
+    parser.add_argument("--tf-flags", action="store_true",
+                        help="with --grpc: also pass each task --ps_hosts=... --worker_hosts=... --job_name=... "
+                             "--task_index=... (the 'Distributed TensorFlow' how-to's flags)")
     parser.add_argument("--no-oversubscribe", action="store_true", help="refuse more ranks than cores")
     parser.add_argument("--any-interface", action="store_true",
                         help="let MPI use every network interface (default: loopback only)")
-    parser.add_argument("--print-command", action="store_true", help="print the mpiexec command and exit")
+    parser.add_argument("--print-command", action="store_true",
+                        help="print the mpiexec command (with --grpc: each task's command and TF_CONFIG, on ports "
+                             "free now) and exit")
     parser.add_argument("program", nargs="*", help="script.py [args ...], or -m module [args ...]")
     return parser
 
@@ -82,7 +103,7 @@ def build_parser():
 def split_argv(argv):
     """``(launcher options, program)``: the program starts at ``-m`` or at the first word that is
     not an option or an option's value (``--ps 1 --workers 3 train.py --steps 5``)."""
-    takes_value = {"--ps", "--workers", "-n", "--np", "--timeout", "--heartbeat", "--exit-grace"}
+    takes_value = {"--ps", "--workers", "-n", "--np", "--timeout", "--heartbeat", "--exit-grace"}  # not --grpc
     i = 0
     while i < len(argv):
         word = argv[i]
@@ -128,7 +149,9 @@ def layout_from_args(args):
 
 def command_and_env(argv):
     """``(command list, environment, parsed launcher options)`` for the launcher's ``argv`` (everything
-    after ``dfcore.launch``).
+    after ``dfcore.launch``). With ``--grpc``: ``(the program's argv after python, {DFCORE_CLUSTER: the
+    layout}, options)`` — the tasks get the launcher's environment and their own ``TF_CONFIG``
+    (:class:`~dfcore.task_processes.TaskJob`).
 
     Raises:
         SystemExit: bad arguments (argparse's usage message).
@@ -145,6 +168,10 @@ def command_and_env(argv):
         parser.error(str(error))
     if args.heartbeat < 0:
         parser.error(f"--heartbeat must be >= 0 seconds (0: no heartbeat), got {args.heartbeat}")
+    if args.tf_flags and not args.grpc:
+        parser.error("--tf-flags needs --grpc (MPI ranks get their task from MPI, not from flags)")
+    if args.grpc:
+        return program, {CLUSTER_ENV: layout.to_json()}, args
     env = job_environment(loopback=not args.any_interface)
     env[CLUSTER_ENV] = layout.to_json()
     command = mpiexec_command(layout.size, program, oversubscribe=not args.no_oversubscribe,
@@ -154,45 +181,58 @@ def command_and_env(argv):
 
 def main(argv=None):
     command, env, args = command_and_env(sys.argv[1:] if argv is None else argv)
+    layout = Layout.from_json(env[CLUSTER_ENV])
+    if args.print_command and args.grpc:
+        cluster = cluster_addresses(layout, free_loopback_ports(layout.size))
+        for rank in range(layout.size):
+            job, index = layout.task_of_rank(rank)
+            config = task_environment({}, cluster, job, index, rank)[TF_CONFIG_ENV]
+            flags = tf_flags(cluster, job, index) if args.tf_flags else []
+            print(f"{TF_CONFIG_ENV}='{config}' " + " ".join(["python", *command, *flags]))
+        return 0
     if args.print_command:
         print(f"{CLUSTER_ENV}='{env[CLUSTER_ENV]}' " + " ".join(command))
         return 0
-    layout = Layout.from_json(env[CLUSTER_ENV])
     with tempfile.TemporaryDirectory(prefix="dfcore-launch-") as job_dir:
-        env[JOB_DIR_ENV] = job_dir
-        process = start_job(command, env=env)
         signal.signal(signal.SIGTERM, _raise_interrupt)  # `kill` of the launcher ends the whole job too
+        if args.grpc:
+            job = TaskJob(layout, command, dict(os.environ), sys.stdout, sys.stderr, with_tf_flags=args.tf_flags)
+        else:
+            env[JOB_DIR_ENV] = job_dir
+            job = MPIJob(start_job(command, env=env), DepartureWatch(job_dir, layout, args.exit_grace))
         try:
-            return_code = _supervise(process, args, layout.size, DepartureWatch(job_dir, layout, args.exit_grace))
+            return_code = supervise(job, args, layout.size)
         except KeyboardInterrupt:
             return_code = 130
-        if process.returncode is None:
-            kill_job(process)
+        job.kill()
     return return_code
 
 
-def _supervise(process, args, size, departures):
+def supervise(job, args, size):
     """Wait for the job: its exit status, or 124 (``--timeout``) / 1 (a rank left early) with the job still
     running; prints the heartbeat and the reason on stderr."""
     start = time.monotonic()
     deadline = math.inf if args.timeout is None else start + args.timeout
     heartbeat_s = args.heartbeat or math.inf
     next_beat = start + heartbeat_s
-    while (status := process.poll()) is None:
+    unit = "tasks" if args.grpc else "ranks"
+    while (status := job.poll()) is None:
         now = time.monotonic()
         if now >= deadline:
             print(f"dfcore.launch: the job ran past --timeout {args.timeout} s; killing it", file=sys.stderr)
             return 124
-        departure = departures.overdue()
+        departure = job.overdue()
         if departure is not None:
             print(f"dfcore.launch: {departure.describe()}", file=sys.stderr)
             return 1
         if now >= next_beat:
             bound = "--timeout S to bound it" if args.timeout is None else f"killed at --timeout {args.timeout:g} s"
-            print(f"dfcore.launch: job running for {now - start:.0f} s, {len(live_ranks(process.pid))}/{size} "
-                  f"ranks alive; {bound}", file=sys.stderr, flush=True)
+            print(f"dfcore.launch: job running for {now - start:.0f} s, {job.alive()}/{size} "
+                  f"{unit} alive; {bound}", file=sys.stderr, flush=True)
             next_beat += heartbeat_s
         time.sleep(min(POLL_S, max(0.0, deadline - now)))
+    if args.grpc and status != 0:
+        print(f"dfcore.launch: {job.describe_end()}; the other tasks were stopped", file=sys.stderr)
     return status
 
 

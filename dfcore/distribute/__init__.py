@@ -11,6 +11,7 @@ bounded-delay training (``parameter_server.train``, one discipline per module in
 
 import importlib
 
+from . import cluster_resolver
 from .all_reduce import all_reduce
 from .cluster import ClusterSpec, Server
 from .collective_cost import PsRingPoint, predicted_time_s, ps_vs_ring_curve, simulate_schedule
@@ -24,8 +25,9 @@ from .trace import AllReduceResult, ChunkTransfer, CollectiveTrace, FusionCopy, 
 
 __all__ = ["AllReduceResult", "BatchAllReduceResult", "ChunkTransfer", "ClusterSpec", "CollectiveTrace", "FusionCopy",
            "MirroredStrategy", "PsRingPoint", "RoundRecord", "RunRecord", "Schedule", "Server", "UpdateRecord",
-           "all_reduce", "batch_all_reduce", "build_schedule", "collective_all_reduce", "compare_replication",
-           "parameter_server", "predicted_time_s", "ps_vs_ring_curve", "ring_bytes_sent", "simulate_schedule"]
+           "all_reduce", "batch_all_reduce", "build_schedule", "cluster_resolver", "collective_all_reduce",
+           "compare_replication", "parameter_server", "predicted_time_s", "ps_vs_ring_curve", "ring_bytes_sent",
+           "simulate_schedule"]
 
 
 def __getattr__(name):

@@ -6,7 +6,8 @@
   ``tf.train.Server`` and ``Session(server.target)`` across processes.
 * :mod:`~dfcore.mpi.collectives` — all-reduce over MPI point-to-point, traced.
 * :mod:`~dfcore.mpi.job` and :mod:`~dfcore.mpi.report` — run a job from Python or a notebook
-  and get every rank's reports back.
+  and get every rank's reports back (``run_job(..., transport="grpc")``: plain processes over gRPC,
+  :mod:`dfcore.task_processes`).
 * :mod:`~dfcore.mpi.ps_driver` — parameter-server training as processes (``execution="mpi"``).
 
 Importing this package (``import dfcore`` does) registers its server backend with

@@ -30,8 +30,8 @@ import time
 from .. import errors
 from .departures import DEFAULT_GRACE_S, JOB_DIR_ENV, DepartureWatch
 from .env import CLUSTER_ENV, RANK_TAG_FLAGS, mpi_flavor
-from .failures import MPIJobError, job_error, untag
-from .processes import find_descendants, kill_job, start_job
+from .failures import MPIJobError, job_error, last_traceback, untag
+from .processes import MPIJob, find_descendants, start_job
 from .report import RESULTS_ENV, dumps, read_progress, read_reports
 from .world import Layout
 
@@ -116,8 +116,12 @@ class JobResult:
 
 
 def run_job(program, ps=0, workers=None, ranks=None, args=(), timeout_s=120, progress=True, module=False,
-            exit_grace_s=DEFAULT_GRACE_S):
-    """Run ``program`` as an MPI job and return what its ranks reported.
+            exit_grace_s=DEFAULT_GRACE_S, transport="mpi", tf_flags=False):
+    """Run ``program`` as an MPI job, or as plain processes over gRPC, and return what its tasks reported.
+
+    With ``transport="grpc"`` each task is a plain ``python`` process on a free loopback port with its
+    ``TF_CONFIG`` (``python -m dfcore.launch --grpc``: :mod:`dfcore.task_processes`); the job ends when the
+    chief (worker 0) ends or any task fails, and "rank" below means the task's number (tasks job by job).
 
     The job dies with the thread that called ``run_job`` (:func:`~dfcore.mpi.processes.start_job`): a
     notebook kernel that is killed or restarted takes its job with it.
@@ -135,7 +139,10 @@ def run_job(program, ps=0, workers=None, ranks=None, args=(), timeout_s=120, pro
         progress: show a ``tqdm.auto`` bar (a widget in notebooks): the sum over ranks of
             :func:`dfcore.mpi.report.progress`, or the number of ranks that reported while none does.
         exit_grace_s: seconds the job may run on after a rank's program ended before that rank counts as
-            having left early (:mod:`dfcore.mpi.departures`; ``math.inf``: never).
+            having left early (:mod:`dfcore.mpi.departures`; ``math.inf``: never). MPI only.
+        transport: ``"mpi"`` (ranks of ``mpiexec``) or ``"grpc"`` (plain processes that find each other by address).
+        tf_flags: with ``"grpc"``, also pass each task the how-to's ``--ps_hosts/--worker_hosts/--job_name/
+            --task_index`` flags (a script or module only).
     Returns:
         :class:`JobResult`.
     Raises:
@@ -145,67 +152,100 @@ def run_job(program, ps=0, workers=None, ranks=None, args=(), timeout_s=120, pro
         DeadlineExceededError: the job ran past ``timeout_s``; all its processes were SIGKILLed
             (``error.partial`` as above).
         ValueError: a function that the ranks cannot import, a layout or a number of seconds out of range
-            (names the argument and its range; nothing is started).
-        FileNotFoundError: no ``mpiexec``.
+            (names the argument and its range; nothing is started), an unknown ``transport``.
+        FileNotFoundError: no ``mpiexec`` (MPI only).
     """
-    # here: dfcore.launch must not be imported with the package
+    # here: dfcore.launch and dfcore.task_processes must not be imported with the package
     from ..launch import check_job_arguments
+    from ..task_processes import TaskJob
 
     if timeout_s is None:
         raise ValueError("timeout_s must be > 0 seconds: run_job always has a deadline, got None")
+    if transport not in ("mpi", "grpc"):
+        raise ValueError(f"transport must be 'mpi' or 'grpc', got {transport!r}")
     check_job_arguments(ps, workers, ranks, timeout_s, exit_grace_s)
     with tempfile.TemporaryDirectory(prefix="dfcore-job-") as results:
         argv, import_root = _program_argv(program, args, module, results)
-        command, env, layout = _command(ps, workers, ranks, argv)
-        flavor = mpi_flavor(command[0])
-        pids = {} if flavor == "mpich" else None  # {pid: (rank or None, start time)} of Hydra's processes
-        env[RESULTS_ENV] = env[JOB_DIR_ENV] = results
+        command, env, layout = _command(ps, workers, ranks, argv, transport)
+        flavor = "tasks" if transport == "grpc" else mpi_flavor(command[0])
+        env[RESULTS_ENV] = results
         env["PYTHONUNBUFFERED"] = "1"
         if import_root:
             env["PYTHONPATH"] = os.pathsep.join(p for p in (import_root, env.get("PYTHONPATH")) if p)
         with open(os.path.join(results, "stdout"), "w+") as out, open(os.path.join(results, "stderr"), "w+") as err:
             start = time.monotonic()
-            process = start_job(command, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
-            departures = DepartureWatch(results, layout, exit_grace_s)
+            if transport == "grpc":
+                job = TaskJob(layout, command, env, out, err, with_tf_flags=tf_flags)
+            else:
+                env[JOB_DIR_ENV] = results
+                process = start_job(command, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+                # {pid: (rank or None, start time)} of Hydra's processes (out of the job's session)
+                job = MPIJob(process, DepartureWatch(results, layout, exit_grace_s), {} if flavor == "mpich" else None)
             try:
-                ended = _watch(process, start + timeout_s, results, layout, progress, pids, departures)
+                ended = _watch(job, start + timeout_s, results, layout, progress, transport)
             finally:
-                kill_job(process, pids)
+                job.kill()
             wall_s = time.monotonic() - start
-            stdout = untag(_read(out), flavor)[0]
-            stderr, stderr_by_rank = untag(_read(err), flavor)
+            stdout = _untag(_read(out), flavor, layout)[0]
+            stderr, stderr_by_rank = _untag(_read(err), flavor, layout)
         reports = RankReports(layout, read_reports(results, layout.size))
         last_progress = read_progress(results, layout.size)
+    kind = "gRPC" if transport == "grpc" else "MPI"
     if ended is _DEADLINE:
         error = errors.DeadlineExceededError(
-            None, None, f"The MPI job {_describe(program)} on {layout.size} ranks ran past its deadline of "
-            f"timeout_s={timeout_s} s and was killed (ranks that reported: {list(reports)}).")
+            None, None, f"The {kind} job {_describe(program)} on {layout.size} {_unit(transport)} ran past its "
+            f"deadline of timeout_s={timeout_s} s and was killed ({_unit(transport)} that reported: {list(reports)}).")
         error.partial, error.stdout, error.stderr = reports, stdout, stderr
         raise error
     if ended is not None:
         raise MPIJobError(f"MPI job {_describe(program)} failed: {ended.describe()}", ended.rank, ended.task,
-                          process.returncode, "", reports, stdout, stderr)
-    if process.returncode != 0:
-        raise job_error(_describe(program), layout, process.returncode, reports, stdout, stderr, stderr_by_rank, flavor)
+                          job.poll(), "", reports, stdout, stderr)
+    status = job.poll()
+    if status != 0 and transport == "grpc":
+        rank = job.ended[0]
+        traceback = last_traceback(stderr_by_rank.get(rank, ""))
+        message = f"gRPC job {_describe(program)} failed: {job.describe_end()}; the other tasks were stopped."
+        if traceback:
+            message += f"\nTraceback of {layout.task_name(rank)}:\n{traceback}"
+        raise MPIJobError(message, rank, layout.task_name(rank), status, traceback, reports, stdout, stderr)
+    if status != 0:
+        raise job_error(_describe(program), layout, status, reports, stdout, stderr, stderr_by_rank, flavor)
     return JobResult(layout, reports, stdout, stderr, wall_s, last_progress)
+
+
+def _unit(transport):
+    return "tasks" if transport == "grpc" else "ranks"
+
+
+def _untag(text, flavor, layout):
+    """``(text without rank or task tags, {rank: its lines})``."""
+    if flavor != "tasks":
+        return untag(text, flavor)
+    from ..task_processes import untag as untag_tasks
+
+    return untag_tasks(text, layout)
 
 
 def _describe(program):
     return repr(program) if isinstance(program, str) else _function_spec(program)[0]
 
 
-def _command(ps, workers, ranks, argv):
-    """``(command, env, layout)``; the output is tagged with ranks (:data:`~dfcore.mpi.env.RANK_TAG_FLAGS`)."""
+def _command(ps, workers, ranks, argv, transport):
+    """``(command, env, layout)``; MPI's output is tagged with ranks (:data:`~dfcore.mpi.env.RANK_TAG_FLAGS`).
+    With ``"grpc"``: ``(argv after python, this process's environment, layout)``."""
     from ..launch import command_and_env  # here: dfcore.launch must not be imported with the package
 
     options = (["--ps", str(ps)] if ps else []) + ([] if workers is None else ["--workers", str(workers)]) \
-        + ([] if ranks is None else ["-n", str(ranks)])
+        + ([] if ranks is None else ["-n", str(ranks)]) + (["--grpc"] if transport == "grpc" else [])
     try:
         command, env, _ = command_and_env(options + ["--"] + argv)
     except SystemExit:
         raise ValueError(f"not a valid job layout: ps={ps}, workers={workers}, ranks={ranks}") from None
+    layout = Layout.from_json(env[CLUSTER_ENV])
+    if transport == "grpc":
+        return command, dict(os.environ), layout
     command = command[:1] + list(RANK_TAG_FLAGS.get(mpi_flavor(command[0]), ())) + command[1:]
-    return command, env, Layout.from_json(env[CLUSTER_ENV])
+    return command, env, layout
 
 
 def _program_argv(program, args, module, results):
@@ -262,27 +302,29 @@ def call_in_rank():
 _DEADLINE = "deadline"
 
 
-def _watch(process, deadline, results, layout, show, pids, departures):
+def _watch(job, deadline, results, layout, show, transport):
     """Poll until the job exits (None), the deadline passes (:data:`_DEADLINE`) or a rank has left early
-    (its :class:`~dfcore.mpi.departures.Departure`), updating the bar (and ``pids``, if given, until every
-    rank is in it: :func:`~dfcore.mpi.processes.find_descendants`)."""
+    (its :class:`~dfcore.mpi.departures.Departure`), updating the bar (and, for MPICH, the job's pids until
+    every rank is among them: :func:`~dfcore.mpi.processes.find_descendants`)."""
     bar = None
     if show:
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=layout.size, unit="ranks", desc=f"MPI job {layout.jobs}")
+        kind = "gRPC" if transport == "grpc" else "MPI"
+        bar = tqdm(total=layout.size, unit=_unit(transport), desc=f"{kind} job {layout.jobs}")
+    pids = getattr(job, "known", None)
     try:
-        while process.poll() is None:
+        while job.poll() is None:
             now = time.monotonic()
             if now >= deadline:
                 return _DEADLINE
-            departure = departures.overdue()
+            departure = job.overdue()
             if departure is not None:
                 return departure
             if bar is not None:
                 _update(bar, results, layout.size)
             if pids is not None and sum(rank is not None for rank, _ in pids.values()) < layout.size:
-                find_descendants(process.pid, pids)
+                find_descendants(job.process.pid, pids)
             time.sleep(min(_POLL_S, deadline - now))
         if bar is not None:
             _update(bar, results, layout.size)

@@ -151,3 +151,33 @@ def kill_found(pids, grace_s=2.0):
     _kill_until_gone(lambda: [pid for pid, (_, started) in pids.items()
                               if (fields := proc_stat(pid)) is not None and fields[0] != "Z" and fields[19] == started],
                      grace_s)
+
+
+class MPIJob:
+    """An ``mpiexec`` job as the launchers watch it (:func:`dfcore.launch.supervise`, ``run_job``): the
+    same methods as :class:`dfcore.task_processes.TaskJob`.
+
+    Args:
+        process: ``mpiexec``'s ``Popen`` (from :func:`start_job`).
+        departures: the job's :class:`~dfcore.mpi.departures.DepartureWatch`.
+        known: ``{pid: (rank, start time)}`` to fill while the job runs (MPICH: :func:`find_descendants`), or None.
+    """
+
+    def __init__(self, process, departures, known=None):
+        self.process, self.departures, self.known = process, departures, known
+
+    def poll(self):
+        """``mpiexec``'s exit status, or None while it runs."""
+        return self.process.poll()
+
+    def overdue(self):
+        """Why the job must end now (a rank left early: :mod:`dfcore.mpi.departures`), or None."""
+        return self.departures.overdue()
+
+    def alive(self):
+        """The number of ranks still running (from ``/proc``)."""
+        return len(live_ranks(self.process.pid))
+
+    def kill(self):
+        """End every process of the job that still runs, orphans included (:func:`kill_job`)."""
+        kill_job(self.process, self.known)

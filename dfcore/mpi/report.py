@@ -39,11 +39,14 @@ from .env import RANK_VARIABLES
 
 #: The environment variable naming the directory the ranks write their reports into.
 RESULTS_ENV = "DFCORE_RESULTS_DIR"
+#: The rank of a task started as a plain process (``python -m dfcore.launch --grpc``), not by MPI.
+TASK_RANK_ENV = "DFCORE_TASK_RANK"
 
 
 def current_rank():
-    """This process's rank in ``MPI_COMM_WORLD`` (0 for a process started without ``mpiexec``)."""
-    for name in RANK_VARIABLES:
+    """This process's rank in ``MPI_COMM_WORLD``, or the task number a gRPC job's launcher gave it
+    (``DFCORE_TASK_RANK``); 0 for a process started otherwise."""
+    for name in (TASK_RANK_ENV, *RANK_VARIABLES):
         if os.environ.get(name, "").isdigit():
             return int(os.environ[name])
     mpi = sys.modules.get("mpi4py.MPI")

@@ -32,6 +32,7 @@ and checkpoint keys through ``save/SaveV2``'s inputs. ``save()`` also writes
 ``<prefix>.meta``, the graph's ``MetaGraphDef`` (:mod:`dfcore.framework.meta_graph`).
 """
 
+import logging
 import os
 import re
 import time
@@ -46,6 +47,8 @@ from ..framework.protos import MetaGraphDef, SaverDef
 from ..ops import array_ops, constant_op, control_flow_ops, state_ops, variables
 from ..runtime.session import BaseSession
 from . import checkpoint_format, checkpoint_management, file_io, graph_io, save_op, training_util
+
+_LOG = logging.getLogger(__name__)
 
 
 class Saver:
@@ -277,6 +280,7 @@ class Saver:
             raise ValueError("Can't load save_path when it is None.")
         if not checkpoint_management.checkpoint_exists(save_path):
             raise ValueError(f"The passed save_path is not a valid checkpoint: {save_path}")
+        _LOG.info("Restoring parameters from %s", save_path)  # TF's Saver.restore logs this line
         with checkpoint_format.CheckpointReader(save_path) as reader:
             feed = {}
             for key, (ref, placeholder, assign) in self._entries.items():

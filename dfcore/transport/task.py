@@ -8,12 +8,22 @@ with their transport.
 """
 
 import itertools
+import logging
 import threading
+import time
 
+from .. import errors
 from ..distribute.cluster_runtime import ClusterResources
 from ..runtime.device_set import DeviceSet, passes_device_filters
 from .rendezvous import StepTable
 from .service import TaskState, WorkerService
+
+#: Seconds between the "still waiting" lines of a session whose tasks are not all up (TF's master: 10 s).
+STILL_WAITING_LOG_S = 10.0
+#: Seconds between two ``get_status`` requests to a task that is not up yet.
+RETRY_S = 0.2
+# TF's C++ master logs the line at INFO, which TF shows by default; dfcore's default verbosity is WARN.
+_LOG = logging.getLogger("dfcore.transport")
 
 
 class TaskRuntime:
@@ -61,25 +71,57 @@ class TaskRuntime:
         """The devices of this task and of every task matching ``device_filters``, in rank order.
 
         Each task is asked once with ``get_status``. Source: ``device_filters`` in TF's
-        ``core/protobuf/config.proto`` (a session's master contacts only the matching tasks).
+        ``core/protobuf/config.proto`` (a session's master contacts only the matching tasks). A task that
+        is not up yet but may come (a gRPC server not started: ``transport.gone`` is False) is asked again
+        every :data:`RETRY_S` seconds until ``timeout_s``, and every :data:`STILL_WAITING_LOG_S` seconds
+        the ``dfcore`` logger says so in TF's words (``CreateSession still waiting for response from
+        worker: /job:ps/replica:0/task:0``; TF's master logs it at that period, ``master.cc``).
 
         Args:
-            timeout_s: seconds to wait for each task's reply.
+            timeout_s: seconds to wait for the tasks' replies, all together.
             device_filters: partial device names (``"/job:ps"``, ``"/job:worker/task:1"``); empty = all.
         Raises:
-            DeadlineExceededError: a task did not answer within ``timeout_s``.
-            UnavailableError: a task has exited.
+            DeadlineExceededError: a task did not answer within ``timeout_s`` (names it).
+            UnavailableError: a task has exited and cannot come back (an MPI rank).
         """
         own = self.task_name()
         ranks = [r for r in range(self.layout.size) if passes_device_filters(self.task_name(r), device_filters, own)]
         with self._lock:
             missing = [r for r in ranks if r != self.rank and r not in self._task_devices]
-            futures = {r: self.transport.request(r, "get_status") for r in missing}
-            for rank in missing:
-                self._task_devices[rank] = self.transport.wait(futures[rank], timeout_s,
-                                                               f"get_status of {self.task_name(rank)}")
+            self._task_devices.update(self._ask_until_up(missing, timeout_s))
         devices = []
         for rank in ranks:
             found = self.devices if rank == self.rank else self._task_devices[rank]
             devices.extend(d for d in found if passes_device_filters(d.name, device_filters, own))
         return devices
+
+    def _ask_until_up(self, ranks, timeout_s):
+        """``{rank: devices}`` of ``ranks`` from their ``get_status`` replies, asking again those not up yet."""
+        start = time.monotonic()
+        deadline, next_log = start + timeout_s, start + STILL_WAITING_LOG_S
+        replies, pending = {}, list(ranks)
+        while True:
+            futures = {r: self.transport.request(r, "get_status") for r in pending}
+            for rank, future in futures.items():
+                try:
+                    replies[rank] = self.transport.wait(future, max(0.0, deadline - time.monotonic()),
+                                                        f"get_status of {self.task_name(rank)}")
+                except errors.UnavailableError:
+                    if self.transport.gone(rank):
+                        raise
+                except errors.DeadlineExceededError:
+                    pass  # reported below, naming every task that did not answer
+            pending = [r for r in pending if r not in replies]
+            now = time.monotonic()
+            if not pending:
+                return replies
+            if now >= deadline:
+                raise errors.DeadlineExceededError(
+                    None, None, f"CreateSession: no response from {', '.join(map(self.task_name, pending))} within "
+                    f"{timeout_s:g} s; is each of those tasks' processes running its tf.train.Server? (Set "
+                    "ConfigProto(device_filters=[...]) so that a session waits only for the tasks it uses.)")
+            if now >= next_log:
+                for rank in pending:
+                    _LOG.warning("CreateSession still waiting for response from worker: %s", self.task_name(rank))
+                next_log = now + STILL_WAITING_LOG_S
+            time.sleep(min(RETRY_S, deadline - now))

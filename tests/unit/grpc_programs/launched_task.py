@@ -1,0 +1,34 @@
+"""Task program for the gRPC launcher's tests: what a task was told, then a chosen behaviour.
+
+Usage: ``launched_task.py BEHAVIOUR [MARKER] [launcher flags ...]``. Every task prints and reports its
+``TF_CONFIG`` task, the cluster and its extra command-line words, and reports progress 1/1. Then, by
+BEHAVIOUR: ``end`` — every task ends, the chief (worker 0) once every task has reported; ``serve`` —
+ps tasks wait (60 s at most, as a ps in ``join``) and workers end; ``raise`` — worker 1 raises
+ValueError, the others wait; ``hang`` — every task waits. MARKER, an unused word, lets a test find the processes.
+"""
+
+import os
+import sys
+import time
+
+import dfcore as tf
+from dfcore.mpi.report import progress, report
+
+behaviour = sys.argv[1]
+resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
+print(f"I am {resolver.task_type}:{resolver.task_id} at {resolver.master()}", flush=True)
+report(task=(resolver.task_type, resolver.task_id), cluster=resolver.cluster_spec().as_dict(), argv=sys.argv[2:],
+       pid=os.getpid())
+progress(1, 1, "tasks")
+if behaviour == "raise" and (resolver.task_type, resolver.task_id) == ("worker", 1):
+    raise ValueError("launched_task: worker 1 fails on purpose")
+everyone = sum(len(tasks) for tasks in resolver.cluster_spec().as_dict().values())
+results = os.environ.get("DFCORE_RESULTS_DIR")
+give_up = time.monotonic() + 30.0
+while behaviour == "end" and resolver.task_id == 0 and resolver.task_type == "worker" and results and \
+        sum(name.endswith(".pkl") for name in os.listdir(results)) < everyone and time.monotonic() < give_up:
+    time.sleep(0.02)
+waits = {"serve": resolver.task_type == "ps", "raise": True, "hang": True, "end": False}[behaviour]
+give_up = time.monotonic() + 60.0
+while waits and time.monotonic() < give_up:
+    time.sleep(0.05)
