@@ -34,6 +34,7 @@ from dfcore.examples.digits_data import fit_full_batches, load_digits_split
 from dfcore.examples.pipeline_bubble import flow_shop_bubble, measured_bubble, predicted_bubble, stage_times
 from dfcore.examples.staged_mlp import DEFAULT_LAYERS, StagedMLP, build_staged_mlp
 from dfcore.runtime.cost_model import PCIE_3_X16, ring_allreduce_time_s, transfer_time_s
+from dfcore.runtime.grappler import no_rewrite_session_config
 from dfcore.runtime.step_trace import machine_for
 
 NUM_GPUS = 4
@@ -80,8 +81,10 @@ class StepReport:
 
 
 def session_config(num_gpus: int = NUM_GPUS) -> Any:
-    """One CPU and ``num_gpus`` simulated GPUs (Tesla K20m, the default profile)."""
-    return tf.ConfigProto(device_count={"CPU": 1, "GPU": num_gpus})
+    """One CPU and ``num_gpus`` simulated GPUs (Tesla K20m, the default profile), with the graph run as built:
+    TF's no-rewrite test config (:func:`~dfcore.runtime.grappler.no_rewrite_session_config`), so every placement
+    places the nodes the model builds (no ``_FusedMatMul`` from the remapper; lesson 01 shows the optimizer)."""
+    return no_rewrite_session_config(tf.ConfigProto(device_count={"CPU": 1, "GPU": num_gpus}))
 
 
 def build(placement: str, micro_batches: int = 1, num_stages: int = NUM_GPUS, **kwargs: Any) -> StagedMLP:
