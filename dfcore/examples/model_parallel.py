@@ -17,6 +17,9 @@ devices and each device's peak memory (the StepStats allocator records), then tr
 With ``--micro-batches M`` the hand placement runs GPipe's schedule (:mod:`~dfcore.examples.staged_mlp`) and
 the bubble, the share of the N stage devices' time they sit idle within the pipeline, is printed predicted
 ``(N − 1) / (M + N − 1)`` (Huang et al., GPipe, NeurIPS 2019, §2.2) and measured on the simulated timeline.
+
+Every session runs the graph as built (TF's no-rewrite test config, :func:`session_config`): the placements
+are compared on the nodes the model builds, without the graph optimizer's fusions.
 """
 
 from __future__ import annotations
