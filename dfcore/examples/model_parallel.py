@@ -17,6 +17,9 @@ devices and each device's peak memory (the StepStats allocator records), then tr
 With ``--micro-batches M`` the hand placement runs GPipe's schedule (:mod:`~dfcore.examples.staged_mlp`) and
 the bubble, the share of the N stage devices' time they sit idle within the pipeline, is printed predicted
 ``(N − 1) / (M + N − 1)`` (Huang et al., GPipe, NeurIPS 2019, §2.2) and measured on the simulated timeline.
+
+Every session runs the graph as built (TF's no-rewrite test config, :func:`session_config`): the placements
+are compared on the nodes the model builds, without the graph optimizer's fusions.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from dfcore.examples.digits_data import fit_full_batches, load_digits_split
 from dfcore.examples.pipeline_bubble import flow_shop_bubble, measured_bubble, predicted_bubble, stage_times
 from dfcore.examples.staged_mlp import DEFAULT_LAYERS, StagedMLP, build_staged_mlp
 from dfcore.runtime.cost_model import PCIE_3_X16, ring_allreduce_time_s, transfer_time_s
+from dfcore.runtime.grappler import no_rewrite_session_config
 from dfcore.runtime.step_trace import machine_for
 
 NUM_GPUS = 4
@@ -80,8 +84,10 @@ class StepReport:
 
 
 def session_config(num_gpus: int = NUM_GPUS) -> Any:
-    """One CPU and ``num_gpus`` simulated GPUs (Tesla K20m, the default profile)."""
-    return tf.ConfigProto(device_count={"CPU": 1, "GPU": num_gpus})
+    """One CPU and ``num_gpus`` simulated GPUs (Tesla K20m, the default profile), with the graph run as built:
+    TF's no-rewrite test config (:func:`~dfcore.runtime.grappler.no_rewrite_session_config`), so every placement
+    places the nodes the model builds (no ``_FusedMatMul`` from the remapper; lesson 01 shows the optimizer)."""
+    return no_rewrite_session_config(tf.ConfigProto(device_count={"CPU": 1, "GPU": num_gpus}))
 
 
 def build(placement: str, micro_batches: int = 1, num_stages: int = NUM_GPUS, **kwargs: Any) -> StagedMLP:
