@@ -284,6 +284,13 @@ def cluster_for_target(target: str) -> tuple[InProcessCluster, str]:
     return entry
 
 
+def serves(target: str) -> bool:
+    """True when a running in-process server has the address of ``target`` (``grpc://<address>`` or the address)."""
+    address = target[len("grpc://"):] if target.startswith("grpc://") else target
+    with _LOCK:
+        return address in _ADDRESSES
+
+
 def cluster_of(server: Server) -> InProcessCluster | None:
     """The :class:`InProcessCluster` a running ``server`` belongs to (None once it stopped)."""
     with _LOCK:

@@ -13,20 +13,33 @@
   messages for each kind), :mod:`~dfcore.transport.grpc_master` (the MasterService and remote sessions).
 """
 
+import json
 import os
 import sys
 
+from .. import errors
+from ..distribute import cluster_runtime
 from ..distribute.cluster import TaskBackend, register_task_backend
 from ..runtime import session_targets
 
 #: The environment variable choosing where ``tf.train.Server`` runs its task: ``grpc`` (a real gRPC server in
-#: this process, as TensorFlow; see :mod:`dfcore.transport.grpc_server`) or unset (dfcore's in-process cluster).
+#: this process, as TensorFlow; see :mod:`dfcore.transport.grpc_server`) or ``in_process`` (dfcore's in-process
+#: cluster, where a lesson runs every task in one kernel). Unset: gRPC when ``TF_CONFIG`` names a cluster (a
+#: task started as TensorFlow's are), in-process otherwise.
 SERVERS_ENV = "DFCORE_SERVERS"
 
 
 def grpc_enabled() -> bool:
-    """True when ``tf.train.Server`` listens with gRPC in this process (``DFCORE_SERVERS=grpc``)."""
-    return os.environ.get(SERVERS_ENV, "").strip().lower() == "grpc"
+    """True when ``tf.train.Server`` listens with gRPC in this process: ``DFCORE_SERVERS=grpc``, or
+    ``DFCORE_SERVERS`` unset and a ``TF_CONFIG`` with a ``cluster`` in the environment."""
+    choice = os.environ.get(SERVERS_ENV, "").strip().lower()
+    if choice:
+        return choice == "grpc"
+    try:
+        tf_config = json.loads(os.environ.get("TF_CONFIG") or "{}")
+    except ValueError:
+        return False  # TFConfigClusterResolver reports a malformed TF_CONFIG
+    return isinstance(tf_config, dict) and bool(tf_config.get("cluster"))
 
 
 def _grpc_server():
@@ -37,9 +50,24 @@ def _grpc_server():
 
 
 def _resolve(target, config):
-    if not target.startswith("grpc://") or not (grpc_enabled() or f"{__name__}.grpc_server" in sys.modules):
+    """A ``grpc://`` target: this process's own gRPC task, a server of the in-process cluster (None: its resolver
+    binds it), else the master of a cluster listening at that address (a notebook attaching by address)."""
+    if not target.startswith("grpc://"):
         return None
-    return _grpc_server().resolve(target, config)
+    if grpc_enabled() or f"{__name__}.grpc_server" in sys.modules:
+        binding = _grpc_server().resolve(target, config)
+        if binding is not None:
+            return binding
+    if cluster_runtime.serves(target):
+        return None
+    try:
+        return _grpc_server().remote_master(target, config)
+    except errors.UnavailableError as error:
+        raise errors.UnavailableError(
+            None, None, f"No in-process server is running at {target}, and no gRPC server answered there "
+            f"({error.message}). Start a tf.train.Server for that address in this process, or a task listening "
+            f"there (DFCORE_SERVERS=grpc or TF_CONFIG in its environment, or python -m dfcore.launch --grpc)."
+        ) from None
 
 
 register_task_backend(TaskBackend(grpc_enabled, lambda server: _grpc_server().start_task(server),

@@ -145,8 +145,17 @@ def resolve(target, config):
     if runtime is not None:
         return TaskBinding(runtime, runtime.task_name(), config)
     if grpc_enabled():
-        from .grpc_master import RemoteMasterBinding
-
-        return RemoteMasterBinding(target, config)
+        return remote_master(target, config)
     return None
+
+
+def remote_master(target, config):
+    """A binding that runs every ``Session.run`` on the master listening at ``target`` (TF's ``GrpcSession``).
+
+    Raises:
+        UnavailableError: nothing answers there.
+    """
+    from .grpc_master import RemoteMasterBinding
+
+    return RemoteMasterBinding(target, config)
 

@@ -6,6 +6,7 @@ equal to the in-process run; step stats of every task in ``RunMetadata``; bindin
 names). Task programs: ``tests/unit/grpc_programs/task.py``; every process is killed at the end of its test.
 """
 
+import json
 import socket
 import threading
 import time
@@ -16,7 +17,7 @@ from grpc_cluster import Cluster, cluster_dict
 from grpc_model import build_model, feed_values
 
 import dfcore as tf
-from dfcore.transport import SERVERS_ENV
+from dfcore.transport import SERVERS_ENV, grpc_enabled
 from dfcore.transport.grpc_server import free_ports
 
 pytestmark = pytest.mark.timeout(120)
@@ -54,7 +55,9 @@ def test_a_worker_process_runs_steps_on_the_ps_process_as_in_one_process():
 
 
 def test_a_session_in_another_process_attaches_by_address(monkeypatch):
-    monkeypatch.setenv(SERVERS_ENV, "grpc")
+    # the client (a notebook, say) sets nothing: an address no in-process server has is a cluster's master
+    monkeypatch.delenv(SERVERS_ENV, raising=False)
+    monkeypatch.delenv("TF_CONFIG", raising=False)
     with Cluster(cluster_dict()) as cluster:
         cluster.start("ps", 0, "serve").ready()
         cluster.start("worker", 0, "serve").ready()
@@ -79,6 +82,30 @@ def test_a_session_in_another_process_attaches_by_address(monkeypatch):
     np.testing.assert_allclose(w, ref_w, rtol=1e-6)
     assert "/job:ps/replica:0/task:0/device:CPU:0" in names and any(n.startswith("/job:worker") for n in names)
     assert metadata.step_stats.dev_stats, "the master's RunMetadata comes back to the client"
+
+
+def test_servers_listen_with_grpc_when_asked_or_when_tf_config_names_a_cluster(monkeypatch):
+    monkeypatch.delenv(SERVERS_ENV, raising=False)
+    monkeypatch.delenv("TF_CONFIG", raising=False)
+    assert not grpc_enabled()  # a lesson's servers share one kernel
+    tf_config = json.dumps({"cluster": {"worker": ["localhost:2222"]}, "task": {"type": "worker", "index": 0}})
+    monkeypatch.setenv("TF_CONFIG", tf_config)
+    assert grpc_enabled()  # a task started as TensorFlow's are
+    monkeypatch.setenv(SERVERS_ENV, "in_process")
+    assert not grpc_enabled()
+    monkeypatch.setenv(SERVERS_ENV, "grpc")
+    monkeypatch.setenv("TF_CONFIG", "{not json")
+    assert grpc_enabled()
+    monkeypatch.delenv(SERVERS_ENV)
+    assert not grpc_enabled()
+
+
+def test_an_address_nothing_serves_is_unavailable_with_both_reasons(monkeypatch):
+    monkeypatch.delenv(SERVERS_ENV, raising=False)
+    port = free_ports(1)[0]
+    with pytest.raises(tf.errors.UnavailableError, match=f"No in-process server is running at grpc://127.0.0.1:{port}, "
+                                                         "and no gRPC server answered there"):
+        tf.Session(f"grpc://127.0.0.1:{port}")
 
 
 def test_server_target_and_local_server_listen_on_loopback(monkeypatch):
