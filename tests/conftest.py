@@ -14,9 +14,9 @@ from dfcore.eager import context as eager_context
 
 THREAD_JOIN_TIMEOUT_S = 2.0
 
-# Rank programs, started by the MPI tests with mpiexec: never collected or imported by pytest itself
-# (`make test` passes --doctest-modules, which would import them).
-collect_ignore_glob = ["unit/mpi_programs/*.py"]
+# Rank programs started by the MPI tests with mpiexec, and task programs the gRPC tests start as processes: never
+# collected or imported by pytest itself (`make test` passes --doctest-modules, which would import them).
+collect_ignore_glob = ["unit/mpi_programs/*.py", "unit/grpc_programs/*.py"]
 
 
 @pytest.fixture(autouse=True)
