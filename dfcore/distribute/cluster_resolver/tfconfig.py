@@ -41,9 +41,8 @@ class TFConfigClusterResolver(ClusterResolver):
     Args:
         task_type, task_id, rpc_layer, environment: override ``TF_CONFIG``'s values.
 
-    >>> os.environ["TF_CONFIG"] = '{"cluster": {"ps": ["localhost:2222"]}, "task": {"type": "ps", "index": 0}}'
-    >>> TFConfigClusterResolver().master(rpc_layer="grpc")   # doctest: +SKIP
-    'grpc://localhost:2222'
+    In a process started with ``TF_CONFIG='{"cluster": {"ps": ["localhost:2222"]}, "task": {"type": "ps",
+    "index": 0}}'``, ``TFConfigClusterResolver().master(rpc_layer="grpc")`` is ``'grpc://localhost:2222'``.
     """
 
     def __init__(self, task_type: str | None = None, task_id: int | None = None, rpc_layer: str | None = None,
