@@ -97,7 +97,7 @@ def test_run_job_asks_the_launcher_to_tag_lines_with_ranks(monkeypatch, flavor, 
     monkeypatch.setattr(job_lib, "mpi_flavor", lambda mpiexec: flavor)
     monkeypatch.setattr(env_lib, "mpi_flavor", lambda mpiexec: flavor)
     monkeypatch.setattr(env_lib, "find_mpiexec", lambda path=None: "/opt/mpi/bin/mpiexec")
-    command, _, layout = job_lib._command(1, 3, None, ["train.py"])
+    command, _, layout = job_lib._command(1, 3, None, ["train.py"], "mpi")
     assert command[:1 + len(flags)] == ["/opt/mpi/bin/mpiexec", *flags] and command[1 + len(flags)] == "-n"
     assert layout.jobs == {"ps": 1, "worker": 3}
 
