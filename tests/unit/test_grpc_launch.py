@@ -15,6 +15,7 @@ import time
 import uuid
 
 import pytest
+from process_checks import processes_with
 
 import dfcore as tf
 from dfcore import launch, task_processes
@@ -22,26 +23,6 @@ from dfcore.mpi.job import MPIJobError, run_job
 from dfcore.mpi.world import Layout
 
 PROGRAM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "grpc_programs", "launched_task.py")
-
-
-def alive(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (FileNotFoundError, IndexError):
-        return False
-
-
-def processes_with(marker):
-    pids = []
-    for name in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{name}/cmdline", "rb") as f:
-                if marker.encode() in f.read() and alive(int(name)):
-                    pids.append(int(name))
-        except OSError:
-            pass
-    return pids
 
 
 def gone_within(marker, seconds):

@@ -16,6 +16,7 @@ import uuid
 
 import numpy as np
 import pytest
+from process_checks import alive, processes_with
 
 pytest.importorskip("mpi4py", reason="the MPI job tests need mpi4py (pip install 'dfcore[mpi]')")
 
@@ -33,19 +34,6 @@ PROGRAMS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mpi_program
 
 def program(name):
     return os.path.join(PROGRAMS, name)
-
-
-def alive(pid):
-    """Whether ``pid`` is a running process (a zombie is dead: it only waits to be reaped)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 @pytest.mark.timeout(60)
@@ -118,19 +106,6 @@ def test_a_rank_killed_by_sigkill_ends_the_job_within_5_s_naming_the_rank():
     assert (error.rank, error.task) == (3, "/job:worker/replica:0/task:3")
     assert "rank 3 (/job:worker/replica:0/task:3) was killed by signal 9 (SIGKILL)" in error.message
     assert error.exit_status != 0 and f"exit status {error.exit_status}" in error.message
-
-
-def processes_with(marker):
-    """Pids of the running processes whose command line contains ``marker`` (``pgrep -f``, from ``/proc``)."""
-    pids = []
-    for name in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{name}/cmdline", "rb") as f:
-                if marker.encode() in f.read() and alive(int(name)):
-                    pids.append(int(name))
-        except OSError:
-            pass
-    return pids
 
 
 @contextlib.contextmanager
