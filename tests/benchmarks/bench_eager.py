@@ -12,6 +12,7 @@ import statistics
 
 import numpy as np
 from _timing import checked_graph_step, interleaved_samples_s, median_ratio, one_blas_thread, report
+from bench_executor_overhead import numpy_chain
 from bench_mlp_step import LEARNING_RATE, build_graph_step, make_problem, naive_numpy_step
 
 import dfcore as tf
@@ -29,13 +30,6 @@ def eager_chain(x, one, length=CHAIN_LENGTH):
     return y
 
 
-def numpy_chain(x0, one, length=CHAIN_LENGTH):
-    y = x0
-    for _ in range(length):
-        y = np.add(y, one)
-    return y
-
-
 def chain_rows():
     """Per-op microseconds of the chain: eager, no-rewrite Session.run, tf.function (default optimizer), numpy."""
     x0 = np.zeros([1], np.float32)
@@ -48,12 +42,12 @@ def chain_rows():
     with eager_mode():
         x, one = tf.constant(x0), tf.constant(one_np)
         compiled = tf.function(lambda x: eager_chain(x, one))  # `one` captured: a constant the optimizer can fold
-        expected = numpy_chain(x0, one_np)
+        expected = numpy_chain(x0, one_np, CHAIN_LENGTH)
         for got in (eager_chain(x, one).numpy(), sess.run(gy, {gx: x0}), compiled(x).numpy()):
             np.testing.assert_array_equal(got, expected)  # same work, else the ratios mean nothing
         eager_t, graph_t, function_t, numpy_t = interleaved_samples_s(
             [lambda: eager_chain(x, one), lambda: sess.run(gy, {gx: x0}), lambda: compiled(x),
-             lambda: numpy_chain(x0, one_np)], REPEATS)
+             lambda: numpy_chain(x0, one_np, CHAIN_LENGTH)], REPEATS)
     sess.close()
     per_op = [statistics.median(t) / CHAIN_LENGTH * 1e6 for t in (eager_t, graph_t, function_t, numpy_t)]
     return [(f"eager, per op (chain of {CHAIN_LENGTH} scalar adds)", per_op[0], "us"),
