@@ -4,7 +4,7 @@ Usage: ``launched_task.py BEHAVIOUR [MARKER] [launcher flags ...]``. Every task 
 ``TF_CONFIG`` task, the cluster and its extra command-line words, and reports progress 1/1. Then, by
 BEHAVIOUR: ``end`` — every task ends, the chief (worker 0) once every task has reported; ``serve`` —
 ps tasks wait (60 s at most, as a ps in ``join``) and workers end, the chief once every task has printed
-(and it removes their files); ``raise`` — worker 1 raises ValueError, the others wait; ``hang`` — every
+(and it removes their files); ``raise`` — worker 1 raises ValueError once every task has reported, the others wait; ``hang`` — every
 task waits. MARKER, an unused word, lets a test find the processes.
 """
 
@@ -27,14 +27,24 @@ if behaviour == "serve":
 report(task=(resolver.task_type, resolver.task_id), cluster=resolver.cluster_spec().as_dict(), argv=sys.argv[2:],
        pid=os.getpid())
 progress(1, 1, "tasks")
-if behaviour == "raise" and (resolver.task_type, resolver.task_id) == ("worker", 1):
-    raise ValueError("launched_task: worker 1 fails on purpose")
 everyone = sum(len(tasks) for tasks in resolver.cluster_spec().as_dict().values())
 results = os.environ.get("DFCORE_RESULTS_DIR")
+
+
+def wait_for_every_report() -> None:
+    """Wait (30 s at most) until every task's report file is in the launcher's results directory."""
+    give_up = time.monotonic() + 30.0
+    while results and sum(name.endswith(".pkl") for name in os.listdir(results)) < everyone and \
+            time.monotonic() < give_up:
+        time.sleep(0.02)
+
+
+if behaviour == "raise" and (resolver.task_type, resolver.task_id) == ("worker", 1):
+    wait_for_every_report()  # so that the launcher's partial reports hold every other task's
+    raise ValueError("launched_task: worker 1 fails on purpose")
+if behaviour == "end" and (resolver.task_type, resolver.task_id) == ("worker", 0):
+    wait_for_every_report()
 give_up = time.monotonic() + 30.0
-while behaviour == "end" and resolver.task_id == 0 and resolver.task_type == "worker" and results and \
-        sum(name.endswith(".pkl") for name in os.listdir(results)) < everyone and time.monotonic() < give_up:
-    time.sleep(0.02)
 chief = (resolver.task_type, resolver.task_id) == ("worker", 0)
 tasks = [(job, i) for job, addresses in resolver.cluster_spec().as_dict().items() for i in range(len(addresses))]
 while behaviour == "serve" and chief and time.monotonic() < give_up and not all(
