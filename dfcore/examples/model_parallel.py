@@ -1,7 +1,7 @@
 """Model parallelism and GPipe pipelining: a deep MLP on the digits with its layers split over 4 simulated GPUs.
 
 Run: ``python -m dfcore.examples.model_parallel [--micro-batches M] [--epochs 8]``. For each placement it prints
-one traced step on the simulated clock (Tesla K20m GPUs on PCIe 3.0): its step time, the bytes that crossed
+one traced step on the simulated clock (Tesla K20m GPUs on PCIe 2.0): its step time, the bytes that crossed
 devices and each device's peak memory (the StepStats allocator records), then trains and prints
 ``test_accuracy=<value>``. Placements:
 
@@ -36,7 +36,7 @@ import dfcore as tf
 from dfcore.examples.digits_data import fit_full_batches, load_digits_split
 from dfcore.examples.pipeline_bubble import flow_shop_bubble, measured_bubble, predicted_bubble, stage_times
 from dfcore.examples.staged_mlp import DEFAULT_LAYERS, StagedMLP, build_staged_mlp
-from dfcore.runtime.cost_model import PCIE_3_X16, ring_allreduce_time_s, transfer_time_s
+from dfcore.runtime.cost_model import PCIE_2_X16, ring_allreduce_time_s, transfer_time_s
 from dfcore.runtime.grappler import no_rewrite_session_config
 from dfcore.runtime.step_trace import machine_for
 
@@ -200,7 +200,7 @@ def data_parallel_estimate(layers: Sequence[int] = DEFAULT_LAYERS, batch_size: i
     replica = measure("one_gpu", batch=(data.x_train[:rows], data.y_train[:rows]), layers=layers, batch_size=rows,
                       seed=seed)
     gradient_bytes = sum((fan_in + 1) * fan_out * 4 for fan_in, fan_out in zip(layers, layers[1:]))
-    return DataParallelEstimate(replica.step_s, ring_allreduce_time_s(gradient_bytes, num_gpus, PCIE_3_X16),
+    return DataParallelEstimate(replica.step_s, ring_allreduce_time_s(gradient_bytes, num_gpus, PCIE_2_X16),
                                 gradient_bytes)
 
 

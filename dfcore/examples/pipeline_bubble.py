@@ -5,7 +5,7 @@ their backward passes. With every stage taking the same time per micro-batch and
 is idle ``(N − 1) / (M + N − 1)`` of the time: :func:`predicted_bubble`.
 
 Real stages differ (the last one also computes the loss; the first computes no gradient for the input), and
-each hand-off is a transfer over a link (latency + bytes / bandwidth, PCIe 3.0 between simulated GPUs).
+each hand-off is a transfer over a link (latency + bytes / bandwidth, PCIe 2.0 between the simulated K20m GPUs).
 :func:`flow_shop_bubble` takes both into account. Each phase is a flow shop of M identical jobs through the
 stages with the N − 1 links as extra stages, and such a shop takes ``Σ stage times + (M − 1) · max stage time``
 (every job follows the slowest stage after the first). Forward phase ``F = Σ f_s + (N − 1) t + (M − 1) ·

@@ -38,10 +38,21 @@ from ..ops import op_costs
 
 
 @dataclasses.dataclass(frozen=True)
+class LinkProfile:
+    """A link between two devices: bandwidth (bytes/s, may be ``math.inf``) and latency (s)."""
+
+    name: str
+    bandwidth_Bps: float
+    latency_s: float
+
+
+@dataclasses.dataclass(frozen=True)
 class DeviceProfile:
     """A device's speed: peak fp32 FLOP/s, memory bandwidth (bytes/s), memory size
     (bytes) and the fixed cost of launching one op (s). ``name`` is what the placement
-    log prints (``name: Tesla K20m``); ``device_type`` is ``"CPU"`` or ``"GPU"``."""
+    log prints (``name: Tesla K20m``); ``device_type`` is ``"CPU"`` or ``"GPU"``. ``host_bus``:
+    the link the board sits on (a GPU's PCIe generation), which copies to and from it cross
+    inside one task unless the machine names another link; None for the host itself."""
 
     name: str
     device_type: str
@@ -49,15 +60,7 @@ class DeviceProfile:
     mem_bandwidth_Bps: float
     memory_bytes: int
     launch_overhead_s: float
-
-
-@dataclasses.dataclass(frozen=True)
-class LinkProfile:
-    """A link between two devices: bandwidth (bytes/s, may be ``math.inf``) and latency (s)."""
-
-    name: str
-    bandwidth_Bps: float
-    latency_s: float
+    host_bus: LinkProfile | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,14 +71,31 @@ class OpCost:
     bytes_accessed: int
 
 
+# PCI-SIG PCIe 3.0 base spec: 8 GT/s × 16 lanes with 128b/130b coding = 15.75 GB/s per
+# direction; ~12 GB/s is what NVIDIA's CUDA bandwidthTest reaches with pinned memory.
+# 10 µs is a nominal per-copy latency (cudaMemcpy setup and DMA start).
+PCIE_3_X16 = LinkProfile("PCIe 3.0 x16", 12e9, 10e-6)
+# PCI-SIG PCIe 2.0 base spec: 5 GT/s × 16 lanes with 8b/10b coding = 8 GB/s per direction; about
+# 6 GB/s is what CUDA's bandwidthTest reaches with pinned memory on Gen2 boards such as the Tesla K20
+# (NVIDIA's "Tesla K20 GPU Accelerator" board specification: PCI Express Gen2 x16). Same nominal latency.
+PCIE_2_X16 = LinkProfile("PCIe 2.0 x16", 6e9, 10e-6)
+# NVIDIA Tesla V100 datasheet: NVLink 300 GB/s total (six links, both directions),
+# i.e. 150 GB/s each way; 5 µs nominal latency.
+NVLINK_V100 = LinkProfile("NVLink (V100)", 150e9, 5e-6)
+# IEEE 802.3ae 10GBASE: 10 Gbit/s = 1.25 GB/s line rate; 1 GB/s after protocol overhead,
+# the figure of the seeds' parameter-server example; 50 µs nominal TCP latency.
+ETHERNET_10G = LinkProfile("10 Gigabit Ethernet", 1e9, 50e-6)
+# Same device: no copy.
+LOOPBACK = LinkProfile("loopback", math.inf, 0.0)
+
 # NVIDIA Tesla K20 / K20X board specification and "Tesla K20 GPU Accelerator" datasheet
-# (2012): K20m 3.52 TFLOP/s single precision, 208 GB/s GDDR5, 5 GB. The launch overhead
-# (5 µs, typical CUDA kernel launch latency) is nominal for every GPU here.
-TESLA_K20M = DeviceProfile("Tesla K20m", "GPU", 3.52e12, 208e9, 5 * 10**9, 5e-6)
-# NVIDIA Tesla V100 datasheet (2017), SXM2: 15.7 TFLOP/s fp32, 900 GB/s HBM2, 16 GB.
-TESLA_V100 = DeviceProfile("Tesla V100-SXM2-16GB", "GPU", 15.7e12, 900e9, 16 * 10**9, 5e-6)
+# (2012): K20m 3.52 TFLOP/s single precision, 208 GB/s GDDR5, 5 GB, PCI Express Gen2 x16. The launch
+# overhead (5 µs, typical CUDA kernel launch latency) is nominal for every GPU here.
+TESLA_K20M = DeviceProfile("Tesla K20m", "GPU", 3.52e12, 208e9, 5 * 10**9, 5e-6, PCIE_2_X16)
+# NVIDIA Tesla V100 datasheet (2017), SXM2: 15.7 TFLOP/s fp32, 900 GB/s HBM2, 16 GB, PCIe Gen3 x16 to the host.
+TESLA_V100 = DeviceProfile("Tesla V100-SXM2-16GB", "GPU", 15.7e12, 900e9, 16 * 10**9, 5e-6, PCIE_3_X16)
 # The same datasheet's 32 GB board: same speeds, twice the memory.
-TESLA_V100_32GB = DeviceProfile("Tesla V100-SXM2-32GB", "GPU", 15.7e12, 900e9, 32 * 10**9, 5e-6)
+TESLA_V100_32GB = DeviceProfile("Tesla V100-SXM2-32GB", "GPU", 15.7e12, 900e9, 32 * 10**9, 5e-6, PCIE_3_X16)
 # NVIDIA H100 Tensor Core GPU datasheet (2022), SXM5: 67 TFLOP/s fp32, 3.35 TB/s HBM3, 80 GB. The name is
 # the one the CUDA driver reports for that board (and device_set's description uses).
 H100 = DeviceProfile("NVIDIA H100 80GB HBM3", "GPU", 67e12, 3.35e12, 80 * 10**9, 5e-6)
@@ -86,26 +106,13 @@ CPU = DeviceProfile("CPU", "CPU", 100e9, 20e9, 16 * 10**9, 1e-6)
 # call overhead). The parameter-server driver's default worker.
 NUMPY_CORE = DeviceProfile("numpy core", "CPU", 10e9, 10e9, 16 * 10**9, 10e-6)
 
-# PCI-SIG PCIe 3.0 base spec: 8 GT/s × 16 lanes with 128b/130b coding = 15.75 GB/s per
-# direction; ~12 GB/s is what NVIDIA's CUDA bandwidthTest reaches with pinned memory.
-# 10 µs is a nominal per-copy latency (cudaMemcpy setup and DMA start).
-PCIE_3_X16 = LinkProfile("PCIe 3.0 x16", 12e9, 10e-6)
-# NVIDIA Tesla V100 datasheet: NVLink 300 GB/s total (six links, both directions),
-# i.e. 150 GB/s each way; 5 µs nominal latency.
-NVLINK_V100 = LinkProfile("NVLink (V100)", 150e9, 5e-6)
-# IEEE 802.3ae 10GBASE: 10 Gbit/s = 1.25 GB/s line rate; 1 GB/s after protocol overhead,
-# the figure of the seeds' parameter-server example; 50 µs nominal TCP latency.
-ETHERNET_10G = LinkProfile("10 Gigabit Ethernet", 1e9, 50e-6)
-# Same device: no copy.
-LOOPBACK = LinkProfile("loopback", math.inf, 0.0)
-
-
 class MachineProfile:
     """Devices (full names → :class:`DeviceProfile`) and the links between them.
 
     ``link(src, dst)`` is, in order: :data:`LOOPBACK` for the same device; the entry
-    ``links[(src, dst)]`` if given; ``intra_task_link`` (PCIe by default) between two
-    devices of one task (CPU↔GPU, GPU↔GPU); ``inter_task_link`` (10 GbE by default)
+    ``links[(src, dst)]`` if given; between two devices of one task (CPU↔GPU, GPU↔GPU), the
+    slower ``host_bus`` of the two devices' profiles (a K20m's PCIe 2.0), or ``intra_task_link``
+    (PCIe 3.0 by default) when neither profile names one; ``inter_task_link`` (10 GbE by default)
     between tasks. ``link_resource(src, dst)`` names the channel a transfer occupies in
     the simulated clock (one transfer at a time per channel): ``link_resources[(src,
     dst)]`` if given; within a task one channel per ordered device pair
@@ -146,7 +153,11 @@ class MachineProfile:
             return LOOPBACK
         if (src, dst) in self.links:
             return self.links[(src, dst)]
-        return self.intra_task_link if _task_of(src) == _task_of(dst) else self.inter_task_link
+        if _task_of(src) != _task_of(dst):
+            return self.inter_task_link
+        profiles = [self.devices.get(name) for name in (src, dst)]
+        buses = [p.host_bus for p in profiles if p is not None and p.host_bus is not None]
+        return min(buses, key=lambda bus: bus.bandwidth_Bps) if buses else self.intra_task_link
 
     def link_resource(self, src: str, dst: str) -> str:
         """The name of the channel a ``src`` → ``dst`` transfer occupies (see the class doc)."""
@@ -162,7 +173,7 @@ class MachineProfile:
 
 
 def default_machine(num_gpus: int = 4, job: str = "localhost", task: int = 0) -> MachineProfile:
-    """The seeds' machine: ``CPU:0`` plus ``num_gpus`` simulated Tesla K20m on PCIe 3.0."""
+    """The seeds' machine: ``CPU:0`` plus ``num_gpus`` simulated Tesla K20m on PCIe 2.0 x16 (their bus)."""
     prefix = f"/job:{job}/replica:0/task:{task}/device:"
     devices = {prefix + "CPU:0": CPU}
     devices.update({f"{prefix}GPU:{i}": TESLA_K20M for i in range(num_gpus)})

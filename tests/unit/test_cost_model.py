@@ -60,9 +60,14 @@ def test_default_link_rules():
     machine = cm.MachineProfile({CPU0: cm.CPU, GPU0: cm.TESLA_K20M, GPU1: cm.TESLA_K20M,
                                  ps: cm.CPU, worker: cm.TESLA_K20M})
     assert machine.link(GPU0, GPU0) is cm.LOOPBACK
-    assert machine.link(CPU0, GPU0) is cm.PCIE_3_X16
-    assert machine.link(GPU1, CPU0) is cm.PCIE_3_X16
-    assert machine.link(GPU0, GPU1) is cm.PCIE_3_X16
+    assert machine.link(CPU0, GPU0) is cm.PCIE_2_X16  # the K20m's own bus
+    assert machine.link(GPU1, CPU0) is cm.PCIE_2_X16
+    assert machine.link(GPU0, GPU1) is cm.PCIE_2_X16
+    v100 = cm.MachineProfile({CPU0: cm.CPU, GPU0: cm.TESLA_V100, GPU1: cm.TESLA_K20M})
+    assert v100.link(CPU0, GPU0) is cm.PCIE_3_X16
+    assert v100.link(GPU0, GPU1) is cm.PCIE_2_X16  # the slower bus of the two boards
+    h100 = cm.MachineProfile({CPU0: cm.CPU, GPU0: cm.H100}, intra_task_link=cm.NVLINK_V100)
+    assert h100.link(CPU0, GPU0) is cm.NVLINK_V100  # no bus in the profile: the machine's intra-task link
     assert machine.link(worker, ps) is cm.ETHERNET_10G
     assert machine.link(GPU0, worker) is cm.ETHERNET_10G
 
