@@ -43,7 +43,7 @@ from __future__ import annotations
 import collections
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 from .. import errors
@@ -58,7 +58,9 @@ class StepContext:
     Attributes:
         txn: the step's :class:`~dfcore.runtime.variable_store.StepTransaction`.
         resources: the session's resources (random generators, queues …).
-        step_id: a counter unique within the session.
+        step_id: the step's key, unique among the steps sharing ``resources``: a counter of the session, or on a
+            task serving other tasks' masters the master's step handle ``(master rank, id)`` (each master counts
+            from 1).
         rendezvous: the step's :class:`~dfcore.runtime.rendezvous.Rendezvous`.
         device: the full name of the device this partition runs on.
         collectives: a dict shared by every device's context of one step, where collective
@@ -75,7 +77,7 @@ class StepContext:
     __slots__ = ("call_frame", "collectives", "deadline", "device", "frame_iter", "rendezvous", "resources", "step_id",
                  "tracing", "txn")
 
-    def __init__(self, txn: Any, resources: Any, step_id: int, rendezvous: Any = None, device: str | None = None,
+    def __init__(self, txn: Any, resources: Any, step_id: Hashable, rendezvous: Any = None, device: str | None = None,
                  collectives: dict[Any, Any] | None = None, tracing: bool = False, deadline: Any = None,
                  call_frame: Any = None) -> None:
         self.txn = txn
@@ -228,6 +230,8 @@ class Executor(StepRun):
                         with self._lock:
                             if ready:
                                 continue
+                            # saved before another thread may wake the executor and read it
+                            self._remaining = remaining
                             self._running = False
                         return
                 if index < 0:  # an async node completed: ~index
@@ -280,8 +284,6 @@ class Executor(StepRun):
         except BaseException as interrupt:  # Ctrl-C on the calling thread: cancel the step, let it propagate
             self._finish(cancelled_error(interrupt))
             raise
-        finally:
-            self._remaining = remaining
 
     def _complete_async(self, index, node, values):
         """Store an async node's value; False (and the step finished) if it failed."""

@@ -35,7 +35,7 @@ from .config import ConfigProto, RunMetadata, RunOptions
 from .device_set import Device, DeviceSet
 from .feed import client_value, feed_list_tensors, feed_tensor, feed_value
 from .fetch import FetchHandler
-from .grappler import PassRecord, no_rewrite_session_config
+from .grappler import PassRecord
 from .partial_run import PartialRun, partial_run_handle
 from .partition import Partitions
 from .placement_options import PlacementArg, PlacementOptions, placement_options
@@ -282,16 +282,11 @@ class BaseSession:
         if plan is None:
             plan = step_plan.build_step_plan(fetch_tensors, target_ops, feed_tensors, self._placement_for,
                                              self._device_set.client_device.name, threads, runner, partial_run,
-                                             self._plan_config())
+                                             self._config)
             with self._plans_lock:
                 plan = self._plans.setdefault(key, plan)
         return plan
 
-    def _plan_config(self):
-        """The config plans are built with: the session's, without graph rewrites where its binding says so."""
-        if getattr(self._binding, "graph_rewrites", True):
-            return self._config
-        return no_rewrite_session_config(self._config)
 
     def _placement_for(self, ops):
         """The placement of the whole graph, redone when ops were added since the last one."""

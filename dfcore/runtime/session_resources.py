@@ -8,7 +8,7 @@ Source: TF's ``ResourceMgr`` (``core/framework/resource_mgr.h``), keyed here by
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 import numpy as np
@@ -66,13 +66,14 @@ class SessionResources:
         with self._lock:
             return dict(self._allocators)
 
-    def defer(self, step_id: int, on_commit: Callable[[], Any] | None = None,
+    def defer(self, step_id: Hashable, on_commit: Callable[[], Any] | None = None,
               on_abort: Callable[[], Any] | None = None) -> None:
-        """Run ``on_commit()`` after step ``step_id`` commits, or ``on_abort()`` if it fails."""
+        """Run ``on_commit()`` after step ``step_id`` commits, or ``on_abort()`` if it fails (``step_id``: the
+        step's key, unique among the steps using these resources: see :class:`~dfcore.runtime.executor.StepContext`)."""
         with self._lock:
             self._step_hooks.setdefault(step_id, []).append((on_commit, on_abort))
 
-    def end_step(self, step_id: int, committed: bool) -> None:
+    def end_step(self, step_id: Hashable, committed: bool) -> None:
         """Run the hooks :meth:`defer` registered for ``step_id`` (in registration order)."""
         with self._lock:
             hooks = self._step_hooks.pop(step_id, ())

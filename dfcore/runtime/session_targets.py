@@ -26,7 +26,7 @@ def register_target_resolver(resolver: Callable[[str, ConfigProto], Any], first:
     optionally ``run_step`` (same signature as :func:`dfcore.runtime.step.run_step`) to run
     steps itself, or ``run(graph, fetch tensors, target ops, feed tensors, feed values, options,
     run_metadata)`` returning the fetched values to run whole calls elsewhere (a remote master),
-    ``close()``, and ``graph_rewrites`` (False: plans are built without graph rewrites). ``first`` puts it
+    and optionally ``close()``. ``first`` puts it
     before the resolvers registered so far.
     """
     if first:

@@ -51,11 +51,6 @@ class TaskBinding:
         DeadlineExceededError: a task did not answer ``get_status`` within :data:`CONNECT_TIMEOUT_S`.
     """
 
-    #: A multi-process session runs its graph as built (TF's no-rewrite config), unlike TF's master: with the
-    #: graph optimizer on, SyncReplicasOptimizer's token steps never finished across MPI processes (cause not
-    #: found yet), so its passes are off here until they are shown safe across tasks.
-    graph_rewrites = False
-
     def __init__(self, runtime, task, config=None):
         self._runtime = runtime
         self._transport = runtime.transport
@@ -165,4 +160,3 @@ def _settle(future, index, replies, barrier):
     if error is None:
         replies[index] = future.result()
     barrier.done(error)
-

@@ -120,9 +120,11 @@ class WorkerService:
         rendezvous = self._steps.find_or_create(step_handle)
         txn = self._state.variable_store.begin()
         with self._lock:
-            self._live[step_handle] = (txn, step_id)
+            self._live[step_handle] = txn
         deadline = None if timeout_s is None else Deadline(timeout_s)
-        ctx = StepContext(txn, self._resources, step_id, rendezvous, partition.device, tracing=trace,
+        # the task's resources are shared by every master, whose step ids overlap (each counts from 1): a
+        # step's deferred effects (a queue's enqueue, a mutex's release) are keyed by its handle, which is unique
+        ctx = StepContext(txn, self._resources, step_handle, rendezvous, partition.device, tracing=trace,
                           deadline=deadline)
         timings = [] if trace else None
         executor = None
@@ -152,13 +154,13 @@ class WorkerService:
     def _end_step(self, source, reply, step_handle, commit):
         """Commit or drop the step's writes on this task, then reply (the master waits for commits)."""
         with self._lock:
-            txn, step_id = self._live.pop(step_handle, (None, None))
+            txn = self._live.pop(step_handle, None)
         if txn is not None:
             if commit:
                 txn.commit()
             else:
                 txn.abort()
-            self._resources.end_step(step_id, committed=commit)
+            self._resources.end_step(step_handle, committed=commit)
         self._steps.release(step_handle)
         reply(None)
 

@@ -77,6 +77,22 @@ def test_an_op_failing_on_the_ps_fails_the_step_and_changes_nothing(between_grap
 
 
 @pytest.mark.timeout(150)
+def test_the_master_optimizes_once_before_partitioning_and_both_tasks_run_the_fused_partitions(between_graph):
+    from fused_model import expected_hidden, expected_partitions
+
+    for w, task in (("worker0", 0), ("worker1", 1)):
+        result = between_graph[w]
+        np.testing.assert_allclose(result["hidden"], expected_hidden(), rtol=1e-6)
+        assert result["fused_partitions"] == expected_partitions(task)  # hidden is a _FusedMatMul
+        # every task's step stats come back: one NodeExecStats per node of each partition
+        assert set(result["fused_stats"]) == set(result["fused_partitions"])
+        for device, nodes in result["fused_partitions"].items():
+            stats = result["fused_stats"][device]
+            assert len(stats) == len(nodes)
+            assert [n for n in stats if "/_" not in n] == sorted(name for name, _ in nodes if name)  # not transfers
+
+
+@pytest.mark.timeout(150)
 def test_the_ps_join_returns_once_the_workers_exit(between_graph):
     assert between_graph["ps0"]["joined_after_s"] < 60
 

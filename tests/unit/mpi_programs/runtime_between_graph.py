@@ -14,6 +14,9 @@ import dfcore as tf
 from dfcore.mpi import MPIClusterResolver
 from dfcore.mpi.world import job_communicator
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from fused_model import X, build_fused, partition_summary  # noqa: E402
+
 OUT = sys.argv[1]
 resolver = MPIClusterResolver()
 cluster = resolver.cluster_spec()
@@ -53,6 +56,8 @@ def loop_body(i, v):
 with tf.device(f"/job:worker/task:{w}"):
     _, looped = tf.while_loop(lambda i, v: i < 3, loop_body, (tf.constant(0), tf.ones([2])))
 
+fused_x, fused_hidden, fused_init = build_fused(w)  # the optimizer fuses it: see fused_model
+
 workers = job_communicator("worker")
 with tf.Session(server.target, config=config) as sess:
     out["devices"] = [d.name for d in sess.list_devices()]
@@ -82,4 +87,9 @@ with tf.Session(server.target, config=config) as sess:
     workers.Barrier()
     out["counter_after_failed_step"] = sess.run(counter).tolist()
     out["looped"] = sess.run(looped).tolist()
+    sess.run(fused_init)  # each worker's own copy (the same values)
+    meta = tf.RunMetadata()
+    out["hidden"] = sess.run(fused_hidden, {fused_x: X}, run_metadata=meta, options=tf.RunOptions(
+        trace_level=tf.RunOptions.FULL_TRACE, output_partition_graphs=True)).tolist()
+    out["fused_partitions"], out["fused_stats"] = partition_summary(meta)
 write(f"worker{w}", out)
