@@ -150,18 +150,21 @@ class Transport:
 
     @staticmethod
     def wire_tensor(value):
-        """A tensor as it travels: small numeric arrays as ``("raw", dtype, shape, bytes)``, anything else as is."""
+        """A snapshot of a tensor waiting for its pull, with its send time: small numeric arrays as
+        ``("raw", dtype, shape, bytes)`` (cheaper to pickle than an ndarray), other arrays copied."""
         if isinstance(value, np.ndarray) and value.dtype.kind in "biufc" and value.nbytes < RAW_BYTES_LIMIT:
-            return ("raw", value.dtype.str, value.shape, value.tobytes())
-        return value
+            return ("raw", value.dtype.str, value.shape, value.tobytes()), time.perf_counter()
+        return (value.copy() if isinstance(value, np.ndarray) else value), time.perf_counter()
 
     @staticmethod
     def unwire_tensor(wire):
-        """The array :meth:`wire_tensor` sent: a fresh, writable array (as a fetched value must be)."""
-        if isinstance(wire, tuple) and len(wire) == 4 and wire[0] == "raw":
-            _, dtype, shape, data = wire
-            return np.frombuffer(bytearray(data), dtype=dtype).reshape(shape)
-        return wire
+        """``(value, send time)`` of what :meth:`wire_tensor` made: a fresh, writable array (as a fetched value
+        must be)."""
+        value, sent_s = wire
+        if isinstance(value, tuple) and len(value) == 4 and value[0] == "raw":
+            _, dtype, shape, data = value
+            return np.frombuffer(bytearray(data), dtype=dtype).reshape(shape), sent_s
+        return value, sent_s
 
     # -- receiving -------------------------------------------------------------
     def _serve(self):

@@ -63,7 +63,7 @@ def start_task(server: Server) -> None:
 def _install_worker_session_methods(runtime: TaskRuntime) -> None:
     """The WorkerService methods the runtime's kinds do not use: ``CreateWorkerSession`` (nothing to set up:
     a task's state is shared by its masters), ``DeleteWorkerSession`` (the caller's graphs are forgotten),
-    ``DeregisterGraph``, and ``RecvTensor`` — ``UNIMPLEMENTED``: dfcore's senders push tensors (``SendTensor``)."""
+    and ``DeregisterGraph``."""
     transport = runtime.transport
 
     def create(request, context):
@@ -82,16 +82,10 @@ def _install_worker_session_methods(runtime: TaskRuntime) -> None:
             context.abort(status_code(error), error.message)
         return worker_pb2.DeregisterGraphResponse()
 
-    def recv_tensor(request, context):
-        transport.caller_rank(context)
-        context.abort(grpc.StatusCode.UNIMPLEMENTED, "dfcore's tasks push tensors to their receivers (SendTensor); "
-                      "RecvTensor (pull) is not served")
-
     methods: dict[str, tuple[Any, Any, Any]] = {  # method -> (handler, request, response)
         "CreateWorkerSession": (create, worker_pb2.CreateWorkerSessionRequest, worker_pb2.CreateWorkerSessionResponse),
         "DeleteWorkerSession": (delete, worker_pb2.DeleteWorkerSessionRequest, worker_pb2.DeleteWorkerSessionResponse),
-        "DeregisterGraph": (deregister, worker_pb2.DeregisterGraphRequest, worker_pb2.DeregisterGraphResponse),
-        "RecvTensor": (recv_tensor, worker_pb2.RecvTensorRequest, worker_pb2.RecvTensorResponse)}
+        "DeregisterGraph": (deregister, worker_pb2.DeregisterGraphRequest, worker_pb2.DeregisterGraphResponse)}
     transport.add_service(WORKER_SERVICE, {
         name: grpc.unary_unary_rpc_method_handler(handler, request_deserializer=request.FromString,
                                                   response_serializer=response.SerializeToString)

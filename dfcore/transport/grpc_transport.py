@@ -34,6 +34,7 @@ from .. import errors
 from ..distribute.cluster import ClusterSpec
 from ..framework.device import DeviceSpec
 from . import seam
+from . import grpc_wire
 from .grpc_wire import CODECS, WORKER_SERVICE
 from .layout import ClusterLayout
 
@@ -127,7 +128,7 @@ class GrpcTransport:
         self._server = grpc.server(self._pool, options=CHANNEL_OPTIONS[:2])
         methods = {codec.method: grpc.unary_unary_rpc_method_handler(
             functools.partial(self._serve, kind), request_deserializer=codec.request_type.FromString,
-            response_serializer=codec.response_type.SerializeToString) for kind, codec in CODECS.items()}
+            response_serializer=grpc_wire.serialize) for kind, codec in CODECS.items()}
         self._server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(WORKER_SERVICE, methods),))
         self.address = self.layout.address(self.rank)
         host, _, port = self.address.rpartition(":")
@@ -239,11 +240,13 @@ class GrpcTransport:
         return False
 
     @staticmethod
-    def wire_tensor(value: Any) -> Any:
-        return value  # the codec writes it as a TensorProto
+    def wire_tensor(value: Any) -> bytes:
+        """The serialized ``RecvTensorResponse`` that answers pulls of ``value`` (:func:`grpc_wire.wire_tensor`)."""
+        return grpc_wire.wire_tensor(value)
 
     @staticmethod
-    def unwire_tensor(wire: Any) -> Any:
+    def unwire_tensor(wire: tuple[Any, float]) -> tuple[Any, float]:
+        """``(value, send time)``: the ``recv_tensor`` codec decoded the reply already."""
         return wire
 
     # -- serving -------------------------------------------------------------------------------------------
