@@ -61,8 +61,17 @@ class RemoteRendezvous(Rendezvous):
 
     def _pulled(self, key, future):
         error = future.exception()
-        if error is not None:
-            self.start_abort(error if isinstance(error, errors.OpError) else errors.UnknownError(None, None, str(error)))
+        if error is not None:  # the _Recv fails with the pull's status (TF's), then the step aborts
+            if not isinstance(error, errors.OpError):
+                error = errors.UnknownError(None, None, f"{type(error).__name__}: {error}")
+            with self._lock:
+                item = self._table.get(key)
+                waiter = item.waiter if item is not None else None
+                if waiter is not None:
+                    del self._table[key]
+            if waiter is not None:
+                waiter(error, None)
+            self.start_abort(error)
             return
         value, sent_s = self._transport.unwire_tensor(future.result())
         with self._lock:
