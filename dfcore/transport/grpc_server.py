@@ -32,23 +32,26 @@ _LOCK = threading.Lock()
 _CHANGED = threading.Condition(_LOCK)
 
 
-def start_task(server: Server) -> None:
-    """Listen on ``server``'s address and serve its task.
+def start_task(server: Server, tensors: Any = None) -> TaskRuntime:
+    """Listen on ``server``'s address and serve its task; its runtime.
 
+    Args:
+        server: the ``tf.train.Server`` (``protocol`` checked by it: ``"grpc"``, or ``"grpc+mpi"`` in an MPI job).
+        tensors: for ``"grpc+mpi"``, the MPI job's transport (:mod:`dfcore.mpi.transport`), which then carries
+            the tensors between tasks (:class:`~dfcore.transport.grpc_mpi.GrpcMpiTransport`).
     Raises:
-        UnimplementedError: ``protocol="grpc+mpi"`` (MPI tensor transport under gRPC control: not yet).
-        InvalidArgumentError: another protocol than ``"grpc"``.
         UnknownError: the address cannot be listened on (TF's ``Could not start gRPC server``).
+        InvalidArgumentError: ``tensors`` numbers the tasks unlike the ``ClusterSpec``.
     """
-    protocol = server.server_def.protocol
-    if protocol == "grpc+mpi":
-        raise errors.UnimplementedError(
-            None, None, 'protocol="grpc+mpi" (gRPC control with MPI tensor transport) is not implemented in '
-            "dfcore yet: use protocol=\"grpc\", or run the job with python -m dfcore.launch (MPI for everything)")
-    if protocol != "grpc":
-        raise errors.InvalidArgumentError(None, None, f"Unknown server protocol {protocol!r}: dfcore's "
-                                          "tf.train.Server speaks \"grpc\"")
-    transport = GrpcTransport(server.cluster_spec, server.server_def.job_name, server.server_def.task_index)
+    transport: Any = GrpcTransport(server.cluster_spec, server.server_def.job_name, server.server_def.task_index)
+    if tensors is not None:
+        from .grpc_mpi import GrpcMpiTransport
+
+        try:
+            transport = GrpcMpiTransport(transport, tensors)
+        except errors.OpError:
+            transport.close()
+            raise
     from .grpc_master import MasterService
 
     MasterService(transport).install()
@@ -58,6 +61,7 @@ def start_task(server: Server) -> None:
     with _CHANGED:
         _RUNTIMES[server.address] = runtime
         _CHANGED.notify_all()
+    return runtime
 
 
 def _install_worker_session_methods(runtime: TaskRuntime) -> None:

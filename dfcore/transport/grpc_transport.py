@@ -33,8 +33,7 @@ import grpc
 from .. import errors
 from ..distribute.cluster import ClusterSpec
 from ..framework.device import DeviceSpec
-from . import seam
-from . import grpc_wire
+from . import grpc_wire, seam
 from .grpc_wire import CODECS, WORKER_SERVICE
 from .layout import ClusterLayout
 

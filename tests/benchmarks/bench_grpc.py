@@ -60,6 +60,8 @@ def task_main(job, cluster, echo_port, out_path):
             "Echo": grpc.unary_unary_rpc_method_handler(lambda request, context: request, _identity, _identity)}),))
         bare.add_insecure_port(f"127.0.0.1:{echo_port}")
         bare.start()
+        with grpc.insecure_channel(cluster["ps"][0]) as to_ps:  # the ps is up before the first pull
+            grpc.channel_ready_future(to_ps).result(timeout=60)
         for i in range(total):
             rendezvous = steps.find_or_create((0, i))
             value = rendezvous.recv(ping, timeout_s=JOB_TIMEOUT_S)
