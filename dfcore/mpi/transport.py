@@ -146,7 +146,14 @@ class Transport:
         self.post(dst, "_request", request_id, kind, payload)
         return future
 
-    wait = staticmethod(seam_lib.wait)
+    def wait(self, future, timeout_s, what):
+        """As :func:`dfcore.transport.seam.wait`, receiving on this thread meanwhile (:meth:`progress_until`):
+        the reply is taken as soon as it arrives, not when the receive thread next wakes from its sleep."""
+        if threading.current_thread() is self._thread:  # a handler: the receive thread is this one
+            return seam_lib.wait(future, timeout_s, what)
+        if not self.progress_until(future.done, timeout_s):
+            raise seam_lib.no_reply_error(what, timeout_s)
+        return future.result()
 
     @staticmethod
     def wire_tensor(value):

@@ -89,5 +89,10 @@ def wait(future: concurrent.futures.Future, timeout_s: float, what: str) -> Any:
     try:
         return future.result(timeout=timeout_s)
     except concurrent.futures.TimeoutError:
-        raise errors.DeadlineExceededError(None, None, f"No reply to {what} within {timeout_s} s; is that "
-                                           "task's process running its tf.train.Server?") from None
+        raise no_reply_error(what, timeout_s) from None
+
+
+def no_reply_error(what: str, timeout_s: float) -> errors.DeadlineExceededError:
+    """The error of a request ``what`` that got no reply within ``timeout_s``."""
+    return errors.DeadlineExceededError(None, None, f"No reply to {what} within {timeout_s} s; is that task's "
+                                        "process running its tf.train.Server?")
