@@ -193,13 +193,13 @@ class GrpcTransport:
         except errors.OpError as error:
             future.set_exception(error)
             return future
-        what = f"{CODECS[kind].method} on {self.layout.task_name(dst)} ({self.layout.address(dst)})"
 
         def settle(call):
             try:
                 future.set_result(CODECS[kind].value(self, call.result()))
             except grpc.RpcError as error:
-                future.set_exception(grpc_error(error, what))
+                future.set_exception(grpc_error(error, f"{CODECS[kind].method} on {self.layout.task_name(dst)} "
+                                                       f"({self.layout.address(dst)})"))
             except errors.OpError as error:
                 future.set_exception(error)
             with self._progress:

@@ -10,6 +10,7 @@ peer can only send data (numbers, strings, TF's enums and graphs): nothing it se
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from collections.abc import Callable
 from typing import Any
@@ -78,12 +79,12 @@ def tensor_from_proto(proto: TensorProto) -> np.ndarray:
     if dtype == dtypes.string:
         values = np.empty(len(proto.string_val), dtype=object)
         values[:] = list(proto.string_val)
-        if values.size != int(np.prod(shape, dtype=np.int64)):
+        if values.size != math.prod(shape):
             raise errors.InvalidArgumentError(None, None, f"Malformed TensorProto: {values.size} strings for shape "
                                               f"{shape}")
         return values.reshape(shape)
     np_dtype = np.dtype(dtype.as_numpy_dtype)
-    size = int(np.prod(shape, dtype=np.int64))
+    size = math.prod(shape)
     if not proto.tensor_content and size:  # a peer that wrote the typed *_val fields (TF does for small tensors)
         try:
             return np.array(tensor_util.make_ndarray(proto), dtype=np_dtype)
