@@ -59,6 +59,9 @@ class RemoteRendezvous(Rendezvous):
             self._transport.request(src, "recv_tensor", self._handle, key).add_done_callback(
                 lambda future: self._pulled(key, future))
 
+    def _wait(self, settled, timeout_s):
+        return self._transport.wait_settled(settled, timeout_s)
+
     def _pulled(self, key, future):
         error = future.exception()
         if error is not None:  # the _Recv fails with the pull's status (TF's), then the step aborts
