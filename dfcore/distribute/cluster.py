@@ -33,13 +33,15 @@ from . import cluster_runtime
 class TaskBackend:
     """Where servers run when ``active()``: ``start(server)`` brings up the task, ``join(timeout_s)`` returns
     True once the task may end (False: ``timeout_s`` passed first), ``stop(server)`` (if given) ends it, and
-    ``local_address()`` (if given) is a fresh address for ``create_local_server``."""
+    ``local_address()`` (if given) is a fresh address for ``create_local_server``; ``protocols``: the server
+    protocols it runs."""
 
     active: Callable[[], bool]
     start: Callable[[Server], None]
     join: Callable[[float | None], bool]
     stop: Callable[[Server], None] | None = None
     local_address: Callable[[], str] | None = None
+    protocols: tuple[str, ...] = ("grpc",)
 
 
 _BACKENDS: list[TaskBackend] = []
@@ -52,6 +54,20 @@ def register_task_backend(backend: TaskBackend) -> None:
 
 def _active_backend() -> TaskBackend | None:
     return next((b for b in _BACKENDS if b.active()), None)
+
+
+def _check_protocol(protocol: str, backend: TaskBackend | None) -> None:
+    """Raise unless ``protocol`` runs where this server would (TF's names: ``grpc``; ``grpc+mpi``, gRPC for
+    control and MPI for tensors, inside an MPI job only)."""
+    if protocol in (backend.protocols if backend is not None else ("grpc",)):
+        return
+    if protocol == "grpc+mpi":
+        raise errors.FailedPreconditionError(
+            None, None, 'protocol="grpc+mpi" sends tensors between tasks over MPI, so each task must be a rank of an '
+            "MPI job (started by python -m dfcore.launch, or run_job(...) from a notebook; DFCORE_CLUSTER set), "
+            "and this process is not: use protocol=\"grpc\" here")
+    raise errors.InvalidArgumentError(None, None, f"Unknown server protocol {protocol!r}: dfcore's tf.train.Server "
+                                      'speaks "grpc", and "grpc+mpi" inside an MPI job')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -198,8 +214,8 @@ class Server:
         job_name, task_index: this server's task; may be left out when the cluster has one
             job / the job one task (TF's rule).
         protocol: ``"grpc"`` (in-process: recorded, nothing listens; with ``DFCORE_SERVERS=grpc``: a gRPC
-            server on the host and port the cluster gives this task); ``"grpc+mpi"`` raises UnimplementedError
-            there.
+            server on the host and port the cluster gives this task); ``"grpc+mpi"`` (TF's name) inside an MPI
+            job: a gRPC server for control, tensors between the job's tasks over MPI.
         config: a ``ConfigProto`` whose ``device_count`` gives the task's devices
             (default: the default machine, CPU:0 plus the host's GPUs).
         start: start at once.
@@ -208,6 +224,8 @@ class Server:
         InvalidArgumentError: the job or task is not in the cluster.
         UnknownError: ``start`` finds the address taken by another running server (over gRPC: ``Could not
             start gRPC server``, TF's wording).
+        FailedPreconditionError: ``start`` with ``"grpc+mpi"`` outside an MPI job (names what it needs).
+        InvalidArgumentError: ``start`` with another protocol.
     """
 
     def __init__(self, server_or_cluster_def: ClusterSpec | Mapping[str, Any] | ClusterDef | ServerDef,
@@ -268,6 +286,7 @@ class Server:
             if self._stopped.is_set():
                 raise errors.FailedPreconditionError(None, None, f"Server {self.target} was stopped; create a new one")
             backend = _active_backend()
+            _check_protocol(self._server_def.protocol, backend)
             if backend is not None:
                 backend.start(self)
                 self._backend = backend

@@ -54,7 +54,7 @@ def _train_parameter_server(config):
     return ps_driver.train(config)
 
 
-register_task_backend(TaskBackend(in_mpi_job, _start_task, _join))
+register_task_backend(TaskBackend(in_mpi_job, _start_task, _join, protocols=("grpc", "grpc+mpi")))
 register_execution("mpi", _train_parameter_server)
 
 

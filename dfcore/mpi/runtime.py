@@ -5,6 +5,8 @@ server brings up the task's worker service and makes ``server.target`` usable by
 Inside an MPI job (``DFCORE_CLUSTER`` set by :mod:`dfcore.launch`) ``tf.train.Server`` calls
 :func:`start_task` instead of registering an in-process task; ``Session(server.target)``
 then gets a :class:`~dfcore.transport.master.TaskBinding` from this module's target resolver.
+With ``protocol="grpc+mpi"`` the task also listens with gRPC on its ``ClusterSpec`` address, for
+control (:mod:`dfcore.transport.grpc_mpi`); its tensors still travel over this job's MPI.
 
 ``Server.join()`` on a task returns once every task of the *other* jobs has exited (a ps
 serves until the workers are done, so ``mpiexec`` can end the job); TF's join never returns.
@@ -58,7 +60,12 @@ def start_task(server):
         if _RUNTIME is not None:
             raise errors.FailedPreconditionError(None, None, "This process already runs a tf.train.Server "
                                                  f"({_RUNTIME.task_name()}); an MPI rank runs one task")
-        _RUNTIME = TaskRuntime(transport_lib.get(), server)
+        if server.server_def.protocol == "grpc+mpi":  # gRPC for control, this job's MPI for tensors
+            from ..transport import grpc_server
+
+            _RUNTIME = grpc_server.start_task(server, tensors=transport_lib.get())
+        else:
+            _RUNTIME = TaskRuntime(transport_lib.get(), server)
 
 
 def current():
@@ -71,7 +78,8 @@ def _resolve(target, config):
     if runtime is None or not target.startswith("grpc://"):
         return None
     address = target[len("grpc://"):]
-    own = runtime.layout.address(runtime.rank)
+    own = runtime.server.address if runtime.server.server_def.protocol == "grpc+mpi" else \
+        runtime.layout.address(runtime.rank)
     if address != own and address != runtime.server.address:
         raise errors.InvalidArgumentError(
             None, None, f"In an MPI job a session runs on its own task's target; this is rank {runtime.rank} "

@@ -146,22 +146,32 @@ class Transport:
         self.post(dst, "_request", request_id, kind, payload)
         return future
 
-    wait = staticmethod(seam_lib.wait)
+    def wait(self, future, timeout_s, what):
+        """As :func:`dfcore.transport.seam.wait`, receiving on this thread meanwhile (:meth:`progress_until`):
+        the reply is taken as soon as it arrives, not when the receive thread next wakes from its sleep."""
+        if threading.current_thread() is self._thread:  # a handler: the receive thread is this one
+            return seam_lib.wait(future, timeout_s, what)
+        if not self.progress_until(future.done, timeout_s):
+            raise seam_lib.no_reply_error(what, timeout_s)
+        return future.result()
 
     @staticmethod
     def wire_tensor(value):
-        """A tensor as it travels: small numeric arrays as ``("raw", dtype, shape, bytes)``, anything else as is."""
+        """A snapshot of a tensor waiting for its pull, with its send time: small numeric arrays as
+        ``("raw", dtype, shape, bytes)`` (cheaper to pickle than an ndarray), other arrays copied."""
         if isinstance(value, np.ndarray) and value.dtype.kind in "biufc" and value.nbytes < RAW_BYTES_LIMIT:
-            return ("raw", value.dtype.str, value.shape, value.tobytes())
-        return value
+            return ("raw", value.dtype.str, value.shape, value.tobytes()), time.perf_counter()
+        return (value.copy() if isinstance(value, np.ndarray) else value), time.perf_counter()
 
     @staticmethod
     def unwire_tensor(wire):
-        """The array :meth:`wire_tensor` sent: a fresh, writable array (as a fetched value must be)."""
-        if isinstance(wire, tuple) and len(wire) == 4 and wire[0] == "raw":
-            _, dtype, shape, data = wire
-            return np.frombuffer(bytearray(data), dtype=dtype).reshape(shape)
-        return wire
+        """``(value, send time)`` of what :meth:`wire_tensor` made: a fresh, writable array (as a fetched value
+        must be)."""
+        value, sent_s = wire
+        if isinstance(value, tuple) and len(value) == 4 and value[0] == "raw":
+            _, dtype, shape, data = value
+            return np.frombuffer(bytearray(data), dtype=dtype).reshape(shape), sent_s
+        return value, sent_s
 
     # -- receiving -------------------------------------------------------------
     def _serve(self):

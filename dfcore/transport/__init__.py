@@ -10,7 +10,8 @@
 * :mod:`~dfcore.transport.rendezvous` — a step's rendezvous spanning processes.
 * gRPC: :mod:`~dfcore.transport.grpc_server` (``tf.train.Server`` listening by address),
   :mod:`~dfcore.transport.grpc_transport` (its side of the seam), :mod:`~dfcore.transport.grpc_wire` (TF's
-  messages for each kind), :mod:`~dfcore.transport.grpc_master` (the MasterService and remote sessions).
+  messages for each kind), :mod:`~dfcore.transport.grpc_master` (the MasterService and remote sessions),
+  :mod:`~dfcore.transport.grpc_mpi` (``protocol="grpc+mpi"``: gRPC for control, MPI for tensors).
 """
 
 import json

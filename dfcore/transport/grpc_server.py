@@ -32,23 +32,26 @@ _LOCK = threading.Lock()
 _CHANGED = threading.Condition(_LOCK)
 
 
-def start_task(server: Server) -> None:
-    """Listen on ``server``'s address and serve its task.
+def start_task(server: Server, tensors: Any = None) -> TaskRuntime:
+    """Listen on ``server``'s address and serve its task; its runtime.
 
+    Args:
+        server: the ``tf.train.Server`` (``protocol`` checked by it: ``"grpc"``, or ``"grpc+mpi"`` in an MPI job).
+        tensors: for ``"grpc+mpi"``, the MPI job's transport (:mod:`dfcore.mpi.transport`), which then carries
+            the tensors between tasks (:class:`~dfcore.transport.grpc_mpi.GrpcMpiTransport`).
     Raises:
-        UnimplementedError: ``protocol="grpc+mpi"`` (MPI tensor transport under gRPC control: not yet).
-        InvalidArgumentError: another protocol than ``"grpc"``.
         UnknownError: the address cannot be listened on (TF's ``Could not start gRPC server``).
+        InvalidArgumentError: ``tensors`` numbers the tasks unlike the ``ClusterSpec``.
     """
-    protocol = server.server_def.protocol
-    if protocol == "grpc+mpi":
-        raise errors.UnimplementedError(
-            None, None, 'protocol="grpc+mpi" (gRPC control with MPI tensor transport) is not implemented in '
-            "dfcore yet: use protocol=\"grpc\", or run the job with python -m dfcore.launch (MPI for everything)")
-    if protocol != "grpc":
-        raise errors.InvalidArgumentError(None, None, f"Unknown server protocol {protocol!r}: dfcore's "
-                                          "tf.train.Server speaks \"grpc\"")
-    transport = GrpcTransport(server.cluster_spec, server.server_def.job_name, server.server_def.task_index)
+    transport: Any = GrpcTransport(server.cluster_spec, server.server_def.job_name, server.server_def.task_index)
+    if tensors is not None:
+        from .grpc_mpi import GrpcMpiTransport
+
+        try:
+            transport = GrpcMpiTransport(transport, tensors)
+        except errors.OpError:
+            transport.close()
+            raise
     from .grpc_master import MasterService
 
     MasterService(transport).install()
@@ -58,12 +61,13 @@ def start_task(server: Server) -> None:
     with _CHANGED:
         _RUNTIMES[server.address] = runtime
         _CHANGED.notify_all()
+    return runtime
 
 
 def _install_worker_session_methods(runtime: TaskRuntime) -> None:
     """The WorkerService methods the runtime's kinds do not use: ``CreateWorkerSession`` (nothing to set up:
     a task's state is shared by its masters), ``DeleteWorkerSession`` (the caller's graphs are forgotten),
-    ``DeregisterGraph``, and ``RecvTensor`` — ``UNIMPLEMENTED``: dfcore's senders push tensors (``SendTensor``)."""
+    and ``DeregisterGraph``."""
     transport = runtime.transport
 
     def create(request, context):
@@ -82,16 +86,10 @@ def _install_worker_session_methods(runtime: TaskRuntime) -> None:
             context.abort(status_code(error), error.message)
         return worker_pb2.DeregisterGraphResponse()
 
-    def recv_tensor(request, context):
-        transport.caller_rank(context)
-        context.abort(grpc.StatusCode.UNIMPLEMENTED, "dfcore's tasks push tensors to their receivers (SendTensor); "
-                      "RecvTensor (pull) is not served")
-
     methods: dict[str, tuple[Any, Any, Any]] = {  # method -> (handler, request, response)
         "CreateWorkerSession": (create, worker_pb2.CreateWorkerSessionRequest, worker_pb2.CreateWorkerSessionResponse),
         "DeleteWorkerSession": (delete, worker_pb2.DeleteWorkerSessionRequest, worker_pb2.DeleteWorkerSessionResponse),
-        "DeregisterGraph": (deregister, worker_pb2.DeregisterGraphRequest, worker_pb2.DeregisterGraphResponse),
-        "RecvTensor": (recv_tensor, worker_pb2.RecvTensorRequest, worker_pb2.RecvTensorResponse)}
+        "DeregisterGraph": (deregister, worker_pb2.DeregisterGraphRequest, worker_pb2.DeregisterGraphResponse)}
     transport.add_service(WORKER_SERVICE, {
         name: grpc.unary_unary_rpc_method_handler(handler, request_deserializer=request.FromString,
                                                   response_serializer=response.SerializeToString)

@@ -33,12 +33,15 @@ import grpc
 from .. import errors
 from ..distribute.cluster import ClusterSpec
 from ..framework.device import DeviceSpec
-from . import seam
+from . import grpc_wire, seam
 from .grpc_wire import CODECS, WORKER_SERVICE
 from .layout import ClusterLayout
 
 #: Threads serving RPCs (a ``RunGraph`` holds one until its partition is done).
 SERVER_THREADS = 64
+#: Threads making this task's calls, started as needed and kept (a call in flight holds one: a ``RecvTensor`` until
+#: its tensor is sent); calls beyond this many wait for one to end.
+CALL_THREADS = 512
 #: Channel settings: no message size limit; a peer that went away is tried again soon (a restarted ps is found
 #: within a second), not after gRPC's default back-off of up to two minutes.
 CHANNEL_OPTIONS = (("grpc.max_send_message_length", -1), ("grpc.max_receive_message_length", -1),
@@ -124,10 +127,11 @@ class GrpcTransport:
         self._lock = threading.Lock()
         self._stopped = threading.Event()
         self._pool = concurrent.futures.ThreadPoolExecutor(SERVER_THREADS, "dfcore-grpc")
+        self._calls = concurrent.futures.ThreadPoolExecutor(CALL_THREADS, "dfcore-grpc-call")
         self._server = grpc.server(self._pool, options=CHANNEL_OPTIONS[:2])
         methods = {codec.method: grpc.unary_unary_rpc_method_handler(
             functools.partial(self._serve, kind), request_deserializer=codec.request_type.FromString,
-            response_serializer=codec.response_type.SerializeToString) for kind, codec in CODECS.items()}
+            response_serializer=grpc_wire.serialize) for kind, codec in CODECS.items()}
         self._server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(WORKER_SERVICE, methods),))
         self.address = self.layout.address(self.rank)
         host, _, port = self.address.rpartition(":")
@@ -169,10 +173,6 @@ class GrpcTransport:
                     response_deserializer=codec.response_type.FromString)
             return stub
 
-    def _call(self, dst: int, kind: str, payload: tuple) -> grpc.Future:
-        request = CODECS[kind].request(self, *payload)
-        return self._stub(dst, kind).future(request, metadata=self._metadata)
-
     def post(self, dst: int, kind: str, *payload: Any) -> None:
         """Send a one-way message with a blocking call (gRPC's blocking calls take half the time of its futures):
         on this thread when nothing else is being sent to ``dst`` and this thread is not serving a call (a
@@ -187,26 +187,30 @@ class GrpcTransport:
         sender.send(kind, request, direct=not getattr(self._serving, "active", False))
 
     def request(self, dst: int, kind: str, *payload: Any) -> concurrent.futures.Future:
+        """A Future of ``dst``'s reply: the call is made blocking on one of this task's calling threads (grpcio runs
+        a future's completions on a thread it starts anew whenever the channel has no other call in flight, which
+        costs more than the call; a blocking call polls on its own thread), settled there, then waiters woken."""
         future: concurrent.futures.Future = concurrent.futures.Future()
         try:
-            call = self._call(dst, kind, payload)
+            request = CODECS[kind].request(self, *payload)
+            self._calls.submit(self._call, future, dst, kind, request)
         except errors.OpError as error:
             future.set_exception(error)
-            return future
-        what = f"{CODECS[kind].method} on {self.layout.task_name(dst)} ({self.layout.address(dst)})"
-
-        def settle(call):
-            try:
-                future.set_result(CODECS[kind].value(self, call.result()))
-            except grpc.RpcError as error:
-                future.set_exception(grpc_error(error, what))
-            except errors.OpError as error:
-                future.set_exception(error)
-            with self._progress:
-                self._progress.notify_all()
-
-        call.add_done_callback(settle)
+        except RuntimeError:  # closed: no more calls
+            future.set_exception(errors.CancelledError(None, None, f"{self._task} has stopped; no "
+                                                       f"{CODECS[kind].method} call to {self.layout.task_name(dst)}"))
         return future
+
+    def _call(self, future: concurrent.futures.Future, dst: int, kind: str, request: Any) -> None:
+        codec = CODECS[kind]
+        try:
+            future.set_result(codec.value(self, self._stub(dst, kind)(request, metadata=self._metadata)))
+        except grpc.RpcError as error:
+            future.set_exception(grpc_error(error, f"{codec.method} on {self.layout.task_name(dst)} "
+                                                   f"({self.layout.address(dst)})"))
+        except errors.OpError as error:
+            future.set_exception(error)
+        self._wake()  # after the Future's callbacks ran: what a waiter waits for may have happened in them
 
     wait = staticmethod(seam.wait)
 
@@ -239,11 +243,13 @@ class GrpcTransport:
         return False
 
     @staticmethod
-    def wire_tensor(value: Any) -> Any:
-        return value  # the codec writes it as a TensorProto
+    def wire_tensor(value: Any) -> bytes:
+        """The serialized ``RecvTensorResponse`` that answers pulls of ``value`` (:func:`grpc_wire.wire_tensor`)."""
+        return grpc_wire.wire_tensor(value)
 
     @staticmethod
-    def unwire_tensor(wire: Any) -> Any:
+    def unwire_tensor(wire: tuple[Any, float]) -> tuple[Any, float]:
+        """``(value, send time)``: the ``recv_tensor`` codec decoded the reply already."""
         return wire
 
     # -- serving -------------------------------------------------------------------------------------------
@@ -311,6 +317,7 @@ class GrpcTransport:
         self._stopped.set()
         self._server.stop(grace=0.2).wait(2)
         self._pool.shutdown(wait=False)  # grpc leaves the executor it was given running
+        self._calls.shutdown(wait=False)  # calls in flight end as their channels close, below
         with self._lock:
             for sender in self._senders.values():
                 sender.stop()

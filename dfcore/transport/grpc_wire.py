@@ -10,6 +10,8 @@ peer can only send data (numbers, strings, TF's enums and graphs): nothing it se
 from __future__ import annotations
 
 import dataclasses
+import math
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -77,12 +79,12 @@ def tensor_from_proto(proto: TensorProto) -> np.ndarray:
     if dtype == dtypes.string:
         values = np.empty(len(proto.string_val), dtype=object)
         values[:] = list(proto.string_val)
-        if values.size != int(np.prod(shape, dtype=np.int64)):
+        if values.size != math.prod(shape):
             raise errors.InvalidArgumentError(None, None, f"Malformed TensorProto: {values.size} strings for shape "
                                               f"{shape}")
         return values.reshape(shape)
     np_dtype = np.dtype(dtype.as_numpy_dtype)
-    size = int(np.prod(shape, dtype=np.int64))
+    size = math.prod(shape)
     if not proto.tensor_content and size:  # a peer that wrote the typed *_val fields (TF does for small tensors)
         try:
             return np.array(tensor_util.make_ndarray(proto), dtype=np_dtype)
@@ -249,16 +251,18 @@ def _run_reply(transport, value):
     return response
 
 
-def _tensor_request(transport, handle, key, value, sent_s):
+def wire_tensor(value: Any) -> bytes:
+    """A tensor a ``_Send`` posted for another task, as the serialized ``RecvTensorResponse`` that answers its
+    pull: encoded once, at send time (a snapshot of the value), and sent as is by every reply."""
     dead = value is DEAD
-    return worker_pb2.SendTensorRequest(step_id=handle[1], master_task=handle[0], rendezvous_key=key,
-                                        tensor=None if dead else tensor_to_proto(value), is_dead=dead,
-                                        send_time_s=sent_s)
+    return worker_pb2.RecvTensorResponse(tensor=None if dead else tensor_to_proto(value), is_dead=dead,
+                                         send_start_micros=time.time_ns() // 1000,
+                                         send_time_s=time.perf_counter()).SerializeToString()
 
 
-def _tensor_payload(transport, request, source):
-    value = DEAD if request.is_dead else tensor_from_proto(request.tensor)
-    return (request.master_task, request.step_id), request.rendezvous_key, value, request.send_time_s
+def _recv_tensor_value(transport, response):
+    value = DEAD if response.is_dead else tensor_from_proto(response.tensor)
+    return value, response.send_time_s
 
 
 def _abort_request(transport, handle, wire):
@@ -288,13 +292,22 @@ CODECS: dict[str, Codec] = {
                                                                               commit=commit),
         lambda transport, request, source: ((source, request.step_id), request.commit),
         lambda transport, value: worker_pb2.CleanupGraphResponse()),
-    "tensor": Codec("SendTensor", worker_pb2.SendTensorRequest, worker_pb2.SendTensorResponse, _tensor_request,
-                    _tensor_payload),
+    "recv_tensor": Codec(
+        "RecvTensor", worker_pb2.RecvTensorRequest, worker_pb2.RecvTensorResponse,
+        lambda transport, handle, key: worker_pb2.RecvTensorRequest(step_id=handle[1], rendezvous_key=key,
+                                                                    master_task=handle[0]),
+        lambda transport, request, source: ((request.master_task, request.step_id), request.rendezvous_key),
+        lambda transport, wire: wire, _recv_tensor_value),
     "abort_step": Codec(
         "AbortStep", worker_pb2.AbortStepRequest, worker_pb2.AbortStepResponse, _abort_request,
         lambda transport, request, source: ((request.master_task, request.step_id),
                                             (request.error_class, request.error_message))),
 }
 
+def serialize(message: Any) -> bytes:
+    """A reply as bytes: a message serialized, or bytes a codec serialized ahead (``wire_tensor``) as they are."""
+    return message if isinstance(message, bytes) else message.SerializeToString()
+
+
 __all__ = ["CODECS", "Codec", "MASTER_SERVICE", "WORKER_SERVICE", "error_from_wire", "error_to_wire",
-           "tensor_from_proto", "tensor_to_proto"]
+           "serialize", "tensor_from_proto", "tensor_to_proto", "wire_tensor"]

@@ -11,9 +11,11 @@ transport offers:
   ``dst`` by its ``on_request`` handler ``handler(source, reply, *payload)``, which calls
   ``reply(value)`` or ``reply(error=exception)`` exactly once (maybe later, from another thread).
 
-The kinds the runtime uses: requests ``get_status``, ``register_graph``, ``run_graph``, ``end_step``;
-messages ``tensor`` and ``abort_step``. Messages between two ranks arrive in the order they were sent.
-MPI (:mod:`dfcore.mpi.transport`) pickles the payloads inside one trusted job; gRPC
+The kinds the runtime uses: requests ``get_status``, ``register_graph``, ``run_graph``, ``end_step``,
+``recv_tensor`` (TF's pull of a tensor from its sender); the message ``abort_step``. Messages between two
+ranks arrive in the order they were sent. A tensor waiting for its pull is held as ``wire_tensor(value)``
+(a snapshot in the transport's encoding, with its send time), and ``unwire_tensor`` of the reply gives
+``(value, send time)``. MPI (:mod:`dfcore.mpi.transport`) pickles the payloads inside one trusted job; gRPC
 (:mod:`dfcore.transport.grpc_transport`) encodes each kind as TF's protobuf messages (no pickle on the wire).
 """
 
@@ -87,5 +89,10 @@ def wait(future: concurrent.futures.Future, timeout_s: float, what: str) -> Any:
     try:
         return future.result(timeout=timeout_s)
     except concurrent.futures.TimeoutError:
-        raise errors.DeadlineExceededError(None, None, f"No reply to {what} within {timeout_s} s; is that "
-                                           "task's process running its tf.train.Server?") from None
+        raise no_reply_error(what, timeout_s) from None
+
+
+def no_reply_error(what: str, timeout_s: float) -> errors.DeadlineExceededError:
+    """The error of a request ``what`` that got no reply within ``timeout_s``."""
+    return errors.DeadlineExceededError(None, None, f"No reply to {what} within {timeout_s} s; is that task's "
+                                        "process running its tf.train.Server?")

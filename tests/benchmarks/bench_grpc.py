@@ -6,7 +6,9 @@ ports), measured from the ps in interleaved rounds, rotating order:
 (a) the round trip of an 8-byte float64 tensor through dfcore's cross-process rendezvous
     (:class:`dfcore.transport.rendezvous.RemoteRendezvous` over :mod:`dfcore.transport.grpc_transport`; one step
     handle per round trip, released after): the ps sends ``ping`` and receives ``pong``; the worker receives
-    ``ping`` and sends it back as ``pong``. Each ``_Send`` is one ``SendTensor`` call carrying a ``TensorProto``;
+    ``ping`` and sends it back as ``pong``. Each ``_Recv`` pulls with one ``RecvTensor`` call (TF's), answered
+    with a ``TensorProto`` once the other side's ``_Send`` posted it; a step handle is released on the worker once
+    the ps has moved on (as a task releases a step only at its end);
 (b) a bare grpcio unary call of 8 bytes from the ps to a server in the worker process that echoes them
     (no protobuf, no dfcore): the floor under (a).
 
@@ -58,10 +60,14 @@ def task_main(job, cluster, echo_port, out_path):
             "Echo": grpc.unary_unary_rpc_method_handler(lambda request, context: request, _identity, _identity)}),))
         bare.add_insecure_port(f"127.0.0.1:{echo_port}")
         bare.start()
+        with grpc.insecure_channel(cluster["ps"][0]) as to_ps:  # the ps is up before the first pull
+            grpc.channel_ready_future(to_ps).result(timeout=60)
         for i in range(total):
             rendezvous = steps.find_or_create((0, i))
-            rendezvous.send(pong, rendezvous.recv(ping, timeout_s=JOB_TIMEOUT_S))
-            steps.release((0, i))
+            value = rendezvous.recv(ping, timeout_s=JOB_TIMEOUT_S)
+            if i:
+                steps.release((0, i - 1))  # the ps has pulled pong i-1: it sent ping i
+            rendezvous.send(pong, value)
         time.sleep(1.0)  # let the last pong leave
         return
     channel = grpc.insecure_channel(f"127.0.0.1:{echo_port}")

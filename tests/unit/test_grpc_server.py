@@ -149,10 +149,18 @@ def test_a_taken_address_is_refused_in_tfs_words(monkeypatch):
         holder.close()
 
 
-def test_grpc_plus_mpi_says_it_is_not_implemented(monkeypatch):
-    monkeypatch.setenv(SERVERS_ENV, "grpc")
-    with pytest.raises(tf.errors.UnimplementedError, match="grpc\\+mpi"):
-        tf.train.Server({"worker": [f"localhost:{free_ports(1)[0]}"]}, protocol="grpc+mpi")
+@pytest.mark.parametrize("servers", ["grpc", "in_process"])
+def test_grpc_plus_mpi_outside_an_mpi_job_says_what_it_needs(monkeypatch, servers):
+    monkeypatch.setenv(SERVERS_ENV, servers)
+    port = free_ports(1)[0]
+    with pytest.raises(tf.errors.FailedPreconditionError) as refused:
+        tf.train.Server({"worker": [f"localhost:{port}"]}, protocol="grpc+mpi")
+    assert 'protocol="grpc+mpi"' in refused.value.message and "MPI job" in refused.value.message
+    assert "python -m dfcore.launch" in refused.value.message
+    with pytest.raises(tf.errors.InvalidArgumentError, match="Unknown server protocol 'grpc\\+verbs'"):
+        tf.train.Server({"worker": [f"localhost:{port}"]}, protocol="grpc+verbs")
+    with socket.create_server(("127.0.0.1", port)):  # nothing was left listening there: the port is free
+        pass
 
 
 def test_control_flow_and_strings_cross_tasks_as_in_one_process(monkeypatch):

@@ -20,7 +20,7 @@ import dfcore as tf
 from dfcore.framework.protos import GraphDef
 from dfcore.framework.tf_protos import worker_pb2
 from dfcore.transport import SERVERS_ENV
-from dfcore.transport.grpc_wire import tensor_from_proto, tensor_to_proto
+from dfcore.transport.grpc_wire import CODECS, tensor_from_proto, tensor_to_proto
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -89,16 +89,17 @@ def test_peers_cannot_run_code_and_strangers_or_malformed_requests_change_nothin
                 sess.run(v.initializer)
                 with grpc.insecure_channel(cluster.address("ps", 0)) as channel:
                     as_worker = (("dfcore-task", "/job:worker/replica:0/task:0"),)
-                    send = _stub(channel, "SendTensor", worker_pb2.SendTensorResponse)
-                    # a pickle in every bytes field a tensor has: read as numbers and strings, never unpickled
+                    # a pickle in every bytes field of a peer's RecvTensor reply (what a pulling task decodes):
+                    # read as numbers and strings or refused, never unpickled
                     for tensor in (tensor_util.make_tensor_proto(0.0), tensor_util.make_tensor_proto("x")):
                         tensor.tensor_content = payload
                         tensor.string_val.append(payload)
+                        reply = worker_pb2.RecvTensorResponse(tensor=tensor)
                         try:
-                            send(worker_pb2.SendTensorRequest(step_id=1, rendezvous_key="k", tensor=tensor),
-                                 metadata=as_worker, timeout=10)
-                        except grpc.RpcError as error:
-                            assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
+                            CODECS["recv_tensor"].value(None, worker_pb2.RecvTensorResponse.FromString(
+                                reply.SerializeToString()))
+                        except tf.errors.InvalidArgumentError:
+                            pass
                     register = _stub(channel, "RegisterGraph", worker_pb2.RegisterGraphResponse)
                     graph = GraphDef()
                     node = graph.node.add(name="c", op="Const", device="/job:ps/replica:0/task:0/device:CPU:0")
@@ -126,14 +127,15 @@ def test_peers_cannot_run_code_and_strangers_or_malformed_requests_change_nothin
                         run(worker_pb2.RunGraphRequest(graph_handle="nonsense", step_id=7), metadata=as_worker,
                             timeout=10)
                     assert unknown.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-                    # TF's session methods are served; RecvTensor says dfcore pushes instead
+                    # TF's session methods are served; a RecvTensor with a malformed key is refused in TF's words
                     _stub(channel, "CreateWorkerSession", worker_pb2.CreateWorkerSessionResponse)(
                         worker_pb2.CreateWorkerSessionRequest(session_handle="s"), metadata=as_worker, timeout=10)
                     with pytest.raises(grpc.RpcError) as pull:
                         _stub(channel, "RecvTensor", worker_pb2.RecvTensorResponse)(
                             worker_pb2.RecvTensorRequest(step_id=1, rendezvous_key="k"), metadata=as_worker,
                             timeout=10)
-                    assert pull.value.code() == grpc.StatusCode.UNIMPLEMENTED and "SendTensor" in pull.value.details()
+                    assert pull.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+                    assert pull.value.details() == "Invalid rendezvous key: k"
                 # nothing applied: the variable is as it was, and the cluster still runs steps
                 assert sess.run(v) == 1.0
                 assert sess.run(tf.assign_add(v, 1.0)) == 2.0

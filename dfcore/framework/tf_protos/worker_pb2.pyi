@@ -225,48 +225,32 @@ class CleanupGraphResponse(_message.Message):
     def __init__(self) -> None: ...
 
 class RecvTensorRequest(_message.Message):
-    __slots__ = ("step_id", "rendezvous_key", "dma_ok", "request_id")
+    __slots__ = ("step_id", "rendezvous_key", "dma_ok", "request_id", "master_task")
     STEP_ID_FIELD_NUMBER: _ClassVar[int]
     RENDEZVOUS_KEY_FIELD_NUMBER: _ClassVar[int]
     DMA_OK_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    MASTER_TASK_FIELD_NUMBER: _ClassVar[int]
     step_id: int
     rendezvous_key: str
     dma_ok: bool
     request_id: int
-    def __init__(self, step_id: _Optional[int] = ..., rendezvous_key: _Optional[str] = ..., dma_ok: _Optional[bool] = ..., request_id: _Optional[int] = ...) -> None: ...
+    master_task: int
+    def __init__(self, step_id: _Optional[int] = ..., rendezvous_key: _Optional[str] = ..., dma_ok: _Optional[bool] = ..., request_id: _Optional[int] = ..., master_task: _Optional[int] = ...) -> None: ...
 
 class RecvTensorResponse(_message.Message):
-    __slots__ = ("tensor", "is_dead", "send_start_micros", "require_ack")
+    __slots__ = ("tensor", "is_dead", "send_start_micros", "require_ack", "send_time_s")
     TENSOR_FIELD_NUMBER: _ClassVar[int]
     IS_DEAD_FIELD_NUMBER: _ClassVar[int]
     SEND_START_MICROS_FIELD_NUMBER: _ClassVar[int]
     REQUIRE_ACK_FIELD_NUMBER: _ClassVar[int]
+    SEND_TIME_S_FIELD_NUMBER: _ClassVar[int]
     tensor: _tensor_pb2.TensorProto
     is_dead: bool
     send_start_micros: int
     require_ack: bool
-    def __init__(self, tensor: _Optional[_Union[_tensor_pb2.TensorProto, _Mapping]] = ..., is_dead: _Optional[bool] = ..., send_start_micros: _Optional[int] = ..., require_ack: _Optional[bool] = ...) -> None: ...
-
-class SendTensorRequest(_message.Message):
-    __slots__ = ("step_id", "rendezvous_key", "tensor", "is_dead", "send_time_s", "master_task")
-    STEP_ID_FIELD_NUMBER: _ClassVar[int]
-    RENDEZVOUS_KEY_FIELD_NUMBER: _ClassVar[int]
-    TENSOR_FIELD_NUMBER: _ClassVar[int]
-    IS_DEAD_FIELD_NUMBER: _ClassVar[int]
-    SEND_TIME_S_FIELD_NUMBER: _ClassVar[int]
-    MASTER_TASK_FIELD_NUMBER: _ClassVar[int]
-    step_id: int
-    rendezvous_key: str
-    tensor: _tensor_pb2.TensorProto
-    is_dead: bool
     send_time_s: float
-    master_task: int
-    def __init__(self, step_id: _Optional[int] = ..., rendezvous_key: _Optional[str] = ..., tensor: _Optional[_Union[_tensor_pb2.TensorProto, _Mapping]] = ..., is_dead: _Optional[bool] = ..., send_time_s: _Optional[float] = ..., master_task: _Optional[int] = ...) -> None: ...
-
-class SendTensorResponse(_message.Message):
-    __slots__ = ()
-    def __init__(self) -> None: ...
+    def __init__(self, tensor: _Optional[_Union[_tensor_pb2.TensorProto, _Mapping]] = ..., is_dead: _Optional[bool] = ..., send_start_micros: _Optional[int] = ..., require_ack: _Optional[bool] = ..., send_time_s: _Optional[float] = ...) -> None: ...
 
 class AbortStepRequest(_message.Message):
     __slots__ = ("step_id", "master_task", "error_class", "error_message")

@@ -1,6 +1,8 @@
 """Rank program of tests/unit/test_mpi_runtime.py: 1 ps + 2 workers, between-graph replication over MPI.
 
 Each worker writes ``worker<i>.json`` into the directory given as argv[1]; the ps writes ``ps0.json``.
+With a ClusterSpec as JSON in argv[2] (loopback addresses), the servers use ``protocol="grpc+mpi"`` on those
+addresses (gRPC for control, MPI for tensors; tests/unit/test_mpi_grpc_protocol.py).
 """
 
 import json
@@ -11,7 +13,7 @@ import time
 import numpy as np
 
 import dfcore as tf
-from dfcore.mpi import MPIClusterResolver
+from dfcore.mpi import MPIClusterResolver, runtime as mpi_runtime
 from dfcore.mpi.world import job_communicator
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -19,9 +21,11 @@ from fused_model import X, build_fused, partition_summary  # noqa: E402
 
 OUT = sys.argv[1]
 resolver = MPIClusterResolver()
-cluster = resolver.cluster_spec()
+cluster = tf.train.ClusterSpec(json.loads(sys.argv[2])) if len(sys.argv) > 2 else resolver.cluster_spec()
+protocol = "grpc+mpi" if len(sys.argv) > 2 else "grpc"
 config = tf.ConfigProto(device_count={"CPU": 1, "GPU": 0})
-server = tf.train.Server(cluster, job_name=resolver.task_type, task_index=resolver.task_id, config=config)
+server = tf.train.Server(cluster, job_name=resolver.task_type, task_index=resolver.task_id, protocol=protocol,
+                         config=config)
 
 
 def write(name, data):
@@ -36,7 +40,7 @@ if resolver.task_type == "ps":
     sys.exit(0)
 
 w = resolver.task_id
-out = {}
+out = {"transport": type(mpi_runtime.current().transport).__name__}
 with tf.device(tf.train.replica_device_setter(cluster=cluster, worker_device=f"/job:worker/task:{w}")):
     counter = tf.Variable(tf.zeros([4]), name="counter")
     increment = tf.assign_add(counter, tf.ones([4]))
