@@ -56,7 +56,7 @@ def _resolve(answer):
 
 def _check_hint(owner: str, hint: str, answer_text: str) -> None:
     """A hint must not give the answer away: it may not contain the answer's text as a word."""
-    if re.search(rf"(?<![\w.]){re.escape(answer_text)}(?![\w])", hint):
+    if re.search(rf"(?<![\w.]){re.escape(answer_text)}(?!\w|\.\d)", hint):
         raise ValueError(f"{owner}: the hint {hint!r} contains the answer {answer_text!r}")
 
 
