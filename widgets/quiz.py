@@ -261,3 +261,24 @@ class NumberQuestion(_Question):
 
     def __repr__(self):
         return f"<NumberQuestion: {self._short_question()!r}>"
+
+
+class Quiz(widgets.VBox):
+    """Several questions shown together, one under the other (a "Check your understanding" cell).
+
+    Args:
+        questions: :class:`Choice`, :class:`SliderQuestion` or :class:`NumberQuestion` instances, at least one.
+
+    Raises:
+        TypeError: something that is not one of those questions.
+    """
+
+    def __init__(self, *questions: _Question, **kwargs):
+        bad = [type(q).__name__ for q in questions if not isinstance(q, _Question)]
+        if bad or not questions:
+            raise TypeError(f"Quiz expects one or more Choice, SliderQuestion or NumberQuestion, got {bad or 'none'}")
+        self.questions = questions
+        super().__init__(list(questions), **kwargs)
+
+    def __repr__(self):
+        return f"<Quiz: {len(self.questions)} question{'s' if len(self.questions) != 1 else ''}>"

@@ -5,7 +5,7 @@ import ipywidgets
 import pytest
 from ipywidgets.embed import embed_data
 
-from widgets import Choice, NumberQuestion, SliderQuestion
+from widgets import Choice, NumberQuestion, Quiz, SliderQuestion
 
 DEVICES = ["CPU:0", "GPU:0", "GPU:1"]
 HINT = "look at the placement log"
@@ -151,3 +151,13 @@ def test_reprs_are_stable_text():
     assert repr(choice(question=long)) == f"<Choice: {long[:47] + '...'!r}, 3 options>"
     assert repr(slider()) == "<SliderQuestion: 'How long is the step?', 5 values>"
     assert repr(number()) == "<NumberQuestion: 'How many bytes cross?'>"
+
+
+def test_quiz_shows_its_questions_in_order_and_rejects_anything_else():
+    questions = (choice(), slider())
+    quiz = Quiz(*questions)
+    assert quiz.children == questions and repr(quiz) == "<Quiz: 2 questions>"
+    with pytest.raises(TypeError, match="got \\['str'\\]"):
+        Quiz(choice(), "GPU:1")
+    with pytest.raises(TypeError, match="got none"):
+        Quiz()
