@@ -1,11 +1,14 @@
 """WhatIf: one precomputed pane per combination of the grid, nested Stacks, and a jslink from each picker to
 every stack at its depth (so that it works without a kernel)."""
 
+import re
+
 import ipywidgets
 import pytest
 from ipywidgets.embed import embed_data
 
 from widgets import WhatIf
+from widgets.what_if import bars
 
 GRID = {"bandwidth_GBps": [1, 6, 12], "latency_us": [1, 10]}
 
@@ -72,3 +75,13 @@ def test_bad_grids_and_renders_are_rejected():
 
 def test_repr_is_stable_text():
     assert repr(control()[0]) == "<WhatIf: 'link vs transfer time', 3 bandwidth_GBps × 2 latency_us>"
+
+
+def test_bars_share_one_scale_across_panes():
+    svg = bars([("copy of a", 710.0), ("own work", 1420.0), ("too long", 5000.0)], scale_max=1420.0, width_px=520)
+    widths = [float(w) for w in re.findall(r'<rect [^>]*?\swidth="([0-9.]+)"', svg)]
+    assert widths == [120.0, 240.0, 240.0]  # 520 - 190 label - 90 value = 240 px for 1420 µs; clipped at the edge
+    assert [f"{v} µs" in svg for v in ("710", "1,420", "5,000")] == [True] * 3
+    assert "0.25 µs" in bars([("latency", 0.25)], scale_max=1.0)
+    with pytest.raises(ValueError, match="scale_max"):
+        bars([("a", 1.0)], scale_max=0)
