@@ -12,21 +12,24 @@ EXPECTED = {"data_pairs": 3, "ops": {"v", "k", "w", "q"}, "where": {"p_var": "GP
 
 def test_not_done_yet_counts_no_miss(capsys):
     exercise = Exercise("Exercise 1")
-    assert not exercise.check({"data_pairs": None}, EXPECTED)
+    exercise.check({"data_pairs": None}, EXPECTED)
+    assert not exercise.solved
     assert capsys.readouterr().out == "Exercise 1 is not done yet.\n" and exercise.misses == 0
 
 
 def test_right_answer(capsys):
     exercise = Exercise("Exercise 1")
     assert exercise.check({"data_pairs": 3.0, "ops": {"q", "w", "k", "v"}, "where": dict(EXPECTED["where"])},
-                          EXPECTED)
+                          EXPECTED) is None
+    assert exercise.solved
     assert capsys.readouterr().out == "Exercise 1: correct.\n"
 
 
 def test_first_miss_names_what_is_wrong_without_the_expected_values(capsys):
     exercise = Exercise("Exercise 1", reveal_after=3)
     answers = {"data_pairs": 5, "ops": {"v", "w", "q", "u", "z"}, "where": {"p_var": "GPU:3", "p_add": "GPU:9"}}
-    assert not exercise.check(answers, EXPECTED, hint="read the placement log")
+    exercise.check(answers, EXPECTED, hint="read the placement log")
+    assert not exercise.solved
     out = capsys.readouterr().out
     assert out.splitlines() == [
         "Exercise 1: not yet (miss 1).",
@@ -54,10 +57,12 @@ def test_reveals_after_n_misses_and_on_request(capsys):
 def test_requirements_print_the_problem_and_reveal_one_answer(capsys):
     exercise = Exercise("Exercise 2", reveal_after=1)
     slow = Requirement(False, "some products still wait for each other", "one product per GPU")
-    assert not exercise.check({"four_devices": ["/gpu:0"] * 4}, requirements=[slow])
+    exercise.check({"four_devices": ["/gpu:0"] * 4}, requirements=[slow])
+    assert not exercise.solved
     out = capsys.readouterr().out
     assert "  - some products still wait for each other" in out and "  One answer: one product per GPU" in out
-    assert exercise.check({"four_devices": ["/gpu:0"]}, requirements=[Requirement(True, "x", "y")])
+    exercise.check({"four_devices": ["/gpu:0"]}, requirements=[Requirement(True, "x", "y")])
+    assert exercise.solved and capsys.readouterr().out.endswith("Exercise 2: correct.\n")
 
 
 @pytest.mark.parametrize("got, expected, lines", [
