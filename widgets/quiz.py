@@ -122,7 +122,7 @@ class Choice(_Indexed):
         question: the question, plain text.
         options: the options (any values; shown with ``label``), at least two, distinct labels.
         answer: the right option, or a callable returning it (computed from the engine by the lesson).
-        hint: what to look at, shown for every wrong option; ``hints`` maps an option to its own hint.
+        hint: what to look at, shown for every wrong option; ``hints`` maps an option's label to its own hint.
         explain: why the answer is right (shown with "Right." and under "Show answer").
         label: option → label text (default ``str``); buttons: ``"radio"`` (``RadioButtons``) or ``"toggle"``
             (``ToggleButtons``).
@@ -151,7 +151,7 @@ class Choice(_Indexed):
         for text in [hint, *hints.values()]:
             _check_hint(f"Choice {question!r}", text, answer_text)
         panes = [right_pane(explain) if i == self.answer_index
-                 else hint_pane("Not this one.", hints.get(option, hint)) for i, option in enumerate(options)]
+                 else hint_pane("Not this one.", hints.get(labels[i], hint)) for i in range(len(options))]
         kind = {"radio": widgets.RadioButtons, "toggle": widgets.ToggleButtons}[buttons]
         control = kind(options=labels, value=None, layout=widgets.Layout(width="max-content"))
         super().__init__(question, control, panes, answer_pane(answer_text, explain), **kwargs)
