@@ -28,8 +28,8 @@ def rendezvous_key(node: Any, frame_iter: tuple[int, int] = (0, 0)) -> str:
 registry.mark_runs_when_dead("_Send")  # a dead value is sent as DEAD, so the receiver's side runs dead too
 
 
-@registry.RegisterKernel("_Send", needs_context=True)
-def _send_kernel(node):
+@registry.RegisterArrayKernel("_Send", needs_context=True)
+def _send_kernel(node, backend):
     key = rendezvous_key(node)
 
     def compute(ctx, value):
