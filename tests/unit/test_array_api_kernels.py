@@ -297,3 +297,72 @@ def test_every_array_kernel_has_a_case():
     portable = {t for t, k in registry._KERNELS.items() if k.portable}
     covered = {p.values[0] for p in CASES} | set(SESSION_CASES) | ALSO_RUN | set(ELSEWHERE)
     assert sorted(portable - covered) == []
+
+
+# -- end to end, and a numpy-only call caught ----------------------------------------------------------------
+def _digits_losses(backend_name, monkeypatch, steps=25):
+    """The first ``steps`` losses of the digits MLP (dfcore.examples.digits) trained with Adam; its ops on the
+    default GPU:0 (``backend_name``), the batches fed from the CPU."""
+    from dfcore.examples.digits import build_mlp
+    from dfcore.examples.digits_data import batches, load_digits_split
+
+    monkeypatch.setenv(backends.SIMULATED_GPU_BACKEND_ENV, backend_name)
+    data = load_digits_split(seed=0)
+    graph = tf.Graph()
+    with graph.as_default():
+        tf.set_random_seed(0)
+        x = tf.placeholder(tf.float32, [None, data.num_features])
+        y = tf.placeholder(tf.int64, [None])
+        logits = build_mlp(x, 32, data.num_classes, 0)
+        loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
+        train = tf.train.AdamOptimizer(0.003).minimize(loss)
+        init = tf.global_variables_initializer()
+    losses, rng = [], np.random.default_rng(0)
+    with tf.Session(graph=graph) as sess:
+        sess.run(init)
+        for _, (xb, yb) in zip(range(steps), batches(data.x_train, data.y_train, 32, rng)):
+            metadata = tf.RunMetadata()
+            _, value = sess.run([train, loss], {x: xb, y: yb}, run_metadata=metadata,
+                                options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE))
+            assert type(value) is np.float32 or isinstance(value, np.ndarray)
+            losses.append(float(value))
+    on_gpu = {n.node_name for d in metadata.step_stats.dev_stats if d.device.endswith("GPU:0") for n in d.node_stats}
+    return losses, {op.type for op in graph.get_operations() if op.name in on_gpu}
+
+
+def test_digits_mlp_on_a_strict_gpu_matches_numpy(monkeypatch):
+    on_numpy, ran_numpy = _digits_losses("numpy", monkeypatch)
+    on_strict, ran_strict = _digits_losses("array_api_strict", monkeypatch)
+    np.testing.assert_allclose(on_strict, on_numpy, rtol=0, atol=1e-6)
+    assert on_numpy[-1] < on_numpy[0]  # it trains
+    assert {"MatMul", "Add", "Relu", "ReluGrad", "SparseSoftmaxCrossEntropyWithLogits", "ApplyAdam",
+            "BroadcastGradientArgs", "Mean", "Sum", "Reshape"} <= ran_strict
+    assert ran_strict == ran_numpy  # no op left the strict GPU for a CPU
+
+
+@pytest.fixture
+def wrong_tanh():
+    """A test op whose kernel claims to be portable but calls numpy."""
+    registry.RegisterShape("WrongTanhForTest")(lambda op: [(op.inputs[0].dtype.base_dtype, op.inputs[0].shape)])
+    registry.RegisterArrayKernel("WrongTanhForTest")(lambda op, backend: np.tanh)
+    yield "WrongTanhForTest"
+    del registry._SHAPES["WrongTanhForTest"], registry._KERNELS["WrongTanhForTest"]
+
+
+def test_a_numpy_call_in_an_array_kernel_fails_the_strict_pass(wrong_tanh):
+    with tf.Graph().as_default():
+        op = _op(wrong_tanh)(tf.constant(F32))
+    np.testing.assert_allclose(_run(op, NUMPY, 1)[0], np.tanh(F32))  # numpy cannot tell
+    with pytest.raises(AssertionError, match="WrongTanhForTest on array_api_strict returned a ndarray"):
+        _run(op, STRICT, 1)
+
+
+def test_a_numpy_call_in_an_array_kernel_fails_a_step_on_a_strict_gpu(wrong_tanh, monkeypatch):
+    monkeypatch.setenv(backends.SIMULATED_GPU_BACKEND_ENV, "array_api_strict")
+    with tf.Graph().as_default() as graph:
+        x = tf.placeholder(tf.float32, [3, 4])  # fed: nothing to fold on the host
+        with tf.device("/device:GPU:0"):
+            z = _op(wrong_tanh)(x).outputs[0] * x
+    with tf.Session(graph=graph, config=tf.ConfigProto(device_count={"GPU": 1})) as sess:
+        with pytest.raises(tf.errors.InvalidArgumentError, match="of type Mul"):
+            sess.run(z, {x: F32})
