@@ -368,3 +368,27 @@ def test_a_numpy_call_in_an_array_kernel_fails_a_step_on_a_strict_gpu(wrong_tanh
     with tf.Session(graph=graph, config=tf.ConfigProto(device_count={"GPU": 1})) as sess:
         with pytest.raises(tf.errors.InvalidArgumentError, match="of type Mul"):
             sess.run(z, {x: F32})
+
+
+@pytest.mark.parametrize("algorithm", ["ring", "recursive_halving_doubling"])
+def test_all_reduce_on_strict_gpus_matches_numpy(algorithm, monkeypatch):
+    from dfcore.distribute import collective_all_reduce
+
+    def reduce_on(backend_name):
+        monkeypatch.setenv(backends.SIMULATED_GPU_BACKEND_ENV, backend_name)
+        with tf.Graph().as_default() as graph:
+            inputs = []
+            for i in range(3):
+                with tf.device(f"/device:GPU:{i}"):
+                    inputs.append(tf.constant(RNG.uniform(-1, 1, (3, 5)).astype(np.float32)) * 2.0)
+            outs = collective_all_reduce(inputs, algorithm=algorithm, reduction="mean")
+        with tf.Session(graph=graph, config=tf.ConfigProto(device_count={"GPU": 3})) as sess:
+            return sess.run(outs), [np.asarray(backends.to_numpy(v)) for v in sess.run(inputs)]
+
+    outs, ins = reduce_on("array_api_strict")
+    for out in outs:
+        np.testing.assert_allclose(out, np.mean(ins, axis=0), rtol=1e-6, atol=1e-6)
+    assert all(type(out) is np.ndarray for out in outs)
+
+
+ELSEWHERE["CollectiveAllReduce"] = "test_all_reduce_on_strict_gpus_matches_numpy"
