@@ -236,6 +236,10 @@ def _assign_case(update):
     return build
 
 
+def _loop_case(out):
+    return tf.no_op(), out, out  # the loop runs in the traced steps
+
+
 def _random_case(draw):
     return lambda: (tf.no_op(), tf.no_op(), draw())
 
@@ -256,9 +260,14 @@ SESSION_CASES = {
     "RandomUniform": _random_case(lambda: tf.random_uniform([3, 4], seed=3)),
     "RandomStandardNormal": _random_case(lambda: tf.random_normal([3, 4], seed=3)),
     "RandomUniformInt": _random_case(lambda: tf.random_uniform([3, 4], 0, 10, dtype=tf.int32, seed=3)),
+    "Switch": lambda: _loop_case(tf.while_loop(lambda i, x: i < 4, lambda i, x: (i + 1, x * 1.5),
+                                               [tf.constant(0), tf.constant(F32)])[1]),
 }
+LOOP = {"Enter", "Merge", "Switch", "LoopCond", "NextIteration", "Exit"}
 #: op types the cases above run besides their own (each on GPU:0 too)
-ALSO_RUN = {"VariableV2", "Assign", "TruncatedNormal", "NoOp", "_Send"}
+ALSO_RUN = {"VariableV2", "Assign", "TruncatedNormal", "NoOp", "_Send"} | LOOP
+ELSEWHERE["RefSwitch"] = "Switch's kernel itself (one function)"
+ELSEWHERE["ControlTrigger"] = "computes nothing (no outputs, never dead)"
 ELSEWHERE["Placeholder"] = "never computes (it raises for an unfed placeholder): the session's feed tests"
 ELSEWHERE["_Recv"] = "test_digits_mlp_on_a_strict_gpu_matches_numpy (the GPU receives the fed batch)"
 
@@ -289,10 +298,13 @@ def test_stateful_array_kernel_gives_numpys_result_on_a_strict_gpu(op_type, monk
     on_strict, ran_strict = _run_on_gpu(SESSION_CASES[op_type], "array_api_strict", monkeypatch)
     assert type(on_strict) is type(on_numpy)
     np.testing.assert_allclose(on_strict, on_numpy, rtol=1e-6, atol=1e-6)
-    if not op_type.startswith("Random") and op_type != "IsVariableInitialized":
+    if op_type == "Switch":
+        np.testing.assert_allclose(on_strict, F32 * 1.5 ** 4, rtol=1e-6)
+        assert LOOP <= ran_strict
+    if op_type not in ("RandomUniform", "RandomStandardNormal", "RandomUniformInt", "IsVariableInitialized", "Switch"):
         assert op_type in ran_strict and ran_strict == ran
     if op_type == "ApplyAdam":
-        assert ALSO_RUN - {"_Send"} <= ran_strict
+        assert ALSO_RUN - {"_Send"} - LOOP <= ran_strict
 
 
 def test_every_array_kernel_has_a_case():
