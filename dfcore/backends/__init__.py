@@ -87,6 +87,15 @@ class Backend(Protocol):
         """A context in which float overflow, 0/0 and x/0 give inf/nan silently (TF's behaviour)."""
         ...
 
+    def take_columns(self, x: Any, columns: Any) -> Any:
+        """``[x[i, columns[i]] for each row i]`` of a 2-D ``x`` (the standard has no fancy indexing)."""
+        ...
+
+    def add_to_columns(self, x: Any, columns: Any, value: float) -> Any:
+        """``x`` with ``value`` added at ``x[i, columns[i]]`` of each row; ``x`` must be a fresh array of the
+        kernel's own (a backend with indexed assignment updates it in place)."""
+        ...
+
 
 def register(name: str, module: str) -> None:
     """Register (or re-point) backend ``name`` as the ``BACKEND`` attribute of ``module``, imported on first use."""

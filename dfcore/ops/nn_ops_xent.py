@@ -205,7 +205,6 @@ def _sparse_xent_shape(op):
 @registry.RegisterArrayKernel("SparseSoftmaxCrossEntropyWithLogits")
 def _sparse_xent_kernel(op, backend):
     xp = backend.xp
-    grids: dict = {}  # (batch, classes, label dtype) -> (class ids [1, classes], flat row offsets [batch])
 
     def compute(features, labels):
         if features.shape[0] != labels.shape[0]:
@@ -220,15 +219,8 @@ def _sparse_xent_kernel(op, backend):
                 None, op, f"Received a label value of {low if low < 0 else high} which is outside the valid range "
                 f"of [0, {num_classes}).  Label values: {' '.join(str(v) for v in host.reshape(-1))}")
         log_probs = log_softmax_values(features, xp)
-        key = (labels.shape[0], num_classes, labels.dtype)
-        grid = grids.get(key)
-        if grid is None:
-            classes = xp.arange(num_classes, dtype=labels.dtype)
-            grid = grids[key] = (xp.reshape(classes, (1, -1)), xp.arange(labels.shape[0], dtype=labels.dtype)
-                                 * num_classes)
-        one_hot = xp.astype(xp.expand_dims(labels, axis=1) == grid[0], log_probs.dtype)
-        backprop = xp.exp(log_probs) - one_hot  # x - 0 is x exactly: only the label's entry changes
-        loss = -xp.take(xp.reshape(log_probs, (-1,)), grid[1] + labels)
+        backprop = backend.add_to_columns(xp.exp(log_probs), labels, -1)
+        loss = -backend.take_columns(log_probs, labels)
         return xp.astype(loss, features.dtype, copy=False), xp.astype(backprop, features.dtype, copy=False)
 
     return compute
