@@ -176,6 +176,14 @@ OTHERS = [
     ("SoftmaxCrossEntropyWithLogits", _op("SoftmaxCrossEntropyWithLogits", num_outputs=2), [F32, ONE_HOT], _xent),
     ("SparseSoftmaxCrossEntropyWithLogits", _op("SparseSoftmaxCrossEntropyWithLogits", num_outputs=2), [F32, LABELS],
      _sparse_xent),
+    ("PlaceholderWithDefault", _public(lambda x: tf.placeholder_with_default(x, [3, 4])), [F32], lambda x: x),
+    ("Range", _public(lambda a, b, c: tf.range(a, b, c)), [np.int32(1), np.int32(10), np.int32(3)],
+     lambda a, b, c: np.arange(1, 10, 3, dtype=np.int32)),
+    ("OneHot", _public(lambda i: tf.one_hot(i, 4, axis=0)), [LABELS], lambda i: np.eye(4, dtype=np.float32)[:, i]),
+    ("StridedSliceGrad", _op("StridedSliceGrad", {"begin_mask": 0, "end_mask": 0, "ellipsis_mask": 0,
+                                                  "new_axis_mask": 0, "shrink_axis_mask": 0}),
+     [I32V(3, 4), I32V(1, 0), I32V(3, 4), I32V(1, 2), F32[:2, ::2]],
+     lambda s, b, e, st, dy: np.pad(dy.repeat(2, 1) * np.tile([1, 0], 2), ((1, 0), (0, 0)))),
 ]
 
 CASES = ([_case(t, _op(t), [x], ref) for t, x, ref in UNARY]
