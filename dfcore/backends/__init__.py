@@ -7,10 +7,10 @@ A **backend** (:class:`Backend`) names an array library: ``xp`` (its array-API n
 ``to_host`` (numpy in and out), ``is_native`` and the few things the standard lacks (``supports_out``,
 ``matmul`` with transpose flags, ``quiet`` float errors, ``dtype``, ``take_columns``/``add_to_columns`` for
 per-row indexing). Shape-like inputs (axes, shapes, permutations) are read on the host with ``to_host``, as TF
-keeps them in host memory (``HostMemory``), and every kernel's outputs are arrays of its device's backend. Backends are registered by name and
-imported on first use (:func:`get`): ``"numpy"`` (:mod:`.numpy_backend`), ``"array_api_strict"``
-(:mod:`.strict_backend`, CI's stand-in for a GPU library), ``"cupy"`` (``dfcore.backends.cupy_backend``,
-written with the real-GPU devices; a CPU run never imports it).
+keeps them in host memory (``HostMemory``), and every kernel's outputs are arrays of its device's backend.
+Backends are registered by name and imported on first use (:func:`get`): ``"numpy"``
+(:mod:`.numpy_backend`), ``"array_api_strict"`` (:mod:`.strict_backend`, CI's stand-in for a GPU library),
+``"cupy"`` (``dfcore.backends.cupy_backend``, written with the real-GPU devices; a CPU run never imports it).
 
 Each device carries a backend name (:attr:`dfcore.runtime.device_set.Device.backend`; CPU: numpy; a
 simulated GPU: :func:`simulated_gpu_backend`). Kernels registered with
