@@ -25,7 +25,8 @@ raises TF's error for an explicit request without soft placement): convolution a
 backprops, ``MaxPool``, ``AvgPool`` and their grads), ``FusedBatchNorm``/``Grad``, ``LRN``/``Grad``, ``TopKV2``,
 ``InTopKV2``, gathers and scatters (``GatherV2``, ``UnsortedSegmentSum``, ``DynamicPartition``,
 ``DynamicStitch``), ``Where``, ``Pad``/``PadV2``/``MirrorPad``/``MirrorPadGrad``, ``InvertPermutation``,
-``Cumsum``, ``Multinomial``, ``RandomShuffle``, ``CountUpTo``, ``CheckNumerics``, ``Assert``, linear algebra (``MatrixInverse``, ``MatrixDeterminant``, ``Cholesky``...),
+``Cumsum``, ``Multinomial``, ``RandomShuffle``, ``CountUpTo``, ``CheckNumerics``, ``Assert``, linear algebra
+(``MatrixInverse``, ``MatrixDeterminant``, ``Cholesky``...),
 strings, parsing and summaries, queues, readers, datasets and iterators, stacks, accumulators and mutexes,
 ``PyFunc``, ``SaveV2``/``RestoreV2``/``MatchingFiles``, ``_Arg``/``_Retval`` (the client's CPU), and the
 allocator's ``out=`` kernels (numpy only, by :attr:`Backend.supports_out`). Every other kernel is an array
