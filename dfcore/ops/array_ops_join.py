@@ -96,24 +96,26 @@ def _concat_shape(op):
     return [(dtype, before.concatenate([middle]).concatenate(after))]
 
 
-@registry.RegisterKernel("ConcatV2")
-def _concat_kernel(op):
-    def compute(*args):
-        values, axis = args[:-1], int(args[-1])
-        rank = np.ndim(values[0])
+@registry.RegisterArrayKernel("ConcatV2")
+def _concat_kernel(op, backend):
+    xp, host = backend.xp, backend.to_host
+
+    def compute(*args):  # the axis is read on the host (TF's HostMemory("axis"))
+        values, axis = args[:-1], int(host(args[-1]))
+        rank = values[0].ndim
         if not -rank <= axis < rank:
             raise errors.InvalidArgumentError(
                 None, op, f"ConcatOp : Expected concatenating dimensions in the range [{-rank}, {rank}), but got "
                           f"{axis}")
         axis %= rank
-        first = np.shape(values[0])
+        first = tuple(values[0].shape)
         for i, v in enumerate(values[1:], start=1):
-            shape = np.shape(v)
+            shape = tuple(v.shape)
             if len(shape) != rank or shape[:axis] + shape[axis + 1:] != first[:axis] + first[axis + 1:]:
                 raise errors.InvalidArgumentError(
                     None, op, f"ConcatOp : Dimensions of inputs should match: shape[0] = [{','.join(map(str, first))}] "
                     f"vs. shape[{i}] = [{','.join(map(str, shape))}]")
-        return np.concatenate(values, axis=axis)
+        return xp.concat(values, axis=axis)
 
     return compute
 
@@ -146,9 +148,12 @@ def _concat_offset_shape(op):
     return [(dtypes.int32, t.shape) for t in op.inputs[1:]]
 
 
-@registry.RegisterKernel("ConcatOffset")
-def _concat_offset_kernel(op):
-    def compute(concat_dim, *shapes):
+@registry.RegisterArrayKernel("ConcatOffset")
+def _concat_offset_kernel(op, backend):
+    host, from_host = backend.to_host, backend.from_host
+
+    def compute(concat_dim, *shapes):  # shape metadata: computed on the host (TF's HostMemory)
+        concat_dim, shapes = host(concat_dim), [host(s) for s in shapes]
         axis = int(concat_dim) % len(shapes[0])
         offsets, position = [], 0
         for shape in shapes:
@@ -156,7 +161,7 @@ def _concat_offset_kernel(op):
             offset[axis] = position
             offsets.append(offset)
             position += int(shape[axis])
-        return _one_or_tuple(offsets)
+        return _one_or_tuple(from_host(o) for o in offsets)
 
     return compute
 
@@ -218,17 +223,26 @@ def _split_shape(op):
     return [(value.dtype.base_dtype, TensorShape(dims))] * n
 
 
-@registry.RegisterKernel("Split")
-def _split_kernel(op):
+def _pieces(value, bounds, axis):
+    """``value`` cut along ``axis`` at ``bounds`` (``[0, b1, ..., size]``), as views (basic slicing)."""
+    lead = (slice(None),) * axis
+    return [value[lead + (slice(start, stop), ...)] for start, stop in zip(bounds[:-1], bounds[1:])]
+
+
+@registry.RegisterArrayKernel("Split")
+def _split_kernel(op, backend):
+    host = backend.to_host
     n = op.get_attr("num_split")
 
-    def compute(split_dim, value):
-        axis = int(split_dim) % max(np.ndim(value), 1)
-        if np.shape(value)[axis] % n:
+    def compute(split_dim, value):  # split_dim is read on the host (TF's HostMemory("split_dim"))
+        split_dim = int(host(split_dim))
+        axis = split_dim % max(value.ndim, 1)
+        size = value.shape[axis]
+        if size % n:
             raise errors.InvalidArgumentError(
                 None, op, f"Number of ways to split should evenly divide the split dimension, but got split_dim "
-                f"{int(split_dim)} (size = {np.shape(value)[axis]}) and num_split {n}")
-        return _one_or_tuple(np.split(value, n, axis=axis))
+                f"{split_dim} (size = {size}) and num_split {n}")
+        return _one_or_tuple(_pieces(value, [size // n * i for i in range(n + 1)], axis))
 
     return compute
 
@@ -266,15 +280,17 @@ def _split_v_shape(op):
     return [(dtype, TensorShape(dims[:a] + [s] + dims[a + 1:])) for s in _resolve_sizes(sizes, dims[a], fail)]
 
 
-@registry.RegisterKernel("SplitV")
-def _split_v_kernel(op):
+@registry.RegisterArrayKernel("SplitV")
+def _split_v_kernel(op, backend):
+    host = backend.to_host
+
     def fail(message):
         raise errors.InvalidArgumentError(None, op, message)
 
-    def compute(value, size_splits, split_dim):
-        axis = int(split_dim) % max(np.ndim(value), 1)
-        sizes = _resolve_sizes([int(s) for s in size_splits], np.shape(value)[axis], fail)
-        return _one_or_tuple(np.split(value, np.cumsum(sizes)[:-1], axis=axis))
+    def compute(value, size_splits, split_dim):  # sizes and split_dim are read on the host (TF's HostMemory)
+        axis = int(host(split_dim)) % max(value.ndim, 1)
+        sizes = _resolve_sizes([int(s) for s in host(size_splits)], value.shape[axis], fail)
+        return _one_or_tuple(_pieces(value, [0] + [int(b) for b in np.cumsum(sizes)], axis))
 
     return compute
 
@@ -318,10 +334,10 @@ def _pack_shape(op):
     return [(values[0].dtype.base_dtype, TensorShape(dims[:axis] + [len(values)] + dims[axis:]))]
 
 
-@registry.RegisterKernel("Pack")
-def _pack_kernel(op):
-    axis = op.get_attr("axis")
-    return lambda *values: np.stack(values, axis=axis)
+@registry.RegisterArrayKernel("Pack")
+def _pack_kernel(op, backend):
+    axis, stack = op.get_attr("axis"), backend.xp.stack
+    return lambda *values: stack(values, axis=axis)
 
 
 @register_constant_value("Pack")
@@ -369,15 +385,15 @@ def _unpack_shape(op):
     return [(x.dtype.base_dtype, TensorShape(dims[:axis] + dims[axis + 1:]))] * num
 
 
-@registry.RegisterKernel("Unpack")
-def _unpack_kernel(op):
-    num, axis = op.get_attr("num"), op.get_attr("axis")
+@registry.RegisterArrayKernel("Unpack")
+def _unpack_kernel(op, backend):
+    num, axis, unstack = op.get_attr("num"), op.get_attr("axis"), backend.xp.unstack
 
     def compute(value):
-        if np.shape(value)[axis] != num:
+        if value.shape[axis] != num:
             raise errors.InvalidArgumentError(
                 None, op, f"Input shape axis {axis} must equal {num}, got shape "
-                          f"[{','.join(map(str, np.shape(value)))}]")
-        return _one_or_tuple(np.moveaxis(np.asarray(value), axis, 0))
+                          f"[{','.join(map(str, value.shape))}]")
+        return _one_or_tuple(unstack(value, axis=axis))
 
     return compute

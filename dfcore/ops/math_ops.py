@@ -54,10 +54,10 @@ def _cast_shape(op):
     return [(op.get_attr("DstT"), op.inputs[0].shape)]
 
 
-@registry.RegisterKernel("Cast")
-def _cast_kernel(op):
-    dst = op.get_attr("DstT").as_numpy_dtype
-    return lambda x: np.asarray(x).astype(dst)
+@registry.RegisterArrayKernel("Cast")
+def _cast_kernel(op, backend):
+    xp, dst = backend.xp, backend.dtype(op.get_attr("DstT").as_numpy_dtype)
+    return lambda x: xp.astype(xp.asarray(x), dst)
 
 
 def to_float(x, name="ToFloat"):
@@ -144,13 +144,15 @@ def _n_ary_shape(op, shape):
     return [(op.inputs[0].dtype.base_dtype, shape)]
 
 
-@registry.RegisterKernel("AddN")
-@registry.RegisterKernel("AccumulateNV2")
-def _add_n_kernel(op):
+@registry.RegisterArrayKernel("AddN")
+@registry.RegisterArrayKernel("AccumulateNV2")
+def _add_n_kernel(op, backend):
+    add, in_place = backend.xp.add, backend.supports_out  # numpy sums into its first result (out=)
+
     def compute(*xs):
-        total = np.add(xs[0], xs[1])
+        total = add(xs[0], xs[1])
         for x in xs[2:]:
-            total = np.add(total, x, out=total) if isinstance(total, np.ndarray) else total + x
+            total = add(total, x, out=total) if in_place and isinstance(total, np.ndarray) else total + x
         return total
 
     return compute
@@ -236,15 +238,17 @@ def _range_shape(op):
     return [(dtype, TensorShape([len(np.arange(start, limit, delta))]))]
 
 
-@registry.RegisterKernel("Range")
-def _range_kernel(op):
-    dtype = op.get_attr("Tidx").as_numpy_dtype
+@registry.RegisterArrayKernel("Range")
+def _range_kernel(op, backend):
+    """Computed on the host (TF's HostMemory inputs), then copied to the device."""
+    dtype, host, from_host = op.get_attr("Tidx").as_numpy_dtype, backend.to_host, backend.from_host
 
     def compute(start, limit, delta):
+        start, limit, delta = host(start), host(limit), host(delta)
         message = _range_error(start, limit, delta)
         if message:
             raise errors.InvalidArgumentError(None, op, message)
-        return np.arange(start, limit, delta, dtype=dtype)
+        return from_host(np.arange(start, limit, delta, dtype=dtype))
 
     return compute
 

@@ -16,7 +16,7 @@ import dataclasses
 import hashlib
 from collections.abc import Iterable, Iterator
 
-from .. import errors
+from .. import backends, errors
 from ..framework.device import DeviceSpec
 from ..framework.protos import ConfigProto
 
@@ -45,6 +45,9 @@ class Device:
         physical_device_desc: TF's ``DeviceAttributes.physical_device_desc``
             (``device: 0, name: Tesla K20m, pci bus id: ..., compute capability: 3.5``);
             empty for CPUs, which ``Device mapping:`` leaves out.
+        backend: the array backend holding the device's tensors (:mod:`dfcore.backends`; dfcore's, TF has
+            none): ``"numpy"`` for CPUs and, unless ``DFCORE_SIMULATED_GPU_BACKEND`` says otherwise, for
+            simulated GPUs.
     """
 
     name: str
@@ -54,6 +57,7 @@ class Device:
     simulated: bool
     incarnation: int
     physical_device_desc: str = ""
+    backend: str = backends.NUMPY
 
     @property
     def spec(self) -> DeviceSpec:
@@ -99,14 +103,20 @@ def simulated_gpu_desc(index: int, profile_name: str) -> str:
 
 def make_device(job: str, replica: int, task: int, device_type: str, index: int,
                 profile_name: str | None = None) -> Device:
-    """A simulated :class:`Device` with its full name, incarnation and description."""
+    """A simulated :class:`Device` with its full name, incarnation, description and array backend
+    (:func:`dfcore.backends.default_backend`).
+
+    Raises:
+        ValueError: ``DFCORE_SIMULATED_GPU_BACKEND`` names no registered backend.
+    """
     name = DeviceSpec(job, replica, task, device_type, index).to_string()
     if device_type == "CPU":
         profile_name, desc = profile_name or CPU_PROFILE, ""
     else:
         profile_name = profile_name or DEFAULT_GPU_PROFILE
         desc = simulated_gpu_desc(index, profile_name)
-    return Device(name, device_type, index, profile_name, True, incarnation_of(name), desc)
+    return Device(name, device_type, index, profile_name, True, incarnation_of(name), desc,
+                  backends.default_backend(device_type))
 
 
 def passes_device_filters(name: str, device_filters: Iterable[str], own_task: str) -> bool:
@@ -153,6 +163,8 @@ class DeviceSet:
         self._devices = tuple(devices)
         self._by_name = {d.name: d for d in self._devices}
         self._found: dict[str, list[Device]] = {}  # find's answers by canonical spec (the set never changes)
+        self._backends = {t: frozenset(d.backend for d in self._devices if d.device_type == t)
+                          for t in {d.device_type for d in self._devices}}
         cpus = [d for d in self._devices if d.device_type == "CPU"]
         if not cpus:
             raise errors.NotFoundError(None, None, "No CPU devices are available in this process")
@@ -192,6 +204,10 @@ class DeviceSet:
         devices = [make_device(job, replica, task, "CPU", i) for i in range(num_cpus)]
         devices += [make_device(job, replica, task, "GPU", i, p) for i, p in enumerate(gpu_profiles)]
         return cls(devices)
+
+    def backends_of_type(self, device_type: str) -> frozenset[str]:
+        """The array backends of the devices of ``device_type`` (:attr:`Device.backend`)."""
+        return self._backends.get(device_type, frozenset())
 
     @property
     def devices(self) -> tuple[Device, ...]:
