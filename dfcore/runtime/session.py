@@ -288,7 +288,6 @@ class BaseSession:
                 plan = self._plans.setdefault(key, plan)
         return plan
 
-
     def _placement_for(self, ops):
         """The placement of the whole graph, redone when ops were added since the last one."""
         with self._placement_lock:
