@@ -1,10 +1,11 @@
 """In-graph vs between-graph replication of the same model, and what each costs in graph size.
 
 Source: TF whitepaper §7 / Fig. 7 and TF's distributed guide: *in-graph* replication has
-one client build one graph holding every worker's tower (variables on the ps, the towers'
-gradients averaged and applied once); *between-graph* replication has one client per worker,
-each building its own copy of the model under ``replica_device_setter``, sharing the
-variables through the ps tasks (here synchronised by ``SyncReplicasOptimizer``).
+one client build one graph holding every worker's tower (variables and ``global_step`` on the ps,
+the towers' gradients averaged and applied once, incrementing ``global_step``); *between-graph*
+replication has one client per worker, each building its own copy of the model under
+``replica_device_setter``, sharing the variables through the ps tasks (here synchronised by
+``SyncReplicasOptimizer``).
 
 :func:`compare_replication` builds both on one in-process cluster, counts their ops per
 task, and runs one synchronous step of each from the same initial values: with equal
@@ -64,10 +65,12 @@ def graph_size(graph: Graph) -> GraphSize:
 
 
 def build_in_graph(spec: ClusterSpec, config: ModelConfig) -> tuple[Graph, dict[str, Any]]:
-    """One graph with a tower per worker task; returns ``(graph, handles)``."""
+    """One graph with a tower per worker task and a ``global_step`` its train op increments, as the
+    between-graph workers' graphs have; returns ``(graph, handles)``."""
     graph = Graph()
     with graph.as_default():
         with graph.device(train_lib.replica_device_setter(cluster=spec, worker_device="/job:worker/task:0")):
+            global_step = train_lib.get_or_create_global_step()
             params = list(mlp_variables(NUM_FEATURES, config.hidden, 10, config.seed))
             opt = train_lib.GradientDescentOptimizer(config.learning_rate)
         xs, ys, tower_grads = [], [], []
@@ -77,9 +80,9 @@ def build_in_graph(spec: ClusterSpec, config: ModelConfig) -> tuple[Graph, dict[
                 ys.append(array_ops.placeholder(dtypes.int64, [config.batch_size], name="y"))
                 tower_grads.append(opt.compute_gradients(tower_loss(xs[-1], ys[-1], params), var_list=params))
         with graph.device("/job:worker/task:0"):
-            train_op = opt.apply_gradients(average_gradients(tower_grads))
+            train_op = opt.apply_gradients(average_gradients(tower_grads), global_step=global_step)
         init = variables.global_variables_initializer()
-    return graph, dict(params=params, xs=xs, ys=ys, train_op=train_op, init=init)
+    return graph, dict(params=params, xs=xs, ys=ys, train_op=train_op, init=init, global_step=global_step)
 
 
 def compare_replication(num_workers: int = 4, num_ps: int = 1, batch_size: int = 32, hidden: int = 64,

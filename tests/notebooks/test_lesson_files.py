@@ -32,10 +32,11 @@ def test_lesson_is_committed_run_with_widget_state_stripped(lesson):
     assert not unrun, f"{lesson.name}: checked cells {unrun} have no stored output, so nbval would skip them"
 
 
-def test_readme_binder_link_opens_the_first_lesson():
+def test_readme_binder_link_opens_the_tour():
+    """The badge opens lesson 00, the tour: it says how to run the course and maps the lessons."""
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     targets = re.findall(r"https://mybinder\.org/v2/gh/[^?\s)]+\?urlpath=lab/tree/([^\s)&`]+)", readme)
-    assert targets and set(targets) == {"notebooks/01_dataflow_graph_and_session.ipynb"}, targets
+    assert targets and set(targets) == {"notebooks/00_start_here.ipynb"}, targets
     if not LESSONS:
         pytest.skip("no lessons in notebooks/ yet")
     assert (REPO / targets[0]).is_file(), f"the README's Binder link opens {targets[0]}, which does not exist"

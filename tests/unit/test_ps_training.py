@@ -10,9 +10,10 @@ from ps_invariants import assert_ssp_invariants
 
 from dfcore.distribute import parameter_server as ps
 from dfcore.distribute.ps_model import ModelConfig, build_worker, start_cluster, step_costs
-from dfcore.distribute.replication import compare_replication
+from dfcore.distribute.replication import build_in_graph, compare_replication
 from dfcore.distribute.staleness import PHASES, format_histogram
 from dfcore.runtime import cost_model
+from dfcore.runtime.session import Session
 
 
 @pytest.fixture(autouse=True)
@@ -186,6 +187,24 @@ def test_in_graph_and_between_graph_replication_apply_the_same_update():
     assert set(comparison.in_graph.ops_per_task) >= {f"/job:worker/replica:0/task:{w}" for w in range(3)}
     assert set(comparison.between_graph[2].ops_per_task) <= {"/job:ps/replica:0/task:0",
                                                              "/job:worker/replica:0/task:2", "(any)"}
+
+
+def test_the_in_graph_step_increments_a_global_step_on_the_ps_as_between_graph_steps_do():
+    config = ModelConfig("sync", 1, 2, 2, 0, 0.5, 16, 8, 0, "round_robin", None)
+    spec, ps_servers, worker_servers = start_cluster(config)
+    graph, h = build_in_graph(spec, config)
+    sess = Session(worker_servers[0].target, graph=graph)
+    try:
+        assert h["global_step"].op.type == "VariableV2" and h["global_step"].op.device == "/job:ps/task:0"
+        sess.run(h["init"])
+        feed = {x: np.zeros(x.shape.as_list(), np.float32) for x in h["xs"]}
+        feed.update({y: np.zeros(y.shape.as_list(), np.int64) for y in h["ys"]})
+        sess.run(h["train_op"], feed)
+        assert sess.run(h["global_step"]) == 1
+    finally:
+        sess.close()
+        for server in ps_servers + worker_servers:
+            server.stop("test done")
 
 
 def test_argument_errors():
