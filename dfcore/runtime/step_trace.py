@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from .step_plan import StepPlan
 
 _PROFILES = {p.name: p for p in (cost_model.TESLA_K20M, cost_model.TESLA_V100, cost_model.TESLA_V100_32GB,
-                                  cost_model.H100)}
+                                  cost_model.H100, cost_model.H200)}
 # _Arg: a fed value
 _ALIASING = frozenset(("Identity", "Reshape", "StopGradient", "VariableV2", "Const", "_Send", "_Arg"))
 
