@@ -116,7 +116,8 @@ def all_reduce(values: Sequence[Any], devices: Sequence[str] | None = None, algo
         outputs = tuple(xp.reshape(o, shape) for o in outs)
         if in_place:
             for value, output in zip(arrays, outputs):
-                value[...] = output
+                with all_reduce_arrays.scope(value):
+                    value[...] = output
             outputs = tuple(arrays)
         all_reduce_arrays.synchronize(outputs)
         kept_inputs = [all_reduce_arrays.to_host(f) for f in flats] if trace and trace_values and not in_place \

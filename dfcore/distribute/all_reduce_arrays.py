@@ -14,6 +14,7 @@ queue the kernels.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Sequence
 from typing import Any
@@ -72,9 +73,17 @@ def check_device_values(values: Sequence[Any], in_place: bool) -> tuple[Any, lis
 def check_device_numerics(xp: Any, arrays: Sequence[Any], devices: Sequence[str]) -> None:
     """Raise ``InvalidArgumentError`` naming the device whose input holds NaN or Inf."""
     for a, device in zip(arrays, devices):
-        if not bool(xp.all(xp.isfinite(a))):
-            kind = "NaN" if bool(xp.any(xp.isnan(a))) else "Inf"
+        with scope(a):
+            finite = bool(xp.all(xp.isfinite(a)))
+            kind = "NaN" if not finite and bool(xp.any(xp.isnan(a))) else "Inf"
+        if not finite:
             raise errors.InvalidArgumentError(None, None, f"all_reduce input on {device} : Tensor had {kind} values")
+
+
+def scope(value: Any) -> contextlib.AbstractContextManager[Any]:
+    """The device of ``value`` as the current device (cupy: kernels and allocations run on the *current*
+    GPU, and ``array_api_compat.cupy`` ignores ``device=``); nothing to enter elsewhere."""
+    return value.device if array_api_compat.is_cupy_array(value) else contextlib.nullcontext()
 
 
 def to_host(value: Any) -> np.ndarray:
@@ -117,7 +126,10 @@ def run_device_schedule(schedule: schedules.Schedule, xp: Any, flats: Sequence[A
     ``trace``)."""
     n, size = schedule.num_ranks, flats[0].shape[0]
     itemsize = np.dtype(dtype_name(xp, flats[0].dtype)).itemsize
-    outs = [xp.empty((size,), dtype=f.dtype, device=array_api_compat.device(f)) for f in flats]
+    outs = []
+    for f in flats:
+        with scope(f):
+            outs.append(xp.empty((size,), dtype=f.dtype, device=array_api_compat.device(f)))
     combine = xp.maximum if reduction == "max" else xp.add
     box: list[Any] = []
     done = functools.partial(_settle, box)
@@ -125,7 +137,8 @@ def run_device_schedule(schedule: schedules.Schedule, xp: Any, flats: Sequence[A
     for key, (op, s, d, lo, hi, src_written, dst_written) in zip(keys, steps):
         if key is None:  # Finalize: rank s divides its fully reduced chunk (mean)
             if reduction == "mean":
-                outs[s][lo:hi] = (outs[s] if src_written else flats[s])[lo:hi] / float(n)
+                with scope(outs[s]):
+                    outs[s][lo:hi] = (outs[s] if src_written else flats[s])[lo:hi] / float(n)
             continue
         rendezvous.send(key, (outs[s] if src_written else flats[s])[lo:hi], nbytes=(hi - lo) * itemsize, copy=False)
         rendezvous.recv_async(key, done)
@@ -133,15 +146,17 @@ def run_device_schedule(schedule: schedules.Schedule, xp: Any, flats: Sequence[A
         if error is not None:
             raise error
         message = move(message, outs[d])  # the transfer: one copy, onto the receiver's device
-        if op == "reduce":
-            outs[d][lo:hi] = combine(outs[d][lo:hi] if dst_written else flats[d][lo:hi], message)
-        else:
-            outs[d][lo:hi] = message
+        with scope(outs[d]):
+            if op == "reduce":
+                outs[d][lo:hi] = combine(outs[d][lo:hi] if dst_written else flats[d][lo:hi], message)
+            else:
+                outs[d][lo:hi] = message
         if records is not None:
             records.append([to_host(message), to_host(outs[d][lo:hi])])
     for r in range(n):
-        for lo, hi in unwritten[r]:
-            outs[r][lo:hi] = flats[r][lo:hi]
+        with scope(outs[r]):
+            for lo, hi in unwritten[r]:
+                outs[r][lo:hi] = flats[r][lo:hi]
     return outs, records
 
 
