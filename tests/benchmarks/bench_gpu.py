@@ -13,7 +13,7 @@ import statistics
 
 import numpy as np
 from _timing import interleaved_samples_s, median_ratio, report
-from bench_mlp_step import LEARNING_RATE, build_graph_step, make_problem, naive_numpy_step
+from bench_mlp_step import LEARNING_RATE_F32, build_graph_step, make_problem, naive_numpy_step
 
 import dfcore
 from dfcore.runtime import real_gpus
@@ -23,7 +23,7 @@ TARGET_RATIO = 1.3
 BATCHES = (64, 4096)
 
 
-def cupy_step(cupy, params, x_host, labels_host, lr=np.float32(LEARNING_RATE)):
+def cupy_step(cupy, params, x_host, labels_host, lr=LEARNING_RATE_F32):
     """The step in plain cupy (batch copied from the host, as a feed); updates the cupy ``params`` in place."""
     w1, b1, w2, b2 = params
     x, labels = cupy.asarray(x_host), cupy.asarray(labels_host)

@@ -3,8 +3,7 @@ and return without error; the rank placement rule (one rank per GPU, else four l
 
 import pytest
 
-from dfcore.bench import all_reduce as bench
-from dfcore.bench import gpu_all_reduce
+from dfcore.bench import all_reduce as bench, gpu_all_reduce
 from dfcore.runtime import real_gpus
 
 _GPU = real_gpus.PhysicalGpu(0, "NVIDIA H200", "0000:19:00.0", "9.0", 1)
