@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import backends
 from ..framework import dtypes as dtypes_lib
 from ..framework.tensor import Tensor
 from ..framework.tensor_shape import TensorShape
@@ -103,12 +104,11 @@ class EagerTensor(Tensor):
 
     def numpy(self) -> np.ndarray | np.generic:
         """The value as a numpy array (a numpy scalar for shape ``()``), as TF's ``EagerTensor.numpy``."""
-        value = self._read()
-        array = np.asarray(value)
+        array = np.asarray(backends.to_numpy(self._read()))
         return array[()] if array.ndim == 0 else array
 
     def __array__(self, dtype=None, copy=None):
-        array = np.asarray(self._read())
+        array = np.asarray(backends.to_numpy(self._read()))
         return array if dtype is None else array.astype(dtype)
 
     def _numpy_text(self, is_repr: bool) -> str:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from .. import errors
+from .. import backends, errors
 from ..framework.graph import Graph
 from ..framework.operation import Operation
 from ..framework.tensor import Tensor
@@ -95,8 +95,9 @@ def execute(ctx: EagerContext, op: Operation) -> Operation:
     device = ctx.place(op)
     op._assigned_device = device
     ctx.ops_executed += 1
-    compute, needs_context, is_async = instantiate_kernel(op, op.type, op.name)
-    args = [t._value for t in op._inputs]
+    backend = ctx.device_set.device(device).backend
+    compute, needs_context, is_async = instantiate_kernel(op, op.type, op.name, backend=backend)
+    args = [backends.transfer(t._value, None, backend) for t in op._inputs]
     if needs_context:
         step_id = next(ctx.step_ids)
         txn = ctx.variables.begin()

@@ -9,7 +9,9 @@ Contracts:
     run when the op is built; it raises ``InvalidArgumentError`` (TF's wording)
     on incompatible inputs.
 
-    kernel factory ``fn(op) -> compute``; ``compute(*input_values)`` returns the
+    kernel factory ``fn(op) -> compute`` (numpy-only, :func:`RegisterKernel`) or ``fn(op, backend) -> compute``
+    (:func:`RegisterArrayKernel`: written against ``backend.xp``, the array API, so it runs on every backend of
+    :mod:`dfcore.backends`); ``compute(*input_values)`` returns the
     output value (one output) or a tuple (several). A kernel registered with
     ``needs_context=True`` gets the step context first: ``compute(ctx, *inputs)``.
     An *asynchronous* kernel (``is_async=True``, e.g. ``_Recv``) is called as
@@ -31,7 +33,7 @@ Contracts:
 from collections.abc import Callable
 from typing import Any
 
-from .. import errors
+from .. import backends, errors
 
 # All keyed by the TF op type ("MatMul").
 _SHAPES: dict[str, Callable[..., Any]] = {}
@@ -66,12 +68,17 @@ DEAD = _Dead()
 class KernelDef:
     """A registered kernel factory and how the executor calls what it builds."""
 
-    __slots__ = ("factory", "needs_context", "is_async")
+    __slots__ = ("factory", "needs_context", "is_async", "portable")
 
-    def __init__(self, factory, needs_context, is_async=False):
+    def __init__(self, factory, needs_context, is_async=False, portable=False):
         self.factory = factory
         self.needs_context = needs_context
         self.is_async = is_async
+        self.portable = portable  # an array kernel (any backend) rather than a numpy-only one
+
+    def build(self, op: Any, backend: "str | backends.Backend" = backends.NUMPY) -> Callable[..., Any]:
+        """The ``compute`` of this kernel for ``op`` on ``backend`` (a numpy-only kernel ignores it)."""
+        return self.factory(op, backends.get(backend)) if self.portable else self.factory(op)
 
 
 def RegisterShape(op_type):
@@ -91,6 +98,19 @@ def RegisterKernel(op_type, needs_context=False, is_async=False):
     def _register(fn):
         _check_new(_KERNELS, op_type, "kernel")
         _KERNELS[op_type] = KernelDef(fn, needs_context or is_async, is_async)
+        return fn
+
+    return _register
+
+
+def RegisterArrayKernel(op_type, needs_context=False, is_async=False):
+    """Decorator registering the kernel factory ``fn(op, backend) -> compute`` of ``op_type`` for every array
+    backend: the kernel calls ``backend.xp`` (the array API standard) and the backend's few extras only, so
+    the numpy kernel and the GPU kernel are one code path."""
+
+    def _register(fn):
+        _check_new(_KERNELS, op_type, "kernel")
+        _KERNELS[op_type] = KernelDef(fn, needs_context or is_async, is_async, portable=True)
         return fn
 
     return _register
@@ -192,8 +212,20 @@ def shape_function(op_type):
         raise errors.NotFoundError(None, None, f"Op type not registered '{op_type}'") from None
 
 
-def kernel(op_type):
-    return _KERNELS.get(op_type)
+def kernel(op_type, backend=backends.NUMPY):
+    """The kernel of ``op_type`` on the array backend named ``backend``, or None: a numpy-only kernel exists
+    on the numpy backend only."""
+    found = _KERNELS.get(op_type)
+    if found is None or found.portable or backend == backends.NUMPY:
+        return found
+    return None
+
+
+def lacks_kernel_on(op_type, backend):
+    """True when ``op_type`` has a kernel, numpy-only, and ``backend`` (a name) is not numpy: a device of that
+    backend has no kernel for it (the placer's rule for a kernel a device type lacks)."""
+    found = _KERNELS.get(op_type)
+    return found is not None and not found.portable and backend != backends.NUMPY
 
 
 def out_kernel(op_type):

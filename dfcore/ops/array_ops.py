@@ -10,6 +10,8 @@ strided_slice, ``Tensor.__getitem__``) and ``array_ops_gather`` (gather,
 unsorted_segment_sum, one_hot) and ``array_ops_where`` (where); this module re-exports them.
 """
 
+import math
+
 import numpy as np
 
 from .. import errors
@@ -71,8 +73,8 @@ def _placeholder_shape(op):
     return [(op.get_attr("dtype"), op.get_attr("shape"))]
 
 
-@registry.RegisterKernel("Placeholder")
-def _placeholder_kernel(op):
+@registry.RegisterArrayKernel("Placeholder")
+def _placeholder_kernel(op, backend):
     def compute():  # only reached if the plan failed to catch an unfed placeholder
         raise errors.InvalidArgumentError(None, op, f"You must feed a value for placeholder tensor '{op.name}'")
 
@@ -107,7 +109,7 @@ def identity(input, name=None):
 
 
 registry.RegisterShape("Identity")(common_shapes.unchanged)
-registry.RegisterKernel("Identity")(lambda op: lambda x: x)
+registry.RegisterArrayKernel("Identity")(lambda op, backend: lambda x: x)
 
 
 def stop_gradient(input, name=None):
@@ -116,7 +118,7 @@ def stop_gradient(input, name=None):
 
 
 registry.RegisterShape("StopGradient")(common_shapes.unchanged)
-registry.RegisterKernel("StopGradient")(lambda op: lambda x: x)
+registry.RegisterArrayKernel("StopGradient")(lambda op, backend: lambda x: x)
 registry.NotDifferentiable("StopGradient")
 
 
@@ -131,10 +133,10 @@ def _shape_shape(op):
     return [(op.get_attr("out_type"), TensorShape([op.inputs[0].shape.ndims]))]
 
 
-@registry.RegisterKernel("Shape")
-def _shape_kernel(op):
-    out = op.get_attr("out_type").as_numpy_dtype
-    return lambda x: np.asarray(np.shape(x), dtype=out)
+@registry.RegisterArrayKernel("Shape")
+def _shape_kernel(op, backend):
+    out, from_host = op.get_attr("out_type").as_numpy_dtype, backend.from_host
+    return lambda x: from_host(np.asarray(x.shape, dtype=out))
 
 
 registry.NotDifferentiable("Shape")
@@ -151,12 +153,12 @@ def _shape_n_shape(op):
     return [(op.get_attr("out_type"), TensorShape([t.shape.ndims])) for t in op.inputs]
 
 
-@registry.RegisterKernel("ShapeN")
-def _shape_n_kernel(op):
-    out = op.get_attr("out_type").as_numpy_dtype
+@registry.RegisterArrayKernel("ShapeN")
+def _shape_n_kernel(op, backend):
+    out, from_host = op.get_attr("out_type").as_numpy_dtype, backend.from_host
 
     def compute(*xs):
-        shapes = tuple(np.asarray(np.shape(x), dtype=out) for x in xs)
+        shapes = tuple(from_host(np.asarray(x.shape, dtype=out)) for x in xs)
         return shapes if len(shapes) > 1 else shapes[0]
 
     return compute
@@ -175,7 +177,7 @@ def rank(input, name=None):
 
 
 registry.RegisterShape("Rank")(common_shapes.scalar_of(dtypes.int32))
-registry.RegisterKernel("Rank")(lambda op: lambda x: np.int32(np.ndim(x)))
+registry.RegisterArrayKernel("Rank")(lambda op, backend: lambda x: backend.from_host(np.int32(x.ndim)))
 registry.NotDifferentiable("Rank")
 
 
@@ -195,10 +197,10 @@ def _size_shape(op):
     return [(op.get_attr("out_type"), TensorShape([]))]
 
 
-@registry.RegisterKernel("Size")
-def _size_kernel(op):
-    out = op.get_attr("out_type").as_numpy_dtype
-    return lambda x: out(np.size(x))
+@registry.RegisterArrayKernel("Size")
+def _size_kernel(op, backend):
+    out, from_host = op.get_attr("out_type").as_numpy_dtype, backend.from_host
+    return lambda x: from_host(out(math.prod(x.shape)))
 
 
 registry.NotDifferentiable("Size")
@@ -253,24 +255,27 @@ def _check_reshape_sizes(op, sizes, error):
             raise error(op, f"Size {i} must be non-negative, not {size}")
 
 
-@registry.RegisterKernel("Reshape")
-def _reshape_kernel(op):
-    def compute(x, shape):
-        sizes = [int(d) for d in shape]
+@registry.RegisterArrayKernel("Reshape")
+def _reshape_kernel(op, backend):
+    xp, host = backend.xp, backend.to_host
+
+    def compute(x, shape):  # the shape is read on the host (TF's HostMemory("shape"))
+        sizes = [int(d) for d in host(shape)]
         _check_reshape_sizes(op, sizes, lambda op, message: errors.InvalidArgumentError(None, op, message))
         known = int(np.prod([d for d in sizes if d != -1]))
         if -1 in sizes and known == 0:
             raise errors.InvalidArgumentError(
                 None, op, "Reshape cannot infer the missing input size for an empty tensor unless all specified input "
                 "sizes are non-zero")
-        if -1 in sizes and np.size(x) % known:
+        size = math.prod(x.shape)
+        if -1 in sizes and size % known:
             raise errors.InvalidArgumentError(
-                None, op, f"Input to reshape is a tensor with {np.size(x)} values, but the requested shape requires a "
+                None, op, f"Input to reshape is a tensor with {size} values, but the requested shape requires a "
                 f"multiple of {known}")
-        if -1 not in sizes and np.size(x) != known:
+        if -1 not in sizes and size != known:
             raise errors.InvalidArgumentError(
-                None, op, f"Input to reshape is a tensor with {np.size(x)} values, but the requested shape has {known}")
-        return np.reshape(x, sizes)
+                None, op, f"Input to reshape is a tensor with {size} values, but the requested shape has {known}")
+        return xp.reshape(x, tuple(sizes))
 
     return compute
 
@@ -297,7 +302,17 @@ def _fill_shape(op):
     return [(value.dtype.base_dtype, shape if shape.ndims is not None else unknown_of_rank(length))]
 
 
-registry.RegisterKernel("Fill")(lambda op: lambda dims, value: np.full(tuple(int(d) for d in dims), value))
+@registry.RegisterArrayKernel("Fill")
+def _fill_kernel(op, backend):
+    xp, host = backend.xp, backend.to_host
+
+    def compute(dims, value):  # dims and value are read on the host (TF's HostMemory("dims"))
+        return xp.full(tuple(int(d) for d in host(dims)), host(value).item(), dtype=value.dtype)
+
+    return compute
+
+
+
 registry.NotDifferentiable("Fill")
 
 
@@ -359,15 +374,15 @@ def _like_shape(op):
     return [(op.get_attr("dtype"), op.inputs[0].shape)]
 
 
-registry.RegisterKernel("ZerosLike")(lambda op: _like(np.zeros, op))
-registry.RegisterKernel("OnesLike")(lambda op: _like(np.ones, op))
+registry.RegisterArrayKernel("ZerosLike")(lambda op, backend: _like("zeros", op, backend))
+registry.RegisterArrayKernel("OnesLike")(lambda op, backend: _like("ones", op, backend))
 registry.NotDifferentiable("ZerosLike")
 registry.NotDifferentiable("OnesLike")
 
 
-def _like(make, op):
-    dtype = op.get_attr("dtype").as_numpy_dtype
-    return lambda x: make(np.shape(x), dtype)
+def _like(name, op, backend):
+    make, dtype = getattr(backend.xp, name), backend.dtype(op.get_attr("dtype").as_numpy_dtype)
+    return lambda x: make(x.shape, dtype=dtype)
 
 
 # -- static values of the ops above --------------------------------------------------

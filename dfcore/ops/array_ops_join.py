@@ -96,24 +96,26 @@ def _concat_shape(op):
     return [(dtype, before.concatenate([middle]).concatenate(after))]
 
 
-@registry.RegisterKernel("ConcatV2")
-def _concat_kernel(op):
-    def compute(*args):
-        values, axis = args[:-1], int(args[-1])
-        rank = np.ndim(values[0])
+@registry.RegisterArrayKernel("ConcatV2")
+def _concat_kernel(op, backend):
+    xp, host = backend.xp, backend.to_host
+
+    def compute(*args):  # the axis is read on the host (TF's HostMemory("axis"))
+        values, axis = args[:-1], int(host(args[-1]))
+        rank = values[0].ndim
         if not -rank <= axis < rank:
             raise errors.InvalidArgumentError(
                 None, op, f"ConcatOp : Expected concatenating dimensions in the range [{-rank}, {rank}), but got "
                           f"{axis}")
         axis %= rank
-        first = np.shape(values[0])
+        first = tuple(values[0].shape)
         for i, v in enumerate(values[1:], start=1):
-            shape = np.shape(v)
+            shape = tuple(v.shape)
             if len(shape) != rank or shape[:axis] + shape[axis + 1:] != first[:axis] + first[axis + 1:]:
                 raise errors.InvalidArgumentError(
                     None, op, f"ConcatOp : Dimensions of inputs should match: shape[0] = [{','.join(map(str, first))}] "
                     f"vs. shape[{i}] = [{','.join(map(str, shape))}]")
-        return np.concatenate(values, axis=axis)
+        return xp.concat(values, axis=axis)
 
     return compute
 
@@ -318,10 +320,10 @@ def _pack_shape(op):
     return [(values[0].dtype.base_dtype, TensorShape(dims[:axis] + [len(values)] + dims[axis:]))]
 
 
-@registry.RegisterKernel("Pack")
-def _pack_kernel(op):
-    axis = op.get_attr("axis")
-    return lambda *values: np.stack(values, axis=axis)
+@registry.RegisterArrayKernel("Pack")
+def _pack_kernel(op, backend):
+    axis, stack = op.get_attr("axis"), backend.xp.stack
+    return lambda *values: stack(values, axis=axis)
 
 
 @register_constant_value("Pack")
@@ -369,15 +371,15 @@ def _unpack_shape(op):
     return [(x.dtype.base_dtype, TensorShape(dims[:axis] + dims[axis + 1:]))] * num
 
 
-@registry.RegisterKernel("Unpack")
-def _unpack_kernel(op):
-    num, axis = op.get_attr("num"), op.get_attr("axis")
+@registry.RegisterArrayKernel("Unpack")
+def _unpack_kernel(op, backend):
+    num, axis, unstack = op.get_attr("num"), op.get_attr("axis"), backend.xp.unstack
 
     def compute(value):
-        if np.shape(value)[axis] != num:
+        if value.shape[axis] != num:
             raise errors.InvalidArgumentError(
                 None, op, f"Input shape axis {axis} must equal {num}, got shape "
-                          f"[{','.join(map(str, np.shape(value)))}]")
-        return _one_or_tuple(np.moveaxis(np.asarray(value), axis, 0))
+                          f"[{','.join(map(str, value.shape))}]")
+        return _one_or_tuple(unstack(value, axis=axis))
 
     return compute

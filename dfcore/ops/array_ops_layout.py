@@ -67,18 +67,20 @@ def _transpose_shape(op):
     return [(x.dtype.base_dtype, TensorShape([dims[i] for i in p]))]
 
 
-@registry.RegisterKernel("Transpose")
-def _transpose_kernel(op):
-    def compute(x, perm):
-        perm = [int(p) for p in perm]
-        if len(perm) != np.ndim(x):
+@registry.RegisterArrayKernel("Transpose")
+def _transpose_kernel(op, backend):
+    xp, host = backend.xp, backend.to_host
+
+    def compute(x, perm):  # perm is read on the host (TF's HostMemory("perm"))
+        perm = [int(p) for p in host(perm)]
+        if len(perm) != x.ndim:
             raise errors.InvalidArgumentError(
-                None, op, f"transpose expects a vector of size {np.ndim(x)}. But input(1) is a vector of size "
+                None, op, f"transpose expects a vector of size {x.ndim}. But input(1) is a vector of size "
                           f"{len(perm)}")
         missing = sorted(set(range(len(perm))) - set(perm))
         if missing:
             raise errors.InvalidArgumentError(None, op, f"{missing[0]} is missing from {{{','.join(map(str, perm))}}}.")
-        return np.transpose(x, perm)
+        return xp.permute_dims(x, tuple(perm))
 
     return compute
 
@@ -150,10 +152,10 @@ def _expand_dims_shape(op):
     return [(x.dtype.base_dtype, TensorShape(dims[:axis] + [1] + dims[axis:]))]
 
 
-@registry.RegisterKernel("ExpandDims")
-def _expand_dims_kernel(op):
-    fail = run_failure(op)
-    return lambda x, dim: np.expand_dims(x, _expand_axis(int(np.reshape(dim, -1)[0]), np.ndim(x), fail))
+@registry.RegisterArrayKernel("ExpandDims")
+def _expand_dims_kernel(op, backend):
+    fail, xp, host = run_failure(op), backend.xp, backend.to_host
+    return lambda x, dim: xp.expand_dims(x, axis=_expand_axis(int(np.reshape(host(dim), -1)[0]), x.ndim, fail))
 
 
 def squeeze(input, axis=None, name=None, squeeze_dims=None):
@@ -202,10 +204,10 @@ def _squeeze_shape(op):
     return [(x.dtype.base_dtype, TensorShape(dims))]
 
 
-@registry.RegisterKernel("Squeeze")
-def _squeeze_kernel(op):
-    axes, fail = op.get_attr("squeeze_dims"), run_failure(op)
-    return lambda x: np.reshape(x, _squeezed(np.shape(x), axes, fail))
+@registry.RegisterArrayKernel("Squeeze")
+def _squeeze_kernel(op, backend):
+    axes, fail, xp = op.get_attr("squeeze_dims"), run_failure(op), backend.xp
+    return lambda x: xp.reshape(x, tuple(_squeezed(x.shape, axes, fail)))
 
 
 # -- tile ---------------------------------------------------------------------------------
@@ -233,17 +235,20 @@ def _tile_shape(op):
     return [(x.dtype.base_dtype, TensorShape([None if d is None else d * k for d, k in zip(dims, m)]))]
 
 
-@registry.RegisterKernel("Tile")
-def _tile_kernel(op):
-    def compute(x, multiples):
-        if len(multiples) != np.ndim(x):
+@registry.RegisterArrayKernel("Tile")
+def _tile_kernel(op, backend):
+    xp, host = backend.xp, backend.to_host
+
+    def compute(x, multiples):  # multiples are read on the host (TF's HostMemory("multiples"))
+        multiples = host(multiples)
+        if len(multiples) != x.ndim:
             raise errors.InvalidArgumentError(
-                None, op, f"Expected multiples argument to be a vector of length {np.ndim(x)} but got length "
+                None, op, f"Expected multiples argument to be a vector of length {x.ndim} but got length "
                 f"{len(multiples)}")
         for i, k in enumerate(multiples):
             if k < 0:
                 raise errors.InvalidArgumentError(None, op, f"Expected multiples[{i}] >= 0, but got {k}")
-        return np.tile(x, [int(k) for k in multiples]) if np.ndim(x) else np.asarray(x)
+        return xp.tile(x, tuple(int(k) for k in multiples)) if x.ndim else xp.asarray(x)
 
     return compute
 

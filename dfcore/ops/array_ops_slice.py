@@ -86,17 +86,20 @@ def _slice_shape(op):
     return [(x.dtype.base_dtype, TensorShape(_slice_bounds(b or [None] * rank, s, dims, fail)))]
 
 
-@registry.RegisterKernel("Slice")
-def _slice_kernel(op):
+@registry.RegisterArrayKernel("Slice")
+def _slice_kernel(op, backend):
+    host = backend.to_host
+
     def fail(message):
         raise errors.InvalidArgumentError(None, op, message)
 
-    def compute(x, begin, size):
-        if len(begin) != np.ndim(x) or len(size) != np.ndim(x):
-            fail(f"Expected begin and size arguments to be 1-D tensors of size {np.ndim(x)}, but got shapes "
+    def compute(x, begin, size):  # begin and size are read on the host (TF's HostMemory)
+        begin, size = host(begin), host(size)
+        if len(begin) != x.ndim or len(size) != x.ndim:
+            fail(f"Expected begin and size arguments to be 1-D tensors of size {x.ndim}, but got shapes "
                  f"[{len(begin)}] and [{len(size)}] instead.")
         begin = [int(b) for b in begin]
-        sizes = _slice_bounds(begin, [int(s) for s in size], np.shape(x), fail)
+        sizes = _slice_bounds(begin, [int(s) for s in size], tuple(x.shape), fail)
         return x[tuple(_builtin_slice(b, b + s) for b, s in zip(begin, sizes))]
 
     return compute
@@ -224,14 +227,15 @@ def _strided_slice_shape(op):
     return [(dtype, TensorShape(_sliced_dims(list(x.shape.as_tuple()), items, fail)))]
 
 
-@registry.RegisterKernel("StridedSlice")
-def _strided_slice_kernel(op):
-    fail = run_failure(op)
+@registry.RegisterArrayKernel("StridedSlice")
+def _strided_slice_kernel(op, backend):
+    fail, xp, host = run_failure(op), backend.xp, backend.to_host
 
-    def compute(x, begin, end, strides):
+    def compute(x, begin, end, strides):  # begin, end, strides are read on the host (TF's HostMemory)
+        begin, end, strides = host(begin), host(end), host(strides)
         items = _index_items(op, len(begin), begin.tolist(), end.tolist(), strides.tolist(), fail)
-        _sliced_dims(list(np.shape(x)), items, fail)
-        return np.asarray(x)[_numpy_index(items)]
+        _sliced_dims(list(x.shape), items, fail)
+        return xp.asarray(x)[_numpy_index(items)]
 
     return compute
 

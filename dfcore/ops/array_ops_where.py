@@ -52,22 +52,24 @@ def _select_shape(op):
     raise common_shapes.shape_error(op, f"Shape must be rank 0, 1 or {x_rank} but is rank {c_rank}")
 
 
-@registry.RegisterKernel("Select")
-def _select_kernel(op):
+@registry.RegisterArrayKernel("Select")
+def _select_kernel(op, backend):
+    xp = backend.xp
+
     def compute(condition, x, y):
-        condition = np.asarray(condition)
-        if np.shape(x) != np.shape(y):
+        condition, x_shape = xp.asarray(condition), tuple(x.shape)
+        if x_shape != tuple(y.shape):
             raise errors.InvalidArgumentError(None, op, f"'then' and 'else' must have the same size.  but received: "
-                                                        f"{list(np.shape(x))} vs. {list(np.shape(y))}")
-        if condition.ndim == 1 and np.ndim(x) > 1:
-            if condition.shape[0] != np.shape(x)[0]:
+                                                        f"{list(x_shape)} vs. {list(y.shape)}")
+        if condition.ndim == 1 and x.ndim > 1:
+            if condition.shape[0] != x_shape[0]:
                 raise errors.InvalidArgumentError(None, op, f"Number of batches of 'then' must match size of 'cond', "
-                                                            f"but saw: {np.shape(x)[0]} vs. {condition.shape[0]}")
-            condition = condition.reshape((-1,) + (1,) * (np.ndim(x) - 1))
-        elif condition.ndim not in (0, np.ndim(x)) or (condition.ndim and condition.shape != np.shape(x)):
+                                                            f"but saw: {x_shape[0]} vs. {condition.shape[0]}")
+            condition = xp.reshape(condition, (-1,) + (1,) * (x.ndim - 1))
+        elif condition.ndim not in (0, x.ndim) or (condition.ndim and tuple(condition.shape) != x_shape):
             raise errors.InvalidArgumentError(None, op, f"'cond' and 'then' must have the same shape: "
-                                                        f"{list(condition.shape)} vs. {list(np.shape(x))}")
-        return np.where(condition, x, y)
+                                                        f"{list(condition.shape)} vs. {list(x_shape)}")
+        return xp.where(condition, x, y)
 
     return compute
 

@@ -48,9 +48,9 @@ def _const_shape(op):
     return [(op.get_attr("dtype"), TensorShape(value.shape))]
 
 
-@registry.RegisterKernel("Const")
-def _const_kernel(op):
-    value = op.get_attr("value")
+@registry.RegisterArrayKernel("Const")
+def _const_kernel(op, backend):
+    value = backend.from_host(op.get_attr("value"))  # copied to the device once, when the kernel is built
     return lambda: value
 
 

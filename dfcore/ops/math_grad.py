@@ -44,15 +44,18 @@ def _bga_shape(op):
     return [(dtypes.int32, TensorShape([None])), (dtypes.int32, TensorShape([None]))]
 
 
-@registry.RegisterKernel("BroadcastGradientArgs")
-def _bga_kernel(op):
-    def compute(s0, s1):
+@registry.RegisterArrayKernel("BroadcastGradientArgs")
+def _bga_kernel(op, backend):
+    host, from_host = backend.to_host, backend.from_host
+
+    def compute(s0, s1):  # shape metadata: computed on the host (TF's HostMemory inputs and outputs)
+        s0, s1 = [int(d) for d in host(s0)], [int(d) for d in host(s1)]
         rank = max(len(s0), len(s1))
         a = [1] * (rank - len(s0)) + list(s0)
         b = [1] * (rank - len(s1)) + list(s1)
         r0 = [i for i in range(rank) if a[i] == 1 and b[i] != 1 or i < rank - len(s0)]
         r1 = [i for i in range(rank) if b[i] == 1 and a[i] != 1 or i < rank - len(s1)]
-        return np.asarray(r0, np.int32), np.asarray(r1, np.int32)
+        return from_host(np.asarray(r0, np.int32)), from_host(np.asarray(r1, np.int32))
 
     return compute
 

@@ -54,10 +54,10 @@ def _cast_shape(op):
     return [(op.get_attr("DstT"), op.inputs[0].shape)]
 
 
-@registry.RegisterKernel("Cast")
-def _cast_kernel(op):
-    dst = op.get_attr("DstT").as_numpy_dtype
-    return lambda x: np.asarray(x).astype(dst)
+@registry.RegisterArrayKernel("Cast")
+def _cast_kernel(op, backend):
+    xp, dst = backend.xp, backend.dtype(op.get_attr("DstT").as_numpy_dtype)
+    return lambda x: xp.astype(xp.asarray(x), dst)
 
 
 def to_float(x, name="ToFloat"):
@@ -144,13 +144,15 @@ def _n_ary_shape(op, shape):
     return [(op.inputs[0].dtype.base_dtype, shape)]
 
 
-@registry.RegisterKernel("AddN")
-@registry.RegisterKernel("AccumulateNV2")
-def _add_n_kernel(op):
+@registry.RegisterArrayKernel("AddN")
+@registry.RegisterArrayKernel("AccumulateNV2")
+def _add_n_kernel(op, backend):
+    add, in_place = backend.xp.add, backend.supports_out  # numpy sums into its first result (out=)
+
     def compute(*xs):
-        total = np.add(xs[0], xs[1])
+        total = add(xs[0], xs[1])
         for x in xs[2:]:
-            total = np.add(total, x, out=total) if isinstance(total, np.ndarray) else total + x
+            total = add(total, x, out=total) if in_place and isinstance(total, np.ndarray) else total + x
         return total
 
     return compute

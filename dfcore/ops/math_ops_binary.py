@@ -6,7 +6,6 @@ one dtype, the output has the broadcast shape. Gradients live in
 :mod:`dfcore.ops.math_grad`.
 """
 
-import numpy as np
 
 from .. import errors
 from ..framework import dtypes, registry
@@ -42,29 +41,42 @@ __all__ = [
 ]
 
 
-def _plain(fn):
-    return lambda op: fn
+def _xp(name):
+    """Kernel factory calling the array API's function ``name`` of the backend (``np.add`` on numpy)."""
+    return lambda op, backend: getattr(backend.xp, name)
 
 
-def _quiet(fn):
+def _quiet(name):
     """Kernel factory for float ops that TF runs silently into inf/nan (``1/0``, ``0**-1``)."""
 
-    def compute(x, y):
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            return fn(x, y)
-
-    return lambda op: compute
-
-
-def _integer_division(fn):
-    """Kernel factory for ``FloorDiv``/``FloorMod``: TF fails on integer division by zero."""
-
-    def factory(op):
-        if not op.inputs[0].dtype.is_integer:
-            return _quiet(fn)(op)
+    def factory(op, backend):
+        fn, quiet = getattr(backend.xp, name), backend.quiet
 
         def compute(x, y):
-            if np.any(np.asarray(y) == 0):
+            with quiet():
+                return fn(x, y)
+
+        return compute
+
+    return factory
+
+
+def _squared_difference(op, backend):
+    xp = backend.xp
+    return lambda x, y: xp.square(xp.subtract(x, y))
+
+
+def _integer_division(name):
+    """Kernel factory for ``FloorDiv``/``FloorMod``: TF fails on integer division by zero."""
+
+    def factory(op, backend):
+        if not op.inputs[0].dtype.is_integer:
+            return _quiet(name)(op, backend)
+        xp = backend.xp
+        fn = getattr(xp, name)
+
+        def compute(x, y):
+            if bool(xp.any(y == 0)):
                 raise errors.InvalidArgumentError(None, op, "Integer division by zero")
             return fn(x, y)
 
@@ -73,31 +85,31 @@ def _integer_division(fn):
     return factory
 
 
-# op type -> (kernel factory, allowed dtypes or None for any); output has the inputs' dtype
+# op type -> (array kernel factory ``fn(op, backend)``, allowed dtypes or None for any); output has the inputs' dtype
 BINARY = {
-    "Add": (_plain(np.add), None),
-    "AddV2": (_plain(np.add), REAL),  # what TF 1.15+ writes for `+`; found in GraphDefs TF wrote
-    "Sub": (_plain(np.subtract), REAL),
-    "Mul": (_plain(np.multiply), REAL),
-    "RealDiv": (_quiet(np.true_divide), REAL),
-    "Maximum": (_plain(np.maximum), REAL),
-    "Minimum": (_plain(np.minimum), REAL),
-    "Pow": (_quiet(np.power), REAL),
-    "SquaredDifference": (_plain(lambda x, y: np.square(np.subtract(x, y))), REAL),
-    "FloorDiv": (_integer_division(np.floor_divide), REAL),
-    "FloorMod": (_integer_division(np.mod), REAL),
-    "LogicalAnd": (_plain(np.logical_and), BOOL),
-    "LogicalOr": (_plain(np.logical_or), BOOL),
+    "Add": (_xp("add"), None),
+    "AddV2": (_xp("add"), REAL),  # what TF 1.15+ writes for `+`; found in GraphDefs TF wrote
+    "Sub": (_xp("subtract"), REAL),
+    "Mul": (_xp("multiply"), REAL),
+    "RealDiv": (_quiet("divide"), REAL),
+    "Maximum": (_xp("maximum"), REAL),
+    "Minimum": (_xp("minimum"), REAL),
+    "Pow": (_quiet("pow"), REAL),
+    "SquaredDifference": (_squared_difference, REAL),
+    "FloorDiv": (_integer_division("floor_divide"), REAL),
+    "FloorMod": (_integer_division("remainder"), REAL),
+    "LogicalAnd": (_xp("logical_and"), BOOL),
+    "LogicalOr": (_xp("logical_or"), BOOL),
 }
 
-# op type -> (numpy function, allowed dtypes or None for any); output is bool
+# op type -> (array API function name, allowed dtypes or None for any); output is bool
 COMPARISONS = {
-    "Greater": (np.greater, REAL),
-    "GreaterEqual": (np.greater_equal, REAL),
-    "Less": (np.less, REAL),
-    "LessEqual": (np.less_equal, REAL),
-    "Equal": (np.equal, None),
-    "NotEqual": (np.not_equal, None),
+    "Greater": ("greater", REAL),
+    "GreaterEqual": ("greater_equal", REAL),
+    "Less": ("less", REAL),
+    "LessEqual": ("less_equal", REAL),
+    "Equal": ("equal", None),
+    "NotEqual": ("not_equal", None),
 }
 
 for _op_type in list(COMPARISONS) + ["FloorDiv", "LogicalAnd", "LogicalOr", "LogicalNot"]:
@@ -116,11 +128,11 @@ def _checked(shape_fn, allowed):
 
 for _op_type, (_factory, _allowed) in BINARY.items():
     registry.RegisterShape(_op_type)(_checked(common_shapes.broadcast_binary, _allowed))
-    registry.RegisterKernel(_op_type)(_factory)
+    registry.RegisterArrayKernel(_op_type)(_factory)
 
-for _op_type, (_fn, _allowed) in COMPARISONS.items():
+for _op_type, (_name, _allowed) in COMPARISONS.items():
     registry.RegisterShape(_op_type)(_checked(common_shapes.broadcast_binary_bool, _allowed))
-    registry.RegisterKernel(_op_type)(_plain(_fn))
+    registry.RegisterArrayKernel(_op_type)(_xp(_name))
 
 
 @registry.RegisterShape("LogicalNot")
@@ -128,7 +140,7 @@ def _logical_not_shape(op):
     return [(check_input(op, 0, BOOL, "x"), op.inputs[0].shape)]
 
 
-registry.RegisterKernel("LogicalNot")(_plain(np.logical_not))
+registry.RegisterArrayKernel("LogicalNot")(_xp("logical_not"))
 
 
 def binary(op_type, x, y, name):

@@ -6,7 +6,6 @@ whose batch dimensions must be equal (no broadcasting); real matrices make
 ``adjoint`` the same as ``transpose``. Gradients live in :mod:`dfcore.ops.math_grad`.
 """
 
-import numpy as np
 
 from ..framework import registry
 from ..framework.tensor_shape import TensorShape
@@ -59,16 +58,13 @@ def _matmul_shape(op):
     return [(a.dtype.base_dtype, TensorShape([da[0], db[1]]))]
 
 
-@registry.RegisterKernel("MatMul")
-def _matmul_kernel(op):
+@registry.RegisterArrayKernel("MatMul")
+def _matmul_kernel(op, backend):
     ta, tb = op.get_attr("transpose_a"), op.get_attr("transpose_b")
-    if ta and tb:
-        return lambda a, b: np.matmul(a.T, b.T)
-    if ta:
-        return lambda a, b: np.matmul(a.T, b)
-    if tb:
-        return lambda a, b: np.matmul(a, b.T)
-    return np.matmul
+    if ta or tb:
+        matmul = backend.matmul
+        return lambda a, b: matmul(a, b, ta, tb)
+    return backend.xp.matmul
 
 
 @registry.RegisterShape("BatchMatMul")
@@ -96,14 +92,15 @@ def _batch_matmul_shape(op):
     return [(a.dtype.base_dtype, TensorShape(batch[:-1] + [da[-2], db[-1]]))]
 
 
-@registry.RegisterKernel("BatchMatMul")
-def _batch_matmul_kernel(op):
+@registry.RegisterArrayKernel("BatchMatMul")
+def _batch_matmul_kernel(op, backend):
     adj_x, adj_y = op.get_attr("adj_x"), op.get_attr("adj_y")
+    matmul = backend.matmul
 
     def compute(x, y):
         if x.shape[:-2] != y.shape[:-2]:
             raise ValueError(f"In[0] and In[1] must have compatible batch dimensions: {list(x.shape)} vs. "
                              f"{list(y.shape)}")
-        return np.matmul(np.swapaxes(x, -1, -2) if adj_x else x, np.swapaxes(y, -1, -2) if adj_y else y)
+        return matmul(x, y, adj_x, adj_y)
 
     return compute

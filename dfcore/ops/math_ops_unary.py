@@ -1,12 +1,10 @@
 """Elementwise unary math ops (``Square``, ``Exp``, ``Sigmoid`` ...), declared in one table.
 
 Source: ``tensorflow/python/ops/math_ops.py`` and ``core/ops/math_ops.cc``. Each
-row gives the op type, the public names, the numpy kernel and the dtypes TF
-accepts; the output has the input's dtype and shape. Gradients live in
-:mod:`dfcore.ops.math_grad`.
+row gives the op type, the array kernel (``make(backend) -> fn``, written against the
+array API: :mod:`dfcore.backends`) and the dtypes TF accepts; the output has the
+input's dtype and shape. Gradients live in :mod:`dfcore.ops.math_grad`.
 """
-
-import numpy as np
 
 from ..framework import registry
 from .math_dtypes import FLOAT, SIGNED, check_input
@@ -31,38 +29,70 @@ __all__ = [
 ]
 
 
-def _quiet(fn):
-    """``fn`` without numpy's warnings: TF returns inf/nan silently (``log(0)``, ``sqrt(-1)``)."""
+def _xp(name):
+    """The array API's function ``name`` of the backend (``np.negative`` on numpy)."""
+    return lambda backend: getattr(backend.xp, name)
+
+
+def _quiet(make):
+    """``make``'s kernel without float warnings: TF returns inf/nan silently (``log(0)``, ``sqrt(-1)``)."""
+
+    def quiet_make(backend):
+        fn, quiet = make(backend), backend.quiet
+
+        def compute(x):
+            with quiet():
+                return fn(x)
+
+        return compute
+
+    return quiet_make
+
+
+def _rsqrt(backend):
+    sqrt = backend.xp.sqrt
+    return lambda x: 1 / sqrt(x)
+
+
+def _reciprocal(backend):
+    """``1/x``; integer ``x`` divides as C (TF's and numpy's): 0 unless ``|x| == 1``."""
+    xp = backend.xp
 
     def compute(x):
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            return fn(x)
+        if xp.isdtype(x.dtype, "integral"):
+            return xp.where(xp.abs(x) == 1, x, xp.zeros_like(x))
+        return 1 / x
 
     return compute
 
 
-def _sigmoid(x):
-    e = np.exp(-np.abs(x))
-    return np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
+def _sigmoid(backend):
+    xp = backend.xp
+
+    def compute(x):
+        e = xp.exp(-xp.abs(x))
+        return xp.where(x >= 0, 1 / (1 + e), e / (1 + e))
+
+    return compute
 
 
-# op type -> (numpy kernel, allowed dtypes)
+# op type -> (array kernel maker, allowed dtypes)
 UNARY = {
-    "Neg": (np.negative, SIGNED),
-    "Square": (np.square, SIGNED),
-    "Sqrt": (_quiet(np.sqrt), FLOAT),
-    "Rsqrt": (_quiet(lambda x: 1 / np.sqrt(x)), FLOAT),
-    "Exp": (_quiet(np.exp), FLOAT),
-    "Log": (_quiet(np.log), FLOAT),
-    "Log1p": (_quiet(np.log1p), FLOAT),
-    "Abs": (np.abs, SIGNED),
-    "Sign": (np.sign, SIGNED),
-    "Reciprocal": (_quiet(np.reciprocal), SIGNED),
+    "Neg": (_xp("negative"), SIGNED),
+    "Square": (_xp("square"), SIGNED),
+    "Sqrt": (_quiet(_xp("sqrt")), FLOAT),
+    "Rsqrt": (_quiet(_rsqrt), FLOAT),
+    "Exp": (_quiet(_xp("exp")), FLOAT),
+    "Log": (_quiet(_xp("log")), FLOAT),
+    "Log1p": (_quiet(_xp("log1p")), FLOAT),
+    "Abs": (_xp("abs"), SIGNED),
+    "Sign": (_xp("sign"), SIGNED),
+    "Reciprocal": (_quiet(_reciprocal), SIGNED),
     "Sigmoid": (_sigmoid, FLOAT),
-    "Tanh": (np.tanh, FLOAT),
-    "Floor": (np.floor, FLOAT),
-    "Ceil": (np.ceil, FLOAT),
-    "Round": (np.rint, SIGNED),
+    "Tanh": (_xp("tanh"), FLOAT),
+    "Floor": (_xp("floor"), FLOAT),
+    "Ceil": (_xp("ceil"), FLOAT),
+    "Round": (_xp("round"), SIGNED),
 }
 
 # TF registers no gradient for these (``Sign``'s gradient is zeros: see math_grad).
@@ -70,17 +100,17 @@ for _op_type in ("Floor", "Ceil", "Round"):
     registry.NotDifferentiable(_op_type)
 
 
-def _register_unary(op_type, fn, allowed):
+def _register_unary(op_type, make, allowed):
     @registry.RegisterShape(op_type)
     def _shape(op):
         dtype = check_input(op, 0, allowed, "x")
         return [(dtype, op.inputs[0].shape)]
 
-    registry.RegisterKernel(op_type)(lambda op: fn)
+    registry.RegisterArrayKernel(op_type)(lambda op, backend: make(backend))
 
 
-for _op_type, (_fn, _allowed) in UNARY.items():
-    _register_unary(_op_type, _fn, _allowed)
+for _op_type, (_make, _allowed) in UNARY.items():
+    _register_unary(_op_type, _make, _allowed)
 
 
 def _unary(op_type, x, name):

@@ -4,7 +4,6 @@ Source: ``tensorflow/python/ops/nn_grad.py`` and ``core/ops/nn_ops.cc``. The
 cross-entropy gradients reuse the ``backprop`` output the forward op computed.
 """
 
-import numpy as np
 
 from ..framework import registry
 from ..framework.tensor_shape import TensorShape
@@ -12,27 +11,35 @@ from . import array_ops, common_shapes, math_ops, nn_ops
 from .op_util import apply_op1
 
 
-# -- activation gradient ops: compute(gradients, x) ----------------------------------
-def _leaky_relu_grad_fn(op):
-    alpha = op.get_attr("alpha")
-    return lambda g, x: np.where(x > 0, g, g * np.asarray(alpha, g.dtype))
+# -- activation gradient ops: array kernels compute(gradients, x) ---------------------
+def _relu_grad_kernel(op, backend):
+    xp = backend.xp
+    return lambda g, y: xp.where(y > 0, g, xp.zeros((), dtype=g.dtype))
 
 
-def _elu_grad(g, y):
-    return np.where(y > 0, g, g * (y + 1))
+def _relu6_grad_kernel(op, backend):
+    xp = backend.xp
+    return lambda g, x: xp.where((x > 0) & (x < 6), g, xp.zeros((), dtype=g.dtype))
 
 
-def _softplus_grad(g, x):
-    return (g * np.exp(-np.logaddexp(np.zeros((), x.dtype), -x))).astype(g.dtype, copy=False)
+def _leaky_relu_grad_kernel(op, backend):
+    alpha, xp = op.get_attr("alpha"), backend.xp
+    return lambda g, x: xp.where(x > 0, g, g * xp.asarray(alpha, dtype=g.dtype))
 
 
-ACTIVATION_GRADS = {
-    "ReluGrad": lambda op: lambda g, y: np.where(y > 0, g, np.zeros((), g.dtype)),
-    "Relu6Grad": lambda op: lambda g, x: np.where((x > 0) & (x < 6), g, np.zeros((), g.dtype)),
-    "LeakyReluGrad": _leaky_relu_grad_fn,
-    "EluGrad": lambda op: _elu_grad,
-    "SoftplusGrad": lambda op: _softplus_grad,
-}
+def _elu_grad_kernel(op, backend):
+    xp = backend.xp
+    return lambda g, y: xp.where(y > 0, g, g * (y + 1))
+
+
+def _softplus_grad_kernel(op, backend):
+    xp = backend.xp
+    return lambda g, x: xp.astype(g * xp.exp(-xp.logaddexp(xp.zeros((), dtype=x.dtype), -x)), g.dtype, copy=False)
+
+
+ACTIVATION_GRADS = {"ReluGrad": _relu_grad_kernel, "Relu6Grad": _relu6_grad_kernel,
+                    "LeakyReluGrad": _leaky_relu_grad_kernel, "EluGrad": _elu_grad_kernel,
+                    "SoftplusGrad": _softplus_grad_kernel}
 
 
 def _two_inputs_same_shape(op):
@@ -45,7 +52,7 @@ def _two_inputs_same_shape(op):
 
 for _op_type, _factory in ACTIVATION_GRADS.items():
     registry.RegisterShape(_op_type)(_two_inputs_same_shape)
-    registry.RegisterKernel(_op_type)(_factory)
+    registry.RegisterArrayKernel(_op_type)(_factory)
 
 
 def _grad_op(op_type, grad, x, attrs=None):
@@ -108,13 +115,13 @@ def _bias_add_grad_shape(op):
     return [(g.dtype.base_dtype, TensorShape([g.shape.as_list()[axis]]))]
 
 
-@registry.RegisterKernel("BiasAddGrad")
-def _bias_add_grad_kernel(op):
-    data_format = op.get_attr("data_format")
+@registry.RegisterArrayKernel("BiasAddGrad")
+def _bias_add_grad_kernel(op, backend):
+    data_format, xp = op.get_attr("data_format"), backend.xp
 
     def compute(g):
         axis = nn_ops.channel_axis(data_format, g.ndim)
-        return np.sum(g, axis=tuple(i for i in range(g.ndim) if i != axis)).astype(g.dtype, copy=False)
+        return xp.astype(xp.sum(g, axis=tuple(i for i in range(g.ndim) if i != axis)), g.dtype, copy=False)
 
     return compute
 

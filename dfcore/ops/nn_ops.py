@@ -5,7 +5,7 @@ l2_normalize). Normalization ops, top-k and embeddings have modules of their own
 ``nn_batch_norm``, ``nn_topk``, ``embedding_ops``), gathered by :mod:`dfcore.nn`.
 
 Source: ``tensorflow/python/ops/nn_ops.py`` and ``core/ops/nn_ops.cc``. Each op
-has a shape function and a numpy kernel here; gradients (and the ``*Grad`` ops
+has a shape function and an array kernel (:mod:`dfcore.backends`) here; gradients (and the ``*Grad`` ops
 they use) live in :mod:`dfcore.ops.nn_grad`.
 """
 
@@ -43,30 +43,36 @@ tanh = math_ops.tanh
 
 
 # -- activations -------------------------------------------------------------------
-def _leaky_relu_fn(op):
-    alpha = op.get_attr("alpha")
-    return lambda x: np.where(x > 0, x, x * np.asarray(alpha, x.dtype))
+def _relu(op, backend):
+    xp = backend.xp
+    return lambda x: xp.maximum(x, xp.zeros((), dtype=x.dtype))
 
 
-def _elu(x):
-    return np.where(x > 0, x, np.expm1(np.minimum(x, 0)))
+def _relu6(op, backend):
+    xp = backend.xp
+    return lambda x: xp.clip(x, xp.zeros((), dtype=x.dtype), xp.asarray(6, dtype=x.dtype))
 
 
-def _softplus(x):
-    return np.logaddexp(x, np.zeros((), x.dtype))
+def _leaky_relu(op, backend):
+    alpha, xp = op.get_attr("alpha"), backend.xp
+    return lambda x: xp.where(x > 0, x, x * xp.asarray(alpha, dtype=x.dtype))
 
 
-ACTIVATIONS = {
-    "Relu": lambda op: lambda x: np.maximum(x, np.zeros((), x.dtype)),
-    "Relu6": lambda op: lambda x: np.clip(x, np.zeros((), x.dtype), np.asarray(6, x.dtype)),
-    "LeakyRelu": _leaky_relu_fn,
-    "Elu": lambda op: _elu,
-    "Softplus": lambda op: _softplus,
-}
+def _elu(op, backend):
+    xp = backend.xp
+    return lambda x: xp.where(x > 0, x, xp.expm1(xp.minimum(x, xp.zeros((), dtype=x.dtype))))
+
+
+def _softplus(op, backend):
+    xp = backend.xp
+    return lambda x: xp.logaddexp(x, xp.zeros((), dtype=x.dtype))
+
+
+ACTIVATIONS = {"Relu": _relu, "Relu6": _relu6, "LeakyRelu": _leaky_relu, "Elu": _elu, "Softplus": _softplus}
 
 for _op_type, _factory in ACTIVATIONS.items():
     registry.RegisterShape(_op_type)(common_shapes.unchanged)
-    registry.RegisterKernel(_op_type)(_factory)
+    registry.RegisterArrayKernel(_op_type)(_factory)
 
 
 def relu(features, name=None):
@@ -110,21 +116,26 @@ def _rank_at_least_1(op):
     return [(x.dtype.base_dtype, x.shape)]
 
 
-def log_softmax_values(x):
-    """Numerically stable ``log(softmax(x))`` over the last axis of a numpy array."""
-    shifted = x - np.max(x, axis=-1, keepdims=True)
-    return shifted - np.log(np.sum(np.exp(shifted), axis=-1, keepdims=True))
+def log_softmax_values(x, xp=np):
+    """Numerically stable ``log(softmax(x))`` over the last axis of an array of namespace ``xp``."""
+    shifted = x - xp.max(x, axis=-1, keepdims=True)
+    return shifted - xp.log(xp.sum(xp.exp(shifted), axis=-1, keepdims=True))
 
 
-def _softmax_values(x):
-    e = np.exp(x - np.max(x, axis=-1, keepdims=True))
-    return e / np.sum(e, axis=-1, keepdims=True)
+def _softmax(op, backend):
+    xp = backend.xp
+
+    def compute(x):
+        e = xp.exp(x - xp.max(x, axis=-1, keepdims=True))
+        return e / xp.sum(e, axis=-1, keepdims=True)
+
+    return compute
 
 
 registry.RegisterShape("Softmax")(_rank_at_least_1)
 registry.RegisterShape("LogSoftmax")(_rank_at_least_1)
-registry.RegisterKernel("Softmax")(lambda op: _softmax_values)
-registry.RegisterKernel("LogSoftmax")(lambda op: log_softmax_values)
+registry.RegisterArrayKernel("Softmax")(_softmax)
+registry.RegisterArrayKernel("LogSoftmax")(lambda op, backend: lambda x: log_softmax_values(x, backend.xp))
 
 
 def _check_axis(axis, ndims):
@@ -208,9 +219,9 @@ def _bias_add_shape(op):
     return [(value.dtype.base_dtype, TensorShape(dims))]
 
 
-@registry.RegisterKernel("BiasAdd")
-def _bias_add_kernel(op):
-    data_format = op.get_attr("data_format")
+@registry.RegisterArrayKernel("BiasAdd")
+def _bias_add_kernel(op, backend):
+    data_format, xp = op.get_attr("data_format"), backend.xp
 
     def compute(value, bias):
         axis = channel_axis(data_format, value.ndim)
@@ -218,7 +229,7 @@ def _bias_add_kernel(op):
             raise errors.InvalidArgumentError(
                 None, op, f"Must provide as many biases as the last dimension of the input tensor: "
                 f"[{bias.shape[0]}] vs. [{','.join(map(str, value.shape))}]")
-        return value + bias.reshape((-1,) + (1,) * (value.ndim - 1 - axis))
+        return value + xp.reshape(bias, (-1,) + (1,) * (value.ndim - 1 - axis))
 
     return compute
 
@@ -240,9 +251,10 @@ def bias_add(value, bias, data_format=None, name=None):
 registry.RegisterShape("L2Loss")(lambda op: [(op.inputs[0].dtype.base_dtype, TensorShape([]))])
 
 
-@registry.RegisterKernel("L2Loss")
-def _l2_loss_kernel(op):
-    return lambda t: np.asarray(np.sum(np.square(t)) / 2, dtype=t.dtype)
+@registry.RegisterArrayKernel("L2Loss")
+def _l2_loss_kernel(op, backend):
+    xp = backend.xp
+    return lambda t: xp.asarray(xp.sum(xp.square(t)) / 2, dtype=t.dtype)
 
 
 def l2_loss(t, name=None):

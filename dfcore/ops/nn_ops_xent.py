@@ -7,7 +7,6 @@ Source: ``tensorflow/python/ops/nn_ops.py``, ``core/ops/nn_ops.cc`` and
 :mod:`dfcore.ops.nn_grad`.
 """
 
-import numpy as np
 
 from .. import errors
 from ..framework import dtypes, registry
@@ -121,16 +120,19 @@ def _shape_str(array):
     return "[" + ",".join(map(str, array.shape)) + "]"
 
 
-@registry.RegisterKernel("SoftmaxCrossEntropyWithLogits")
-def _softmax_xent_kernel(op):
+@registry.RegisterArrayKernel("SoftmaxCrossEntropyWithLogits")
+def _softmax_xent_kernel(op, backend):
+    xp = backend.xp
+
     def compute(features, labels):
         if features.shape != labels.shape:
             raise errors.InvalidArgumentError(
                 None, op, f"logits and labels must be same size: logits_size={_shape_str(features)} "
                 f"labels_size={_shape_str(labels)}")
-        log_probs = log_softmax_values(features)
-        loss = -np.sum(labels * log_probs, axis=1)
-        return loss.astype(features.dtype, copy=False), (np.exp(log_probs) - labels).astype(features.dtype, copy=False)
+        log_probs = log_softmax_values(features, xp)
+        loss = -xp.sum(labels * log_probs, axis=1)
+        dtype = features.dtype
+        return xp.astype(loss, dtype, copy=False), xp.astype(xp.exp(log_probs) - labels, dtype, copy=False)
 
     return compute
 
@@ -200,24 +202,27 @@ def _sparse_xent_shape(op):
     return [(dtype, TensorShape(dims[:1])), (dtype, TensorShape(dims))]
 
 
-@registry.RegisterKernel("SparseSoftmaxCrossEntropyWithLogits")
-def _sparse_xent_kernel(op):
+@registry.RegisterArrayKernel("SparseSoftmaxCrossEntropyWithLogits")
+def _sparse_xent_kernel(op, backend):
+    xp = backend.xp
+
     def compute(features, labels):
         if features.shape[0] != labels.shape[0]:
             raise errors.InvalidArgumentError(
                 None, op, f"logits and labels must have the same first dimension, got logits shape "
                 f"{_shape_str(features)} and labels shape {_shape_str(labels)}")
         num_classes = features.shape[1]
-        if labels.size and (labels.min() < 0 or labels.max() >= num_classes):
-            bad = labels.min() if labels.min() < 0 else labels.max()
+        low, high = (int(xp.min(labels)), int(xp.max(labels))) if labels.shape[0] else (0, 0)
+        if low < 0 or high >= num_classes:
+            host = backend.to_host(labels)
             raise errors.InvalidArgumentError(
-                None, op, f"Received a label value of {bad} which is outside the valid range of [0, {num_classes}).  "
-                f"Label values: {' '.join(str(v) for v in labels.reshape(-1))}")
-        log_probs = log_softmax_values(features)
-        rows = np.arange(features.shape[0])
-        backprop = np.exp(log_probs)
-        backprop[rows, labels] -= 1
-        loss = -log_probs[rows, labels]
-        return loss.astype(features.dtype, copy=False), backprop.astype(features.dtype, copy=False)
+                None, op, f"Received a label value of {low if low < 0 else high} which is outside the valid range "
+                f"of [0, {num_classes}).  Label values: {' '.join(str(v) for v in host.reshape(-1))}")
+        log_probs = log_softmax_values(features, xp)
+        picked = xp.expand_dims(labels, axis=1)
+        one_hot = xp.astype(picked == xp.arange(num_classes, dtype=labels.dtype), log_probs.dtype)
+        backprop = xp.exp(log_probs) - one_hot  # x - 0 is x exactly: only the label's entry changes
+        loss = -xp.take_along_axis(log_probs, picked, axis=1)[:, 0]
+        return xp.astype(loss, features.dtype, copy=False), xp.astype(backprop, features.dtype, copy=False)
 
     return compute

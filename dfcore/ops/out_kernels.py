@@ -19,7 +19,7 @@ __all__ = []
 
 
 def _plain(op):
-    return registry.kernel(op.type).factory(op)
+    return registry.kernel(op.type).build(op)
 
 
 # -- elementwise binary ops ---------------------------------------------------------------------------------

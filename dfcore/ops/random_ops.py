@@ -141,14 +141,17 @@ def _multinomial_shape(op):
 
 # -- kernels -----------------------------------------------------------------------
 def _float_kernel(draw):
-    """Kernel factory for float ops: ``draw(generator, shape, numpy_dtype)`` gives the samples."""
+    """Array kernel factory for float ops: ``draw(generator, shape, numpy_dtype)`` gives the samples, drawn on
+    the host from the op's numpy stream (so a seed gives the same numbers on every backend), then copied to
+    the device."""
 
-    def factory(op):
+    def factory(op, backend):
         dtype = np.dtype(op.get_attr("dtype").as_numpy_dtype)
+        host, from_host = backend.to_host, backend.from_host
 
         def compute(ctx, shape):
-            sample = draw(_generator(ctx, op), tuple(int(d) for d in shape), dtype)
-            return np.asarray(sample, dtype=dtype)
+            sample = draw(_generator(ctx, op), tuple(int(d) for d in host(shape)), dtype)
+            return from_host(np.asarray(sample, dtype=dtype))
 
         return compute
 
@@ -172,20 +175,24 @@ def _truncated(gen, shape, dtype):
     return sample
 
 
-registry.RegisterKernel("RandomUniform", needs_context=True)(_float_kernel(_uniform01))
-registry.RegisterKernel("RandomStandardNormal", needs_context=True)(
+registry.RegisterArrayKernel("RandomUniform", needs_context=True)(_float_kernel(_uniform01))
+registry.RegisterArrayKernel("RandomStandardNormal", needs_context=True)(
     _float_kernel(lambda gen, shape, dtype: gen.standard_normal(shape)))
-registry.RegisterKernel("TruncatedNormal", needs_context=True)(_float_kernel(_truncated))
+registry.RegisterArrayKernel("TruncatedNormal", needs_context=True)(_float_kernel(_truncated))
 
 
-@registry.RegisterKernel("RandomUniformInt", needs_context=True)
-def _random_uniform_int_kernel(op):
+@registry.RegisterArrayKernel("RandomUniformInt", needs_context=True)
+def _random_uniform_int_kernel(op, backend):
+    """Drawn on the host (the op's numpy stream), then copied to the device."""
     dtype = op.get_attr("Tout").as_numpy_dtype
+    host, from_host = backend.to_host, backend.from_host
 
     def compute(ctx, shape, minval, maxval):
+        minval, maxval = host(minval), host(maxval)
         if minval >= maxval:
             raise errors.InvalidArgumentError(None, op, f"Need minval < maxval: {minval} >= {maxval}")
-        return _generator(ctx, op).integers(minval, maxval, size=tuple(int(d) for d in shape), dtype=dtype)
+        return from_host(np.asarray(_generator(ctx, op).integers(minval, maxval, size=tuple(
+            int(d) for d in host(shape)), dtype=dtype)))
 
     return compute
 

@@ -37,13 +37,15 @@ def _reduced_shape_shape(op):
     return [(dtypes.int32, op.inputs[0].shape)]
 
 
-@registry.RegisterKernel("ReducedShape")
-def _reduced_shape_kernel(op):
-    def compute(shape, axes):
-        out = np.array(shape, dtype=np.int32)
+@registry.RegisterArrayKernel("ReducedShape")
+def _reduced_shape_kernel(op, backend):
+    host, from_host = backend.to_host, backend.from_host
+
+    def compute(shape, axes):  # shape metadata: computed on the host (TF's HostMemory inputs and output)
+        out = np.array(host(shape), dtype=np.int32)
         if out.size:
-            out[np.reshape(axes, -1) % out.size] = 1
-        return out
+            out[np.reshape(host(axes), -1) % out.size] = 1
+        return from_host(out)
 
     return compute
 

@@ -7,6 +7,8 @@ argument names (``reduction_indices``, ``keep_dims``) are accepted. Gradients
 live in :mod:`dfcore.ops.reduction_grad`.
 """
 
+import math
+
 import numpy as np
 
 from ..framework import dtypes, registry
@@ -30,34 +32,51 @@ __all__ = [
 ]
 
 
-def _mean(x, axis, keepdims):
-    if np.issubdtype(x.dtype, np.integer):
-        total = np.sum(x, axis=axis, keepdims=keepdims)
-        count = max(int(np.prod([np.shape(x)[a] for a in axis])), 1)
-        return np.sign(total) * (np.abs(total) // count)  # C++ integer division truncates toward zero
-    return np.mean(x, axis=axis, keepdims=keepdims)
+def _xp(name):
+    """The array API's reduction ``name`` (``fn(x, axis=, keepdims=)``) of the backend."""
+    return lambda op, xp: getattr(xp, name)
 
 
-def _extreme(fn, lowest):
-    """``np.max``/``np.min`` that give TF's identity on empty axes (lowest/highest value)."""
-
+def _mean(op, xp):
     def compute(x, axis, keepdims):
-        dtype = dtypes.as_dtype(x.dtype)
-        initial = (-np.inf if lowest else np.inf) if dtype.is_floating else (dtype.min if lowest else dtype.max)
-        return fn(x, axis=axis, keepdims=keepdims, initial=initial)
+        if xp.isdtype(x.dtype, "integral"):
+            total = xp.sum(x, axis=axis, keepdims=keepdims)
+            count = max(math.prod(x.shape[a] for a in axis), 1)
+            return xp.sign(total) * (xp.abs(total) // count)  # C++ integer division truncates toward zero
+        return xp.mean(x, axis=axis, keepdims=keepdims)
 
     return compute
 
 
-# op type -> (numpy reduction, allowed input dtypes)
+def _extreme(name, lowest):
+    """``max``/``min`` that give TF's identity on empty axes (the lowest/highest value)."""
+
+    def make(op, xp):
+        fn, dtype = getattr(xp, name), op.inputs[0].dtype.base_dtype
+        initial = (-math.inf if lowest else math.inf) if dtype.is_floating else (dtype.min if lowest else dtype.max)
+
+        def compute(x, axis, keepdims):
+            if all(x.shape[a] for a in axis):
+                return fn(x, axis=axis, keepdims=keepdims)
+            ndim = x.ndim
+            reduced = {a % ndim for a in axis}
+            shape = tuple(1 if i in reduced else d for i, d in enumerate(x.shape) if keepdims or i not in reduced)
+            return xp.full(shape, initial, dtype=x.dtype)
+
+        return compute
+
+    return make
+
+
+# op type -> (``make(op, xp) -> fn(x, axis=, keepdims=)`` on the array API, allowed input dtypes)
 REDUCTIONS = {
-    "Sum": (np.sum, REAL),
+    "Sum": (_xp("sum"), REAL),
     "Mean": (_mean, REAL),
-    "Max": (_extreme(np.max, lowest=True), REAL),
-    "Min": (_extreme(np.min, lowest=False), REAL),
-    "Prod": (np.prod, REAL),
-    "All": (np.all, BOOL),
-    "Any": (np.any, BOOL),
+    "Max": (_extreme("max", lowest=True), REAL),
+    "Min": (_extreme("min", lowest=False), REAL),
+    "Prod": (_xp("prod"), REAL),
+    "All": (_xp("all"), BOOL),
+    "Any": (_xp("any"), BOOL),
 }
 
 for _op_type in ("All", "Any", "ArgMax", "ArgMin"):
@@ -93,27 +112,28 @@ def reduction_shape(op):
     return [(x.dtype.base_dtype, TensorShape(out))]
 
 
-def _register_reduction(op_type, fn, allowed):
+def _register_reduction(op_type, make, allowed):
     @registry.RegisterShape(op_type)
     def _shape(op):
         check_input(op, 0, allowed, "input")
         check_input(op, 1, INDEX, "reduction_indices")
         return reduction_shape(op)
 
-    @registry.RegisterKernel(op_type)
-    def _factory(op):
-        keep = op.get_attr("keep_dims")
-        dtype = op.inputs[0].dtype.as_numpy_dtype
+    @registry.RegisterArrayKernel(op_type)
+    def _factory(op, backend):
+        keep, xp, host = op.get_attr("keep_dims"), backend.xp, backend.to_host
+        dtype = backend.dtype(op.inputs[0].dtype.as_numpy_dtype)
+        fn = make(op, xp)
 
-        def compute(x, axes):
-            axis = tuple(int(a) for a in np.reshape(axes, -1))
-            return np.asarray(fn(x, axis=axis, keepdims=keep), dtype=dtype)
+        def compute(x, axes):  # the axes are read on the host (TF's HostMemory("reduction_indices"))
+            axis = tuple(int(a) for a in np.reshape(host(axes), -1))
+            return xp.asarray(fn(x, axis=axis, keepdims=keep), dtype=dtype)
 
         return compute
 
 
-for _op_type, (_fn, _allowed) in REDUCTIONS.items():
-    _register_reduction(_op_type, _fn, _allowed)
+for _op_type, (_make, _allowed) in REDUCTIONS.items():
+    _register_reduction(_op_type, _make, _allowed)
 
 
 def reduce_op(op_type, input_tensor, axis, keepdims, name, default_name):
@@ -255,14 +275,15 @@ def _arg_shape(op):
     return [(out_dtype, TensorShape(dims))]
 
 
-def _arg_kernel(fn):
-    def factory(op):
-        out = op.get_attr("output_type").as_numpy_dtype
-        return lambda x, axis: np.asarray(fn(x, axis=int(axis)), dtype=out)
+def _arg_kernel(name):
+    def factory(op, backend):
+        xp, host = backend.xp, backend.to_host
+        fn, out = getattr(xp, name), backend.dtype(op.get_attr("output_type").as_numpy_dtype)
+        return lambda x, axis: xp.asarray(fn(x, axis=int(host(axis))), dtype=out)
 
     return factory
 
 
-for _op_type, _fn in (("ArgMax", np.argmax), ("ArgMin", np.argmin)):
+for _op_type, _name in (("ArgMax", "argmax"), ("ArgMin", "argmin")):
     registry.RegisterShape(_op_type)(_arg_shape)
-    registry.RegisterKernel(_op_type)(_arg_kernel(_fn))
+    registry.RegisterArrayKernel(_op_type)(_arg_kernel(_name))

@@ -141,8 +141,8 @@ def _count_up_to_shape(op):
 
 
 # -- kernels --------------------------------------------------------------------
-@registry.RegisterKernel("VariableV2", needs_context=True)
-def _variable_kernel(op):
+@registry.RegisterArrayKernel("VariableV2", needs_context=True)
+def _variable_kernel(op, backend):
     key = op.get_attr("shared_name") or op.name
 
     def compute(ctx):  # on a cluster the key names the task owning ctx.device too
@@ -151,13 +151,14 @@ def _variable_kernel(op):
     return compute
 
 
-@registry.RegisterKernel("Assign", needs_context=True)
-def _assign_kernel(op):
-    validate = op.get_attr("validate_shape")
-    dtype = op.inputs[0].dtype.as_numpy_dtype
+@registry.RegisterArrayKernel("Assign", needs_context=True)
+def _assign_kernel(op, backend):
+    """The variable keeps its own copy, an array of its device's backend."""
+    validate, xp = op.get_attr("validate_shape"), backend.xp
+    dtype = backend.dtype(op.inputs[0].dtype.as_numpy_dtype)
 
     def compute(ctx, ref, value):
-        new = np.asarray(value, dtype=dtype).copy()
+        new = xp.asarray(value, dtype=dtype, copy=True)
         if validate and ctx.txn.is_initialized(ref):
             old = ctx.txn.read(ref)
             if old.shape != new.shape:
@@ -170,26 +171,27 @@ def _assign_kernel(op):
     return compute
 
 
-def _update_kernel(fn):
-    def factory(op):
-        dtype = op.inputs[0].dtype.as_numpy_dtype
+def _update_kernel(name):
+    def factory(op, backend):
+        xp = backend.xp
+        fn, dtype = getattr(xp, name), backend.dtype(op.inputs[0].dtype.as_numpy_dtype)
 
         def compute(ctx, ref, value):
-            new = np.asarray(fn(ctx.txn.read(ref), value), dtype=dtype)
-            return ctx.txn.write(ref, new, redo=lambda current: np.asarray(fn(current, value), dtype=dtype))
+            new = xp.asarray(fn(ctx.txn.read(ref), value), dtype=dtype)
+            return ctx.txn.write(ref, new, redo=lambda current: xp.asarray(fn(current, value), dtype=dtype))
 
         return compute
 
     return factory
 
 
-registry.RegisterKernel("AssignAdd", needs_context=True)(_update_kernel(np.add))
-registry.RegisterKernel("AssignSub", needs_context=True)(_update_kernel(np.subtract))
+registry.RegisterArrayKernel("AssignAdd", needs_context=True)(_update_kernel("add"))
+registry.RegisterArrayKernel("AssignSub", needs_context=True)(_update_kernel("subtract"))
 
 
-@registry.RegisterKernel("IsVariableInitialized", needs_context=True)
-def _is_initialized_kernel(op):
-    return lambda ctx, ref: np.bool_(ctx.txn.is_initialized(ref))
+@registry.RegisterArrayKernel("IsVariableInitialized", needs_context=True)
+def _is_initialized_kernel(op, backend):
+    return lambda ctx, ref: backend.from_host(np.bool_(ctx.txn.is_initialized(ref)))
 
 
 @registry.RegisterKernel("CountUpTo", needs_context=True)

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import errors
+from .. import backends, errors
 from ..framework import registry
 from ..framework.tensor import Tensor
 from ..framework.tensor_conversion import convert_to_tensor
@@ -38,12 +38,13 @@ class _UpdateDef:
         self.fn = fn
 
 
-def _gradient_descent(attrs, var, alpha, delta):
-    new = np.asarray(np.multiply(delta, alpha))  # one fresh buffer (0-d for a scalar var), then the new value in it
-    return (np.subtract(var, new, out=new),)
+def _gradient_descent(attrs, backend, var, alpha, delta):
+    xp = backend.xp
+    new = xp.asarray(xp.multiply(delta, alpha))  # one fresh buffer (0-d for a scalar var), then the new value in it
+    return (xp.subtract(var, new, out=new) if backend.supports_out else xp.subtract(var, new),)
 
 
-def _momentum(attrs, var, accum, lr, grad, momentum):
+def _momentum(attrs, backend, var, accum, lr, grad, momentum):
     accum = accum * momentum + grad
     if attrs["use_nesterov"]:
         var = var - (grad * lr + accum * momentum * lr)
@@ -52,18 +53,20 @@ def _momentum(attrs, var, accum, lr, grad, momentum):
     return var, accum
 
 
-def _adam(attrs, var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad):
-    alpha = lr * np.sqrt(1 - beta2_power) / (1 - beta1_power)
+def _adam(attrs, backend, var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad):
+    sqrt = backend.xp.sqrt
+    alpha = lr * sqrt(1 - beta2_power) / (1 - beta1_power)
     m = m + (grad - m) * (1 - beta1)
     v = v + (grad * grad - v) * (1 - beta2)
     if attrs["use_nesterov"]:
-        var = var - (grad * (1 - beta1) + beta1 * m) * alpha / (np.sqrt(v) + epsilon)
+        var = var - (grad * (1 - beta1) + beta1 * m) * alpha / (sqrt(v) + epsilon)
     else:
-        var = var - m * alpha / (np.sqrt(v) + epsilon)
+        var = var - m * alpha / (sqrt(v) + epsilon)
     return var, m, v
 
 
 _UPDATES: dict[str, Any] = {}
+NUMPY = backends.get(backends.NUMPY)  # the allocator's out= kernel below runs on numpy only
 
 
 def register_update(op_type, names, num_refs, scalars, fn):
@@ -73,11 +76,12 @@ def register_update(op_type, names, num_refs, scalars, fn):
         names: the op's input names in order (``("var", "accum", "lr", "grad")``).
         num_refs: how many leading inputs are variable references (``var`` and the slots).
         scalars: the names of the inputs that must be scalars.
-        fn: ``fn(attrs, *values) -> (new var, new slot, ...)`` on numpy arrays, in ``names`` order.
+        fn: ``fn(attrs, backend, *values) -> (new var, new slot, ...)`` on arrays of ``backend``
+            (:mod:`dfcore.backends`; the array API through ``backend.xp``), in ``names`` order.
     """
     _UPDATES[op_type] = _UpdateDef(tuple(names), num_refs, scalars, fn)
     registry.RegisterShape(op_type)(_shape_fn)
-    registry.RegisterKernel(op_type, needs_context=True)(_kernel_factory)
+    registry.RegisterArrayKernel(op_type, needs_context=True)(_kernel_factory)
     registry.mark_stateful(op_type)
     registry.register_ref_inputs(op_type, *range(num_refs))
     registry.NotDifferentiable(op_type)
@@ -173,35 +177,37 @@ def _merge_message(a, b):
     return "Shapes are incompatible"
 
 
-def _kernel_factory(op):
+def _kernel_factory(op, backend):
     update = _UPDATES[op.type]
     n = update.num_refs
-    dtype = op.inputs[0].dtype.as_numpy_dtype
+    dtype = backend.dtype(op.inputs[0].dtype.as_numpy_dtype)
     attrs = op.attrs
+    asarray = backend.xp.asarray
 
     def compute(ctx, *args):
         refs = args[:n]
-        others = [np.asarray(x, dtype=dtype) for x in args[n:]]
+        others = [asarray(x, dtype=dtype) for x in args[n:]]
         base = [ctx.txn.read(ref) for ref in refs]
         _check_runtime_shapes(update, base[0], base[1:], others)
-        new = _run(update, attrs, dtype, base, others)
+        new = _run(update, attrs, backend, dtype, base, others)
         for j in list(range(1, n)) + [0]:  # slots first, var last: see the module docstring
-            ctx.txn.write(refs[j], new[j], redo=_redo(update, attrs, dtype, base, others, j))
+            ctx.txn.write(refs[j], new[j], redo=_redo(update, attrs, backend, dtype, base, others, j))
         return new[0]
 
     return compute
 
 
-def _run(update, attrs, dtype, base, others):
-    return [np.asarray(x, dtype=dtype) for x in update.fn(attrs, *base, *others)]
+def _run(update, attrs, backend, dtype, base, others):
+    asarray = backend.xp.asarray
+    return [asarray(x, dtype=dtype) for x in update.fn(attrs, backend, *base, *others)]
 
 
-def _redo(update, attrs, dtype, base, others, j):
+def _redo(update, attrs, backend, dtype, base, others, j):
     """Recompute ref ``j`` after a concurrent commit: ``base`` collects the newest values seen."""
 
     def redo(current):
         base[j] = current
-        return _run(update, attrs, dtype, base, others)[j]
+        return _run(update, attrs, backend, dtype, base, others)[j]
 
     return redo
 
@@ -239,7 +245,7 @@ def _gradient_descent_out(op):
         new = allocator.allocate(base[0].shape, base[0].dtype)
         np.multiply(others[1], others[0], out=new)
         np.subtract(base[0], new, out=new)
-        ctx.txn.write(ref, new, redo=_redo(update, attrs, dtype, base, others, 0), retire=allocator.deallocate,
+        ctx.txn.write(ref, new, redo=_redo(update, attrs, NUMPY, dtype, base, others, 0), retire=allocator.deallocate,
                       done_with=(others[1],))
         return new
 

@@ -7,7 +7,6 @@ follow term by term). They register through :func:`dfcore.ops.training_ops.regis
 so shapes, dtypes, refs, redo on concurrent commits and errors are those of every ``Apply*`` op.
 """
 
-import numpy as np
 
 from ..framework.tensor import Tensor
 from .training_ops import apply_update, register_update
@@ -15,52 +14,52 @@ from .training_ops import apply_update, register_update
 __all__ = []
 
 
-def _adagrad(attrs, var, accum, lr, grad):
+def _adagrad(attrs, backend, var, accum, lr, grad):
     if attrs["update_slots"]:
         accum = accum + grad * grad
-    return var - grad * lr * (1 / np.sqrt(accum)), accum
+    return var - grad * lr * (1 / backend.xp.sqrt(accum)), accum
 
 
-def _rms_prop(attrs, var, ms, mom, lr, rho, momentum, epsilon, grad):
+def _rms_prop(attrs, backend, var, ms, mom, lr, rho, momentum, epsilon, grad):
     ms = ms + (grad * grad - ms) * (1 - rho)
-    mom = mom * momentum + grad * lr / np.sqrt(ms + epsilon)
+    mom = mom * momentum + grad * lr / backend.xp.sqrt(ms + epsilon)
     return var - mom, ms, mom
 
 
-def _centered_rms_prop(attrs, var, mg, ms, mom, lr, rho, momentum, epsilon, grad):
+def _centered_rms_prop(attrs, backend, var, mg, ms, mom, lr, rho, momentum, epsilon, grad):
     ms = ms + (grad * grad - ms) * (1 - rho)
     mg = mg + (grad - mg) * (1 - rho)
-    mom = mom * momentum + grad * lr / np.sqrt(ms - mg * mg + epsilon)
+    mom = mom * momentum + grad * lr / backend.xp.sqrt(ms - mg * mg + epsilon)
     return var - mom, mg, ms, mom
 
 
-def _adadelta(attrs, var, accum, accum_update, lr, rho, epsilon, grad):
+def _adadelta(attrs, backend, var, accum, accum_update, lr, rho, epsilon, grad):
     accum = accum * rho + grad * grad * (1 - rho)
-    update = np.sqrt(accum_update + epsilon) * (1 / np.sqrt(accum + epsilon)) * grad
+    update = backend.xp.sqrt(accum_update + epsilon) * (1 / backend.xp.sqrt(accum + epsilon)) * grad
     accum_update = accum_update * rho + update * update * (1 - rho)
     return var - update * lr, accum, accum_update
 
 
-def _ftrl_step(var, accum, linear, grad, linear_grad, lr, l1, l2, lr_power):
+def _ftrl_step(backend, var, accum, linear, grad, linear_grad, lr, l1, l2, lr_power):
     """The shared FTRL-proximal step; ``linear_grad`` is ``grad`` (V1) or ``grad`` plus shrinkage (V2)."""
     new_accum = accum + grad * grad
     if lr_power == -0.5:  # TF's special case: sqrt instead of pow
-        new_root, old_root = np.sqrt(new_accum), np.sqrt(accum)
+        new_root, old_root = backend.xp.sqrt(new_accum), backend.xp.sqrt(accum)
     else:
-        new_root, old_root = np.power(new_accum, -lr_power), np.power(accum, -lr_power)
+        new_root, old_root = backend.xp.pow(new_accum, -lr_power), backend.xp.pow(accum, -lr_power)
     linear = linear + linear_grad - (new_root - old_root) / lr * var
-    with np.errstate(divide="ignore", invalid="ignore"):  # 0/0 only where the select below picks 0
-        pre_shrink = (l1 * np.sign(linear) - linear) / (new_root / lr + 2 * l2)
-    var = np.where(np.abs(linear) > l1, pre_shrink, np.zeros_like(var))
+    with backend.quiet():  # 0/0 only where the select below picks 0
+        pre_shrink = (l1 * backend.xp.sign(linear) - linear) / (new_root / lr + 2 * l2)
+    var = backend.xp.where(backend.xp.abs(linear) > l1, pre_shrink, backend.xp.zeros_like(var))
     return var, new_accum, linear
 
 
-def _ftrl(attrs, var, accum, linear, grad, lr, l1, l2, lr_power):
-    return _ftrl_step(var, accum, linear, grad, grad, lr, l1, l2, lr_power)
+def _ftrl(attrs, backend, var, accum, linear, grad, lr, l1, l2, lr_power):
+    return _ftrl_step(backend, var, accum, linear, grad, grad, lr, l1, l2, lr_power)
 
 
-def _ftrl_v2(attrs, var, accum, linear, grad, lr, l1, l2, l2_shrinkage, lr_power):
-    return _ftrl_step(var, accum, linear, grad, grad + 2 * l2_shrinkage * var, lr, l1, l2, lr_power)
+def _ftrl_v2(attrs, backend, var, accum, linear, grad, lr, l1, l2, l2_shrinkage, lr_power):
+    return _ftrl_step(backend, var, accum, linear, grad, grad + 2 * l2_shrinkage * var, lr, l1, l2, lr_power)
 
 
 def _attrs(use_locking, **extra):

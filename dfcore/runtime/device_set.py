@@ -18,7 +18,7 @@ import dataclasses
 import hashlib
 from collections.abc import Iterable, Iterator
 
-from .. import errors
+from .. import backends, errors
 from ..framework.device import DeviceSpec
 from ..framework.protos import ConfigProto
 from . import real_gpus
@@ -32,6 +32,8 @@ COMPUTE_CAPABILITY = {"Tesla K20m": "3.5", "Tesla P100-PCIE-16GB": "6.0", "Tesla
 DEFAULT_GPU_PROFILE = "Tesla K20m"
 DEFAULT_GPU_COUNT = 4
 CPU_PROFILE = "cpu"
+#: The array backend of real GPUs (:mod:`dfcore.backends.cupy_backend`).
+REAL_GPU_BACKEND = "cupy"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,6 +50,9 @@ class Device:
         physical_device_desc: TF's ``DeviceAttributes.physical_device_desc``
             (``device: 0, name: Tesla K20m, pci bus id: ..., compute capability: 3.5``);
             empty for CPUs, which ``Device mapping:`` leaves out.
+        backend: the array backend holding the device's tensors (:mod:`dfcore.backends`; dfcore's, TF has
+            none): ``"numpy"`` for CPUs and, unless ``DFCORE_SIMULATED_GPU_BACKEND`` says otherwise, for
+            simulated GPUs; ``"cupy"`` for real GPUs.
         platform_device_id: for a real GPU, the CUDA ordinal of the board it runs on (TF's platform
             device id; several logical GPUs may share one); None for simulated devices and CPUs.
         memory_limit_bytes: a real logical GPU's share of its board's memory (``virtual_devices``), or None.
@@ -60,6 +65,7 @@ class Device:
     simulated: bool
     incarnation: int
     physical_device_desc: str = ""
+    backend: str = backends.NUMPY
     platform_device_id: int | None = None
     memory_limit_bytes: int | None = None
 
@@ -113,7 +119,7 @@ def real_gpu_devices(job: str, replica: int, task: int, gpu_options=None,
     for gpu in logical[:count]:
         name = DeviceSpec(job, replica, task, "GPU", gpu.tf_id).to_string()
         out.append(Device(name, "GPU", gpu.tf_id, gpu.gpu.name, False, incarnation_of(name), gpu.gpu.desc,
-                          gpu.gpu.platform_id, gpu.memory_limit_bytes))
+                          REAL_GPU_BACKEND, gpu.gpu.platform_id, gpu.memory_limit_bytes))
     return out
 
 
@@ -126,14 +132,20 @@ def simulated_gpu_desc(index: int, profile_name: str) -> str:
 
 def make_device(job: str, replica: int, task: int, device_type: str, index: int,
                 profile_name: str | None = None) -> Device:
-    """A simulated :class:`Device` with its full name, incarnation and description."""
+    """A simulated :class:`Device` with its full name, incarnation, description and array backend
+    (:func:`dfcore.backends.default_backend`).
+
+    Raises:
+        ValueError: ``DFCORE_SIMULATED_GPU_BACKEND`` names no registered backend.
+    """
     name = DeviceSpec(job, replica, task, device_type, index).to_string()
     if device_type == "CPU":
         profile_name, desc = profile_name or CPU_PROFILE, ""
     else:
         profile_name = profile_name or DEFAULT_GPU_PROFILE
         desc = simulated_gpu_desc(index, profile_name)
-    return Device(name, device_type, index, profile_name, True, incarnation_of(name), desc)
+    return Device(name, device_type, index, profile_name, True, incarnation_of(name), desc,
+                  backends.default_backend(device_type))
 
 
 def passes_device_filters(name: str, device_filters: Iterable[str], own_task: str) -> bool:
@@ -180,6 +192,8 @@ class DeviceSet:
         self._devices = tuple(devices)
         self._by_name = {d.name: d for d in self._devices}
         self._found: dict[str, list[Device]] = {}  # find's answers by canonical spec (the set never changes)
+        self._backends = {t: frozenset(d.backend for d in self._devices if d.device_type == t)
+                          for t in {d.device_type for d in self._devices}}
         cpus = [d for d in self._devices if d.device_type == "CPU"]
         if not cpus:
             raise errors.NotFoundError(None, None, "No CPU devices are available in this process")
@@ -227,6 +241,10 @@ class DeviceSet:
                                  for i in range(num_gpus))
         devices += [make_device(job, replica, task, "GPU", i, p) for i, p in enumerate(gpu_profiles)]
         return cls(devices)
+
+    def backends_of_type(self, device_type: str) -> frozenset[str]:
+        """The array backends of the devices of ``device_type`` (:attr:`Device.backend`)."""
+        return self._backends.get(device_type, frozenset())
 
     @property
     def devices(self) -> tuple[Device, ...]:

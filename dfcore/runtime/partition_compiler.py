@@ -21,8 +21,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .. import errors
+from .. import backends, errors
 from ..framework import registry
+from ..framework.device import DeviceSpec
 from . import allocator, step_stats
 from .compiled_partition import CompiledNode, CompiledPartition
 from .control_flow_info import build_control_flow_info, has_control_flow
@@ -34,15 +35,19 @@ _INSERTED_OUTPUTS = {"_Recv": 1, "_Arg": 1, "Const": 1, "Identity": 1, "Enter": 
                      "Switch": 2}
 
 
-def compile_partition(graph: PartitionGraph, control_flow: bool | None = None) -> CompiledPartition:
+def compile_partition(graph: PartitionGraph, control_flow: bool | None = None,
+                      backend: str | None = None) -> CompiledPartition:
     """Compile every node of ``graph``; nodes keep the partition's (topological) order.
 
     ``control_flow``: compile for the control-flow executor (True when a partition of the step holds
     control flow, so dead tensors received from it are understood); None: if this partition holds some.
+    ``backend``: the array backend of the partition's device (:attr:`~dfcore.runtime.device_set.Device.backend`);
+    None: :func:`dfcore.backends.default_backend` of its device type.
 
     Raises:
-        NotFoundError: an op type with no registered kernel.
+        NotFoundError: an op type with no registered kernel for the device's backend.
     """
+    device_backend = backends.get(backend or backends.default_backend(DeviceSpec.from_string(graph.device).device_type))
     nodes = graph.nodes
     index = {node.name: i for i, node in enumerate(nodes)}
     out_base, num_slots = [], 0
@@ -61,7 +66,7 @@ def compile_partition(graph: PartitionGraph, control_flow: bool | None = None) -
             src_index = index[src]
             in_slots.append(out_base[src_index] + (int(port) if port else 0))
             edges.append((src_index, i, int(port) if port else 0))
-        compiled.append(_compile_node(node, in_slots, out_base[i]))
+        compiled.append(_compile_node(node, in_slots, out_base[i], device_backend))
     initial_values = [None] * num_slots
     if control_flow or (control_flow is None and has_control_flow([node.op for node in nodes])):
         info = build_control_flow_info(compiled, [(src, port, dst) for src, dst, port in edges])
@@ -84,43 +89,50 @@ def _num_outputs(node):
     return _INSERTED_OUTPUTS.get(node.op, 0)
 
 
-def _compile_node(node, in_slots, out_slot):
+def _compile_node(node, in_slots, out_slot, backend):
     source = node.original if node.original is not None else node
     is_operation = node.original is not None
-    compute, needs_context, is_async, derefs = _kernel(source, node.op, node.name, node, is_operation)
+    compute, needs_context, is_async, derefs = _kernel(source, node.op, node.name, node, is_operation, backend)
     compiled = CompiledNode(node.name, node.op, compute, in_slots, out_slot, _num_outputs(node), needs_context,
                             is_async, source, _label(node))
     if is_operation:
         compiled.reads_variable = any(t.dtype.is_ref for t in node.original.inputs)
         compiled.small = _statically_small(node.original)
-    out_def = registry.out_kernel(node.op) if is_operation and not derefs else None  # out= kernels take values
+    out_def = registry.out_kernel(node.op) if is_operation and not derefs and backend.supports_out else None
     if out_def is not None and not is_async and not compiled.small:
         compiled.compute_out = out_def.factory(source)
     return compiled
 
 
 def instantiate_kernel(source: Any, op_type: str, name: str, described: Any = None,
-                       is_operation: bool = True) -> tuple[Callable[..., Any], bool, bool]:
+                       is_operation: bool = True,
+                       backend: str | backends.Backend = backends.NUMPY) -> tuple[Callable[..., Any], bool, bool]:
     """The kernel of one node: ``(compute, needs_context, is_async)`` (contract in
     :mod:`dfcore.framework.registry`); for an Operation (``is_operation``), reference inputs other than the op's
     own ``ref_inputs`` are read from the step's transaction first. Used for partitions and for eager ops
     (:mod:`dfcore.eager.execute`), so both run the same kernels. ``described``: what the error's ``node_def``
-    comes from (a partition node; default ``source``).
+    comes from (a partition node; default ``source``). ``backend``: the array backend of the node's device.
 
     Raises:
-        NotFoundError: no kernel is registered for ``op_type``.
+        NotFoundError: no kernel is registered for ``op_type`` on ``backend``.
     """
-    return _kernel(source, op_type, name, described, is_operation)[:3]
+    return _kernel(source, op_type, name, described, is_operation, backends.get(backend))[:3]
 
 
-def _kernel(source, op_type, name, described, is_operation):
-    kernel_def = registry.kernel(op_type)
+def _kernel(source, op_type, name, described, is_operation, backend):
+    kernel_def = registry.kernel(op_type, backend.name)
     if kernel_def is None:
-        raise errors.NotFoundError(
-            getattr(described if described is not None else source, "node_def", None),
-            source if is_operation else None,
-            f"No registered kernel for op '{name}' of type '{op_type}' on the numpy backend.")
-    compute = kernel_def.factory(source)
+        node_def = getattr(described if described is not None else source, "node_def", None)
+        op = source if is_operation else None
+        if registry.kernel(op_type) is None:
+            raise errors.NotFoundError(
+                node_def, op, f"No registered kernel for op '{name}' of type '{op_type}' on the numpy backend.")
+        device = getattr(described if described is not None else source, "device", "") or ""
+        device_type = DeviceSpec.from_string(device).device_type or "GPU"
+        raise errors.NotFoundError(  # TF's OpKernel lookup (op_kernel.cc FindKernelRegistration), backend named
+            node_def, op, f"No registered '{op_type}' OpKernel for '{device_type}' devices compatible with node "
+            f"{{{{node {name}}}}} (its kernel is numpy-only; this device's array backend is {backend.name})")
+    compute = kernel_def.build(source, backend)
     needs_context = kernel_def.needs_context
     refs = []
     if is_operation:

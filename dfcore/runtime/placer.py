@@ -58,9 +58,14 @@ def register_device_types(op_type: str, *device_types: str) -> None:
     _DEVICE_TYPES[op_type] = tuple(device_types)
 
 
-def supported_device_types(op_type: str) -> tuple[str, ...]:
-    """The device types with a kernel for ``op_type``."""
-    return _DEVICE_TYPES.get(op_type, DEFAULT_DEVICE_TYPES)
+def supported_device_types(op_type: str, device_set: DeviceSet | None = None) -> tuple[str, ...]:
+    """The device types with a kernel for ``op_type``; with ``device_set``, less the types whose devices' array
+    backend lacks it (a numpy-only kernel on an ``array_api_strict`` or cupy GPU, :mod:`dfcore.backends`)."""
+    types = _DEVICE_TYPES.get(op_type, DEFAULT_DEVICE_TYPES)
+    if device_set is None:
+        return types
+    return tuple(t for t in types if not any(registry.lacks_kernel_on(op_type, b)
+                                             for b in device_set.backends_of_type(t)))
 
 
 for _op_type in CPU_ONLY_OP_TYPES:
@@ -255,7 +260,7 @@ def _merge_group(group, device_set, soft):
     available = device_set.device_types()
     types = set(available)
     for op in group.members:
-        own = set(supported_device_types(op.type)) & set(available)
+        own = set(supported_device_types(op.type, device_set)) & set(available)
         if not own:
             raise _no_kernel_error(op, device_set)
         types &= own
@@ -349,7 +354,7 @@ def debug_info(members: Sequence[Operation], device_set: DeviceSet) -> str:
     if len(members) < 2:
         return ""
     available = device_set.device_types()
-    by_type = {op.type: "".join(f"{t} " for t in available if t in supported_device_types(op.type))
+    by_type = {op.type: "".join(f"{t} " for t in available if t in supported_device_types(op.type, device_set))
                for op in members}
     lines = ["", "Colocation Debug Info:", "Colocation group had the following types and devices: "]
     lines += [f"{op_type}: {types}" for op_type, types in sorted(by_type.items())]
@@ -358,14 +363,15 @@ def debug_info(members: Sequence[Operation], device_set: DeviceSet) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _registered_kernels(op_type):
-    return "".join(f"  device='{t}'\n" for t in supported_device_types(op_type))
+def _registered_kernels(op_type, device_set):
+    return "".join(f"  device='{t}'\n" for t in supported_device_types(op_type, device_set))
 
 
 def _no_kernel_error(op, device_set):
     return errors.InvalidArgumentError(
         None, op, f"No OpKernel was registered to support Op '{op.type}' with these attrs.  Registered devices: "
-        f"[{','.join(sorted(device_set.device_types()))}], Registered kernels:\n{_registered_kernels(op.type)}")
+        f"[{','.join(sorted(device_set.device_types()))}], Registered kernels:\n"
+        f"{_registered_kernels(op.type, device_set)}")
 
 
 def _unsatisfiable_error(op, group, device_set):
@@ -381,7 +387,7 @@ def _unsatisfiable_error(op, group, device_set):
         elif own.device_type is not None:
             message = (f"Could not satisfy explicit device specification '{requested}' because no supported kernel "
                        f"for {own.device_type} devices is available.{info}\nRegistered kernels:\n"
-                       f"{_registered_kernels(op.type)}")
+                       f"{_registered_kernels(op.type, device_set)}")
         else:
             message = f"Could not satisfy explicit device specification '{requested}'{info}"
     else:

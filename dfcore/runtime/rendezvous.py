@@ -15,8 +15,9 @@ Semantics, as in TF 1.x:
   wakes every waiter and fails every later send and recv with an
   ``AbortedError`` carrying the first status's message.
 - A value crossing devices (source device != destination device in the key)
-  is copied at send time, so the two devices never alias one buffer, as a
-  device-to-device copy would not; a same-device value passes through.
+  is copied to a host (numpy) array at send time (:func:`dfcore.backends.to_numpy`;
+  the ``_Recv`` takes it into its device's backend), so the two devices never alias
+  one buffer, as a device-to-device copy would not; a same-device value passes through.
 
 Every match is logged as a :class:`TransferRecord` so widgets can show how long
 each receiver waited.
@@ -33,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import errors
+from .. import backends, errors
 from ..framework.device import DeviceSpec
 from ..framework.registry import DEAD
 
@@ -236,7 +237,7 @@ class Rendezvous:
         if value is DEAD:  # a dead tensor (an untaken branch) crosses as the marker itself, 0 bytes
             nbytes = 0
         elif copy and parsed.src_device != parsed.dst_device:
-            value = np.asarray(value)
+            value = np.asarray(backends.to_numpy(value))  # through the host; the receiver's _Recv takes it in
             if self._allocator_for is not None and value.dtype.kind in "biuf" and value.ndim:
                 buf = self._allocator_for(parsed.dst_device).allocate(value.shape, value.dtype)
                 np.copyto(buf, value)

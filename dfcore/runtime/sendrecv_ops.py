@@ -3,7 +3,7 @@
 Source: TF's ``core/kernels/sendrecv_ops.cc``. A ``_Send`` posts its input to the
 step's rendezvous under the key built from its attrs and never blocks; a ``_Recv``
 is asynchronous: it asks the rendezvous for the same key and completes when the
-value arrives (see :mod:`dfcore.runtime.executor`). Keys are built once, when the
+value arrives (see :mod:`dfcore.runtime.executor`), taken into its device's array backend. Keys are built once, when the
 partition is compiled; inside a loop, per iteration, with the node's ``frame_id:iter``.
 """
 
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import backends
 from ..framework import registry
 from .rendezvous import create_key
 from .variable_store import VarRef
@@ -27,8 +28,8 @@ def rendezvous_key(node: Any, frame_iter: tuple[int, int] = (0, 0)) -> str:
 registry.mark_runs_when_dead("_Send")  # a dead value is sent as DEAD, so the receiver's side runs dead too
 
 
-@registry.RegisterKernel("_Send", needs_context=True)
-def _send_kernel(node):
+@registry.RegisterArrayKernel("_Send", needs_context=True)
+def _send_kernel(node, backend):
     key = rendezvous_key(node)
 
     def compute(ctx, value):
@@ -39,11 +40,17 @@ def _send_kernel(node):
     return compute
 
 
-@registry.RegisterKernel("_Recv", is_async=True)
-def _recv_kernel(node):
+@registry.RegisterArrayKernel("_Recv", is_async=True)
+def _recv_kernel(node, backend):
+    """A received value enters the receiving device's array backend here (:func:`dfcore.backends.transfer`)."""
     key = rendezvous_key(node)
 
     def compute(ctx, done):
-        ctx.rendezvous.recv_async(key if ctx.frame_iter == (0, 0) else rendezvous_key(node, ctx.frame_iter), done)
+        def arrived(error, value):
+            done(error, value if error is not None or backend.is_native(value) else backends.transfer(value, None,
+                                                                                                      backend))
+
+        ctx.rendezvous.recv_async(key if ctx.frame_iter == (0, 0) else rendezvous_key(node, ctx.frame_iter),
+                                  arrived)
 
     return compute

@@ -282,7 +282,8 @@ class BaseSession:
         if plan is None:
             plan = step_plan.build_step_plan(fetch_tensors, target_ops, feed_tensors, self._placement_for,
                                              self._device_set.client_device.name, threads, runner, partial_run,
-                                             self._plan_config())
+                                             self._plan_config(),
+                                             {d.name: d.backend for d in self._device_set.devices})
             with self._plans_lock:
                 plan = self._plans.setdefault(key, plan)
         return plan

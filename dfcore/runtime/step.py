@@ -19,7 +19,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .. import errors
+from .. import backends, errors
 from .call_frame import CallFrame
 from .cancellation import DEFAULT_STEP_TIMEOUT_S, Deadline, cancelled_error
 from .control_flow_executor import ControlFlowExecutor, make_executor
@@ -125,8 +125,9 @@ def start_executors(plan: StepPlan, runners: Mapping[int, Callable[..., Any]], c
 
 def fetched_values(plan: StepPlan, frame: CallFrame) -> list[Any]:
     """The fetched values of a finished step, aligned with the plan's fetches: a fed one is its feed (the
-    frame's argument), any other the frame's return value."""
-    return [frame.get_arg(where) if kind == "feed" else frame.retval(where) for kind, where in plan.fetch_sources]
+    frame's argument), any other the frame's return value; as numpy, what the client gets."""
+    return [backends.to_numpy(frame.get_arg(where) if kind == "feed" else frame.retval(where))
+            for kind, where in plan.fetch_sources]
 
 
 class Barrier:

@@ -21,7 +21,7 @@ a thread hand-off costs tens of µs, more than a small op).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..framework import dtypes
@@ -73,7 +73,8 @@ RUNNERS = ("auto", "inline", "pool")
 
 def build_step_plan(fetch_tensors: Sequence[Tensor], target_ops: Sequence[Operation], feed_tensors: Sequence[Tensor],
                     placement_for: Callable[..., Any], client_device: str, pool_threads: int, runner: str = "auto",
-                    partial_run: bool = False, config: ConfigProto | None = None) -> StepPlan:
+                    partial_run: bool = False, config: ConfigProto | None = None,
+                    device_backends: Mapping[str, str] | None = None) -> StepPlan:
     """Prune, place, partition and compile one run signature.
 
     Args:
@@ -87,6 +88,8 @@ def build_step_plan(fetch_tensors: Sequence[Tensor], target_ops: Sequence[Operat
             a fetch that is also fed is then an error, as in TF.
         config: the session's ``ConfigProto``; its ``graph_options`` switch the optimizer's passes
             (None: no optimization, the graph as built).
+        device_backends: ``{device name: array backend name}`` (the devices' ``backend``); a device it
+            lacks gets its type's default (:func:`dfcore.backends.default_backend`).
     Raises:
         InvalidArgumentError: a cycle, an unfed placeholder, an impossible placement.
     """
@@ -106,7 +109,8 @@ def build_step_plan(fetch_tensors: Sequence[Tensor], target_ops: Sequence[Operat
                                          client_device=client_device, call_frame=True)
     devices = sorted(graphs)
     control_flow = any(has_control_flow([node.op for node in graphs[d].nodes]) for d in devices)
-    partitions = tuple(compile_partition(graphs[d], control_flow) for d in devices)
+    backend_of = device_backends or {}
+    partitions = tuple(compile_partition(graphs[d], control_flow, backend_of.get(d)) for d in devices)
     if partial_run:
         keys = _client_keys(graphs.get(client_device))
         feed_keys = tuple(keys.get(("_Recv", t.name)) for t in feed_tensors)

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from tensorboard.util import tensor_util
 
-from .. import errors
+from .. import backends, errors
 from ..framework import dtypes
 from ..framework.attr_value import from_attr_value, to_attr_value
 from ..framework.protos import GraphDef, TensorProto, TensorShapeProto
@@ -110,7 +110,7 @@ def device_to_proto(device: Device) -> device_attributes_pb2.DeviceAttributes:
 def device_from_proto(proto: device_attributes_pb2.DeviceAttributes) -> Device:
     index = int(proto.name.rsplit(":", 1)[-1]) if ":" in proto.name else 0
     return Device(proto.name, proto.device_type, index, proto.profile_name, proto.simulated, proto.incarnation,
-                  proto.physical_device_desc)
+                  proto.physical_device_desc, backends.default_backend(proto.device_type))
 
 
 def partition_to_proto(partition: tuple[str, list]) -> GraphDef:

@@ -227,7 +227,7 @@ def test_fused_matmul_kernel_reports_a_wrong_bias_length():
     node = Node("f", "_FusedMatMul", {"T": tf.float32, "transpose_a": False, "transpose_b": False, "num_args": 1,
                                       "fused_ops": ["BiasAdd"], "epsilon": 0.0}, "", 0,
                 [(tf.float32, TensorShape([2, 2]))])
-    compute = registry.kernel("_FusedMatMul").factory(node)
+    compute = registry.kernel("_FusedMatMul").build(node)
     a = np.eye(2, dtype=np.float32)
     np.testing.assert_array_equal(compute(a, a, np.array([1, 2], np.float32)), np.array([[2, 2], [1, 3]]))
     with pytest.raises(tf.errors.InvalidArgumentError, match=r"as many biases .*\[3\] vs. \[2,2\]"):

@@ -276,7 +276,7 @@ def test_concurrent_steps_are_serialized_by_redo():
     accum = tf.Variable(np.zeros(2), name="accum")
     out = training_ops.apply_momentum(w, accum, tf.constant(0.1, tf.float64), tf.ones([2], tf.float64),
                                       tf.constant(0.5, tf.float64))
-    compute = registry.kernel("ApplyMomentum").factory(out.op)
+    compute = registry.kernel("ApplyMomentum").build(out.op)
     store = VariableStore()
     init = store.begin()
     for name, value in (("w", np.array([1.0, 2.0])), ("accum", np.array([0.5, 0.5]))):

@@ -61,7 +61,7 @@ def evaluate(node: Node, values: list[np.ndarray]) -> list[np.ndarray] | None:
     if kernel_def is None or kernel_def.needs_context or kernel_def.is_async:
         return None
     try:
-        result = kernel_def.factory(node.kernel_source)(*values)
+        result = kernel_def.build(node.kernel_source)(*values)  # folded on the host (numpy)
     except Exception:  # noqa: BLE001 - TF leaves a node that fails to fold alone; the step reports it
         return None
     results = list(result) if len(node._outputs) > 1 else [result]
