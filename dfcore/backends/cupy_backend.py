@@ -89,6 +89,10 @@ class CupyBackend:
                 cupy.cuda.runtime.memcpyPeer(out.data.ptr, platform_device_id, value.data.ptr, src, value.nbytes)
         return out
 
+    def kernel_timer(self) -> KernelTimer:
+        """A :class:`KernelTimer` for the kernels one node queues on the current device."""
+        return KernelTimer()
+
     def synchronize(self, platform_device_ids: Iterable[int]) -> None:
         """Wait until every kernel queued on these devices has finished."""
         for i in sorted(set(platform_device_ids)):

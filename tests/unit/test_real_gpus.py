@@ -9,7 +9,7 @@ import pytest
 
 import dfcore as tf
 from dfcore import errors
-from dfcore.runtime import placer, real_gpus
+from dfcore.runtime import device_set, placer, real_gpus
 from dfcore.runtime.device_set import DeviceSet
 
 _PREFIX = "/job:localhost/replica:0/task:0/device:"
@@ -19,9 +19,11 @@ _A100 = real_gpus.PhysicalGpu(1, "NVIDIA A100-SXM4-80GB", "0000:3b:00.0", "8.0",
 
 @pytest.fixture
 def host(monkeypatch):
-    """A host whose CUDA runtime shows the boards given to the returned setter."""
+    """A host whose CUDA runtime shows the boards given to the returned setter (their tensors numpy arrays:
+    no cupy here)."""
     def show(*gpus):
         monkeypatch.setattr(real_gpus, "detect_gpus", lambda: tuple(gpus))
+        monkeypatch.setattr(device_set, "REAL_GPU_BACKEND", "numpy")
     return show
 
 
@@ -31,6 +33,7 @@ def test_real_gpus_are_the_default_devices_with_the_drivers_names(host):
     assert devices.names() == [_PREFIX + n for n in ("CPU:0", "GPU:0", "GPU:1")]
     gpu0, gpu1 = devices.device(_PREFIX + "GPU:0"), devices.device(_PREFIX + "GPU:1")
     assert (gpu0.profile_name, gpu0.simulated, gpu0.platform_device_id) == ("NVIDIA H200", False, 0)
+    assert gpu0.backend == device_set.REAL_GPU_BACKEND  # "cupy" on a real host; the fake boards hold numpy
     # TF's GetShortDeviceDescription: the board's ordinal, name, PCI bus id and compute capability
     assert gpu0.physical_device_desc == ("device: 0, name: NVIDIA H200, pci bus id: 0000:19:00.0, "
                                          "compute capability: 9.0")
@@ -107,6 +110,10 @@ def test_virtual_devices_need_one_entry_per_visible_gpu(host):
     with pytest.raises(errors.InvalidArgumentError, match=r"virtual_devices \(1\) must be 0 or the number of "
                                                           r"visible GPUs \(2\)"):
         DeviceSet.from_config(config)
+
+
+def test_real_gpus_hold_cupy_arrays():
+    assert device_set.REAL_GPU_BACKEND == "cupy"
 
 
 def test_without_real_gpus_the_gpus_are_simulated(host):
