@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import array_api_compat.cupy as xp
@@ -92,6 +92,29 @@ class CupyBackend:
     def kernel_timer(self) -> KernelTimer:
         """A :class:`KernelTimer` for the kernels one node queues on the current device."""
         return KernelTimer()
+
+    def copy_on_device(self, value: Any) -> Any:
+        """The sender's copy of a tensor crossing devices, made on its own GPU (a device-to-device copy:
+        the rendezvous never takes a GPU tensor through the host)."""
+        with value.device:
+            return value.copy()
+
+    def receiver(self) -> Callable[[Any], Any]:
+        """Called in the receiving device's scope (a ``_Recv`` starting): a function that puts an arriving
+        value on that device, whichever thread delivers it: a cupy array of another GPU by a peer copy
+        (:meth:`copy_to_device`), a host value by a host-to-device copy, one of this GPU as it is."""
+        here = cupy.cuda.Device().id
+
+        def place(value: Any) -> Any:
+            if isinstance(value, cupy.ndarray):
+                return value if value.device.id == here else self.copy_to_device(value, here)
+            host = np.asarray(value)
+            if host.dtype.kind not in _KINDS:
+                return host
+            with cupy.cuda.Device(here):
+                return cupy.asarray(host)
+
+        return place
 
     def synchronize(self, platform_device_ids: Iterable[int]) -> None:
         """Wait until every kernel queued on these devices has finished."""
