@@ -18,6 +18,7 @@ extra ``GPU_<i>_bfc reserved`` record.
 
 from __future__ import annotations
 
+import math
 import time
 from typing import TYPE_CHECKING
 
@@ -213,7 +214,7 @@ def _cost_of(node, inputs, output_values):
     """The cost model's estimate for ``node`` run with ``inputs`` (shapes) giving ``output_values``."""
     outputs = [np.shape(v) for v in output_values]
     sample = next((v for v in output_values if hasattr(v, "dtype")), None)
-    size = sample.dtype.itemsize if sample is not None else 4
+    size = _itemsize(sample) if sample is not None else 4
     attrs = getattr(node.source, "attrs", {}) or {}
     if node.op_type in op_costs.BOOKKEEPING:
         return cost_model.OpCost(0, 0)
@@ -221,7 +222,25 @@ def _cost_of(node, inputs, output_values):
 
 
 def _nbytes(value):
-    return int(getattr(value, "nbytes", 0) or 0)
+    nbytes = getattr(value, "nbytes", None)
+    if nbytes is not None:
+        return int(nbytes)
+    if hasattr(value, "__array_namespace__"):  # an array-API array without nbytes (array_api_strict)
+        return math.prod(value.shape) * _itemsize(value)
+    return 0
+
+
+def _itemsize(value):
+    """Bytes per element of an array (numpy, cupy: ``dtype.itemsize``; other array-API libraries: from
+    ``finfo``/``iinfo`` of their namespace; 1 for bool)."""
+    itemsize = getattr(value.dtype, "itemsize", None)
+    if itemsize is not None:
+        return int(itemsize)
+    xp = value.__array_namespace__()
+    if value.dtype == xp.bool:
+        return 1
+    info = xp.finfo if xp.isdtype(value.dtype, ("real floating", "complex floating")) else xp.iinfo
+    return info(value.dtype).bits // 8
 
 
 def _memory(device, partition, executor, timings, machine, allow_growth, allocator_stats=None):
