@@ -131,13 +131,24 @@ def test_simulated_gpus_switch_ignores_real_ones(monkeypatch):
     assert not real_gpus.simulated_gpus_requested()
 
 
-def test_cpu_runs_never_import_cupy():
-    # a fresh interpreter: import dfcore and run a CPU-only session (real-GPU detection is not even asked)
+def test_cpu_runs_never_import_cupy(tmp_path):
+    # a fresh interpreter in which "cupy" is importable (a stand-in that records being imported): importing
+    # dfcore and running a CPU-only session must not import it (real-GPU detection is not even asked)
+    fake = tmp_path / "site" / "cupy"
+    fake.mkdir(parents=True)
+    marker = tmp_path / "cupy-was-imported"
+    (fake / "__init__.py").write_text(f"open({str(marker)!r}, 'w').close()\nraise ImportError('stand-in')\n")
     program = ("import sys, dfcore as tf\n"
                "c = tf.constant(2.0) * 3.0\n"
                "with tf.Session(config=tf.ConfigProto(device_count={'GPU': 0})) as s: assert s.run(c) == 6.0\n"
                "assert 'cupy' not in sys.modules, 'cupy was imported'\n")
     env = dict(os.environ)
     env.pop(real_gpus.SIMULATED_GPUS_ENV, None)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(fake.parent), env.get("PYTHONPATH", "")) if p)
     result = subprocess.run([sys.executable, "-c", program], env=env, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
+    assert not marker.exists(), "a CPU run imported cupy"
+    # the stand-in is found: a session that asks for GPUs does probe it (and, as it fails, simulates them)
+    subprocess.run([sys.executable, "-c", "import dfcore as tf; tf.Session()"], env=env, capture_output=True,
+                   timeout=120, check=True)
+    assert marker.exists(), "the stand-in cupy was never found: this test could not fail"
