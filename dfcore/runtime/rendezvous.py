@@ -143,12 +143,12 @@ def _is_hex(text):
     return 0 < len(text) <= 16 and all(c in "0123456789abcdefABCDEF" for c in text)
 
 
-def _copies_on_device(value):
-    """True for a tensor of a backend that copies on its own device (cupy): it crosses without the host."""
+def _device_owner(value: Any) -> Any:
+    """The backend of a tensor that copies on its own device (cupy: it crosses without the host), else None."""
     if isinstance(value, np.ndarray | np.generic) or value is None:
-        return False
+        return None
     owner = backends.backend_of(value)
-    return owner is not None and hasattr(owner, "copy_on_device")
+    return owner if hasattr(owner, "copy_on_device") else None
 
 
 def _nbytes(value):
@@ -244,8 +244,8 @@ class Rendezvous:
         parsed = parse_key(key)
         if value is DEAD:  # a dead tensor (an untaken branch) crosses as the marker itself, 0 bytes
             nbytes = 0
-        elif copy and parsed.src_device != parsed.dst_device and _copies_on_device(value):
-            value = backends.backend_of(value).copy_on_device(value)  # a GPU's tensor stays on a GPU
+        elif copy and parsed.src_device != parsed.dst_device and (owner := _device_owner(value)) is not None:
+            value = owner.copy_on_device(value)  # a GPU's tensor stays on a GPU
         elif copy and parsed.src_device != parsed.dst_device:
             value = np.asarray(backends.to_numpy(value))  # through the host; the receiver's _Recv takes it in
             if self._allocator_for is not None and value.dtype.kind in "biuf" and value.ndim:
