@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import math
 import os
 from typing import Any, Protocol
 
@@ -159,6 +160,29 @@ def transfer(value: Any, src: str | Backend | None, dst: str | Backend) -> Any:
     if src_backend is None or not src_backend.is_native(value):
         return value
     return dst_backend.from_host(src_backend.to_host(value))
+
+
+def shape_of(value: Any) -> tuple[int, ...]:
+    """The shape of an array of any backend (of a Python value: numpy's), without a copy to the host."""
+    shape = getattr(value, "shape", None)
+    return tuple(shape) if shape is not None else np.shape(value)
+
+
+def itemsize_of(value: Any) -> int:
+    """Bytes per element of an array of any backend (its dtype read by name: ``float32`` -> 4)."""
+    dtype = value.dtype
+    size = getattr(dtype, "itemsize", None)
+    return int(size) if size is not None else np.dtype(str(dtype).rsplit(".", 1)[-1]).itemsize
+
+
+def nbytes_of(value: Any) -> int:
+    """Bytes an array of any backend holds (a non-array value: numpy's size of it)."""
+    nbytes = getattr(value, "nbytes", None)
+    if nbytes is not None:
+        return int(nbytes)
+    if hasattr(value, "dtype") and hasattr(value, "shape"):
+        return itemsize_of(value) * math.prod(value.shape)
+    return int(np.asarray(value).nbytes)
 
 
 def to_numpy(value: Any) -> Any:

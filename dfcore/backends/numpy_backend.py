@@ -37,7 +37,11 @@ class NumpyBackend:
         return np.dtype(np_dtype)
 
     def matmul(self, a: Any, b: Any, transpose_a: bool = False, transpose_b: bool = False) -> Any:
-        return np.matmul(np.swapaxes(a, -1, -2) if transpose_a else a, np.swapaxes(b, -1, -2) if transpose_b else b)
+        if transpose_a:
+            a = a.T if a.ndim == 2 else np.swapaxes(a, -1, -2)  # .T: a view, without swapaxes' call overhead
+        if transpose_b:
+            b = b.T if b.ndim == 2 else np.swapaxes(b, -1, -2)
+        return np.matmul(a, b)
 
     def quiet(self) -> contextlib.AbstractContextManager[Any]:
         return np.errstate(divide="ignore", invalid="ignore", over="ignore")

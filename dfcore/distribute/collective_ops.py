@@ -117,18 +117,25 @@ def _shape(op):
     return common_shapes.unchanged(op)
 
 
-@registry.RegisterKernel("CollectiveAllReduce", is_async=True)
-def _kernel(op):
+@registry.RegisterArrayKernel("CollectiveAllReduce", is_async=True)
+def _kernel(op, backend):
+    """Any backend: each participant's value joins as a host (numpy) array, the schedule runs on the host, and
+    the reduced value comes back into the participant's backend (device buffers and streams: the cupy backend's)."""
     key = (op.get_attr("group_key"), op.get_attr("instance_key"))
     size = op.get_attr("group_size")
     rank = op.get_attr("rank")
     settings = {k: op.get_attr(k) for k in ("algorithm", "reduction", "num_subchunks", "convention")}
+    host, from_host = backend.to_host, backend.from_host
 
     def compute(ctx, done, value):
         instance = ctx.collectives.get(key)
         if instance is None:
             instance = ctx.collectives.setdefault(key, CollectiveInstance(key, size, settings))
-        instance.join(ctx, rank, value, done)
+
+        def reduced(error, output):
+            done(error, output if error is not None else from_host(output))
+
+        instance.join(ctx, rank, host(value), reduced)
 
     return compute
 

@@ -62,9 +62,9 @@ def _switch_shape(op):
     return [(data.dtype.base_dtype, data.shape)] * 2
 
 
-@registry.RegisterKernel("Switch")
-def _switch_kernel(op):
-    def compute(data, pred):
+@registry.RegisterArrayKernel("Switch")
+def _switch_kernel(op, backend):
+    def compute(data, pred):  # bool(): the predicate is read on the host (TF's HostMemory("pred"))
         return (DEAD, data) if bool(pred) else (data, DEAD)
 
     return compute
@@ -91,7 +91,7 @@ def _ref_switch_shape(op):
 
 
 registry.register_ref_inputs("RefSwitch", 0)
-registry.RegisterKernel("RefSwitch")(_switch_kernel)
+registry.RegisterArrayKernel("RefSwitch")(_switch_kernel)
 
 
 # -- Merge ----------------------------------------------------------------------------
@@ -130,10 +130,12 @@ def _common_shape(shapes):
     return TensorShape([d[0] if len(set(d)) == 1 else None for d in dims])
 
 
-@registry.RegisterKernel("Merge")
-def _merge_kernel(op):
+@registry.RegisterArrayKernel("Merge")
+def _merge_kernel(op, backend):
+    from_host = backend.from_host
+
     def compute(value, index):  # the executor passes the chosen live input and its position
-        return value, np.int32(index)
+        return value, from_host(np.int32(index))
 
     return compute
 
@@ -188,18 +190,18 @@ def control_trigger(name=None):
 
 
 registry.RegisterShape("ControlTrigger")(common_shapes.no_outputs)
-registry.RegisterKernel("ControlTrigger")(lambda op: lambda: None)
+registry.RegisterArrayKernel("ControlTrigger")(lambda op, backend: lambda: None)
 registry.NotDifferentiable("ControlTrigger")
 
 
-def _identity(op):
+def _identity(op, backend):
     return lambda x: x
 
 
 for _op_type in ("Enter", "Exit", "NextIteration"):
     registry.RegisterShape(_op_type)(common_shapes.unchanged)
-    registry.RegisterKernel(_op_type)(_identity)
-registry.RegisterKernel("LoopCond")(_identity)
+    registry.RegisterArrayKernel(_op_type)(_identity)
+registry.RegisterArrayKernel("LoopCond")(_identity)
 
 for _op_type, _kind in (("Switch", "switch"), ("RefSwitch", "switch"), ("Merge", "merge"), ("Enter", "enter"),
                         ("Exit", "exit"),

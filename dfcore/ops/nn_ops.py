@@ -122,7 +122,7 @@ def log_softmax_values(x, xp=np):
     return shifted - xp.log(xp.sum(xp.exp(shifted), axis=-1, keepdims=True))
 
 
-def _softmax(op, backend):
+def _softmax_kernel(op, backend):
     xp = backend.xp
 
     def compute(x):
@@ -134,7 +134,7 @@ def _softmax(op, backend):
 
 registry.RegisterShape("Softmax")(_rank_at_least_1)
 registry.RegisterShape("LogSoftmax")(_rank_at_least_1)
-registry.RegisterArrayKernel("Softmax")(_softmax)
+registry.RegisterArrayKernel("Softmax")(_softmax_kernel)
 registry.RegisterArrayKernel("LogSoftmax")(lambda op, backend: lambda x: log_softmax_values(x, backend.xp))
 
 

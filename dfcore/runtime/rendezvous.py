@@ -154,8 +154,7 @@ def _device_owner(value: Any) -> Any:
 def _nbytes(value):
     if type(value) is np.ndarray:  # the common case, without a getattr and an int()
         return value.nbytes
-    nbytes = getattr(value, "nbytes", None)
-    return int(nbytes) if nbytes is not None else int(np.asarray(value).nbytes)
+    return backends.nbytes_of(value)
 
 
 class _Item:

@@ -18,12 +18,10 @@ extra ``GPU_<i>_bfc reserved`` record.
 
 from __future__ import annotations
 
-import math
 import time
 from typing import TYPE_CHECKING
 
-import numpy as np
-
+from .. import backends
 from ..framework import registry
 from ..framework.device import DeviceSpec
 from ..ops import op_costs
@@ -166,7 +164,7 @@ def _simulate_iterations(plan, result, machine):
                 continue
             deps.append(step_stats.instance_name(partition.nodes[src].name, (frame_id, it)))
             if position >= 0:
-                inputs[position] = np.shape(src_outputs[port])
+                inputs[position] = backends.shape_of(src_outputs[port])
         name = step_stats.instance_name(node.name, t.frame_iter)
         cost = cost_model.OpCost(0, 0) if t.dead else _cost_of(node, inputs, t.outputs)  # dead: no kernel ran
         records.append(sim_clock.NodeRecord(name, t.device, cost, tuple(dict.fromkeys(deps)), t.index))
@@ -206,15 +204,15 @@ def _producers(partition):
 
 
 def _cost(node, values):
-    return _cost_of(node, [np.shape(values[s]) for s in node.in_slots],
+    return _cost_of(node, [backends.shape_of(values[s]) for s in node.in_slots],
                     values[node.out_slot:node.out_slot + node.num_outputs])
 
 
 def _cost_of(node, inputs, output_values):
     """The cost model's estimate for ``node`` run with ``inputs`` (shapes) giving ``output_values``."""
-    outputs = [np.shape(v) for v in output_values]
+    outputs = [backends.shape_of(v) for v in output_values]
     sample = next((v for v in output_values if hasattr(v, "dtype")), None)
-    size = _itemsize(sample) if sample is not None else 4
+    size = backends.itemsize_of(sample) if sample is not None else 4
     attrs = getattr(node.source, "attrs", {}) or {}
     if node.op_type in op_costs.BOOKKEEPING:
         return cost_model.OpCost(0, 0)
@@ -222,25 +220,7 @@ def _cost_of(node, inputs, output_values):
 
 
 def _nbytes(value):
-    nbytes = getattr(value, "nbytes", None)
-    if nbytes is not None:
-        return int(nbytes)
-    if hasattr(value, "__array_namespace__"):  # an array-API array without nbytes (array_api_strict)
-        return math.prod(value.shape) * _itemsize(value)
-    return 0
-
-
-def _itemsize(value):
-    """Bytes per element of an array (numpy, cupy: ``dtype.itemsize``; other array-API libraries: from
-    ``finfo``/``iinfo`` of their namespace; 1 for bool)."""
-    itemsize = getattr(value.dtype, "itemsize", None)
-    if itemsize is not None:
-        return int(itemsize)
-    xp = value.__array_namespace__()
-    if value.dtype == xp.bool:
-        return 1
-    info = xp.finfo if xp.isdtype(value.dtype, ("real floating", "complex floating")) else xp.iinfo
-    return info(value.dtype).bits // 8
+    return backends.nbytes_of(value) if hasattr(value, "dtype") else 0
 
 
 def _memory(device, partition, executor, timings, machine, allow_growth, allocator_stats=None):
