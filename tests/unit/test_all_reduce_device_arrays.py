@@ -83,3 +83,27 @@ def test_device_arrays_are_checked_as_numpy_ones():
     bad = [good[0], xp.asarray([1.0, float("nan"), 0.0, 0.0], dtype=xp.float32, device=_DEVICES[1])]
     with pytest.raises(errors.InvalidArgumentError, match=r"device:GPU:1 : Tensor had NaN values"):
         all_reduce(bad, check_numerics=True)
+
+
+def test_the_graph_collective_runs_on_the_devices_arrays(monkeypatch):
+    # simulated GPUs holding array_api_strict arrays: CollectiveAllReduce hands the schedule their own arrays
+    import dfcore as tf
+    from dfcore import backends
+    from dfcore.distribute import all_reduce_arrays, collective_all_reduce
+
+    monkeypatch.setenv(backends.SIMULATED_GPU_BACKEND_ENV, "array_api_strict")
+    runs = []
+    original = all_reduce_arrays.run_device_schedule
+    monkeypatch.setattr(all_reduce_arrays, "run_device_schedule",
+                        lambda *args, **kwargs: runs.append(args[0].algorithm) or original(*args, **kwargs))
+    host = _inputs(3, 9, seed=7)
+    tensors = []
+    for r, value in enumerate(host):
+        with tf.device(f"/gpu:{r}"):
+            tensors.append(tf.identity(tf.constant(value)))
+    outs = collective_all_reduce(tensors, algorithm="ring")
+    with tf.Session(config=tf.ConfigProto(device_count={"GPU": 3}, allow_soft_placement=True)) as sess:
+        results = sess.run(outs)
+    assert runs == ["ring"]
+    for result in results:
+        np.testing.assert_array_equal(result, np.sum(np.stack(host), axis=0))
