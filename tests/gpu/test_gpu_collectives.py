@@ -81,3 +81,22 @@ def test_bench_prints_both_rows_with_no_wrong_elements(gpus):
     print("\n".join(table))
     assert [r["nbytes"] for r in result] == [1 << 16, 1 << 20]
     assert all(r["real_busbw_GBps"] > 0 and r["simulated_busbw_GBps"] > 0 for r in result)
+
+
+def test_graph_collective_on_logical_gpus_of_one_board(gpus):
+    import dfcore as tf
+    from dfcore.distribute import collective_all_reduce
+
+    config = tf.ConfigProto(allow_soft_placement=True)
+    config.gpu_options.visible_device_list = "0"
+    config.gpu_options.experimental.virtual_devices.add().memory_limit_mb.extend([1024] * 4)
+    host = [np.random.default_rng(r).integers(-8, 8, size=(33, 5)).astype(np.float32) for r in range(4)]
+    tensors = []
+    for r, value in enumerate(host):
+        with tf.device(f"/gpu:{r}"):
+            tensors.append(tf.identity(tf.constant(value)))
+    outs = collective_all_reduce(tensors, algorithm="ring", reduction="sum")
+    with tf.Session(config=config) as sess:
+        results = sess.run(outs)
+    for result in results:
+        np.testing.assert_array_equal(result, np.sum(np.stack(host), axis=0))
