@@ -184,8 +184,9 @@ def run_gpu(min_bytes: int, max_bytes: int, factor: int, num_ranks: int | None =
     out(f"# Avg bus bandwidth (dfcore)   : {average:g}")
     copy_bytes = max(max_bytes, 1 << 20)
     for pid in sorted(set(ids)):
-        out(f"# device-to-device copy bandwidth, GPU {pid} ({copy_bytes} B buffer): "
-            f"{copy_bandwidth_GBps(copy_bytes, pid):.1f} GB/s")
+        copy_GBps = copy_bandwidth_GBps(copy_bytes, pid)
+        out(f"# device-to-device copy bandwidth, GPU {pid} ({copy_bytes} B buffer): {copy_GBps:.1f} GB/s; "
+            f"dfcore's busbw at the largest size is {busbws[-1] / copy_GBps:.2f}x of it")
     out("#")
     return average
 
