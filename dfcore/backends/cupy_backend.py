@@ -102,17 +102,17 @@ class CupyBackend:
     def receiver(self) -> Callable[[Any], Any]:
         """Called in the receiving device's scope (a ``_Recv`` starting): a function that puts an arriving
         value on that device, whichever thread delivers it: a cupy array of another GPU by a peer copy
-        (:meth:`copy_to_device`), a host value by a host-to-device copy, one of this GPU as it is."""
+        (:meth:`copy_to_device`), a numeric host array by a host-to-device copy, one of this GPU and anything
+        that is not a numeric array as it is."""
         here = cupy.cuda.Device().id
 
         def place(value: Any) -> Any:
             if isinstance(value, cupy.ndarray):
                 return value if value.device.id == here else self.copy_to_device(value, here)
-            host = np.asarray(value)
-            if host.dtype.kind not in _KINDS:
-                return host
+            if not isinstance(value, np.ndarray | np.generic) or value.dtype.kind not in _KINDS:
+                return value  # not a numeric tensor (a reference, a string, DEAD): as it is
             with cupy.cuda.Device(here):
-                return cupy.asarray(host)
+                return cupy.asarray(value)
 
         return place
 
