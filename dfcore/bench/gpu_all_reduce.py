@@ -231,4 +231,6 @@ def gpu_busbw_table(sizes: Sequence[str] = ("1M", "16M", "64M"), num_ranks: int 
         out(f"{size:>10}  {row['real_busbw_GBps']:8.2f}  {row['simulated_busbw_GBps']:9.2f}  {nccl_text:>8}")
     if not use_nccl:
         out("NCCL: n/a (it needs one rank per GPU on two or more GPUs; these ranks share a GPU)")
+        out(f"the limit here, GPU {ids[0]}'s device-to-device copy bandwidth: "
+            f"{copy_bandwidth_GBps(max(parse_size(s) for s in sizes), ids[0]):.1f} GB/s")
     return rows
