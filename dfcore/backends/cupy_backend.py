@@ -63,6 +63,13 @@ class CupyBackend:
     def quiet(self) -> contextlib.AbstractContextManager[Any]:
         return contextlib.nullcontext()  # CUDA kernels never trap on inf/nan
 
+    def take_columns(self, x: Any, columns: Any) -> Any:
+        return x[cupy.arange(x.shape[0]), cupy.asarray(columns)]
+
+    def add_to_columns(self, x: Any, columns: Any, value: float) -> Any:
+        x[cupy.arange(x.shape[0]), cupy.asarray(columns)] += value  # one column per row: no repeated index
+        return x
+
     # -- beyond the contract: devices, copies and timing ---------------------------------------------
     def device_scope(self, platform_device_id: int) -> contextlib.AbstractContextManager[Any]:
         """The CUDA device ``platform_device_id`` as the current device of this thread (kernels and
