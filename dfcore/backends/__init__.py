@@ -5,10 +5,12 @@ layer (its kernels are C++ per device type, ``REGISTER_KERNEL_BUILDER(Name(...).
 
 A **backend** (:class:`Backend`) names an array library: ``xp`` (its array-API namespace), ``from_host`` /
 ``to_host`` (numpy in and out), ``is_native`` and the few things the standard lacks (``supports_out``,
-``matmul`` with transpose flags, ``quiet`` float errors, ``dtype``). Backends are registered by name and
-imported on first use (:func:`get`): ``"numpy"`` (:mod:`.numpy_backend`), ``"array_api_strict"``
-(:mod:`.strict_backend`, CI's stand-in for a GPU library), ``"cupy"`` (``dfcore.backends.cupy_backend``,
-written with the real-GPU devices; a CPU run never imports it).
+``matmul`` with transpose flags, ``quiet`` float errors, ``dtype``, ``take_columns``/``add_to_columns`` for
+per-row indexing). Shape-like inputs (axes, shapes, permutations) are read on the host with ``to_host``, as TF
+keeps them in host memory (``HostMemory``), and every kernel's outputs are arrays of its device's backend.
+Backends are registered by name and imported on first use (:func:`get`): ``"numpy"``
+(:mod:`.numpy_backend`), ``"array_api_strict"`` (:mod:`.strict_backend`, CI's stand-in for a GPU library),
+``"cupy"`` (``dfcore.backends.cupy_backend``, written with the real-GPU devices; a CPU run never imports it).
 
 Each device carries a backend name (:attr:`dfcore.runtime.device_set.Device.backend`; CPU: numpy; a
 simulated GPU: :func:`simulated_gpu_backend`). Kernels registered with
@@ -18,13 +20,17 @@ treats an op a device has no kernel for). Values cross backends in one place, :f
 ``_Recv`` takes what it receives into its device's backend, a fetch leaves as numpy, a feed enters through
 the client's CPU partition.
 
-Numpy-only kernels (honest list; they are missing on a non-numpy device and soft placement puts them on a
-CPU): strings, parsing, summaries, queues, stacks, TensorArrays, readers, datasets and iterators, ``PyFunc``,
-control-flow primitives other than ``Identity``, linear algebra (``Cholesky``, ``MatrixInverse``, ``Qr``...),
-``TopKV2``, ``LRN``, batch norm, ``Conv2D`` and its gradients, pooling, ``DynamicPartition``/``DynamicStitch``,
-gathers and scatters (``Gather*``, ``ScatterAdd``, ``UnsortedSegmentSum``), ``Where``, ``OneHot``, ``Pad``,
-``ReverseV2``, ``CheckNumerics``, ``ApplyAdagrad``/``ApplyRMSProp`` and the other adaptive optimizers but
-Adam and Momentum, the allocator's ``out=`` kernels (numpy only, by :attr:`Backend.supports_out`).
+Numpy-only kernels (honest list; on a non-numpy device they are missing, so the placer keeps them on a CPU, or
+raises TF's error for an explicit request without soft placement): convolution and pooling (``Conv2D`` and its
+backprops, ``MaxPool``, ``AvgPool`` and their grads), ``FusedBatchNorm``/``Grad``, ``LRN``/``Grad``, ``TopKV2``,
+``InTopKV2``, gathers and scatters (``GatherV2``, ``UnsortedSegmentSum``, ``DynamicPartition``,
+``DynamicStitch``), ``Where``, ``Pad``/``PadV2``/``MirrorPad``/``MirrorPadGrad``, ``Split``/``SplitV``,
+``ConcatOffset``, ``InvertPermutation``, ``Cumsum``, ``Multinomial``, ``RandomShuffle``, ``CountUpTo``,
+``CheckNumerics``, ``Assert``, linear algebra (``MatrixInverse``, ``MatrixDeterminant``, ``Cholesky``...),
+strings, parsing and summaries, queues, readers, datasets and iterators, stacks, accumulators and mutexes,
+``PyFunc``, ``SaveV2``/``RestoreV2``/``MatchingFiles``, ``_Arg``/``_Retval`` (the client's CPU), and the
+allocator's ``out=`` kernels (numpy only, by :attr:`Backend.supports_out`). Every other kernel is an array
+kernel (``tests/unit/test_array_api_kernels.py`` runs each on ``array_api_strict``).
 """
 
 from __future__ import annotations
@@ -85,6 +91,15 @@ class Backend(Protocol):
 
     def quiet(self) -> contextlib.AbstractContextManager[Any]:
         """A context in which float overflow, 0/0 and x/0 give inf/nan silently (TF's behaviour)."""
+        ...
+
+    def take_columns(self, x: Any, columns: Any) -> Any:
+        """``[x[i, columns[i]] for each row i]`` of a 2-D ``x`` (the standard has no fancy indexing)."""
+        ...
+
+    def add_to_columns(self, x: Any, columns: Any, value: float) -> Any:
+        """``x`` with ``value`` added at ``x[i, columns[i]]`` of each row; ``x`` must be a fresh array of the
+        kernel's own (a backend with indexed assignment updates it in place)."""
         ...
 
 

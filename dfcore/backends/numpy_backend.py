@@ -46,5 +46,12 @@ class NumpyBackend:
     def quiet(self) -> contextlib.AbstractContextManager[Any]:
         return np.errstate(divide="ignore", invalid="ignore", over="ignore")
 
+    def take_columns(self, x: Any, columns: Any) -> Any:
+        return x[np.arange(x.shape[0]), columns]
+
+    def add_to_columns(self, x: Any, columns: Any, value: float) -> Any:
+        x[np.arange(x.shape[0]), columns] += value
+        return x
+
 
 BACKEND = NumpyBackend()

@@ -45,5 +45,12 @@ class StrictBackend:
     def quiet(self) -> contextlib.AbstractContextManager[Any]:
         return np.errstate(divide="ignore", invalid="ignore", over="ignore")
 
+    def take_columns(self, x: Any, columns: Any) -> Any:
+        return xp.take_along_axis(x, xp.expand_dims(columns, axis=1), axis=1)[:, 0]
+
+    def add_to_columns(self, x: Any, columns: Any, value: float) -> Any:
+        hit = xp.expand_dims(columns, axis=1) == xp.arange(x.shape[1], dtype=columns.dtype)
+        return x + xp.astype(hit, x.dtype) * value  # elsewhere x + (-)0.0: x exactly
+
 
 BACKEND = StrictBackend()

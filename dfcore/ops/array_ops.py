@@ -98,7 +98,7 @@ def _placeholder_with_default_shape(op):
     return [(x.dtype.base_dtype, shape)]
 
 
-registry.RegisterKernel("PlaceholderWithDefault")(lambda op: lambda x: x)
+registry.RegisterArrayKernel("PlaceholderWithDefault")(lambda op, backend: lambda x: x)
 registry.NotDifferentiable("PlaceholderWithDefault")
 
 

@@ -172,17 +172,18 @@ def _one_hot_shape(op):
     return [(on_value.dtype.base_dtype, TensorShape(dims[:at] + [d] + dims[at:]))]
 
 
-@registry.RegisterKernel("OneHot")
-def _one_hot_kernel(op):
-    axis = op.get_attr("axis")
-    dtype = op.inputs[2].dtype.as_numpy_dtype
+@registry.RegisterArrayKernel("OneHot")
+def _one_hot_kernel(op, backend):
+    axis, xp, host = op.get_attr("axis"), backend.xp, backend.to_host
+    dtype = backend.dtype(op.inputs[2].dtype.as_numpy_dtype)
 
-    def compute(indices, depth, on_value, off_value):
+    def compute(indices, depth, on_value, off_value):  # depth is read on the host (TF's HostMemory("depth"))
+        depth = int(host(depth))
         if depth < 0:
-            raise errors.InvalidArgumentError(None, op, f"depth must be non-negative, got: {int(depth)}")
-        indices = np.asarray(indices)
+            raise errors.InvalidArgumentError(None, op, f"depth must be non-negative, got: {depth}")
+        indices = xp.asarray(indices)
         at = indices.ndim if axis == -1 else axis
-        classes = np.arange(int(depth)).reshape([int(depth)] + [1] * (indices.ndim - at))
-        return np.where(np.expand_dims(indices, at) == classes, on_value, off_value).astype(dtype)
+        classes = xp.reshape(xp.arange(depth, dtype=indices.dtype), (depth,) + (1,) * (indices.ndim - at))
+        return xp.astype(xp.where(xp.expand_dims(indices, axis=at) == classes, on_value, off_value), dtype)
 
     return compute

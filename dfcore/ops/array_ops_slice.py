@@ -284,12 +284,14 @@ def _strided_slice_grad_shape(op):
              unknown_of_rank(vector_length(op, shape)))]
 
 
-@registry.RegisterKernel("StridedSliceGrad")
-def _strided_slice_grad_kernel(op):
-    fail = run_failure(op)
+@registry.RegisterArrayKernel("StridedSliceGrad")
+def _strided_slice_grad_kernel(op, backend):
+    fail, xp, host = run_failure(op), backend.xp, backend.to_host
 
-    def compute(shape, begin, end, strides, dy):
-        out = np.zeros([int(d) for d in shape], dtype=np.asarray(dy).dtype)
+    def compute(shape, begin, end, strides, dy):  # shape and bounds are read on the host (TF's HostMemory)
+        shape, begin, end, strides = host(shape), host(begin), host(end), host(strides)
+        dy = xp.asarray(dy)
+        out = xp.zeros(tuple(int(d) for d in shape), dtype=dy.dtype)
         out[_numpy_index(_index_items(op, len(begin), begin.tolist(), end.tolist(), strides.tolist(), fail))] = dy
         return out
 

@@ -238,15 +238,17 @@ def _range_shape(op):
     return [(dtype, TensorShape([len(np.arange(start, limit, delta))]))]
 
 
-@registry.RegisterKernel("Range")
-def _range_kernel(op):
-    dtype = op.get_attr("Tidx").as_numpy_dtype
+@registry.RegisterArrayKernel("Range")
+def _range_kernel(op, backend):
+    """Computed on the host (TF's HostMemory inputs), then copied to the device."""
+    dtype, host, from_host = op.get_attr("Tidx").as_numpy_dtype, backend.to_host, backend.from_host
 
     def compute(start, limit, delta):
+        start, limit, delta = host(start), host(limit), host(delta)
         message = _range_error(start, limit, delta)
         if message:
             raise errors.InvalidArgumentError(None, op, message)
-        return np.arange(start, limit, delta, dtype=dtype)
+        return from_host(np.arange(start, limit, delta, dtype=dtype))
 
     return compute
 

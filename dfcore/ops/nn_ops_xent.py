@@ -219,10 +219,8 @@ def _sparse_xent_kernel(op, backend):
                 None, op, f"Received a label value of {low if low < 0 else high} which is outside the valid range "
                 f"of [0, {num_classes}).  Label values: {' '.join(str(v) for v in host.reshape(-1))}")
         log_probs = log_softmax_values(features, xp)
-        picked = xp.expand_dims(labels, axis=1)
-        one_hot = xp.astype(picked == xp.arange(num_classes, dtype=labels.dtype), log_probs.dtype)
-        backprop = xp.exp(log_probs) - one_hot  # x - 0 is x exactly: only the label's entry changes
-        loss = -xp.take_along_axis(log_probs, picked, axis=1)[:, 0]
+        backprop = backend.add_to_columns(xp.exp(log_probs), labels, -1)
+        loss = -backend.take_columns(log_probs, labels)
         return xp.astype(loss, features.dtype, copy=False), xp.astype(backprop, features.dtype, copy=False)
 
     return compute
