@@ -57,7 +57,7 @@ def _problem(batch):
 def _graph_step_on_gpu(params, x, labels):
     """dfcore's step with every op on GPU:0 (soft placement for what has no GPU kernel), checked once against
     numpy; returns (step callable, session, placement of the MatMuls)."""
-    graph, train_op, x_ph, labels_ph, variables, init = build_graph_step(dfcore, params)
+    graph, train_op, x_ph, labels_ph, variables, init = build_graph_step(dfcore, params, x.shape[0])
     config = dfcore.ConfigProto(allow_soft_placement=True, device_count={"GPU": 1})
     sess = dfcore.Session(graph=graph, config=config)
     sess.run(init)
