@@ -24,13 +24,13 @@ Numpy-only kernels (honest list; on a non-numpy device they are missing, so the 
 raises TF's error for an explicit request without soft placement): convolution and pooling (``Conv2D`` and its
 backprops, ``MaxPool``, ``AvgPool`` and their grads), ``FusedBatchNorm``/``Grad``, ``LRN``/``Grad``, ``TopKV2``,
 ``InTopKV2``, gathers and scatters (``GatherV2``, ``UnsortedSegmentSum``, ``DynamicPartition``,
-``DynamicStitch``), ``Where``, ``Pad``/``PadV2``/``MirrorPad``/``MirrorPadGrad``, ``Split``/``SplitV``,
-``ConcatOffset``, ``InvertPermutation``, ``Cumsum``, ``Multinomial``, ``RandomShuffle``, ``CountUpTo``,
-``CheckNumerics``, ``Assert``, linear algebra (``MatrixInverse``, ``MatrixDeterminant``, ``Cholesky``...),
+``DynamicStitch``), ``Where``, ``Pad``/``PadV2``/``MirrorPad``/``MirrorPadGrad``, ``InvertPermutation``,
+``Cumsum``, ``Multinomial``, ``RandomShuffle``, ``CountUpTo``, ``CheckNumerics``, ``Assert``, linear algebra
+(``MatrixInverse``, ``MatrixDeterminant``, ``Cholesky``...),
 strings, parsing and summaries, queues, readers, datasets and iterators, stacks, accumulators and mutexes,
 ``PyFunc``, ``SaveV2``/``RestoreV2``/``MatchingFiles``, ``_Arg``/``_Retval`` (the client's CPU), and the
 allocator's ``out=`` kernels (numpy only, by :attr:`Backend.supports_out`). Every other kernel is an array
-kernel (``tests/unit/test_array_api_kernels.py`` runs each on ``array_api_strict``).
+kernel (tests/unit/test_array_api_kernels.py and test_array_api_steps.py run each on ``array_api_strict``).
 """
 
 from __future__ import annotations

@@ -148,9 +148,12 @@ def _concat_offset_shape(op):
     return [(dtypes.int32, t.shape) for t in op.inputs[1:]]
 
 
-@registry.RegisterKernel("ConcatOffset")
-def _concat_offset_kernel(op):
-    def compute(concat_dim, *shapes):
+@registry.RegisterArrayKernel("ConcatOffset")
+def _concat_offset_kernel(op, backend):
+    host, from_host = backend.to_host, backend.from_host
+
+    def compute(concat_dim, *shapes):  # shape metadata: computed on the host (TF's HostMemory)
+        concat_dim, shapes = host(concat_dim), [host(s) for s in shapes]
         axis = int(concat_dim) % len(shapes[0])
         offsets, position = [], 0
         for shape in shapes:
@@ -158,7 +161,7 @@ def _concat_offset_kernel(op):
             offset[axis] = position
             offsets.append(offset)
             position += int(shape[axis])
-        return _one_or_tuple(offsets)
+        return _one_or_tuple(from_host(o) for o in offsets)
 
     return compute
 
@@ -220,17 +223,26 @@ def _split_shape(op):
     return [(value.dtype.base_dtype, TensorShape(dims))] * n
 
 
-@registry.RegisterKernel("Split")
-def _split_kernel(op):
+def _pieces(value, bounds, axis):
+    """``value`` cut along ``axis`` at ``bounds`` (``[0, b1, ..., size]``), as views (basic slicing)."""
+    lead = (slice(None),) * axis
+    return [value[lead + (slice(start, stop), ...)] for start, stop in zip(bounds[:-1], bounds[1:])]
+
+
+@registry.RegisterArrayKernel("Split")
+def _split_kernel(op, backend):
+    host = backend.to_host
     n = op.get_attr("num_split")
 
-    def compute(split_dim, value):
-        axis = int(split_dim) % max(np.ndim(value), 1)
-        if np.shape(value)[axis] % n:
+    def compute(split_dim, value):  # split_dim is read on the host (TF's HostMemory("split_dim"))
+        split_dim = int(host(split_dim))
+        axis = split_dim % max(value.ndim, 1)
+        size = value.shape[axis]
+        if size % n:
             raise errors.InvalidArgumentError(
                 None, op, f"Number of ways to split should evenly divide the split dimension, but got split_dim "
-                f"{int(split_dim)} (size = {np.shape(value)[axis]}) and num_split {n}")
-        return _one_or_tuple(np.split(value, n, axis=axis))
+                f"{split_dim} (size = {size}) and num_split {n}")
+        return _one_or_tuple(_pieces(value, [size // n * i for i in range(n + 1)], axis))
 
     return compute
 
@@ -268,15 +280,17 @@ def _split_v_shape(op):
     return [(dtype, TensorShape(dims[:a] + [s] + dims[a + 1:])) for s in _resolve_sizes(sizes, dims[a], fail)]
 
 
-@registry.RegisterKernel("SplitV")
-def _split_v_kernel(op):
+@registry.RegisterArrayKernel("SplitV")
+def _split_v_kernel(op, backend):
+    host = backend.to_host
+
     def fail(message):
         raise errors.InvalidArgumentError(None, op, message)
 
-    def compute(value, size_splits, split_dim):
-        axis = int(split_dim) % max(np.ndim(value), 1)
-        sizes = _resolve_sizes([int(s) for s in size_splits], np.shape(value)[axis], fail)
-        return _one_or_tuple(np.split(value, np.cumsum(sizes)[:-1], axis=axis))
+    def compute(value, size_splits, split_dim):  # sizes and split_dim are read on the host (TF's HostMemory)
+        axis = int(host(split_dim)) % max(value.ndim, 1)
+        sizes = _resolve_sizes([int(s) for s in host(size_splits)], value.shape[axis], fail)
+        return _one_or_tuple(_pieces(value, [0] + [int(b) for b in np.cumsum(sizes)], axis))
 
     return compute
 
