@@ -6,6 +6,8 @@
 #   make notebooks  re-run every lesson in place and strip its widget state (do this before committing one)
 #   make html       export every lesson to build/html/ (executed, widget state kept: steps without a kernel)
 #   make bench      set up .venv (once) and print the performance ratios
+#   make test-gpu   on a machine with a CUDA GPU: install the gpu extra (cupy) and run tests/gpu (each test is
+#                   skipped, with the reason, without cupy or a GPU); `make bench BENCH=gpu` prints the GPU ratios
 #   make protos     regenerate the *_pb2.py(i) of dfcore's .proto files (TF messages tensorboard lacks) with grpcio-tools
 #   make soak       chaos soak: train PS and ring all-reduce MPI jobs while killing ranks (SOAK_S seconds, 600)
 #   make binder-check  build Binder's environment from binder/ alone and run every lesson in it under nbval
@@ -38,7 +40,7 @@ VENDOR_STAMP         := $(VENDOR)/.html-manager-$(HTML_MANAGER_VERSION)-requirej
 LAB_PORT ?= 8888
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 
-.PHONY: setup system-deps browser-deps lint test notebooks html lab bench soak binder-check protos clean
+.PHONY: setup system-deps browser-deps lint test test-gpu notebooks html lab bench soak binder-check protos clean
 
 setup: $(STAMP) system-deps browser-deps
 
@@ -100,6 +102,18 @@ lint: $(STAMP)
 test: setup lint
 	$(PY) -m pytest --timeout=$(TEST_TIMEOUT_S) tests/unit tests/notebooks tests/browser --doctest-modules dfcore \
 	  $(NBVAL_ARGS) $(PYTEST_ARGS)
+
+# Real-GPU checks (DESIGN §5): cupy for CUDA 12 from the gpu extra, then tests/gpu. `make test` never collects
+# tests/gpu; the unit tests simulate every GPU (tests/unit/conftest.py sets DFCORE_SIMULATED_GPUS=1).
+GPU_STAMP := $(VENV)/.installed-gpu
+GPU_TEST_TIMEOUT_S ?= 240
+$(GPU_STAMP): $(STAMP)
+	@echo "Installing the gpu extra (cupy for CUDA 12, array-api-compat) into $(VENV)"
+	@$(PIP) install --progress-bar off -e '.[lab,test,mpi,gpu]'
+	@touch $@
+
+test-gpu: $(GPU_STAMP)
+	$(PY) -m pytest -p no:cacheprovider --timeout=$(GPU_TEST_TIMEOUT_S) -v -rs tests/gpu $(PYTEST_ARGS)
 
 # Run each lesson top to bottom in place (outputs are committed), then strip its widget state.
 notebooks: setup

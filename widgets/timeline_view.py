@@ -39,11 +39,14 @@ class TimelineView(widgets.VBox):
         max_frames: at most this many step-through frames (consecutive ops are grouped
             when the step has more); one more frame shows the whole step.
         width_px: width of the drawing.
+        side_by_side: show the simulated and the measured (wall-clock; on a real GPU its kernels' CUDA-event
+            times) lanes of the step one above the other, one slider stepping both, instead of the toggle.
 
     Attributes:
         mode: ``ToggleButtons`` (``simulated`` first when the stats have simulated times).
         play, slider: the ``Play`` and ``IntSlider`` that drive the frames.
-        stack: the ``Stack`` of per-mode panels; frames: ``{mode: Stack of frame HTMLs}``.
+        stack: the ``Stack`` of per-mode panels (with ``side_by_side``: a ``VBox`` of them, each under its
+            clock's name); frames: ``{mode: Stack of frame HTMLs}``.
         spans: ``{mode: StepSpans}``; overlap_percent: ``{mode: float}``; links: the ``jslink``s.
         loops: ``[(frame_id, iterations, transfers per iteration)]`` (see :func:`widgets._timeline.loops`).
 
@@ -52,7 +55,7 @@ class TimelineView(widgets.VBox):
         ValueError: ``run_metadata`` has no step records (the run was not traced).
     """
 
-    def __init__(self, run_metadata, max_frames=200, width_px=960, **kwargs):
+    def __init__(self, run_metadata, max_frames=200, width_px=960, side_by_side=False, **kwargs):
         _check.expect("TimelineView", "run_metadata", run_metadata, _check.STEP_TRACE)
         dead = ()
         if isinstance(run_metadata, StepStats):
@@ -81,14 +84,19 @@ class TimelineView(widgets.VBox):
             panels.append(widgets.VBox([widgets.HTML(self._summary_html(mode)), grid]))
         last = len(self._ranges)
         self.mode = widgets.ToggleButtons(options=[(_MODE_LABELS[m], m) for m in modes], value=modes[0])
-        self.stack = widgets.Stack(panels, selected_index=0)
         self.play = widgets.Play(value=last, min=0, max=last, step=1, interval=600, description="play")
         self.slider = widgets.IntSlider(value=last, min=0, max=last, description="step",
                                         layout=widgets.Layout(width="420px"))
-        self.links = [widgets.jslink((self.mode, "index"), (self.stack, "selected_index")),
-                      widgets.jslink((self.play, "value"), (self.slider, "value"))]
+        self.links = [widgets.jslink((self.play, "value"), (self.slider, "value"))]
         self.links += [widgets.jslink((self.slider, "value"), (self.frames[m], "selected_index")) for m in modes]
-        controls = widgets.HBox([self.mode, self.play, self.slider])
+        if side_by_side and len(modes) > 1:
+            self.stack = widgets.VBox([widgets.VBox([widgets.HTML(_html.heading(_MODE_LABELS[m])), panel])
+                                       for m, panel in zip(modes, panels)])
+            controls = widgets.HBox([self.play, self.slider])
+        else:
+            self.stack = widgets.Stack(panels, selected_index=0)
+            self.links.insert(0, widgets.jslink((self.mode, "index"), (self.stack, "selected_index")))
+            controls = widgets.HBox([self.mode, self.play, self.slider])
         super().__init__([controls, self.stack], **kwargs)
 
     def _whole_step_overlay(self, mode, lay):

@@ -1,7 +1,8 @@
 """nccl-tests-style all-reduce benchmark on the engine's simulated devices, or across the ranks of an MPI job.
 
 Run: ``python -m dfcore.bench.all_reduce -b 1K -e 16M -f 2 -n 4 --algo ring [--time wall|simulated]``;
-across MPI ranks: ``python -m dfcore.launch -n 4 -m dfcore.bench.all_reduce -b 8 -e 16M -f 4``.
+across MPI ranks: ``python -m dfcore.launch -n 4 -m dfcore.bench.all_reduce -b 8 -e 16M -f 4``; on real GPUs
+next to NCCL: ``python -m dfcore.bench.all_reduce --backend cupy`` (:mod:`dfcore.bench.gpu_all_reduce`).
 Source: NVIDIA nccl-tests (``all_reduce_perf``; ``doc/PERFORMANCE.md``). The table has
 nccl-tests' header and columns: size (B), count (elements), type, redop, root (−1 for
 an all-reduce), then for out-of-place and in-place runs the time (µs), ``algbw = S/t``
@@ -289,7 +290,8 @@ def main(argv=None):
     parser.add_argument("-b", "--minbytes", type=parse_size, default="32M")
     parser.add_argument("-e", "--maxbytes", type=parse_size, default="32M")
     parser.add_argument("-f", "--stepfactor", type=int, default=2)
-    parser.add_argument("-n", "--devices", type=int, default=4, help="number of devices (ranks)")
+    parser.add_argument("-n", "--devices", type=int, default=None,
+                        help="number of devices (ranks); default 4 (cupy: one per GPU, or 4 logical GPUs on one)")
     parser.add_argument("--algo", "--algorithm", dest="algo", default="ring", choices=ALGORITHMS)
     parser.add_argument("-d", "--datatype", default="float", choices=sorted(_TYPES))
     parser.add_argument("-o", "--op", default="sum", choices=sorted(_REDOPS))
@@ -298,7 +300,20 @@ def main(argv=None):
     parser.add_argument("--num-subchunks", type=int, default=1)
     parser.add_argument("--time", default="wall", choices=("wall", "simulated"))
     parser.add_argument("--compare", action="store_true", help="also compare the algorithms at the largest size")
+    parser.add_argument("--backend", default="numpy", choices=("numpy", "cupy"),
+                        help="cupy: real GPUs with cupy arrays, NCCL as the reference (-n: ranks, default one per "
+                             "GPU, or 4 logical GPUs on one)")
     args = parser.parse_args(argv)
+    if args.backend == "cupy":
+        from .gpu_all_reduce import run_gpu
+
+        try:
+            run_gpu(args.minbytes, args.maxbytes, args.stepfactor, args.devices, args.algo, args.datatype, args.op,
+                    args.iters, args.warmup_iters, args.num_subchunks)
+        except (TypeError, ValueError) as error:
+            parser.error(str(error))
+        return
+    args.devices = 4 if args.devices is None else args.devices
     comm = _mpi_comm()
     ranks = args.devices if comm is None else comm.Get_size()
     try:

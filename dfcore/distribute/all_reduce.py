@@ -38,7 +38,7 @@ from .. import errors
 from ..framework.device import DeviceSpec
 from ..runtime import cost_model
 from ..runtime.rendezvous import Rendezvous, create_key
-from . import collective_cost, schedules
+from . import all_reduce_arrays, collective_cost, schedules
 from .trace import AllReduceResult, ChunkTransfer, CollectiveTrace, FusionCopy, RoundRecord
 
 _REDUCE_UFUNC = {"sum": np.add, "mean": np.add, "max": np.maximum}
@@ -55,7 +55,8 @@ def all_reduce(values: Sequence[Any], devices: Sequence[str] | None = None, algo
 
     Args:
         values: a list of N array-likes, one per device, of one shape and one dtype
-            (float16, float32 or float64).
+            (float16, float32 or float64); or N arrays of one array-API library (cupy arrays on real GPUs,
+            array_api_strict), each on its device, which stay there (:mod:`~dfcore.distribute.all_reduce_arrays`).
         devices: N distinct device names (partial specs are completed on
             ``/job:localhost/replica:0/task:0``); default ``GPU:0`` … ``GPU:N−1``.
         algorithm: ``"ring"``, ``"reduce_to_one"``, ``"tree"`` or ``"recursive_halving_doubling"``.
@@ -88,31 +89,76 @@ def all_reduce(values: Sequence[Any], devices: Sequence[str] | None = None, algo
         InvalidArgumentError: ``check_numerics`` found NaN or Inf.
         AbortedError: the rendezvous was aborted (by this collective's error or another's).
     """
-    arrays = _check_values(values, in_place)
+    device_path = _holds_device_arrays(values)
+    if device_path:
+        xp, arrays, dtype_name = all_reduce_arrays.check_device_values(values, in_place)
+        dtype, shape = np.dtype(dtype_name), tuple(arrays[0].shape)
+        flats = [xp.reshape(a, (-1,)) for a in arrays]
+    else:
+        arrays = _check_values(values, in_place)
+        dtype, shape = arrays[0].dtype, arrays[0].shape
+        flats = [a.reshape(-1) for a in arrays]
     devices = canonical_devices(devices, len(arrays))
-    schedules.check_arguments(algorithm, len(arrays), arrays[0].size, num_subchunks, convention, root, reduction)
+    num_elements = int(flats[0].shape[0])
+    schedules.check_arguments(algorithm, len(arrays), num_elements, num_subchunks, convention, root, reduction)
     if check_numerics:
-        _check_numerics(arrays, devices)
-    shape, dtype = arrays[0].shape, arrays[0].dtype
-    flats = [a.reshape(-1) for a in arrays]
-    schedule = schedules.build_schedule(algorithm, len(arrays), flats[0].size, num_subchunks, convention, root)
+        if device_path:
+            all_reduce_arrays.check_device_numerics(xp, arrays, devices)
+        else:
+            _check_numerics(arrays, devices)
+    schedule = schedules.build_schedule(algorithm, len(arrays), num_elements, num_subchunks, convention, root)
     machine = machine if machine is not None else machine_for_devices(devices)
     rendezvous = rendezvous if rendezvous is not None else Rendezvous()
     first = rendezvous.num_local_transfers()
     start = time.perf_counter()
-    outs, records = run_schedule(schedule, flats, devices, rendezvous, reduction, name, trace and trace_values,
-                                 in_place)
+    if device_path:
+        outs, records = _run_device(schedule, xp, flats, devices, rendezvous, reduction, name, trace and trace_values)
+        outputs = tuple(xp.reshape(o, shape) for o in outs)
+        if in_place:
+            for value, output in zip(arrays, outputs):
+                with all_reduce_arrays.scope(value):
+                    value[...] = output
+            outputs = tuple(arrays)
+        all_reduce_arrays.synchronize(outputs)
+        kept_inputs = [all_reduce_arrays.to_host(f) for f in flats] if trace and trace_values and not in_place \
+            else None
+    else:
+        outs, records = run_schedule(schedule, flats, devices, rendezvous, reduction, name, trace and trace_values,
+                                     in_place)
+        outputs = tuple(o.reshape(shape) for o in outs) if not in_place else tuple(arrays)
+        kept_inputs = flats if trace_values and not in_place else None
     wall = time.perf_counter() - start
-    outputs = tuple(o.reshape(shape) for o in outs) if not in_place else tuple(arrays)
-    kept_inputs = flats if trace_values and not in_place else None
     coll_trace = build_trace(schedule, devices, reduction, dtype, records, name, kept_inputs) if trace else None
     itemsize = dtype.itemsize
     return AllReduceResult(
         outputs=outputs, trace=coll_trace, transfers=tuple(rendezvous.local_transfers_since(first)),
         simulated_time_s=collective_cost.simulated_time_s(schedule, devices, machine, itemsize, reduction),
         wall_time_s=wall,
-        predicted_time_s=collective_cost.predicted_time_s(algorithm, flats[0].size, itemsize, devices, machine,
+        predicted_time_s=collective_cost.predicted_time_s(algorithm, num_elements, itemsize, devices, machine,
                                                           num_subchunks, reduction))
+
+
+def _holds_device_arrays(values):
+    """True for a list of device arrays (cupy, array_api_strict): the array-API path."""
+    return (not isinstance(values, np.ndarray) and hasattr(values, "__len__") and len(values) > 0
+            and all_reduce_arrays.is_device_array(values[0]))
+
+
+def _run_device(schedule, xp, flats, devices, rendezvous, reduction, name, trace):
+    """:func:`run_schedule` for device arrays (:mod:`dfcore.distribute.all_reduce_arrays`), aborting the
+    rendezvous on an error as it does."""
+    steps, unwritten = _plan(schedule, reduction == "mean")
+    keys = message_keys(schedule, tuple(devices), name)
+    try:
+        return all_reduce_arrays.run_device_schedule(schedule, xp, flats, keys, steps, unwritten, rendezvous,
+                                                     reduction, trace)
+    except errors.OpError as error:
+        rendezvous.start_abort(error)
+        raise
+    except (ValueError, TypeError, ArithmeticError, MemoryError) as error:
+        failure = errors.InternalError(None, None, f"all_reduce {name} failed: {error}")
+        rendezvous.start_abort(failure)
+        raise failure from error
 
 
 def canonical_devices(devices: Sequence[str] | None, count: int) -> tuple[str, ...]:

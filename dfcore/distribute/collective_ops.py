@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .. import errors
+from .. import backends, errors
 from ..framework import registry
 from ..framework.device import DeviceSpec
 from ..framework.tensor import Tensor
@@ -41,6 +41,7 @@ from ..ops.op_util import graph_of
 from ..runtime.rendezvous import create_key
 from . import schedules
 from .all_reduce import all_reduce
+from .all_reduce_arrays import is_device_array
 
 if TYPE_CHECKING:
     from ..runtime.executor import StepContext
@@ -119,13 +120,14 @@ def _shape(op):
 
 @registry.RegisterArrayKernel("CollectiveAllReduce", is_async=True)
 def _kernel(op, backend):
-    """Any backend: each participant's value joins as a host (numpy) array, the schedule runs on the host, and
-    the reduced value comes back into the participant's backend (device buffers and streams: the cupy backend's)."""
+    """Any backend: each participant's value joins as it is; the schedule runs on the participants' own arrays
+    when they are all of one device library (cupy on real GPUs: chunks move device to device), else on host
+    (numpy) copies, and a host result comes back into the participant's backend."""
     key = (op.get_attr("group_key"), op.get_attr("instance_key"))
     size = op.get_attr("group_size")
     rank = op.get_attr("rank")
     settings = {k: op.get_attr(k) for k in ("algorithm", "reduction", "num_subchunks", "convention")}
-    host, from_host = backend.to_host, backend.from_host
+    from_host, is_native = backend.from_host, backend.is_native
 
     def compute(ctx, done, value):
         instance = ctx.collectives.get(key)
@@ -133,9 +135,9 @@ def _kernel(op, backend):
             instance = ctx.collectives.setdefault(key, CollectiveInstance(key, size, settings))
 
         def reduced(error, output):
-            done(error, output if error is not None else from_host(output))
+            done(error, output if error is not None or is_native(output) else from_host(output))
 
-        instance.join(ctx, rank, host(value), reduced)
+        instance.join(ctx, rank, value, reduced)
 
     return compute
 
@@ -189,7 +191,7 @@ class CollectiveInstance:
     def _run(self, ctx):
         ranks = sorted(self._arrived)
         devices = [self._arrived[r][0] for r in ranks]
-        values = [np.asarray(self._arrived[r][1]) for r in ranks]
+        values = _common_arrays([self._arrived[r][1] for r in ranks])
         try:
             result = all_reduce(values, devices, rendezvous=ctx.rendezvous, trace=ctx.tracing,
                                         name=self.name, **self.settings)
@@ -207,3 +209,10 @@ class CollectiveInstance:
         for r, output in zip(ranks, result.outputs):
             self._arrived[r][2](None, output)
 
+
+def _common_arrays(values: list[Any]) -> list[Any]:
+    """``values`` themselves when they are arrays of one device library (cupy, array_api_strict: the schedule
+    runs on them, :mod:`~dfcore.distribute.all_reduce_arrays`), else host (numpy) copies of them all."""
+    if all(is_device_array(v) for v in values) and len({type(v) for v in values}) == 1:
+        return values
+    return [np.asarray(backends.to_numpy(v)) for v in values]

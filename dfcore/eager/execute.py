@@ -18,6 +18,7 @@ on every call, and the whole-graph rewrites a ``tf.function`` gets that single o
 
 from __future__ import annotations
 
+import functools
 import threading
 from typing import Any
 
@@ -27,6 +28,7 @@ from ..framework.operation import Operation
 from ..framework.tensor import Tensor
 from ..runtime.cancellation import DEFAULT_STEP_TIMEOUT_S
 from ..runtime.compiled_partition import CompiledNode
+from ..runtime.device_context import device_context
 from ..runtime.executor import StepContext
 from ..runtime.kernel_errors import kernel_error
 from ..runtime.partition_compiler import instantiate_kernel
@@ -95,9 +97,19 @@ def execute(ctx: EagerContext, op: Operation) -> Operation:
     device = ctx.place(op)
     op._assigned_device = device
     ctx.ops_executed += 1
-    backend = ctx.device_set.device(device).backend
+    record = ctx.device_set.device(device)
+    context = device_context(record)
+    if context is None:
+        return _execute_on(ctx, op, device, record.backend)
+    with context.scope():  # a real GPU: its kernels run, and its inputs land, on its CUDA device
+        return _execute_on(ctx, op, device, record.backend)
+
+
+def _execute_on(ctx: EagerContext, op: Operation, device: str, backend: str) -> Operation:
     compute, needs_context, is_async = instantiate_kernel(op, op.type, op.name, backend=backend)
-    args = [backends.transfer(t._value, None, backend) for t in op._inputs]
+    receiver = getattr(backends.get(backend), "receiver", None)
+    place = receiver() if receiver is not None else functools.partial(backends.transfer, src=None, dst=backend)
+    args = [place(t._value) for t in op._inputs]
     if needs_context:
         step_id = next(ctx.step_ids)
         txn = ctx.variables.begin()

@@ -55,12 +55,14 @@ class CompiledNode:
 class CompiledPartition:
     """A partition ready to run: nodes in a deterministic topological order, root indices,
     the initial value slots (constants already materialized, see the compiler), and its
-    :class:`~dfcore.runtime.control_flow_info.ControlFlowInfo` if it holds control flow (None: straight line)."""
+    :class:`~dfcore.runtime.control_flow_info.ControlFlowInfo` if it holds control flow (None: straight line),
+    and the :class:`~dfcore.runtime.device_context.DeviceContext` of a real device (None on the host)."""
 
     def __init__(self, device: str, nodes: list[CompiledNode], initial_values: list[Any], num_scheduled: int,
-                 control_flow: Any = None) -> None:
+                 control_flow: Any = None, device_context: Any = None) -> None:
         self.device = device
         self.control_flow = control_flow  # a ControlFlowInfo when the partition has control-flow ops
+        self.device_context = device_context
         self.nodes = nodes
         self.initial_values = initial_values
         self.num_slots = len(initial_values)

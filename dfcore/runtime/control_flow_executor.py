@@ -136,7 +136,7 @@ class ControlFlowExecutor(StepRun):
             if self._running or self._finished:
                 return
             self._running = True
-        self._runner(self._loop)
+        self._runner(self._run_loop)
 
     def _loop(self):
         ready, nodes, ctx, timings, kinds = self._ready, self._nodes, self._ctx, self._timings, self._kinds

@@ -99,6 +99,8 @@ TESLA_V100_32GB = DeviceProfile("Tesla V100-SXM2-32GB", "GPU", 15.7e12, 900e9, 3
 # NVIDIA H100 Tensor Core GPU datasheet (2022), SXM5: 67 TFLOP/s fp32, 3.35 TB/s HBM3, 80 GB. The name is
 # the one the CUDA driver reports for that board (and device_set's description uses).
 H100 = DeviceProfile("NVIDIA H100 80GB HBM3", "GPU", 67e12, 3.35e12, 80 * 10**9, 5e-6)
+# NVIDIA H200 Tensor Core GPU datasheet (2024), SXM: 67 TFLOP/s fp32, 4.8 TB/s HBM3e, 141 GB; the driver's name.
+H200 = DeviceProfile("NVIDIA H200", "GPU", 67e12, 4.8e12, 141 * 10**9, 5e-6)
 # Nominal modest host, not a datasheet figure: 100 GFLOP/s, 20 GB/s, 16 GB, 1 µs per op.
 CPU = DeviceProfile("CPU", "CPU", 100e9, 20e9, 16 * 10**9, 1e-6)
 # Nominal, not a datasheet figure: one host core running numpy kernels as dfcore does:

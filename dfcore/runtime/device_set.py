@@ -7,7 +7,9 @@ Source: ``tensorflow/core/common_runtime/device_set.{h,cc}``,
 Without real GPUs every ``GPU:i`` is *simulated*: its kernels run on numpy on the
 host and its cost comes from a hardware profile (``profile_name``). The default
 machine (a ``ConfigProto`` without ``device_count``) is the seeds' server: one CPU
-and four Tesla K20m. Real-GPU detection plugs in at :func:`local_gpu_profiles`.
+and four Tesla K20m. With cupy and CUDA GPUs visible (:mod:`dfcore.runtime.real_gpus`),
+the GPUs are the real ones (or the logical GPUs ``GPUOptions.Experimental.virtual_devices``
+carves out of them), unless ``DFCORE_SIMULATED_GPUS=1`` asks for simulated ones.
 """
 
 from __future__ import annotations
@@ -19,16 +21,19 @@ from collections.abc import Iterable, Iterator
 from .. import backends, errors
 from ..framework.device import DeviceSpec
 from ..framework.protos import ConfigProto
+from . import real_gpus
 
 #: Factory priorities (``REGISTER_LOCAL_DEVICE_FACTORY``): a higher one is preferred.
 DEVICE_TYPE_PRIORITY = {"GPU": 210, "CPU": 60}
 #: Compute capability of the GPU profiles the mapping string knows.
 COMPUTE_CAPABILITY = {"Tesla K20m": "3.5", "Tesla P100-PCIE-16GB": "6.0", "Tesla V100-SXM2-16GB": "7.0",
                       "Tesla V100-SXM2-32GB": "7.0",
-                      "NVIDIA H100 80GB HBM3": "9.0"}
+                      "NVIDIA H100 80GB HBM3": "9.0", "NVIDIA H200": "9.0"}
 DEFAULT_GPU_PROFILE = "Tesla K20m"
 DEFAULT_GPU_COUNT = 4
 CPU_PROFILE = "cpu"
+#: The array backend of real GPUs (:mod:`dfcore.backends.cupy_backend`).
+REAL_GPU_BACKEND = "cupy"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,7 +52,10 @@ class Device:
             empty for CPUs, which ``Device mapping:`` leaves out.
         backend: the array backend holding the device's tensors (:mod:`dfcore.backends`; dfcore's, TF has
             none): ``"numpy"`` for CPUs and, unless ``DFCORE_SIMULATED_GPU_BACKEND`` says otherwise, for
-            simulated GPUs.
+            simulated GPUs; ``"cupy"`` for real GPUs.
+        platform_device_id: for a real GPU, the CUDA ordinal of the board it runs on (TF's platform
+            device id; several logical GPUs may share one); None for simulated devices and CPUs.
+        memory_limit_bytes: a real logical GPU's share of its board's memory (``virtual_devices``), or None.
     """
 
     name: str
@@ -58,6 +66,8 @@ class Device:
     incarnation: int
     physical_device_desc: str = ""
     backend: str = backends.NUMPY
+    platform_device_id: int | None = None
+    memory_limit_bytes: int | None = None
 
     @property
     def spec(self) -> DeviceSpec:
@@ -86,12 +96,31 @@ def allocator_name(device_name: str) -> str:
 
 
 def local_gpu_profiles() -> tuple[str, ...]:
-    """The profiles of this host's GPUs when ``device_count`` does not name ``"GPU"``.
-
-    Real-GPU detection belongs here (cupy's device count and names); until then
-    the host is the seeds' server with four simulated Tesla K20m.
-    """
+    """The profiles of this host's simulated GPUs when ``device_count`` does not name ``"GPU"``: the seeds'
+    server's four Tesla K20m (real GPUs are :func:`real_gpu_devices`)."""
     return (DEFAULT_GPU_PROFILE,) * DEFAULT_GPU_COUNT
+
+
+def real_gpu_devices(job: str, replica: int, task: int, gpu_options=None,
+                     count: int | None = None) -> list[Device]:
+    """The task's real (logical) GPUs, ``[]`` without any (:func:`dfcore.runtime.real_gpus.detect_gpus`).
+
+    ``count`` keeps the first ``count`` of them; more than there are gives all there are, as TF's GPU
+    device factory does (a later ``/device:GPU:i`` beyond them fails in the placer, in TF's words).
+
+    Raises:
+        InvalidArgumentError: ``gpu_options`` that do not fit the GPUs (:func:`~dfcore.runtime.real_gpus.logical_gpus`).
+    """
+    physical = real_gpus.detect_gpus()
+    if not physical:
+        return []
+    logical = real_gpus.logical_gpus(physical, gpu_options)
+    out = []
+    for gpu in logical[:count]:
+        name = DeviceSpec(job, replica, task, "GPU", gpu.tf_id).to_string()
+        out.append(Device(name, "GPU", gpu.tf_id, gpu.gpu.name, False, incarnation_of(name), gpu.gpu.desc,
+                          REAL_GPU_BACKEND, gpu.gpu.platform_id, gpu.memory_limit_bytes))
+    return out
 
 
 def simulated_gpu_desc(index: int, profile_name: str) -> str:
@@ -181,27 +210,35 @@ class DeviceSet:
         """The devices a Session with ``config`` gets (TF's ``DeviceFactory::AddDevices``).
 
         Without ``device_count`` the session gets the default machine: one CPU and
-        every GPU of the host (:func:`local_gpu_profiles`: four simulated Tesla K20m
-        when there is no real GPU). With ``device_count={"CPU": c, "GPU": g}`` it gets
-        exactly c CPUs and g (simulated) GPUs, and a GPU type the map does not name
-        gets none (dfcore's rule, so a lesson's config says all there is; TF would
-        add the host's GPUs); an unnamed CPU type still gets the one CPU the client
-        needs. Other keys are ignored, as TF ignores types without a device factory.
+        every GPU of the host (the real ones, :func:`real_gpu_devices`; without any,
+        :func:`local_gpu_profiles`: four simulated Tesla K20m). With
+        ``device_count={"CPU": c, "GPU": g}`` it gets exactly c CPUs and g simulated
+        GPUs, or on real GPUs the first g of them (all there are if fewer, as TF), and
+        a GPU type the map does not name gets none (dfcore's rule, so a lesson's config
+        says all there is; TF would add the host's GPUs); an unnamed CPU type still gets
+        the one CPU the client needs. Other keys are ignored, as TF ignores types without
+        a device factory.
 
         Raises:
             NotFoundError: ``device_count`` gives zero CPUs.
             ValueError: a negative count.
+            InvalidArgumentError: ``gpu_options`` that do not fit the real GPUs.
         """
         counts = dict(getattr(config, "device_count", None) or {})
         for key, value in counts.items():
             if int(value) < 0:
                 raise ValueError(f"device_count[{key!r}] must be >= 0, got {value}")
         num_cpus = int(counts.get("CPU", 1))
-        gpu_profiles = local_gpu_profiles()
-        if counts:
-            gpu_profiles = tuple(gpu_profiles[i] if i < len(gpu_profiles) else DEFAULT_GPU_PROFILE
-                                 for i in range(int(counts.get("GPU", 0))))
+        num_gpus = int(counts.get("GPU", 0)) if counts else None
         devices = [make_device(job, replica, task, "CPU", i) for i in range(num_cpus)]
+        real = [] if num_gpus == 0 else real_gpu_devices(job, replica, task, getattr(config, "gpu_options", None),
+                                                         num_gpus)
+        if real:
+            return cls(devices + real)
+        gpu_profiles = local_gpu_profiles()
+        if num_gpus is not None:
+            gpu_profiles = tuple(gpu_profiles[i] if i < len(gpu_profiles) else DEFAULT_GPU_PROFILE
+                                 for i in range(num_gpus))
         devices += [make_device(job, replica, task, "GPU", i, p) for i, p in enumerate(gpu_profiles)]
         return cls(devices)
 

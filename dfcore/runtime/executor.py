@@ -99,12 +99,14 @@ class StepContext:
 class NodeTiming:
     """Wall-clock record of one executed node (seconds from ``perf_counter``); ``frame_iter`` is
     ``(frame_id, iteration)`` for a node run by the control-flow executor, else None; ``dead`` is True when
-    the node ran dead (its kernel skipped, or a ``_Send``/``_Recv`` passing a dead value on)."""
+    the node ran dead (its kernel skipped, or a ``_Send``/``_Recv`` passing a dead value on); ``kernel_timer``:
+    on a real GPU, the CUDA-event timer of the kernels the node queued (its ``elapsed_s()`` is their GPU time),
+    else None."""
 
-    __slots__ = ("device", "index", "start_s", "end_s", "thread_id", "outputs", "frame_iter", "dead")
+    __slots__ = ("device", "index", "start_s", "end_s", "thread_id", "outputs", "frame_iter", "dead", "kernel_timer")
 
     def __init__(self, device: str, index: int, start_s: float, end_s: float, thread_id: int, outputs: Any,
-                 frame_iter: tuple[int, int] | None = None, dead: bool = False) -> None:
+                 frame_iter: tuple[int, int] | None = None, dead: bool = False, kernel_timer: Any = None) -> None:
         self.device = device
         self.index = index
         self.start_s = start_s
@@ -113,6 +115,7 @@ class NodeTiming:
         self.outputs = outputs
         self.frame_iter = frame_iter
         self.dead = dead
+        self.kernel_timer = kernel_timer
 
 
 class StepRun:
@@ -133,6 +136,15 @@ class StepRun:
                 return
             self._finished = True
         self._done(error)
+
+    def _run_loop(self):
+        """The executor's loop, in its device's scope on a real GPU (the CUDA device made current)."""
+        context = self._partition.device_context
+        if context is None:
+            self._loop()
+            return
+        with context.scope():
+            self._loop()
 
     def _compute_async(self, node, args, completed):
         """Start asynchronous kernel ``node`` on ``args``; ``completed(error, value)`` gets None or an
@@ -202,7 +214,7 @@ class Executor(StepRun):
             if self._running or self._finished:
                 return
             self._running = True
-        self._runner(self._loop)
+        self._runner(self._run_loop)
 
     def _loop(self):
         remaining = self._remaining
@@ -218,6 +230,8 @@ class Executor(StepRun):
             clock = time.perf_counter
             allocator = self._allocator
             uses = self._uses
+            context = self._partition.device_context
+            kernel_timer = context.kernel_timer if context is not None and timings is not None else None
             index = None
             while True:
                 if rendezvous.abort_status is not None or (expiry_s is not None and clock() >= expiry_s):
@@ -247,6 +261,10 @@ class Executor(StepRun):
                         continue
                     args = node.gather(values)
                     start = clock() if timings is not None else 0.0
+                    timer = None
+                    if timings is not None and kernel_timer is not None:
+                        timer = kernel_timer()
+                        timer.start()
                     try:
                         if node.compute_out is not None and allocator is not None:
                             result = (node.compute_out(ctx, allocator, *args) if node.needs_context
@@ -264,8 +282,10 @@ class Executor(StepRun):
                     elif n:
                         values[node.out_slot:node.out_slot + n] = result
                     if timings is not None:
-                        timings.append(NodeTiming(ctx.device, index, start, clock(),
-                                                  threading.get_ident(), values[node.out_slot:node.out_slot + n]))
+                        if timer is not None:
+                            timer.stop()
+                        timings.append(NodeTiming(ctx.device, index, start, clock(), threading.get_ident(),
+                                                  values[node.out_slot:node.out_slot + n], kernel_timer=timer))
                     if uses is not None and (node.releases or node.unread):
                         args = result = None
                         self._drop_inputs(node, values, uses)

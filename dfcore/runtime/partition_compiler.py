@@ -18,6 +18,7 @@ ordering it carries is kept.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
@@ -27,6 +28,7 @@ from ..framework.device import DeviceSpec
 from . import allocator, step_stats
 from .compiled_partition import CompiledNode, CompiledPartition
 from .control_flow_info import build_control_flow_info, has_control_flow
+from .device_context import DeviceContext
 from .partition import PartitionGraph
 from .variable_store import VarRef
 
@@ -36,13 +38,15 @@ _INSERTED_OUTPUTS = {"_Recv": 1, "_Arg": 1, "Const": 1, "Identity": 1, "Enter": 
 
 
 def compile_partition(graph: PartitionGraph, control_flow: bool | None = None,
-                      backend: str | None = None) -> CompiledPartition:
+                      backend: str | None = None, device_context: DeviceContext | None = None) -> CompiledPartition:
     """Compile every node of ``graph``; nodes keep the partition's (topological) order.
 
     ``control_flow``: compile for the control-flow executor (True when a partition of the step holds
     control flow, so dead tensors received from it are understood); None: if this partition holds some.
     ``backend``: the array backend of the partition's device (:attr:`~dfcore.runtime.device_set.Device.backend`);
-    None: :func:`dfcore.backends.default_backend` of its device type.
+    None: :func:`dfcore.backends.default_backend` of its device type. ``device_context``: a real device's
+    :class:`~dfcore.runtime.device_context.DeviceContext` (its constants are made in its scope, and its
+    executors run there); None on the host.
 
     Raises:
         NotFoundError: an op type with no registered kernel for the device's backend.
@@ -70,17 +74,18 @@ def compile_partition(graph: PartitionGraph, control_flow: bool | None = None,
     initial_values = [None] * num_slots
     if control_flow or (control_flow is None and has_control_flow([node.op for node in nodes])):
         info = build_control_flow_info(compiled, [(src, port, dst) for src, dst, port in edges])
-        return CompiledPartition(graph.device, compiled, initial_values, len(compiled), info)
-    for node, record in zip(compiled, nodes):
-        if node.op_type == "Const" and not record.inputs:
-            node.preset = True
-            initial_values[node.out_slot] = node.compute()
+        return CompiledPartition(graph.device, compiled, initial_values, len(compiled), info, device_context)
+    with device_context.scope() if device_context is not None else contextlib.nullcontext():
+        for node, record in zip(compiled, nodes):
+            if node.op_type == "Const" and not record.inputs:
+                node.preset = True
+                initial_values[node.out_slot] = node.compute()
     for src_index, dst_index, _ in edges:
         if not compiled[src_index].preset:
             compiled[src_index].consumers.append(dst_index)
             compiled[dst_index].pending += 1
     num_scheduled = sum(1 for node in compiled if not node.preset)
-    return CompiledPartition(graph.device, compiled, initial_values, num_scheduled)
+    return CompiledPartition(graph.device, compiled, initial_values, num_scheduled, device_context=device_context)
 
 
 def _num_outputs(node):

@@ -143,6 +143,14 @@ def _is_hex(text):
     return 0 < len(text) <= 16 and all(c in "0123456789abcdefABCDEF" for c in text)
 
 
+def _device_owner(value: Any) -> Any:
+    """The backend of a tensor that copies on its own device (cupy: it crosses without the host), else None."""
+    if isinstance(value, np.ndarray | np.generic) or value is None:
+        return None
+    owner = backends.backend_of(value)
+    return owner if hasattr(owner, "copy_on_device") else None
+
+
 def _nbytes(value):
     if type(value) is np.ndarray:  # the common case, without a getattr and an int()
         return value.nbytes
@@ -235,6 +243,8 @@ class Rendezvous:
         parsed = parse_key(key)
         if value is DEAD:  # a dead tensor (an untaken branch) crosses as the marker itself, 0 bytes
             nbytes = 0
+        elif copy and parsed.src_device != parsed.dst_device and (owner := _device_owner(value)) is not None:
+            value = owner.copy_on_device(value)  # a GPU's tensor stays on a GPU
         elif copy and parsed.src_device != parsed.dst_device:
             value = np.asarray(backends.to_numpy(value))  # through the host; the receiver's _Recv takes it in
             if self._allocator_for is not None and value.dtype.kind in "biuf" and value.ndim:

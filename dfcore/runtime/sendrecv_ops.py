@@ -42,13 +42,21 @@ def _send_kernel(node, backend):
 
 @registry.RegisterArrayKernel("_Recv", is_async=True)
 def _recv_kernel(node, backend):
-    """A received value enters the receiving device's array backend here (:func:`dfcore.backends.transfer`)."""
+    """A received value enters the receiving device's array backend here (:func:`dfcore.backends.transfer`;
+    on a backend with devices of its own, its ``receiver()`` puts it on the receiving device)."""
     key = rendezvous_key(node)
+    receiver = getattr(backend, "receiver", None)
 
     def compute(ctx, done):
-        def arrived(error, value):
-            done(error, value if error is not None or backend.is_native(value) else backends.transfer(value, None,
-                                                                                                      backend))
+        if receiver is not None:  # a real GPU: place the value on this device (the executor's scope, now)
+            place = receiver()
+
+            def arrived(error, value):
+                done(error, value if error is not None or value is registry.DEAD else place(value))
+        else:
+            def arrived(error, value):
+                done(error, value if error is not None or backend.is_native(value) else backends.transfer(
+                    value, None, backend))
 
         ctx.rendezvous.recv_async(key if ctx.frame_iter == (0, 0) else rendezvous_key(node, ctx.frame_iter),
                                   arrived)

@@ -32,6 +32,7 @@ from ..framework.protos import GraphDef
 from . import placer, step as step_lib, step_plan
 from .cancellation import DEFAULT_STEP_TIMEOUT_S
 from .config import ConfigProto, RunMetadata, RunOptions
+from .device_context import device_context
 from .device_set import Device, DeviceSet
 from .feed import client_value, feed_list_tensors, feed_tensor, feed_value
 from .fetch import FetchHandler
@@ -85,6 +86,7 @@ class BaseSession:
             self._resources = self._binding.resources
             self._device_set = self._binding.device_set
         self._plans: dict[Any, StepPlan] = {}
+        self._contexts: dict[str, Any] | None = None  # the real GPUs' DeviceContexts, made on first plan
         self._plans_lock = threading.Lock()
         self._step_ids = itertools.count(1)
         self._closed = False
@@ -283,10 +285,19 @@ class BaseSession:
             plan = step_plan.build_step_plan(fetch_tensors, target_ops, feed_tensors, self._placement_for,
                                              self._device_set.client_device.name, threads, runner, partial_run,
                                              self._config,
-                                             {d.name: d.backend for d in self._device_set.devices})
+                                             {d.name: d.backend for d in self._device_set.devices},
+                                             self._device_contexts())
             with self._plans_lock:
                 plan = self._plans.setdefault(key, plan)
         return plan
+
+    def _device_contexts(self):
+        """``{device name: DeviceContext}`` of the session's real GPUs (made once; none on simulated ones)."""
+        contexts = self._contexts
+        if contexts is None:
+            contexts = self._contexts = {d.name: c for d in self._device_set.devices
+                                         if (c := device_context(d)) is not None}
+        return contexts
 
     def _placement_for(self, ops):
         """The placement of the whole graph, redone when ops were added since the last one."""

@@ -31,6 +31,7 @@ from ..framework.tensor import Tensor
 from . import cost_model, grappler, partition as partition_lib, prune as prune_lib
 from .compiled_partition import CompiledPartition
 from .control_flow_info import has_control_flow
+from .device_context import DeviceContext
 from .partition import Partitions
 from .partition_compiler import compile_partition
 from .sendrecv_ops import rendezvous_key
@@ -74,7 +75,8 @@ RUNNERS = ("auto", "inline", "pool")
 def build_step_plan(fetch_tensors: Sequence[Tensor], target_ops: Sequence[Operation], feed_tensors: Sequence[Tensor],
                     placement_for: Callable[..., Any], client_device: str, pool_threads: int, runner: str = "auto",
                     partial_run: bool = False, config: ConfigProto | None = None,
-                    device_backends: Mapping[str, str] | None = None) -> StepPlan:
+                    device_backends: Mapping[str, str] | None = None,
+                    device_contexts: Mapping[str, DeviceContext] | None = None) -> StepPlan:
     """Prune, place, partition and compile one run signature.
 
     Args:
@@ -90,6 +92,8 @@ def build_step_plan(fetch_tensors: Sequence[Tensor], target_ops: Sequence[Operat
             (None: no optimization, the graph as built).
         device_backends: ``{device name: array backend name}`` (the devices' ``backend``); a device it
             lacks gets its type's default (:func:`dfcore.backends.default_backend`).
+        device_contexts: ``{device name: DeviceContext}`` of the real devices
+            (:func:`~dfcore.runtime.device_context.device_context`); the others run on the host as they are.
     Raises:
         InvalidArgumentError: a cycle, an unfed placeholder, an impossible placement.
     """
@@ -109,8 +113,9 @@ def build_step_plan(fetch_tensors: Sequence[Tensor], target_ops: Sequence[Operat
                                          client_device=client_device, call_frame=True)
     devices = sorted(graphs)
     control_flow = any(has_control_flow([node.op for node in graphs[d].nodes]) for d in devices)
-    backend_of = device_backends or {}
-    partitions = tuple(compile_partition(graphs[d], control_flow, backend_of.get(d)) for d in devices)
+    backend_of, context_of = device_backends or {}, device_contexts or {}
+    partitions = tuple(compile_partition(graphs[d], control_flow, backend_of.get(d), context_of.get(d))
+                       for d in devices)
     if partial_run:
         keys = _client_keys(graphs.get(client_device))
         feed_keys = tuple(keys.get(("_Recv", t.name)) for t in feed_tensors)

@@ -37,15 +37,15 @@ def make_problem(seed=0):
     return params, x, labels
 
 
-def build_graph_step(v1, params):
-    """The step as a TF1 graph in namespace ``v1`` (``dfcore`` or ``tensorflow.compat.v1``).
+def build_graph_step(v1, params, batch=BATCH):
+    """The step as a TF1 graph in namespace ``v1`` (``dfcore`` or ``tensorflow.compat.v1``) for ``batch`` rows.
 
     Returns (graph, train_op, x placeholder, labels placeholder, list of the four variables).
     """
     graph = v1.Graph()
     with graph.as_default():
-        x = v1.placeholder(v1.float32, [BATCH, N_IN], name="x")
-        labels = v1.placeholder(v1.int32, [BATCH], name="labels")
+        x = v1.placeholder(v1.float32, [batch, N_IN], name="x")
+        labels = v1.placeholder(v1.int32, [batch], name="labels")
         w1, b1, w2, b2 = (v1.Variable(p, name=n) for p, n in zip(params, ("W1", "b1", "W2", "b2")))
         hidden = v1.nn.relu(v1.matmul(x, w1) + b1)
         logits = v1.matmul(hidden, w2) + b2

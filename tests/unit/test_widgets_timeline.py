@@ -158,6 +158,19 @@ def test_step_through_is_linked_in_the_browser_with_jslink():
     assert sum(m["model_name"] == "LinkModel" for m in state.values()) >= 4  # saved with a static export
 
 
+def test_side_by_side_shows_both_clocks_of_the_step_under_one_slider():
+    view = TimelineView(hand_metadata(), side_by_side=True)
+    controls, both = view.children
+    assert controls.children == (view.play, view.slider)
+    assert isinstance(both, ipywidgets.VBox) and len(both.children) == 2
+    (sim_title, sim_panel), (wall_title, wall_panel) = (box.children for box in both.children)
+    assert "simulated time" in sim_title.value and "wall time" in wall_title.value
+    assert "overlap 50.0 %" in sim_panel.children[0].value and "overlap 0.0 %" in wall_panel.children[0].value
+    pairs = {(link.source[0], link.target[0], link.target[1]) for link in view.links}
+    assert pairs == {(view.play, view.slider, "value"), (view.slider, view.frames["simulated"], "selected_index"),
+                     (view.slider, view.frames["wall"], "selected_index")}
+
+
 def test_timeline_view_repr_is_stable_and_follows_the_mode():
     view = TimelineView(hand_metadata())
     assert repr(view) == "<TimelineView: 2 devices, 5 ops, simulated>"
