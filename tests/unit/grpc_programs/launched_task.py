@@ -4,8 +4,8 @@ Usage: ``launched_task.py BEHAVIOUR [MARKER] [launcher flags ...]``. Every task 
 ``TF_CONFIG`` task, the cluster and its extra command-line words, and reports progress 1/1. Then, by
 BEHAVIOUR: ``end`` — every task ends, the chief (worker 0) once every task has reported; ``serve`` —
 ps tasks wait (60 s at most, as a ps in ``join``) and workers end, the chief once every task has printed
-(and it removes their files); ``raise`` — worker 1 raises ValueError once every task has reported, the others wait; ``hang`` — every
-task waits. MARKER, an unused word, lets a test find the processes.
+(and it removes their files); ``raise`` — worker 1 raises ValueError once every task has reported, the
+others wait; ``hang`` — every task waits. MARKER, an unused word, lets a test find the processes.
 """
 
 import os
