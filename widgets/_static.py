@@ -1,0 +1,194 @@
+"""A widget's static picture: the HTML (inline SVG) that stands in for it where no kernel runs.
+
+A committed lesson keeps no widget state (``tests/notebooks/strip_widget_state.py``), so GitHub,
+nbviewer and ``nbconvert --to html`` can only show what a widget's display bundle carries besides its
+widget view. :class:`StaticPicture` (mixed into every widget class) adds a ``text/html`` part to that
+bundle. A live JupyterLab still shows the widget alone: its widget manager ranks the widget-view mime
+type first and renders only the richest type it can.
+
+The picture is built here, once, by walking the widget tree with renderers keyed by widget class:
+``HTML`` gives its value, boxes lay their children out, controls become one muted line, and a
+``Stack`` shows its selected page. What drives a ``Stack`` is read from the ``jslink`` s the widgets
+keep in their ``links`` attribute: a stack that a slider steps through (a step-through) shows its
+current frame and, below it, a filmstrip of up to :data:`FILMSTRIP_FRAMES` frames at reduced scale; a
+stack overlaid on a base picture in a one-area ``GridBox`` (the timeline's frames) is drawn with that
+base in every frame. A widget may override :meth:`StaticPicture.static_html` (a quiz, a what-if).
+"""
+
+import html
+from collections.abc import Callable, Iterable
+
+import ipywidgets as widgets
+from ipywidgets.widgets.widget_link import Link
+
+from ._html import FONT
+
+STATIC_CLASS = "dfcore-static"
+FILMSTRIP_FRAMES = 6
+FILMSTRIP_ZOOM = 0.32
+_STEPPERS = (widgets.IntSlider, widgets.Play, widgets.SelectionSlider)
+_NOTE = f"font-size:11px;color:#777;{FONT};margin:2px 0"
+
+
+def wrap(widget_name: str, body: str) -> str:
+    """The ``text/html`` part of a widget's bundle: ``body`` in a ``div.dfcore-static`` and a one-line note.
+
+    nbval's sanitize file (``notebooks/nbval_sanitize.cfg``) masks everything from the opening tag on,
+    so the static copy is never compared (the widget's ``text/plain`` repr is).
+    """
+    return (f'<div class="{STATIC_CLASS}" data-widget="{html.escape(widget_name)}">{body}'
+            f'<div style="{_NOTE}">static picture of {html.escape(widget_name)}: run the notebook '
+            "to use its controls</div></div>")
+
+
+def details(summary: str, body: str, open_: bool = False) -> str:
+    """A ``<details>`` block (collapsed unless ``open_``) with a plain-text ``summary`` and an HTML ``body``."""
+    return (f'<details{" open" if open_ else ""} style="{FONT};font-size:12px;margin:2px 0">'
+            f"<summary>{html.escape(summary)}</summary>{body}</details>")
+
+
+def stack_roles(links: Iterable[Link]) -> dict[int, str]:
+    """``{id(stack): "frames"}`` for each ``Stack`` whose ``selected_index`` a slider or Play drives through ``links``.
+
+    A chain counts (``Play`` → ``IntSlider`` → ``Stack``). Stacks driven by a picker (``ToggleButtons``,
+    ``Dropdown``) or by nothing are absent: they show their selected page.
+    """
+    pairs = [(link.source[0], link.target[0]) for link in links]
+    steppers = {id(w) for pair in pairs for w in pair if isinstance(w, _STEPPERS)}
+    return {id(w): "frames" for pair in pairs if any(id(x) in steppers for x in pair)
+            for w in pair if isinstance(w, widgets.Stack)}
+
+
+def collect_links(widget: widgets.Widget) -> list[Link]:
+    """The ``links`` attributes of ``widget`` and of every widget below it (children of boxes and stacks)."""
+    found, todo = [], [widget]
+    while todo:
+        current = todo.pop()
+        found += list(getattr(current, "links", ()) or ())
+        todo += list(getattr(current, "children", ()) or ())
+    return found
+
+
+def render(widget: widgets.Widget) -> str:
+    """The static HTML of ``widget``'s tree as it now stands (selected pages, current frames)."""
+    return _Walk(stack_roles(collect_links(widget))).html(widget)
+
+
+class _Walk:
+    """One rendering pass: ``roles`` from :func:`stack_roles`; ``forced`` pins a step-through to a frame."""
+
+    def __init__(self, roles: dict[int, str]):
+        self.roles, self.forced = roles, {}
+
+    def html(self, widget: widgets.Widget) -> str:
+        for cls in type(widget).__mro__:
+            renderer = _RENDERERS.get(cls)
+            if renderer is not None:
+                return renderer(self, widget)
+        return ""
+
+    def page(self, stack: widgets.Stack) -> str:
+        index = self.forced.get(id(stack), stack.selected_index)
+        children = stack.children
+        return self.html(children[index]) if index is not None and 0 <= index < len(children) else ""
+
+    def stack(self, stack: widgets.Stack) -> str:
+        if self.roles.get(id(stack)) == "frames":
+            return self.filmstrip(stack, lambda: self.page(stack))
+        return self.page(stack)
+
+    def grid(self, box: widgets.GridBox) -> str:
+        def overlay() -> str:
+            layers = "".join(f'<div style="grid-area:1/1">{self.html(child)}</div>' for child in box.children)
+            return f'<div style="display:grid;overflow:auto">{layers}</div>'
+
+        if len(set((box.layout.grid_template_areas or "").replace('"', " ").split())) == 1:
+            frames = [c for c in box.children if self.roles.get(id(c)) == "frames"]
+            return self.filmstrip(frames[0], overlay) if frames else overlay()
+        return self.box(box)
+
+    def filmstrip(self, stack: widgets.Stack, draw: Callable[[], str]) -> str:
+        """``draw()`` at the stack's current frame, then up to FILMSTRIP_FRAMES others, shrunk, in a row."""
+        if id(stack) in self.forced:
+            return draw()
+        current, count = stack.selected_index or 0, len(stack.children)
+        picks = filmstrip_indices(count, current)
+        cells = []
+        for index in picks:
+            self.forced[id(stack)] = index
+            cells.append(f'<div style="flex:none"><div style="{_NOTE}">frame {index}</div>'
+                         f'<div style="zoom:{FILMSTRIP_ZOOM}">{draw()}</div></div>')
+        self.forced[id(stack)] = current
+        main = draw()
+        del self.forced[id(stack)]
+        if not cells:
+            return main
+        strip = "".join(cells)
+        return (f'{main}<div style="{_NOTE}">frame {current} of {count - 1} above; other frames '
+                f'(the slider steps through all {count}):</div>'
+                f'<div style="display:flex;flex-wrap:wrap;gap:6px;align-items:flex-start">{strip}</div>')
+
+    def box(self, box: widgets.Box) -> str:
+        inner = "".join(self.html(child) for child in box.children)
+        if isinstance(box, widgets.HBox):
+            return f'<div style="display:flex;flex-wrap:wrap;gap:8px;align-items:flex-start">{inner}</div>'
+        return f"<div>{inner}</div>"
+
+    def control(self, control: widgets.DOMWidget) -> str:
+        label = f"{control.description}: " if getattr(control, "description", "") else ""
+        if isinstance(control, widgets.Play):
+            return ""
+        if isinstance(control, widgets.IntSlider):
+            text = f"{label}{control.value} (of {control.min}–{control.max})"
+        elif isinstance(control, widgets.ToggleButtons | widgets.RadioButtons):
+            text = label + " · ".join(f"[{o}]" if i == control.index else o
+                                      for i, o in enumerate(control._options_labels))
+        elif isinstance(control, widgets.Button):
+            text = f"[{control.description}]"
+        else:
+            text = f"{label}{getattr(control, 'label', None) or getattr(control, 'value', '')}"
+        return f'<div style="{_NOTE}">{html.escape(str(text))}</div>'
+
+
+def filmstrip_indices(count: int, current: int, most: int = FILMSTRIP_FRAMES) -> list[int]:
+    """Up to ``most`` frame indices spread evenly over ``0..count-1`` (first and last included), ``current`` left out.
+
+    >>> filmstrip_indices(4, 0)
+    [1, 2, 3]
+    >>> filmstrip_indices(100, 99, most=4)
+    [0, 33, 66]
+    """
+    if count <= 1:
+        return []
+    spread = {round(k * (count - 1) / (most - 1)) for k in range(most)} if count > most else set(range(count))
+    return sorted(spread - {current})
+
+
+_RENDERERS: dict[type, Callable[[_Walk, widgets.Widget], str]] = {
+    widgets.HTML: lambda walk, w: w.value,
+    widgets.HTMLMath: lambda walk, w: w.value,
+    widgets.Label: lambda walk, w: f"<div>{html.escape(w.value)}</div>",
+    widgets.Stack: _Walk.stack,
+    widgets.GridBox: _Walk.grid,
+    widgets.Box: _Walk.box,
+    widgets.Output: lambda walk, w: "",
+    widgets.DOMWidget: _Walk.control,
+}
+
+
+class StaticPicture:
+    """Mixin for a widget class (before the ipywidgets base): its display bundle also carries its static picture.
+
+    ``_repr_mimebundle_`` returns ipywidgets' bundle (``text/plain`` and the widget view) plus
+    ``text/html``: :func:`wrap` of :meth:`static_html`.
+    """
+
+    def static_html(self) -> str:
+        """The picture without a kernel; by default :func:`render` of the widget tree."""
+        return render(self)  # type: ignore[arg-type]
+
+    def _repr_mimebundle_(self, **kwargs):
+        bundle = super()._repr_mimebundle_(**kwargs)  # type: ignore[misc]
+        if bundle is not None:
+            bundle["text/html"] = wrap(type(self).__name__, self.static_html())
+        return bundle
