@@ -78,7 +78,7 @@ class _Walk:
     """One rendering pass: ``roles`` from :func:`stack_roles`; ``forced`` pins a step-through to a frame."""
 
     def __init__(self, roles: dict[int, str]):
-        self.roles, self.forced = roles, {}
+        self.roles, self.forced = roles, dict[int, int]()
 
     def html(self, widget: widgets.Widget) -> str:
         for cls in type(widget).__mro__:
@@ -185,10 +185,10 @@ class StaticPicture:
 
     def static_html(self) -> str:
         """The picture without a kernel; by default :func:`render` of the widget tree."""
-        return render(self)  # type: ignore[arg-type]
+        return render(self)
 
     def _repr_mimebundle_(self, **kwargs):
-        bundle = super()._repr_mimebundle_(**kwargs)  # type: ignore[misc]
+        bundle = super()._repr_mimebundle_(**kwargs)
         if bundle is not None:
             bundle["text/html"] = wrap(type(self).__name__, self.static_html())
         return bundle

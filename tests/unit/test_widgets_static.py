@@ -1,0 +1,122 @@
+"""Static pictures (widgets/_static.py): every widget's display bundle keeps its widget view and adds a
+``text/html`` copy of what it draws, built from the widget tree (selected pages, step-through filmstrips)."""
+
+import re
+
+import ipywidgets
+import numpy as np
+import pytest
+from test_widgets_timeline import hand_metadata
+
+import widgets
+from dfcore.distribute import all_reduce
+from widgets import AllReduceView, TimelineView, _static
+
+WIDGET_VIEW_MIME = "application/vnd.jupyter.widget-view+json"
+
+
+def _html(value):
+    return ipywidgets.HTML(value)
+
+
+def _stepped(stack, *, with_play=True):
+    """A slider (and Play) driving ``stack`` through jslinks, kept in ``links`` as the widgets keep them."""
+    box = ipywidgets.VBox([stack])
+    slider = ipywidgets.IntSlider(value=stack.selected_index, min=0, max=len(stack.children) - 1)
+    box.links = [ipywidgets.jslink((slider, "value"), (stack, "selected_index"))]
+    if with_play:
+        play = ipywidgets.Play(min=0, max=len(stack.children) - 1)
+        box.links.insert(0, ipywidgets.jslink((play, "value"), (slider, "value")))
+    return box
+
+
+def test_every_exported_widget_class_carries_a_static_picture():
+    missing = [name for name in widgets.__all__ if not issubclass(getattr(widgets, name), _static.StaticPicture)]
+    assert not missing
+
+
+def test_bundle_keeps_text_repr_and_widget_view_and_adds_the_static_html():
+    view = TimelineView(hand_metadata())
+    bundle = view._repr_mimebundle_()
+    assert bundle["text/plain"] == repr(view) == "<TimelineView: 2 devices, 5 ops, simulated>"
+    assert bundle[WIDGET_VIEW_MIME]["model_id"] == view.model_id
+    static = bundle["text/html"]
+    assert static.startswith('<div class="dfcore-static" data-widget="TimelineView">')
+    assert static.endswith("run the notebook to use its controls</div></div>")
+    assert "<svg" in static
+
+
+def test_timeline_static_copy_is_the_simulated_pane_with_its_frames_over_the_base_picture():
+    view = TimelineView(hand_metadata())
+    static = view.static_html()
+    simulated, wall = (p.children[1].children[0].value for p in view.stack.children)
+    assert simulated != wall
+    assert simulated in static and wall not in static  # the mode toggle's other pane is not drawn
+    frames = view.frames["simulated"].children
+    assert len(frames) == 6  # 5 ops, one frame each, then the whole step (the current one)
+    # the current frame and each of the others (6 ≤ FILMSTRIP_FRAMES) sits in the picture once, over the base
+    for frame in frames:
+        assert static.count(frame.value) == 1
+    assert static.count(simulated) == len(frames)
+    assert "frame 5 of 5 above" in static
+
+
+def test_stack_without_a_stepper_shows_only_its_selected_page():
+    stack = ipywidgets.Stack([_html("<b>page 0</b>"), _html("<b>page 1</b>")], selected_index=1)
+    picker = ipywidgets.ToggleButtons(options=["zero", "one"], index=1)
+    box = ipywidgets.VBox([picker, stack])
+    box.links = [ipywidgets.jslink((picker, "index"), (stack, "selected_index"))]
+    static = _static.render(box)
+    assert "page 1" in static and "page 0" not in static
+    assert "zero · [one]" in static  # the picker as one line, the selected option bracketed
+
+
+@pytest.mark.parametrize("with_play", [True, False])
+def test_stepped_stack_shows_the_current_frame_then_a_filmstrip_of_the_others(with_play):
+    frames = [_html(f"<i>frame-body-{k}</i>") for k in range(4)]
+    box = _stepped(ipywidgets.Stack(frames, selected_index=2), with_play=with_play)
+    static = _static.render(box)
+    bodies = re.findall(r"frame-body-(\d)", static)
+    assert bodies == ["2", "0", "1", "3"]  # current first, full size; then the others in order
+    assert static.count(f"zoom:{_static.FILMSTRIP_ZOOM}") == 3
+    assert box.children[0].selected_index == 2  # rendering never moves the widget
+
+
+def test_long_step_through_keeps_a_bounded_filmstrip_with_first_and_last_frames():
+    frames = [_html(f"<i>frame-body-{k}</i>") for k in range(50)]
+    static = _static.render(_stepped(ipywidgets.Stack(frames, selected_index=49)))
+    bodies = [int(k) for k in re.findall(r"frame-body-(\d+)", static)]
+    assert bodies[0] == 49 and bodies[1] == 0
+    assert len(bodies) == _static.FILMSTRIP_FRAMES  # the current one plus FILMSTRIP_FRAMES - 1 others
+    assert bodies[1:] == _static.filmstrip_indices(50, 49)
+
+
+def test_filmstrip_indices_spread_evenly_and_leave_out_the_current_frame():
+    assert _static.filmstrip_indices(1, 0) == []
+    assert _static.filmstrip_indices(4, 0) == [1, 2, 3]
+    assert _static.filmstrip_indices(100, 99, most=4) == [0, 33, 66]
+    assert _static.filmstrip_indices(100, 40, most=4) == [0, 33, 66, 99]
+
+
+def test_all_reduce_step_through_shows_every_round_in_the_static_copy():
+    view = AllReduceView(all_reduce([(np.arange(8) + 10 * i).astype(np.float32) for i in range(3)]))
+    static = view.static_html()
+    pages = [page.value for page in view.stack.children]
+    assert len(pages) == 5  # start + 2·(3−1) rounds ≤ FILMSTRIP_FRAMES + 1: every frame is there
+    assert all(static.count(page) == 1 for page in pages)
+    assert static.index(pages[0]) < static.index(pages[1])  # frame 0 (the slider's value) comes first
+
+
+def test_controls_become_one_muted_line_and_play_disappears():
+    slider = ipywidgets.IntSlider(value=3, min=0, max=7, description="round")
+    static = _static.render(ipywidgets.HBox([ipywidgets.Play(), slider, ipywidgets.Dropdown(
+        options=["a", "b"], value="b", description="node")]))
+    assert "round: 3 (of 0–7)" in static and "node: b" in static
+    assert static.startswith('<div style="display:flex')
+
+
+def test_details_escapes_its_summary_and_opens_on_request():
+    assert _static.details("a < b", "<p>x</p>") == (
+        '<details style="font-family:Helvetica,Arial,sans-serif;line-height:1.35;font-size:12px;margin:2px 0">'
+        "<summary>a &lt; b</summary><p>x</p></details>")
+    assert _static.details("s", "", open_=True).startswith("<details open ")
