@@ -1,0 +1,130 @@
+"""Pictures without a kernel: a committed lesson, exported with ``jupyter nbconvert --to html`` and *not*
+executed (as GitHub, nbviewer or a reader without Jupyter sees it), shows every widget's static picture.
+
+The committed lessons keep no widget state (``make notebooks`` strips it), so each widget output holds
+only its ``text/plain`` repr and the ``text/html`` static picture of ``widgets/_static.py``. For each
+lesson the test pairs the widget outputs of the notebook (outputs whose repr names a class of the
+``widgets`` package) with the ``div.dfcore-static`` blocks of the page, in order, and checks that each
+block is visible, names the same widget, holds as many SVG elements as its HTML has ``<svg`` tags (the
+markup parsed as SVG, not shown as text), and shows at least one of them or a table. The page is opened
+from a ``file://`` URL and every request off the machine is refused.
+"""
+
+import re
+import subprocess
+import sys
+
+import nbformat
+import pytest
+from browser_harness import LESSONS, lesson_ids
+
+EXPORT_TIMEOUT_S = 120
+RENDER_TIMEOUT_S = 30
+REPR_NAME = re.compile(r"<([A-Za-z_]\w*)[:>]")
+
+STATIC_REPORT_JS = """() => [...document.querySelectorAll('div.dfcore-static')].map(block => {
+  const visible = el => { const r = el.getBoundingClientRect(); return r.width > 0 && r.height > 0; };
+  const svgs = [...block.querySelectorAll('svg')];
+  return {widget: block.dataset.widget, visible: visible(block), svgs: svgs.length,
+          visibleGraphics: [...svgs, ...block.querySelectorAll('table')].filter(visible).length};
+})"""
+
+
+def project_widget_names():
+    """Names of the widget classes exported by the project's ``widgets`` package."""
+    import widgets
+
+    return set(widgets.__all__)
+
+
+def widget_outputs(notebook, names):
+    """``[(cell index, widget class name, text/html or None)]`` for each output whose repr names one of ``names``."""
+    found = []
+    for index, cell in enumerate(notebook.cells):
+        for output in cell.get("outputs", ()) if cell.cell_type == "code" else ():
+            data = output.get("data", {})
+            match = REPR_NAME.match(data.get("text/plain", ""))
+            if match and match.group(1) in names:
+                found.append((index, match.group(1), data.get("text/html")))
+    return found
+
+
+def problems_in(expected, shown):
+    """What differs between the notebook's widget outputs (``expected``) and the page's static blocks (``shown``)."""
+    problems = [f"cell {cell}: {name} has no static picture (text/html); re-run the lesson (make notebooks)"
+                for cell, name, html in expected if html is None or "dfcore-static" not in html]
+    pictured = [(cell, name, html) for cell, name, html in expected if html and "dfcore-static" in html]
+    if len(pictured) != len(shown):
+        return problems + [f"{len(pictured)} static pictures in the notebook, {len(shown)} in the page"]
+    for (cell, name, html), block in zip(pictured, shown):
+        where = f"cell {cell} ({name})"
+        if block["widget"] != name:
+            problems.append(f"{where}: the page's picture is of {block['widget']}")
+        if not block["visible"]:
+            problems.append(f"{where}: the picture has no size in the page")
+        if block["svgs"] != html.count("<svg"):
+            problems.append(f"{where}: {html.count('<svg')} <svg> tags, {block['svgs']} SVG elements in the page")
+        if not block["visibleGraphics"]:
+            problems.append(f"{where}: no visible SVG or table")
+    return problems
+
+
+def export_unexecuted(notebook, output_dir):
+    """``jupyter nbconvert --to html`` of ``notebook`` as committed (no execution); the HTML's path."""
+    command = [sys.executable, "-m", "nbconvert", "--to", "html", "--output-dir", str(output_dir), str(notebook)]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=EXPORT_TIMEOUT_S)
+    assert result.returncode == 0, f"nbconvert failed on {notebook.name}:\n{result.stderr[-4000:]}"
+    return output_dir / f"{notebook.stem}.html"
+
+
+def offline(route):
+    """Let the page read its own file and inline data; refuse everything else."""
+    if route.request.url.startswith(("file://", "data:")):
+        return route.continue_()
+    return route.abort()
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=lesson_ids(LESSONS))
+def test_committed_lesson_shows_every_widget_picture_without_a_kernel(lesson, browser, tmp_path, screenshots_dir):
+    expected = widget_outputs(nbformat.read(lesson, as_version=4), project_widget_names())
+    page_path = export_unexecuted(lesson, tmp_path)
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    try:
+        page = context.new_page()
+        page_errors = []
+        page.on("pageerror", lambda error: page_errors.append(str(error)))
+        page.route("**/*", offline)
+        page.goto(page_path.as_uri(), wait_until="load", timeout=RENDER_TIMEOUT_S * 1000)
+        shown = page.evaluate(STATIC_REPORT_JS)
+        blocks = page.locator("div.dfcore-static")
+        for i in range(blocks.count()):
+            blocks.nth(i).screenshot(path=screenshots_dir / f"{lesson.stem}--picture-{i:02d}.png")
+    finally:
+        context.close()
+    problems = problems_in(expected, shown) + [f"page error: {error}" for error in page_errors]
+    assert not problems, f"{lesson.name} exported without executing:\n" + "\n".join(problems)
+
+
+def test_problems_in_pairs_outputs_with_pictures_in_order():
+    picture = '<div class="dfcore-static" data-widget="{}"><svg></svg><svg></svg></div>'
+    expected = [(3, "GraphView", picture.format("GraphView")), (5, "DeviceLog", None),
+                (7, "TimelineView", picture.format("TimelineView"))]
+    good = {"widget": "GraphView", "visible": True, "svgs": 2, "visibleGraphics": 2}
+    assert problems_in(expected[:1], [good]) == []
+    assert problems_in(expected, [good, dict(good, widget="TimelineView")]) == [
+        "cell 5: DeviceLog has no static picture (text/html); re-run the lesson (make notebooks)"]
+    assert problems_in(expected[2:], [dict(good, visible=False, svgs=0, visibleGraphics=0)]) == [
+        "cell 7 (TimelineView): the page's picture is of GraphView",
+        "cell 7 (TimelineView): the picture has no size in the page",
+        "cell 7 (TimelineView): 2 <svg> tags, 0 SVG elements in the page",
+        "cell 7 (TimelineView): no visible SVG or table"]
+    assert problems_in(expected[:1], []) == ["1 static pictures in the notebook, 0 in the page"]
+
+
+def test_widget_outputs_are_found_by_their_repr():
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("<GraphView: not an output>"), nbformat.v4.new_code_cell("v", outputs=[
+        nbformat.v4.new_output("display_data", data={"text/plain": "<GraphView: 3 ops>", "text/html": "<div>"}),
+        nbformat.v4.new_output("execute_result", data={"text/plain": "<Graph object>"}, execution_count=1),
+        nbformat.v4.new_output("stream", name="stdout", text="<GraphView: printed>")])]
+    assert widget_outputs(nb, {"GraphView"}) == [(1, "GraphView", "<div>")]
