@@ -15,7 +15,9 @@ stack overlaid on a base picture in a one-area ``GridBox`` (the timeline's frame
 base in every frame. A widget may override :meth:`StaticPicture.static_html` (a quiz, a what-if).
 """
 
+import base64
 import html
+import re
 from collections.abc import Callable, Iterable
 
 import ipywidgets as widgets
@@ -28,6 +30,8 @@ FILMSTRIP_FRAMES = 6
 FILMSTRIP_ZOOM = 0.32
 _STEPPERS = (widgets.IntSlider, widgets.Play, widgets.SelectionSlider)
 _NOTE = f"font-size:11px;color:#777;{FONT};margin:2px 0"
+_SVG = re.compile(r"<svg\b.*?</svg>", re.DOTALL)
+_SVG_STYLE = re.compile(r'^(<svg\b[^>]*?) style="[^"]*"')
 
 
 def wrap(widget_name: str, body: str) -> str:
@@ -35,10 +39,28 @@ def wrap(widget_name: str, body: str) -> str:
 
     nbval's sanitize file (``notebooks/nbval_sanitize.cfg``) masks everything from the opening tag on,
     so the static copy is never compared (the widget's ``text/plain`` repr is).
+    Each inline ``<svg>`` becomes an ``<img>`` of it (:func:`svg_images`).
     """
-    return (f'<div class="{STATIC_CLASS}" data-widget="{html.escape(widget_name)}">{body}'
+    return (f'<div class="{STATIC_CLASS}" data-widget="{html.escape(widget_name)}">{svg_images(body)}'
             f'<div style="{_NOTE}">static picture of {html.escape(widget_name)}: run the notebook '
             "to use its controls</div></div>")
+
+
+def svg_images(fragment: str) -> str:
+    """``fragment`` with each ``<svg>…</svg>`` replaced by an ``<img>`` showing it from a base64 ``data:`` URL.
+
+    Readers sanitize a notebook's HTML before showing it: JupyterLab (an untrusted notebook, as every
+    freshly opened one is) drops ``<svg>`` tags and keeps their text, but keeps ``<img>`` with a ``data:``
+    source. The image keeps the SVG's own size (``width``/``height``), shrunk to the output's width when
+    wider; a ``style`` on the ``<svg>`` tag moves to the ``<img>``. Each SVG must be a standalone document
+    (``xmlns``, XML entities only), as ``widgets._svg.document`` and Graphviz make them.
+    """
+    def image(match: re.Match) -> str:
+        svg = _SVG_STYLE.sub(r"\1", match.group(0), count=1)
+        data = base64.b64encode(svg.encode("utf-8")).decode("ascii")
+        return f'<img alt="picture" style="max-width:100%;height:auto" src="data:image/svg+xml;base64,{data}">'
+
+    return _SVG.sub(image, fragment)
 
 
 def details(summary: str, body: str, open_: bool = False) -> str:

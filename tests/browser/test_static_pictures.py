@@ -5,8 +5,9 @@ The committed lessons keep no widget state (``make notebooks`` strips it), so ea
 only its ``text/plain`` repr and the ``text/html`` static picture of ``widgets/_static.py``. For each
 lesson the test pairs the widget outputs of the notebook (outputs whose repr names a class of the
 ``widgets`` package) with the ``div.dfcore-static`` blocks of the page, in order, and checks that each
-block is visible, names the same widget, holds as many SVG elements as its HTML has ``<svg`` tags (the
-markup parsed as SVG, not shown as text), and shows at least one of them or a table. The page is opened
+block is visible, names the same widget, holds one loaded image per SVG its HTML carries (the static
+picture draws each SVG as an ``<img>`` of a ``data:image/svg+xml`` URL: an image that fails to parse does
+not load), and shows at least one of them or a table. The page is opened
 from a ``file://`` URL and every request off the machine is refused.
 """
 
@@ -21,12 +22,14 @@ from browser_harness import LESSONS, lesson_ids
 EXPORT_TIMEOUT_S = 120
 RENDER_TIMEOUT_S = 30
 REPR_NAME = re.compile(r"<([A-Za-z_]\w*)[:>]")
+SVG_IMAGE = 'src="data:image/svg+xml'
 
 STATIC_REPORT_JS = """() => [...document.querySelectorAll('div.dfcore-static')].map(block => {
   const visible = el => { const r = el.getBoundingClientRect(); return r.width > 0 && r.height > 0; };
-  const svgs = [...block.querySelectorAll('svg')];
-  return {widget: block.dataset.widget, visible: visible(block), svgs: svgs.length,
-          visibleGraphics: [...svgs, ...block.querySelectorAll('table')].filter(visible).length};
+  const images = [...block.querySelectorAll('img[src^="data:image/svg+xml"]')];
+  return {widget: block.dataset.widget, visible: visible(block), svgs: images.length,
+          loaded: images.filter(image => image.complete && image.naturalWidth > 0).length,
+          visibleGraphics: [...images, ...block.querySelectorAll('table')].filter(visible).length};
 })"""
 
 
@@ -62,8 +65,11 @@ def problems_in(expected, shown):
             problems.append(f"{where}: the page's picture is of {block['widget']}")
         if not block["visible"]:
             problems.append(f"{where}: the picture has no size in the page")
-        if block["svgs"] != html.count("<svg"):
-            problems.append(f"{where}: {html.count('<svg')} <svg> tags, {block['svgs']} SVG elements in the page")
+        expected_svgs = html.count(SVG_IMAGE)
+        if block["svgs"] != expected_svgs:
+            problems.append(f"{where}: {expected_svgs} SVG images in the HTML, {block['svgs']} in the page")
+        if block["loaded"] != block["svgs"]:
+            problems.append(f"{where}: {block['svgs'] - block['loaded']} of {block['svgs']} SVG images did not load")
         if not block["visibleGraphics"]:
             problems.append(f"{where}: no visible SVG or table")
     return problems
@@ -106,17 +112,19 @@ def test_committed_lesson_shows_every_widget_picture_without_a_kernel(lesson, br
 
 
 def test_problems_in_pairs_outputs_with_pictures_in_order():
-    picture = '<div class="dfcore-static" data-widget="{}"><svg></svg><svg></svg></div>'
+    image = '<img src="data:image/svg+xml;base64,PHN2Zy8+">'
+    picture = '<div class="dfcore-static" data-widget="{}">' + 2 * image + "</div>"
     expected = [(3, "GraphView", picture.format("GraphView")), (5, "DeviceLog", None),
                 (7, "TimelineView", picture.format("TimelineView"))]
-    good = {"widget": "GraphView", "visible": True, "svgs": 2, "visibleGraphics": 2}
+    good = {"widget": "GraphView", "visible": True, "svgs": 2, "loaded": 2, "visibleGraphics": 2}
     assert problems_in(expected[:1], [good]) == []
     assert problems_in(expected, [good, dict(good, widget="TimelineView")]) == [
         "cell 5: DeviceLog has no static picture (text/html); re-run the lesson (make notebooks)"]
-    assert problems_in(expected[2:], [dict(good, visible=False, svgs=0, visibleGraphics=0)]) == [
+    assert problems_in(expected[2:], [dict(good, visible=False, svgs=1, loaded=0, visibleGraphics=0)]) == [
         "cell 7 (TimelineView): the page's picture is of GraphView",
         "cell 7 (TimelineView): the picture has no size in the page",
-        "cell 7 (TimelineView): 2 <svg> tags, 0 SVG elements in the page",
+        "cell 7 (TimelineView): 2 SVG images in the HTML, 1 in the page",
+        "cell 7 (TimelineView): 1 of 1 SVG images did not load",
         "cell 7 (TimelineView): no visible SVG or table"]
     assert problems_in(expected[:1], []) == ["1 static pictures in the notebook, 0 in the page"]
 

@@ -1,6 +1,7 @@
 """Static pictures (widgets/_static.py): every widget's display bundle keeps its widget view and adds a
 ``text/html`` copy of what it draws, built from the widget tree (selected pages, step-through filmstrips)."""
 
+import base64
 import re
 
 import ipywidgets
@@ -43,7 +44,22 @@ def test_bundle_keeps_text_repr_and_widget_view_and_adds_the_static_html():
     static = bundle["text/html"]
     assert static.startswith('<div class="dfcore-static" data-widget="TimelineView">')
     assert static.endswith("run the notebook to use its controls</div></div>")
-    assert "<svg" in static
+    assert "<svg" not in static  # every SVG is an <img> of it, which sanitizing readers keep
+    sources = re.findall(r'<img alt="picture" style="max-width:100%;height:auto" src="data:image/svg\+xml;base64,'
+                         r'([^"]+)">', static)
+    inline = re.findall(r"<svg\b.*?</svg>", view.static_html(), re.S)
+    assert [base64.b64decode(s).decode() for s in sources] == [re.sub(r'^(<svg[^>]*?) style="[^"]*"', r"\1", svg)
+                                                                for svg in inline]
+
+
+def test_svg_images_keep_each_svg_whole_but_its_style_and_leave_the_rest():
+    svg = '<svg xmlns="http://www.w3.org/2000/svg" style="max-width:100%" width="4" height="2"><rect/></svg>'
+    out = _static.svg_images(f"<p>a</p>{svg}<b>{svg}</b>")
+    image = ('<img alt="picture" style="max-width:100%;height:auto" src="data:image/svg+xml;base64,'
+             + base64.b64encode(b'<svg xmlns="http://www.w3.org/2000/svg" width="4" height="2"><rect/></svg>').decode()
+             + '">')
+    assert out == f"<p>a</p>{image}<b>{image}</b>"
+    assert _static.svg_images("<p>no picture</p>") == "<p>no picture</p>"
 
 
 def test_timeline_static_copy_is_the_simulated_pane_with_its_frames_over_the_base_picture():
