@@ -28,7 +28,8 @@ from ._html import FONT
 STATIC_CLASS = "dfcore-static"
 FILMSTRIP_FRAMES = 6
 FILMSTRIP_ZOOM = 0.32
-_STEPPERS = (widgets.IntSlider, widgets.Play, widgets.SelectionSlider)
+CHOICES_BUDGET = 150_000
+_STEPPERS = (widgets.IntSlider, widgets.Play)
 _NOTE = f"font-size:11px;color:#777;{FONT};margin:2px 0"
 _SVG = re.compile(r"<svg\b.*?</svg>", re.DOTALL)
 _SVG_STYLE = re.compile(r'^(<svg\b[^>]*?) style="[^"]*"')
@@ -69,6 +70,29 @@ def details(summary: str, body: str, open_: bool = False) -> str:
             f"<summary>{html.escape(summary)}</summary>{body}</details>")
 
 
+def options_line(labels: Iterable[str], lead: str = "options") -> str:
+    """One muted line listing ``labels`` (a question's choices, a picker's values), none marked as picked."""
+    return f'<div style="{_NOTE}">{html.escape(lead)}: {html.escape(" · ".join(labels))}</div>'
+
+
+def choices(shown: tuple[str, str], others: Iterable[tuple[str, str]], budget: int = CHOICES_BUDGET) -> str:
+    """A precomputed choice's static form: the ``shown`` ``(caption, HTML)`` pane, then the ``others`` in one
+    collapsed ``<details>``, in order until their HTML reaches ``budget`` characters (the rest are counted)."""
+    caption, body = shown
+    kept, size, others = [], 0, list(others)
+    for other_caption, other_body in others:
+        if size + len(other_body) > budget:
+            break
+        kept.append(f'<div style="{_NOTE}">{html.escape(other_caption)}</div>{other_body}')
+        size += len(other_body)
+    out = f'<div style="{_NOTE}">{html.escape(caption)}</div>{body}'
+    if others:
+        left = f" ({len(kept)} shown; run the notebook for the other {len(others) - len(kept)})" \
+            if len(kept) < len(others) else ""
+        out += details(f"the other {len(others)} choices{left}", "".join(kept))
+    return out
+
+
 def stack_roles(links: Iterable[Link]) -> dict[int, str]:
     """``{id(stack): "frames"}`` for each ``Stack`` whose ``selected_index`` a slider or Play drives through ``links``.
 
@@ -103,6 +127,8 @@ class _Walk:
         self.roles, self.forced = roles, dict[int, int]()
 
     def html(self, widget: widgets.Widget) -> str:
+        if isinstance(widget, StaticPicture) and type(widget).static_html is not StaticPicture.static_html:
+            return widget.static_html()  # a widget with its own static form (a question, a what-if)
         for cls in type(widget).__mro__:
             renderer = _RENDERERS.get(cls)
             if renderer is not None:
@@ -150,6 +176,10 @@ class _Walk:
                 f'(the slider steps through all {count}):</div>'
                 f'<div style="display:flex;flex-wrap:wrap;gap:6px;align-items:flex-start">{strip}</div>')
 
+    def accordion(self, accordion: widgets.Accordion) -> str:
+        return "".join(details(accordion.get_title(i) or f"part {i}", self.html(child),
+                               open_=i == accordion.selected_index) for i, child in enumerate(accordion.children))
+
     def box(self, box: widgets.Box) -> str:
         inner = "".join(self.html(child) for child in box.children)
         if isinstance(box, widgets.HBox):
@@ -191,6 +221,7 @@ _RENDERERS: dict[type, Callable[[_Walk, widgets.Widget], str]] = {
     widgets.HTMLMath: lambda walk, w: w.value,
     widgets.Label: lambda walk, w: f"<div>{html.escape(w.value)}</div>",
     widgets.Stack: _Walk.stack,
+    widgets.Accordion: _Walk.accordion,
     widgets.GridBox: _Walk.grid,
     widgets.Box: _Walk.box,
     widgets.Output: lambda walk, w: "",

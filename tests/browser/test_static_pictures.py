@@ -35,9 +35,11 @@ STATIC_REPORT_JS = """() => [...document.querySelectorAll('div.dfcore-static')].
 
 def project_widget_names():
     """Names of the widget classes exported by the project's ``widgets`` package."""
+    import ipywidgets
+
     import widgets
 
-    return set(widgets.__all__)
+    return {name for name in widgets.__all__ if issubclass(getattr(widgets, name), ipywidgets.Widget)}
 
 
 def widget_outputs(notebook, names):

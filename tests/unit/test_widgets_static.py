@@ -11,7 +11,7 @@ from test_widgets_timeline import hand_metadata
 
 import widgets
 from dfcore.distribute import all_reduce
-from widgets import AllReduceView, TimelineView, _static
+from widgets import AllReduceView, Choice, NumberQuestion, Quiz, SliderQuestion, TimelineView, WhatIf, _static
 
 WIDGET_VIEW_MIME = "application/vnd.jupyter.widget-view+json"
 
@@ -32,8 +32,10 @@ def _stepped(stack, *, with_play=True):
 
 
 def test_every_exported_widget_class_carries_a_static_picture():
-    missing = [name for name in widgets.__all__ if not issubclass(getattr(widgets, name), _static.StaticPicture)]
-    assert not missing
+    classes = [getattr(widgets, name) for name in widgets.__all__]
+    shown = [c for c in classes if issubclass(c, ipywidgets.Widget)]
+    assert len(shown) >= 14  # the viewers, the questions, the what-if (Exercise prints: not a widget)
+    assert [c.__name__ for c in shown if not issubclass(c, _static.StaticPicture)] == []
 
 
 def test_bundle_keeps_text_repr_and_widget_view_and_adds_the_static_html():
@@ -136,3 +138,59 @@ def test_details_escapes_its_summary_and_opens_on_request():
         '<details style="font-family:Helvetica,Arial,sans-serif;line-height:1.35;font-size:12px;margin:2px 0">'
         "<summary>a &lt; b</summary><p>x</p></details>")
     assert _static.details("s", "", open_=True).startswith("<details open ")
+
+
+def _choice():
+    return Choice("Which device runs c?", ["CPU:0", "GPU:0", "GPU:1"], answer="GPU:0",
+                  hint="look at the placement log", explain="the first GPU wins.",
+                  hints={"GPU:1": "count the GPUs from zero"})
+
+
+def test_question_static_form_lists_options_and_hides_hint_and_answer_in_closed_details():
+    bundle = _choice()._repr_mimebundle_()
+    static = bundle["text/html"]
+    assert bundle["text/plain"] == "<Choice: 'Which device runs c?', 3 options>"
+    assert "Which device runs c?" in static and "options: CPU:0 · GPU:0 · GPU:1" in static
+    blocks = re.findall(r"<details([^>]*)><summary>([^<]*)</summary>(.*?)</details>", static, re.S)
+    assert [(attrs.startswith(" open"), summary) for attrs, summary, _ in blocks] == [(False, "Hint"),
+                                                                                      (False, "Show answer")]
+    assert "look at the placement log" in blocks[0][2] and "(GPU:1) count the GPUs from zero" in blocks[0][2]
+    assert "Answer: GPU:0." in blocks[1][2] and "GPU:0" not in blocks[0][2]
+    assert "Right." not in static  # no option's feedback pane (the picked one would be a guess)
+
+
+def test_slider_and_number_questions_have_static_forms_too():
+    slider = SliderQuestion("How many times longer?", [1.0, 1.5, 2.0], answer=2.0, hint="compare the bars", unit="×")
+    assert "options: 1 × · 1.5 × · 2 ×" in slider.static_html()
+    number = NumberQuestion("How many bytes?", answer=64, hint="count the _Recv nodes", unit="bytes")
+    assert "type a number: bytes" in number.static_html() and "Answer: 64 bytes." in number.static_html()
+
+
+def test_quiz_static_form_is_each_question_in_turn():
+    first, second = _choice(), NumberQuestion("How many bytes?", answer=64, hint="count the _Recv nodes")
+    static = Quiz(first, second).static_html()
+    assert static == f"<div>{first.static_html()}{second.static_html()}</div>"
+
+
+def test_what_if_static_form_shows_the_start_pane_then_every_other_pane_collapsed():
+    what_if = WhatIf("latency vs time", {"bandwidth": [1, 2], "latency": [10, 100, 1000]},
+                     lambda bandwidth, latency: f"<p>pane {bandwidth}/{latency}</p>", start={"latency": 100})
+    static = what_if.static_html()
+    shown, hidden = static.split("<details", 1)
+    assert "bandwidth = 1, latency = 100" in shown and "<p>pane 1/100</p>" in shown
+    assert "<summary>the other 5 choices</summary>" in hidden
+    assert re.findall(r"<p>pane (\d+/\d+)</p>", hidden) == ["1/10", "1/1000", "2/10", "2/100", "2/1000"]
+
+
+def test_choices_stop_at_the_budget_and_say_how_many_are_left_out():
+    out = _static.choices(("a", "<p>A</p>"), [("b", "x" * 60), ("c", "y" * 60), ("d", "z")], budget=100)
+    assert "x" * 60 in out and "y" * 60 not in out and "zz" not in out
+    assert "the other 3 choices (1 shown; run the notebook for the other 2)" in out
+
+
+def test_accordion_becomes_details_open_where_selected():
+    accordion = ipywidgets.Accordion([_html("<i>one</i>"), _html("<i>two</i>")], titles=("First", "Second"),
+                                     selected_index=1)
+    static = _static.render(accordion)
+    assert re.findall(r"<details( open)?[^>]*><summary>(\w+)</summary>", static) == [("", "First"),
+                                                                                     (" open", "Second")]
