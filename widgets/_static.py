@@ -12,10 +12,9 @@ The picture is built here, once, by walking the widget tree with renderers keyed
 keep in their ``links`` attribute: a stack that a slider steps through (a step-through) shows its
 current frame and, below it, a filmstrip of up to :data:`FILMSTRIP_FRAMES` frames at reduced scale; a
 stack overlaid on a base picture in a one-area ``GridBox`` (the timeline's frames) is drawn with that
-base in every frame. A widget may override :meth:`StaticPicture.static_html` (a quiz, a what-if).
+base in every frame. Each SVG becomes an ``<img>`` (:func:`svg_images`), which sanitizing readers keep. A widget may override :meth:`StaticPicture.static_html` (a quiz, a what-if).
 """
 
-import base64
 import html
 import re
 from collections.abc import Callable, Iterable
@@ -28,11 +27,18 @@ from ._html import FONT
 STATIC_CLASS = "dfcore-static"
 FILMSTRIP_FRAMES = 6
 FILMSTRIP_ZOOM = 0.32
+FILMSTRIP_BUDGET = 120_000
 CHOICES_BUDGET = 150_000
 _STEPPERS = (widgets.IntSlider, widgets.Play)
 _NOTE = f"font-size:11px;color:#777;{FONT};margin:2px 0"
 _SVG = re.compile(r"<svg\b.*?</svg>", re.DOTALL)
 _SVG_STYLE = re.compile(r'^(<svg\b[^>]*?) style="[^"]*"')
+_SVG_NOISE = re.compile(r'<title>.*?</title>|<!--.*?-->|\sxlink:title="[^"]*"', re.DOTALL)
+_GEOMETRY = re.compile(r'(\s(?:points|d|x|y|x1|x2|y1|y2|cx|cy|r|rx|ry|width|height|viewBox|transform)=")([^"]*)"')
+_DECIMALS = re.compile(r"\d+\.\d{2,}")
+# In a single-quoted attribute holding a data: URL: URL escapes first (%), then the HTML escape (&).
+_URL_ESCAPES = (("%", "%25"), ("#", "%23"), ("'", "%27"), ("\n", "%0A"), ("\t", "%09"), ("&", "&amp;"))
+SVG_URL_PREFIX = "data:image/svg+xml,"
 
 
 def wrap(widget_name: str, body: str) -> str:
@@ -48,20 +54,38 @@ def wrap(widget_name: str, body: str) -> str:
 
 
 def svg_images(fragment: str) -> str:
-    """``fragment`` with each ``<svg>…</svg>`` replaced by an ``<img>`` showing it from a base64 ``data:`` URL.
+    """``fragment`` with each ``<svg>…</svg>`` replaced by an ``<img>`` showing it from a ``data:`` URL.
 
     Readers sanitize a notebook's HTML before showing it: JupyterLab (an untrusted notebook, as every
     freshly opened one is) drops ``<svg>`` tags and keeps their text, but keeps ``<img>`` with a ``data:``
     source. The image keeps the SVG's own size (``width``/``height``), shrunk to the output's width when
-    wider; a ``style`` on the ``<svg>`` tag moves to the ``<img>``. Each SVG must be a standalone document
-    (``xmlns``, XML entities only), as ``widgets._svg.document`` and Graphviz make them.
+    wider; a ``style`` on the ``<svg>`` tag is dropped. Each SVG must be a standalone document (``xmlns``,
+    XML entities only), as ``widgets._svg.document`` and Graphviz make them. The SVG is made smaller first
+    (:func:`compact_svg`) and written as UTF-8 text in the URL (only ``%``, ``#``, ``'``, ``&`` and line
+    breaks escaped), not base64, which would add a third.
     """
     def image(match: re.Match) -> str:
-        svg = _SVG_STYLE.sub(r"\1", match.group(0), count=1)
-        data = base64.b64encode(svg.encode("utf-8")).decode("ascii")
-        return f'<img alt="picture" style="max-width:100%;height:auto" src="data:image/svg+xml;base64,{data}">'
+        svg = compact_svg(_SVG_STYLE.sub(r"\1", match.group(0), count=1))
+        for char, code in _URL_ESCAPES:
+            svg = svg.replace(char, code)
+        return f"<img alt='picture' style='max-width:100%;height:auto' src='{SVG_URL_PREFIX}{svg}'>"
 
     return _SVG.sub(image, fragment)
+
+
+def compact_svg(svg: str) -> str:
+    """``svg`` without what an image never shows (``<title>`` tooltips, comments, ``xlink:title``) and with its
+    geometry (coordinates, sizes, paths, transforms) rounded to one decimal, which is under a tenth of a pixel.
+
+    >>> compact_svg('<rect x="10.257" y="3" width="0.04"><title>a: 10.257 µs</title></rect><!-- a -->')
+    '<rect x="10.3" y="3" width="0.0"></rect>'
+    """
+    svg = _SVG_NOISE.sub("", svg)
+    return _GEOMETRY.sub(lambda m: m.group(1) + _DECIMALS.sub(_round, m.group(2)) + '"', svg)
+
+
+def _round(match: re.Match) -> str:
+    return f"{float(match.group(0)):.1f}"
 
 
 def details(summary: str, body: str, open_: bool = False) -> str:
@@ -156,18 +180,20 @@ class _Walk:
         return self.box(box)
 
     def filmstrip(self, stack: widgets.Stack, draw: Callable[[], str]) -> str:
-        """``draw()`` at the stack's current frame, then up to FILMSTRIP_FRAMES others, shrunk, in a row."""
+        """``draw()`` at the stack's current frame, then other frames, shrunk, in a row: up to FILMSTRIP_FRAMES − 1,
+        and no more than fit in FILMSTRIP_BUDGET characters at the current frame's size (but at least the first
+        and the last frame)."""
         if id(stack) in self.forced:
             return draw()
         current, count = stack.selected_index or 0, len(stack.children)
-        picks = filmstrip_indices(count, current)
+        self.forced[id(stack)] = current
+        main = draw()
+        most = min(FILMSTRIP_FRAMES, 1 + FILMSTRIP_BUDGET // max(len(main), 1))
         cells = []
-        for index in picks:
+        for index in filmstrip_indices(count, current, max(most, 2)):
             self.forced[id(stack)] = index
             cells.append(f'<div style="flex:none"><div style="{_NOTE}">frame {index}</div>'
                          f'<div style="zoom:{FILMSTRIP_ZOOM}">{draw()}</div></div>')
-        self.forced[id(stack)] = current
-        main = draw()
         del self.forced[id(stack)]
         if not cells:
             return main

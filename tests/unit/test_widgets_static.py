@@ -1,8 +1,9 @@
 """Static pictures (widgets/_static.py): every widget's display bundle keeps its widget view and adds a
 ``text/html`` copy of what it draws, built from the widget tree (selected pages, step-through filmstrips)."""
 
-import base64
+import html
 import re
+import urllib.parse
 
 import ipywidgets
 import numpy as np
@@ -46,22 +47,31 @@ def test_bundle_keeps_text_repr_and_widget_view_and_adds_the_static_html():
     static = bundle["text/html"]
     assert static.startswith('<div class="dfcore-static" data-widget="TimelineView">')
     assert static.endswith("run the notebook to use its controls</div></div>")
-    assert "<svg" not in static  # every SVG is an <img> of it, which sanitizing readers keep
-    sources = re.findall(r'<img alt="picture" style="max-width:100%;height:auto" src="data:image/svg\+xml;base64,'
-                         r'([^"]+)">', static)
+    assert "<svg" not in re.sub(r"src='[^']*'", "", static)  # every SVG is an <img> of it (sanitizers keep those)
+    sources = re.findall(r"<img alt='picture' style='max-width:100%;height:auto' src='data:image/svg\+xml,([^']+)'>",
+                         static)
     inline = re.findall(r"<svg\b.*?</svg>", view.static_html(), re.S)
-    assert [base64.b64decode(s).decode() for s in sources] == [re.sub(r'^(<svg[^>]*?) style="[^"]*"', r"\1", svg)
-                                                                for svg in inline]
+    assert [urllib.parse.unquote(html.unescape(s)) for s in sources] == [
+        _static.compact_svg(re.sub(r'^(<svg[^>]*?) style="[^"]*"', r"\1", svg)) for svg in inline]
 
 
-def test_svg_images_keep_each_svg_whole_but_its_style_and_leave_the_rest():
-    svg = '<svg xmlns="http://www.w3.org/2000/svg" style="max-width:100%" width="4" height="2"><rect/></svg>'
+def test_svg_images_keep_each_svg_whole_but_its_style_and_escape_it_for_a_single_quoted_url():
+    svg = ('<svg xmlns="http://www.w3.org/2000/svg" style="max-width:100%" width="4" height="2">'
+           "<rect fill='#D55E00' width=\"50%\"/>\n<text>a&amp;b</text></svg>")
     out = _static.svg_images(f"<p>a</p>{svg}<b>{svg}</b>")
-    image = ('<img alt="picture" style="max-width:100%;height:auto" src="data:image/svg+xml;base64,'
-             + base64.b64encode(b'<svg xmlns="http://www.w3.org/2000/svg" width="4" height="2"><rect/></svg>').decode()
-             + '">')
+    image = ("<img alt='picture' style='max-width:100%;height:auto' src='data:image/svg+xml,"
+             '<svg xmlns="http://www.w3.org/2000/svg" width="4" height="2">'
+             '<rect fill=%27%23D55E00%27 width="50%25"/>%0A<text>a&amp;amp;b</text></svg>'
+             "'>")
     assert out == f"<p>a</p>{image}<b>{image}</b>"
     assert _static.svg_images("<p>no picture</p>") == "<p>no picture</p>"
+
+
+def test_compact_svg_drops_tooltips_and_comments_and_rounds_geometry_but_not_text():
+    svg = ('<svg width="960.004"><!-- node1 --><g><title>a (MatMul)</title><a xlink:title="a&#45;&gt;b">'
+           '<path d="M10.126,3.149 C1.25,2.5"/><text x="5.55" y="6">0.0004999 GB/s</text></a></g></svg>')
+    assert _static.compact_svg(svg) == ('<svg width="960.0"><g><a><path d="M10.1,3.1 C1.2,2.5"/>'
+                                        '<text x="5.5" y="6">0.0004999 GB/s</text></a></g></svg>')
 
 
 def test_timeline_static_copy_is_the_simulated_pane_with_its_frames_over_the_base_picture():
