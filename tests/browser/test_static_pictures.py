@@ -7,8 +7,8 @@ lesson the test pairs the widget outputs of the notebook (outputs whose repr nam
 ``widgets`` package) with the ``div.dfcore-static`` blocks of the page, in order, and checks that each
 block is visible, names the same widget, holds one loaded image per SVG its HTML carries (the static
 picture draws each SVG as an ``<img>`` of a ``data:image/svg+xml`` URL: an image that fails to parse does
-not load), and shows at least one of them or a table. The page is opened
-from a ``file://`` URL and every request off the machine is refused.
+not load), and shows at least one of them, a table, or a ``<details>`` (a question's hint and answer). The
+page is opened from a ``file://`` URL and every request off the machine is refused.
 """
 
 import re
@@ -29,7 +29,7 @@ STATIC_REPORT_JS = """() => [...document.querySelectorAll('div.dfcore-static')].
   const images = [...block.querySelectorAll('img[src^="data:image/svg+xml"]')];
   return {widget: block.dataset.widget, visible: visible(block), svgs: images.length,
           loaded: images.filter(image => image.complete && image.naturalWidth > 0).length,
-          visibleGraphics: [...images, ...block.querySelectorAll('table')].filter(visible).length};
+          visibleGraphics: [...images, ...block.querySelectorAll('table, details')].filter(visible).length};
 })"""
 
 
@@ -73,7 +73,7 @@ def problems_in(expected, shown):
         if block["loaded"] != block["svgs"]:
             problems.append(f"{where}: {block['svgs'] - block['loaded']} of {block['svgs']} SVG images did not load")
         if not block["visibleGraphics"]:
-            problems.append(f"{where}: no visible SVG or table")
+            problems.append(f"{where}: no visible SVG, table or <details>")
     return problems
 
 
@@ -127,7 +127,7 @@ def test_problems_in_pairs_outputs_with_pictures_in_order():
         "cell 7 (TimelineView): the picture has no size in the page",
         "cell 7 (TimelineView): 2 SVG images in the HTML, 1 in the page",
         "cell 7 (TimelineView): 1 of 1 SVG images did not load",
-        "cell 7 (TimelineView): no visible SVG or table"]
+        "cell 7 (TimelineView): no visible SVG, table or <details>"]
     assert problems_in(expected[:1], []) == ["1 static pictures in the notebook, 0 in the page"]
 
 
