@@ -1,4 +1,4 @@
-"""A widget's static picture: the HTML (inline SVG) that stands in for it where no kernel runs.
+"""A widget's static picture: the HTML (its SVGs as images) that stands in for it where no kernel runs.
 
 A committed lesson keeps no widget state (``tests/notebooks/strip_widget_state.py``), so GitHub,
 nbviewer and ``nbconvert --to html`` can only show what a widget's display bundle carries besides its
@@ -12,7 +12,8 @@ The picture is built here, once, by walking the widget tree with renderers keyed
 keep in their ``links`` attribute: a stack that a slider steps through (a step-through) shows its
 current frame and, below it, a filmstrip of up to :data:`FILMSTRIP_FRAMES` frames at reduced scale; a
 stack overlaid on a base picture in a one-area ``GridBox`` (the timeline's frames) is drawn with that
-base in every frame. Each SVG becomes an ``<img>`` (:func:`svg_images`), which sanitizing readers keep. A widget may override :meth:`StaticPicture.static_html` (a quiz, a what-if).
+base in every frame. Each SVG becomes an ``<img>`` (:func:`svg_images`), which sanitizing readers keep.
+A widget may override :meth:`StaticPicture.static_html` (a quiz, a what-if).
 """
 
 import html
@@ -94,9 +95,15 @@ def details(summary: str, body: str, open_: bool = False) -> str:
             f"<summary>{html.escape(summary)}</summary>{body}</details>")
 
 
-def options_line(labels: Iterable[str], lead: str = "options") -> str:
-    """One muted line listing ``labels`` (a question's choices, a picker's values), none marked as picked."""
-    return f'<div style="{_NOTE}">{html.escape(lead)}: {html.escape(" · ".join(labels))}</div>'
+def options_line(labels: Iterable[str], lead: str = "options", listed: bool = False) -> str:
+    """Muted text listing ``labels`` (a question's choices, a slider's values), none marked as picked: on one
+    line, or with ``listed`` one per line (labels that hold commas stay readable)."""
+    labels = [html.escape(str(label)) for label in labels]
+    if listed:
+        items = "".join(f"<li>{label}</li>" for label in labels)
+        return (f'<div style="{_NOTE}">{html.escape(lead)}:'
+                f'<ul style="margin:0 0 0 4px;padding-left:18px">{items}</ul></div>')
+    return f'<div style="{_NOTE}">{html.escape(lead)}: {" · ".join(labels)}</div>'
 
 
 def choices(shown: tuple[str, str], others: Iterable[tuple[str, str]], budget: int = CHOICES_BUDGET) -> str:

@@ -83,7 +83,7 @@ class _Question(_static.StaticPicture, widgets.VBox):
                 + _static.details("Show answer", self.answer_bar.children[0].value))
 
     def _static_options(self) -> str:
-        return _static.options_line(self.control.options)
+        return _static.options_line(self.control.options, listed=isinstance(self, Choice))
 
     def check(self) -> str:
         """Open the Check bar (as a click on it does) and return the feedback it shows, as plain text."""
