@@ -177,9 +177,10 @@ class _Walk:
         return self.page(stack)
 
     def grid(self, box: widgets.GridBox) -> str:
-        def overlay() -> str:
-            layers = "".join(f'<div style="grid-area:1/1">{self.html(child)}</div>' for child in box.children)
-            return f'<div style="display:grid;overflow:auto">{layers}</div>'
+        def overlay() -> str:  # positioned, not a CSS grid: JupyterLab's sanitizer drops grid properties
+            base, *layers = [self.html(child) for child in box.children]
+            over = "".join(f'<div style="position:absolute;top:0;left:0;right:0">{layer}</div>' for layer in layers)
+            return f'<div style="position:relative;display:inline-block;max-width:100%">{base}{over}</div>'
 
         if len(set((box.layout.grid_template_areas or "").replace('"', " ").split())) == 1:
             frames = [c for c in box.children if self.roles.get(id(c)) == "frames"]
