@@ -8,7 +8,8 @@ lesson the test pairs the widget outputs of the notebook (outputs whose repr nam
 block is visible, names the same widget, holds one loaded image per SVG its HTML carries (the static
 picture draws each SVG as an ``<img>`` of a ``data:image/svg+xml`` URL: an image that fails to parse does
 not load), and shows at least one of them, a table, or a ``<details>`` (a question's hint and answer). The
-page is opened from a ``file://`` URL and every request off the machine is refused.
+page is opened from a ``file://`` URL and every request off the machine is refused. The same holds for the
+lesson opened (not run) in JupyterLab, which sanitizes the HTML of a notebook it has not run.
 """
 
 import re
@@ -21,16 +22,26 @@ from browser_harness import LESSONS, lesson_ids
 
 EXPORT_TIMEOUT_S = 120
 RENDER_TIMEOUT_S = 30
+LAB_TIMEOUT_S = 60
 REPR_NAME = re.compile(r"<([A-Za-z_]\w*)[:>]")
 SVG_IMAGE = "src='data:image/svg+xml,"
 
-STATIC_REPORT_JS = """() => [...document.querySelectorAll('div.dfcore-static')].map(block => {
+STATIC_REPORT_JS = r"""() => [...document.querySelectorAll('div.dfcore-static')].map(block => {
   const visible = el => { const r = el.getBoundingClientRect(); return r.width > 0 && r.height > 0; };
   const images = [...block.querySelectorAll('img[src^="data:image/svg+xml"]')];
-  return {widget: block.dataset.widget, visible: visible(block), svgs: images.length,
+  // JupyterLab's sanitizer drops data-* attributes; the picture's last line names the widget too
+  const named = (block.innerText.match(/static picture of (\w+)/) || [])[1];
+  return {widget: block.dataset.widget || named, visible: visible(block), svgs: images.length,
           loaded: images.filter(image => image.complete && image.naturalWidth > 0).length,
           visibleGraphics: [...images, ...block.querySelectorAll('table, details')].filter(visible).length};
 })"""
+
+
+# JupyterLab: the expected number of static pictures are in the page and every SVG image in them has loaded.
+IMAGES_SETTLED_JS = """(count) => {
+  const blocks = document.querySelectorAll('div.dfcore-static');
+  return blocks.length >= count && [...document.querySelectorAll('div.dfcore-static img')].every(i => i.complete);
+}"""
 
 
 def project_widget_names():
@@ -111,6 +122,25 @@ def test_committed_lesson_shows_every_widget_picture_without_a_kernel(lesson, br
         context.close()
     problems = problems_in(expected, shown) + [f"page error: {error}" for error in page_errors]
     assert not problems, f"{lesson.name} exported without executing:\n" + "\n".join(problems)
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=lesson_ids(LESSONS))
+def test_committed_lesson_opened_in_jupyterlab_shows_every_widget_picture_before_running(lesson, jupyter_lab,
+                                                                                          browser):
+    """JupyterLab sanitizes an untrusted notebook's HTML (every notebook it opens fresh): the pictures survive."""
+    expected = widget_outputs(nbformat.read(lesson, as_version=4), project_widget_names())
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    try:
+        page = context.new_page()
+        page.set_default_timeout(LAB_TIMEOUT_S * 1000)
+        page.goto(f"{jupyter_lab.url}/lab/tree/notebooks/{lesson.name}?reset&token={jupyter_lab.token}")
+        page.wait_for_selector(".jp-Notebook .jp-Cell")
+        page.wait_for_function(IMAGES_SETTLED_JS, arg=sum(html is not None for _, _, html in expected))
+        shown = page.evaluate(STATIC_REPORT_JS)
+    finally:
+        context.close()
+    problems = problems_in(expected, shown)
+    assert not problems, f"{lesson.name} opened in JupyterLab, not run:\n" + "\n".join(problems)
 
 
 def test_problems_in_pairs_outputs_with_pictures_in_order():
