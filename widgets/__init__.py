@@ -22,6 +22,7 @@ All are stock ipywidgets (``VBox`` subclasses) with stable ``repr``s; graphs are
 out by Graphviz's ``dot`` when it is installed, else shown as DOT text.
 """
 
+from . import _static
 from .all_reduce_compare import AllReduceComparison
 from .all_reduce_view import AllReduceView
 from .cluster_view import ClusterView
@@ -35,6 +36,8 @@ from .placement_view import PlacementView
 from .quiz import Choice, NumberQuestion, Quiz, SliderQuestion
 from .timeline_view import TimelineView
 from .what_if import WhatIf
+
+_static.register_with_ipython()  # plain containers (a Tab of TimelineViews) get a static picture too
 
 __all__ = ["AllReduceComparison", "AllReduceView", "Choice", "ClusterView", "DeviceLog", "Exercise", "GraphView",
            "NumberQuestion", "ParameterServerView", "PartitionView", "PipelineView", "PlacementView", "Quiz",

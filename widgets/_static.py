@@ -214,6 +214,14 @@ class _Walk:
         return "".join(details(accordion.get_title(i) or f"part {i}", self.html(child),
                                open_=i == accordion.selected_index) for i, child in enumerate(accordion.children))
 
+    def tab(self, tab: widgets.Tab) -> str:
+        """The selected tab's picture under the row of titles (the others are named, not drawn: size)."""
+        titles = [tab.get_title(i) or f"tab {i}" for i in range(len(tab.children))]
+        line = " · ".join(f"[{t}]" if i == tab.selected_index else t for i, t in enumerate(titles))
+        page = tab.children[tab.selected_index] if tab.selected_index is not None and tab.children else None
+        return (f'<div style="{_NOTE}">tabs: {html.escape(line)}</div>'
+                + (self.html(page) if page is not None else ""))
+
     def box(self, box: widgets.Box) -> str:
         inner = "".join(self.html(child) for child in box.children)
         if isinstance(box, widgets.HBox):
@@ -256,6 +264,7 @@ _RENDERERS: dict[type, Callable[[_Walk, widgets.Widget], str]] = {
     widgets.Label: lambda walk, w: f"<div>{html.escape(w.value)}</div>",
     widgets.Stack: _Walk.stack,
     widgets.Accordion: _Walk.accordion,
+    widgets.Tab: _Walk.tab,
     widgets.GridBox: _Walk.grid,
     widgets.Box: _Walk.box,
     widgets.Output: lambda walk, w: "",
@@ -279,3 +288,36 @@ class StaticPicture:
         if bundle is not None:
             bundle["text/html"] = wrap(type(self).__name__, self.static_html())
         return bundle
+
+
+def container_html(box: widgets.Box) -> str | None:
+    """The static picture of a plain ipywidgets container (``Tab``, ``VBox`` …) holding widgets of ours, for
+    IPython's ``text/html`` formatter; None for anything else (a widget of ours has its own bundle)."""
+    if isinstance(box, StaticPicture):
+        return None
+    todo, ours = list(box.children), False
+    while todo and not ours:
+        child = todo.pop()
+        ours = isinstance(child, StaticPicture)
+        todo += list(getattr(child, "children", ()) or ())
+    return wrap(type(box).__name__, render(box)) if ours else None
+
+
+def register_containers(display_formatter) -> None:
+    """Make IPython add :func:`container_html` to the bundle of every ipywidgets container it displays.
+
+    IPython asks its ``text/html`` formatter for what a ``_repr_mimebundle_`` left out, so a ``Tab`` of
+    :class:`~widgets.TimelineView` s keeps its widget view and gains a static picture.
+    """
+    display_formatter.formatters["text/html"].for_type(widgets.Box, container_html)
+
+
+def register_with_ipython() -> None:
+    """:func:`register_containers` with the running IPython's display formatter (nothing outside IPython)."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is not None:
+        register_containers(shell.display_formatter)

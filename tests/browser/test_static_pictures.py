@@ -24,6 +24,8 @@ EXPORT_TIMEOUT_S = 120
 RENDER_TIMEOUT_S = 30
 LAB_TIMEOUT_S = 60
 REPR_NAME = re.compile(r"<([A-Za-z_]\w*)[:>]")
+# A plain ipywidgets container of ours (Tab(children=(<TimelineView: ...>, ...))): named by its class.
+CONTAINER_REPR = re.compile(r"([A-Za-z_]\w*)\(children=\(.*?<([A-Za-z_]\w*):", re.S)
 SVG_IMAGE = "src='data:image/svg+xml,"
 
 STATIC_REPORT_JS = r"""() => [...document.querySelectorAll('div.dfcore-static')].map(block => {
@@ -54,14 +56,18 @@ def project_widget_names():
 
 
 def widget_outputs(notebook, names):
-    """``[(cell index, widget class name, text/html or None)]`` for each output whose repr names one of ``names``."""
+    """``[(cell index, widget class name, text/html or None)]`` for each output whose repr names one of ``names``,
+    or a container (``Tab``) whose first child is one of them."""
     found = []
     for index, cell in enumerate(notebook.cells):
         for output in cell.get("outputs", ()) if cell.cell_type == "code" else ():
             data = output.get("data", {})
-            match = REPR_NAME.match(data.get("text/plain", ""))
+            text = data.get("text/plain", "")
+            match, container = REPR_NAME.match(text), CONTAINER_REPR.match(text)
             if match and match.group(1) in names:
                 found.append((index, match.group(1), data.get("text/html")))
+            elif container and container.group(2) in names:
+                found.append((index, container.group(1), data.get("text/html")))
     return found
 
 
@@ -166,5 +172,7 @@ def test_widget_outputs_are_found_by_their_repr():
     nb.cells = [nbformat.v4.new_markdown_cell("<GraphView: not an output>"), nbformat.v4.new_code_cell("v", outputs=[
         nbformat.v4.new_output("display_data", data={"text/plain": "<GraphView: 3 ops>", "text/html": "<div>"}),
         nbformat.v4.new_output("execute_result", data={"text/plain": "<Graph object>"}, execution_count=1),
+        nbformat.v4.new_output("display_data", data={"text/plain": "Tab(children=(<GraphView: 3 ops>,))"}),
+        nbformat.v4.new_output("display_data", data={"text/plain": "VBox(children=(IntSlider(value=0),))"}),
         nbformat.v4.new_output("stream", name="stdout", text="<GraphView: printed>")])]
-    assert widget_outputs(nb, {"GraphView"}) == [(1, "GraphView", "<div>")]
+    assert widget_outputs(nb, {"GraphView"}) == [(1, "GraphView", "<div>"), (1, "Tab", None)]

@@ -205,3 +205,21 @@ def test_accordion_becomes_details_open_where_selected():
     static = _static.render(accordion)
     assert re.findall(r"<details( open)?[^>]*><summary>(\w+)</summary>", static) == [("", "First"),
                                                                                      (" open", "Second")]
+
+
+def test_plain_containers_of_our_widgets_get_a_picture_from_ipython_and_our_widgets_keep_theirs():
+    from IPython.core.formatters import DisplayFormatter
+
+    formatter = DisplayFormatter()
+    _static.register_containers(formatter)
+    views = [TimelineView(hand_metadata()), _choice()]
+    tab = ipywidgets.Tab(views, titles=("timeline", "question"), selected_index=0)
+    data, _ = formatter.format(tab)
+    assert data["text/plain"].startswith("Tab(children=(<TimelineView:")
+    assert data[WIDGET_VIEW_MIME]["model_id"] == tab.model_id
+    picture = data["text/html"]
+    assert picture.startswith('<div class="dfcore-static" data-widget="Tab">')
+    assert "tabs: [timeline] · question" in picture
+    assert "Which device runs c?" not in picture  # only the selected tab is drawn
+    assert formatter.format(views[0])[0]["text/html"] == views[0]._repr_mimebundle_()["text/html"]
+    assert "text/html" not in formatter.format(ipywidgets.VBox([ipywidgets.IntSlider()]))[0]
