@@ -19,7 +19,9 @@
 - :class:`WhatIf`: pickers over a grid of parameter values and the engine's precomputed pane for each.
 
 All are stock ipywidgets (``VBox`` subclasses) with stable ``repr``s; graphs are laid
-out by Graphviz's ``dot`` when it is installed, else shown as DOT text.
+out by Graphviz's ``dot`` when it is installed, else shown as DOT text. Each one's display bundle also
+carries a static picture (``text/html``, ``widgets/_static.py``) for readers without a kernel; importing
+this package in IPython gives plain containers of them (a ``Tab`` of ``TimelineView`` s) one too.
 """
 
 from . import _static
