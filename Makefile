@@ -4,7 +4,8 @@
 #   make lint       ruff's linter (never `ruff format`) and mypy, as configured in pyproject.toml
 #   make lab        set up .venv (once) and open the lessons in JupyterLab on 127.0.0.1
 #   make notebooks  re-run every lesson in place and strip its widget state (do this before committing one)
-#   make html       export every lesson to build/html/ (executed, widget state kept: steps without a kernel)
+#   make html       export every lesson to build/html/ (executed, widget state kept: steps without a kernel;
+#                   each widget's static picture shows where the widget renderer cannot load)
 #   make bench      set up .venv (once) and print the performance ratios
 #   make test-gpu   on a machine with a CUDA GPU: install the gpu extra (cupy) and run tests/gpu (each test is
 #                   skipped, with the reason, without cupy or a GPU); `make bench BENCH=gpu` prints the GPU ratios
@@ -119,10 +120,13 @@ test-gpu: $(GPU_STAMP)
 notebooks: setup
 	$(if $(LESSONS),$(PY) tests/notebooks/strip_widget_state.py --execute $(LESSONS),@echo "no lessons in notebooks/")
 
+# The template (tools/nbconvert/dfcore_lab) is JupyterLab's plus each widget's static picture, shown until the
+# widget renderer (loaded from a CDN) draws the live widget in its place.
 html: setup
 	@mkdir -p build/html
 	$(if $(LESSONS),cd notebooks && ../$(PY) -m nbconvert --to html --execute \
-	  --ExecutePreprocessor.store_widget_state=True --output-dir ../build/html $(notdir $(LESSONS)),@echo "no lessons in notebooks/")
+	  --ExecutePreprocessor.store_widget_state=True --TemplateExporter.extra_template_basedirs=../tools/nbconvert \
+	  --template dfcore_lab --output-dir ../build/html $(notdir $(LESSONS)),@echo "no lessons in notebooks/")
 
 lab: setup
 	@mkdir -p notebooks

@@ -19,9 +19,12 @@
 - :class:`WhatIf`: pickers over a grid of parameter values and the engine's precomputed pane for each.
 
 All are stock ipywidgets (``VBox`` subclasses) with stable ``repr``s; graphs are laid
-out by Graphviz's ``dot`` when it is installed, else shown as DOT text.
+out by Graphviz's ``dot`` when it is installed, else shown as DOT text. Each one's display bundle also
+carries a static picture (``text/html``, ``widgets/_static.py``) for readers without a kernel; importing
+this package in IPython gives plain containers of them (a ``Tab`` of ``TimelineView`` s) one too.
 """
 
+from . import _static
 from .all_reduce_compare import AllReduceComparison
 from .all_reduce_view import AllReduceView
 from .cluster_view import ClusterView
@@ -35,6 +38,8 @@ from .placement_view import PlacementView
 from .quiz import Choice, NumberQuestion, Quiz, SliderQuestion
 from .timeline_view import TimelineView
 from .what_if import WhatIf
+
+_static.register_with_ipython()  # plain containers (a Tab of TimelineViews) get a static picture too
 
 __all__ = ["AllReduceComparison", "AllReduceView", "Choice", "ClusterView", "DeviceLog", "Exercise", "GraphView",
            "NumberQuestion", "ParameterServerView", "PartitionView", "PipelineView", "PlacementView", "Quiz",

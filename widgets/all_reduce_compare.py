@@ -17,6 +17,7 @@ from dfcore.distribute import all_reduce, schedules
 
 from . import _bandwidth, _check, _html, _palette, _svg
 from ._format import count, format_bytes
+from ._static import StaticPicture
 
 DEFAULT_ALGORITHMS = ("ring", "reduce_to_one", "tree")
 _BAR_H, _VALUE_W = 7, 110
@@ -37,7 +38,7 @@ class ComparisonRow:
     busbw_GBps: float
 
 
-class AllReduceComparison(widgets.VBox):
+class AllReduceComparison(StaticPicture, widgets.VBox):
     """The same all-reduce under several algorithms: a table and two bar charts.
 
     Args:

@@ -23,9 +23,10 @@ from dfcore.distribute.trace import AllReduceResult
 
 from . import _bandwidth, _check, _chunk_state, _chunk_svg, _html, _palette
 from ._format import count, format_bytes
+from ._static import StaticPicture
 
 
-class AllReduceView(widgets.VBox):
+class AllReduceView(StaticPicture, widgets.VBox):
     """Step through an all-reduce's rounds; derive busbw from algbw.
 
     Args:

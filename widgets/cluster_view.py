@@ -24,6 +24,7 @@ from dfcore.train.device_setter import STANDARD_PS_OPS, byte_size_load_fn, ps_lo
 
 from . import _check, _html, _palette, _ps_charts, _svg
 from ._format import count, format_bytes
+from ._static import StaticPicture
 
 _BOX_W, _GAP_X, _GAP_Y, _LINE, _MAX_VARS = 250, 70, 12, 15, 6
 
@@ -43,7 +44,7 @@ class VariablePlacement:
     task: str
 
 
-class ClusterView(widgets.VBox):
+class ClusterView(StaticPicture, widgets.VBox):
     """Jobs, tasks and devices of a cluster; with a session or graph, the variables on each task.
 
     Args:

@@ -15,6 +15,7 @@ from dfcore.runtime.placer import placement_log_lines
 
 from . import _check, _html
 from ._format import count, device_sort_key, format_bytes, format_us, short_device
+from ._static import StaticPicture
 
 ALL = ""
 _TRACE_HINT = ("Pass run_metadata from a run with options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE) "
@@ -59,7 +60,7 @@ def memory_rows(step_stats):
     return rows
 
 
-class DeviceLog(widgets.VBox):
+class DeviceLog(StaticPicture, widgets.VBox):
     """The device mapping, a filterable placement table, rendezvous events and memory.
 
     Args:

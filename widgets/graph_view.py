@@ -21,12 +21,13 @@ from dfcore.runtime.config import step_records
 from . import _check, _control_flow, _dot, _html, _palette, _render
 from ._format import count, device_sort_key, format_attr
 from ._optimizer_frames import PassFrames
+from ._static import StaticPicture
 
 _PREFIXES = itertools.count(1)
 _OUTLINE = "{stroke:#000;stroke-width:3px}"
 
 
-class GraphView(widgets.VBox):
+class GraphView(StaticPicture, widgets.VBox):
     """The graph as a picture plus a node picker.
 
     Args:

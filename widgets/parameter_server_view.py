@@ -22,9 +22,10 @@ import ipywidgets as widgets
 
 from . import _check, _html, _palette, _ps_charts, _ps_lanes
 from ._format import count, format_us
+from ._static import StaticPicture
 
 
-class ParameterServerView(widgets.VBox):
+class ParameterServerView(StaticPicture, widgets.VBox):
     """Lanes, ps load, staleness histograms and learning curves of parameter-server runs.
 
     Args:

@@ -28,6 +28,7 @@ from dfcore.runtime.subgraph import is_client_endpoint
 
 from . import _check, _control_flow, _dot, _html, _palette, _render
 from ._format import count, device_sort_key, short_device
+from ._static import StaticPicture
 
 _ROW = widgets.Layout(display="flex", flex_flow="row wrap", align_items="flex-start", width="100%")
 _PANEL = widgets.Layout(flex="0 1 auto", max_width="100%", margin="0 10px 10px 0", border="1px solid #DDD",
@@ -59,7 +60,7 @@ def pair_rows(partitions, records=None):
     return rows
 
 
-class PartitionView(widgets.VBox):
+class PartitionView(StaticPicture, widgets.VBox):
     """Before/after partitioning of one run signature.
 
     Args:

@@ -16,6 +16,7 @@ from dfcore.data.pipeline_run import TRAIN_STEP, WAIT_OP_TYPES, PipelineRun, spl
 
 from . import _html, _palette, _svg
 from ._format import count, format_us, short_device
+from ._static import StaticPicture
 
 _LANE_H, _GAP, _LEFT, _PLOT_H = 18, 6, 190, 60
 _WAITS = WAIT_OP_TYPES
@@ -114,7 +115,7 @@ def summary(run: PipelineRun, batch_size: int | None = None) -> str:
     return text
 
 
-class PipelineView(widgets.VBox):
+class PipelineView(StaticPicture, widgets.VBox):
     """Input-pipeline runs side by side (a toggle picks one), each as lanes and buffer occupancy.
 
     Args:

@@ -15,6 +15,7 @@ from dfcore.runtime.cost_placer import CostPlacement
 
 from . import _check, _html, _palette, _svg
 from ._format import count, device_sort_key, format_bytes, format_us, short_device
+from ._static import StaticPicture
 
 _LABEL_PX, _LANE_PX, _TOP_PX = 132, 30, 8
 _TRANSFER_FILL = _palette.tint(_palette.TRANSFER, 0.75)
@@ -104,7 +105,7 @@ def _ghost(d, c, y, x, t_end_s):
     return "".join(out)
 
 
-class PlacementView(widgets.VBox):
+class PlacementView(StaticPicture, widgets.VBox):
     """The cost-model placer's decisions: a table, and a kernel-free step-through node by node.
 
     Args:

@@ -24,6 +24,7 @@ from typing import Any
 
 import ipywidgets as widgets
 
+from . import _static
 from ._html import FONT
 
 _RIGHT, _WRONG, _MUTED = "#1B7837", "#B2182B", "#555555"
@@ -60,7 +61,7 @@ def _check_hint(owner: str, hint: str, answer_text: str) -> None:
         raise ValueError(f"{owner}: the hint {hint!r} contains the answer {answer_text!r}")
 
 
-class _Question(widgets.VBox):
+class _Question(_static.StaticPicture, widgets.VBox):
     """The parts every question shares: the question, the answer control, the Check and Show-answer bars."""
 
     def __init__(self, question: str, control: widgets.Widget, check_body: widgets.Widget, answer_html: str,
@@ -72,6 +73,17 @@ class _Question(widgets.VBox):
         text = widgets.HTML(f'<div style="font-size:13px;{FONT};margin:4px 0"><b>Question.</b> '
                             f"{html.escape(question)}</div>")
         super().__init__([text, control, self.check_bar, self.answer_bar], **kwargs)
+
+    def static_html(self) -> str:
+        """The question, its options, and the hint and the answer in collapsed ``<details>`` (no kernel needed)."""
+        hints = [self.hint] + [f"({option}) {text}" for option, text in getattr(self, "hints", {}).items()]
+        hint_html = "".join(f'<div style="font-size:13px;{FONT};margin:2px 0 2px 4px">{html.escape(h)}</div>'
+                            for h in hints)
+        return (self.children[0].value + self._static_options() + _static.details("Hint", hint_html)
+                + _static.details("Show answer", self.answer_bar.children[0].value))
+
+    def _static_options(self) -> str:
+        return _static.options_line(self.control.options, listed=isinstance(self, Choice))
 
     def check(self) -> str:
         """Open the Check bar (as a click on it does) and return the feedback it shows, as plain text."""
@@ -146,7 +158,7 @@ class Choice(_Indexed):
         matches = [i for i, option in enumerate(options) if _same(option, answer)]
         if not matches:
             raise ValueError(f"Choice {question!r}: the answer {label(answer)!r} is not one of the options {labels}")
-        self.answer_index, self.options = matches[0], options
+        self.answer_index, self.options, self.hint, self.hints = matches[0], options, hint, hints
         answer_text = labels[self.answer_index]
         for text in [hint, *hints.values()]:
             _check_hint(f"Choice {question!r}", text, answer_text)
@@ -190,7 +202,7 @@ class SliderQuestion(_Indexed):
 
     def __init__(self, question: str, values: Sequence[float], answer: float | Callable[[], float], hint: str,
                  explain: str = "", unit: str = "", label: Callable[[float], str] = "{:g}".format, **kwargs):
-        self.values = [float(v) for v in values]
+        self.values, self.hint = [float(v) for v in values], hint
         answer = float(_resolve(answer))
         if len(self.values) < 2 or any(b <= a for a, b in zip(self.values, self.values[1:])):
             raise ValueError(f"SliderQuestion {question!r}: values must be at least two increasing numbers, "
@@ -253,6 +265,9 @@ class NumberQuestion(_Question):
     def feedback_text(self) -> str:
         return _plain(self._pane.value)
 
+    def _static_options(self) -> str:
+        return _static.options_line([self.control.description], "type a number")
+
     @property
     def is_right(self) -> bool:
         """Whether the number in the box now is right (within ``rel_tol``)."""
@@ -263,7 +278,7 @@ class NumberQuestion(_Question):
         return f"<NumberQuestion: {self._short_question()!r}>"
 
 
-class Quiz(widgets.VBox):
+class Quiz(_static.StaticPicture, widgets.VBox):
     """Several questions shown together, one under the other (a "Check your understanding" cell).
 
     Args:

@@ -25,11 +25,12 @@ from dfcore.runtime.step_stats import StepStats
 
 from . import _check, _html, _palette, _timeline
 from ._format import count, format_bytes, format_us
+from ._static import StaticPicture
 
 _MODE_LABELS = {"simulated": "simulated time", "wall": "wall time"}
 
 
-class TimelineView(widgets.VBox):
+class TimelineView(StaticPicture, widgets.VBox):
     """Lanes of one step on the simulated or the wall clock, and a step-through.
 
     Args:

@@ -16,13 +16,13 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from . import _palette, _svg
+from . import _palette, _static, _svg
 from ._html import FONT
 
 _PICKERS = {"slider": widgets.SelectionSlider, "dropdown": widgets.Dropdown}
 
 
-class WhatIf(widgets.VBox):
+class WhatIf(_static.StaticPicture, widgets.VBox):
     """Pickers over a grid of parameter values and the engine's precomputed pane for each combination.
 
     Args:
@@ -89,6 +89,16 @@ class WhatIf(widgets.VBox):
         stack = widgets.Stack(children, selected_index=indices[names[depth]])
         levels[depth].append(stack)
         return stack
+
+    def static_html(self) -> str:
+        """The heading, the pane of the start values, and the other panes in a collapsed ``<details>``."""
+        def caption(combination: tuple) -> str:
+            return ", ".join(f"{name} = {self.pickers[name].options[self.grid[name].index(value)]}"
+                             for name, value in zip(self.grid, combination))
+
+        current = self.selected()
+        others = [(caption(c), pane.value) for c, pane in self.panes.items() if c != current]
+        return self.children[0].value + _static.choices((caption(current), self.pane()), others)
 
     def selected(self) -> tuple:
         """The combination of values the pickers show now."""

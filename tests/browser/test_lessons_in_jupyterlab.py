@@ -3,7 +3,8 @@
 For each ``notebooks/*.ipynb`` (run from a temporary copy): open it in JupyterLab in headless
 Chromium, wait for its kernel, Run All Cells, wait for the kernel to go idle, then check that
 - every non-empty code cell ran, and none has an error output (unless tagged ``raises-exception``);
-- every widget output area rendered: no "Error displaying widget", a visible view, and for the
+- every widget output area rendered: no "Error displaying widget", a visible view and not its static
+  picture (``widgets/_static.py``: JupyterLab shows only the widget-view part of the bundle), and for the
   project's own widgets (classes exported by ``widgets``) at least one visible SVG drawing or table
   (``DeviceLog`` is tables; a graph view whose ``dot`` failed shows DOT text, and fails here);
 and save ``tests/browser/screenshots/<lesson>.png`` (the whole notebook) plus one PNG per widget.
@@ -70,7 +71,7 @@ CELL_REPORT_JS = "() => {" + CELL_OUTPUTS_JS + """
     const view = el && el.querySelector('.jupyter-widgets');
     return {type: output.output_type, data: output.data || {}, ename: output.ename, evalue: output.evalue,
             widgetError: !!el && el.innerText.includes('Error displaying widget'),
-            viewVisible: !!view && visible(view),
+            viewVisible: !!view && visible(view), staticShown: !!el && !!el.querySelector('.dfcore-static'),
             visibleGraphics: el ? [...el.querySelectorAll('svg:not([data-icon]), table')].filter(visible).length
                                 : 0};
   })}));
@@ -124,6 +125,8 @@ def problems_in(cells, project_widgets):
                 problems.append(f"{where}: 'Error displaying widget' for {text[:80]!r}")
             elif not output["viewVisible"]:
                 problems.append(f"{where}: the widget view {text[:80]!r} is missing or has no size")
+            elif output["staticShown"]:
+                problems.append(f"{where}: the static picture of {text[:80]!r} shows next to its live view")
             elif match and match.group(1) in project_widgets and output["visibleGraphics"] == 0:
                 problems.append(f"{where}: no visible SVG or table in {text[:80]!r}")
     return problems
@@ -176,9 +179,9 @@ def test_chromium_renders_an_svg_page(browser):
 
 
 def test_problems_in_reports_errors_unrun_cells_and_unrendered_widgets():
-    def widget(text, error=False, visible=True, graphics=1):
+    def widget(text, error=False, visible=True, graphics=1, static=False):
         return {"type": "display_data", "data": {"text/plain": text, WIDGET_VIEW_MIME: {"model_id": "m"}},
-                "widgetError": error, "viewVisible": visible, "visibleGraphics": graphics}
+                "widgetError": error, "viewVisible": visible, "visibleGraphics": graphics, "staticShown": static}
 
     def code(index, source, outputs=(), count=1, tags=()):
         return {"index": index, "type": "code", "source": source, "tags": list(tags), "executionCount": count,
@@ -195,6 +198,7 @@ def test_problems_in_reports_errors_unrun_cells_and_unrendered_widgets():
         code(6, "broken()", [widget("<GraphView: 3 ops>", error=True)]),
         code(7, "hidden()", [widget("<GraphView: 3 ops>", visible=False)]),
         code(8, "bare()", [widget("<PartitionView: 2 devices>", graphics=0)]),
+        code(9, "twice()", [widget("<GraphView: 3 ops>", static=True)]),
     ]
     assert problems_in(cells, {"TimelineView", "GraphView", "PartitionView"}) == [
         "cell 4 ('boom()') raised ValueError: bad",
@@ -202,4 +206,5 @@ def test_problems_in_reports_errors_unrun_cells_and_unrendered_widgets():
         "cell 6 ('broken()'): 'Error displaying widget' for '<GraphView: 3 ops>'",
         "cell 7 ('hidden()'): the widget view '<GraphView: 3 ops>' is missing or has no size",
         "cell 8 ('bare()'): no visible SVG or table in '<PartitionView: 2 devices>'",
+        "cell 9 ('twice()'): the static picture of '<GraphView: 3 ops>' shows next to its live view",
     ]

@@ -1,5 +1,6 @@
-"""Static export: ``jupyter nbconvert --to html --execute`` keeps each lesson's widget state, and the
-exported page renders its widgets and steps its step-through views with no kernel at all.
+"""Static export: ``jupyter nbconvert --to html --execute`` with ``make html``'s template keeps each lesson's
+widget state, and the exported page renders its widgets and steps its step-through views with no kernel at
+all; each widget's static picture is hidden once its view is drawn, and shown when the renderer cannot load.
 
 The exported HTML loads require.js and the widget renderer (``@jupyter-widgets/html-manager``) from
 CDNs. The test does not change the page: the browser answers those requests with the copies
@@ -14,7 +15,7 @@ import subprocess
 import sys
 
 import pytest
-from browser_harness import HTML_MANAGER_DIST, LESSONS, REQUIRE_JS, lesson_ids, require
+from browser_harness import HTML_MANAGER_DIST, LESSONS, REPO, REQUIRE_JS, lesson_ids, require
 
 EXPORT_TIMEOUT_S = 300
 RENDER_TIMEOUT_S = 30
@@ -26,6 +27,17 @@ REQUIRE_JS_URL = re.compile(r"^https://cdnjs\.cloudflare\.com/ajax/libs/require\
 WIDGET_FONT_URL = re.compile(r"^file://.*/@jupyter-widgets/(?:html-manager/dist/)?([0-9a-f]+\.(?:woff2?|ttf|eot|svg))$")
 
 WIDGET_AREAS = "div.jupyter-widgets.jp-OutputArea-output"
+# make html's template (Makefile): JupyterLab's, plus each widget's static picture as a fallback.
+TEMPLATE_ARGS = [f"--TemplateExporter.extra_template_basedirs={REPO / 'tools' / 'nbconvert'}",
+                 "--template", "dfcore_lab"]
+
+# Per widget area: whether its static picture (the template's fallback) is visible; null where it has none.
+FALLBACK_SHOWN_JS = """(selector) => [...document.querySelectorAll(selector)].map(area => {
+  const fallback = area.querySelector(':scope > .dfcore-static-fallback');
+  if (!fallback) return null;
+  const r = fallback.getBoundingClientRect();
+  return r.width > 0 && r.height > 0;
+})"""
 
 RENDERED_JS = """(selector) => [...document.querySelectorAll(selector)].every(
   area => area.querySelector('.widget-subarea > *') || area.innerText.includes('Error'))"""
@@ -48,7 +60,7 @@ def export_html(notebook, output_dir):
     """Run ``jupyter nbconvert --to html --execute`` on ``notebook`` and return the HTML's path."""
     command = [sys.executable, "-m", "nbconvert", "--to", "html", "--execute",
                "--ExecutePreprocessor.store_widget_state=True", f"--ExecutePreprocessor.timeout={EXPORT_TIMEOUT_S}",
-               "--output-dir", str(output_dir), str(notebook)]
+               *TEMPLATE_ARGS, "--output-dir", str(output_dir), str(notebook)]
     result = subprocess.run(command, cwd=notebook.parent, capture_output=True, text=True,
                             timeout=2 * EXPORT_TIMEOUT_S)
     assert result.returncode == 0, f"nbconvert failed on {notebook.name}:\n{result.stderr[-4000:]}"
@@ -97,6 +109,12 @@ def serve_offline(route):
     if url.startswith(("file://", "data:")):
         return route.continue_()
     return route.abort()
+
+
+def no_renderer(route):
+    """Refuse everything off the machine, the widget renderer included (a reader offline)."""
+    url = route.request.url
+    return route.continue_() if url.startswith(("file://", "data:")) else route.abort()
 
 
 def steps(page, area):
@@ -166,6 +184,7 @@ def test_exported_lesson_keeps_widget_state_and_steps_without_kernel(
         except PlaywrightTimeoutError:
             pass  # the report below names the widgets that did not render
         areas = page.evaluate(AREA_REPORT_JS, WIDGET_AREAS)
+        fallbacks_with_views = page.evaluate(FALLBACK_SHOWN_JS, WIDGET_AREAS)
         steppers = [a for a in areas if a["rendered"] and referenced_models(models, a["modelId"]) & stacks]
         stuck = []
         for report in steppers:
@@ -173,6 +192,10 @@ def test_exported_lesson_keeps_widget_state_and_steps_without_kernel(
             if not steps(page, area):
                 stuck.append(report["index"])
             area.screenshot(path=screenshots_dir / f"{lesson.stem}--static-{report['index']:02d}.png")
+        offline_page = context.new_page()
+        offline_page.route("**/*", no_renderer)
+        offline_page.goto(page_path.as_uri(), wait_until="load", timeout=RENDER_TIMEOUT_S * 1000)
+        fallbacks_offline = offline_page.evaluate(FALLBACK_SHOWN_JS, WIDGET_AREAS)
     finally:
         context.close()
 
@@ -180,5 +203,11 @@ def test_exported_lesson_keeps_widget_state_and_steps_without_kernel(
     problems += [f"widget {index}: no slider changes its visible frame" for index in stuck]
     if stacks and not steppers:
         problems.append(f"{len(stacks)} jslinked Stack(s) in the state, but no view of one rendered in the page")
+    problems += [f"widget {i}: its static picture shows next to its rendered view"
+                 for i, (shown, area) in enumerate(zip(fallbacks_with_views, areas)) if shown and area["rendered"]]
+    problems += [f"widget {i}: its static picture stays hidden when the widget renderer cannot load"
+                 for i, shown in enumerate(fallbacks_offline) if shown is False]  # None: not one of ours
+    if areas and all(shown is None for shown in fallbacks_offline):
+        problems.append("no widget output carries a static picture in the export")
     problems += [f"page error: {error}" for error in page_errors]
     assert not problems, f"{lesson.name} exported to HTML:\n" + "\n".join(problems)

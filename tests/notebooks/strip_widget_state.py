@@ -14,10 +14,12 @@ without a live kernel, and keeps every output nbval compares:
 - ``metadata.widgets`` (the saved widget-state JSON: every SVG frame of every widget, again);
 - the ``application/vnd.jupyter.widget-view+json`` part of each output (a model id that no longer
   exists once the state is gone; it would show "Error displaying widget: model not found"), keeping
-  its ``text/plain`` (the widget's stable ``__repr__``), which is what nbval compares;
+  its ``text/plain`` (the widget's stable ``__repr__``), which is what nbval compares, and its
+  ``text/html`` (the widget's static picture, ``widgets/_static.py``: inline SVG that GitHub, nbviewer
+  and ``nbconvert --to html`` show; nbval masks it, see ``notebooks/nbval_sanitize.cfg``);
 - per-cell ``metadata.execution`` timestamps that nbclient records (noise in every diff).
 
-A notebook opened in JupyterLab therefore shows each widget's repr until its cell is run again.
+A notebook opened in JupyterLab therefore shows each widget's static picture until its cell is run again.
 """
 
 import argparse

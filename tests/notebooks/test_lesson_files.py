@@ -14,6 +14,7 @@ from strip_widget_state import WIDGET_VIEW_MIME, strip_widget_state
 REPO = pathlib.Path(__file__).resolve().parents[2]
 LESSONS = sorted((REPO / "notebooks").glob("*.ipynb"))
 CHECK_MARKERS = ("# NBVAL_CHECK_OUTPUT", "nbval-check-output")
+STATIC_PICTURE = '<div class="dfcore-static" data-widget="TimelineView"><svg></svg></div>'
 
 
 def is_checked(cell):
@@ -46,7 +47,7 @@ def small_executed_notebook():
     nb = nbformat.v4.new_notebook()
     nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {}, "version_major": 2}}
     view = nbformat.v4.new_output("display_data", data={
-        "text/plain": "<TimelineView: 2 devices, 5 ops, simulated>",
+        "text/plain": "<TimelineView: 2 devices, 5 ops, simulated>", "text/html": STATIC_PICTURE,
         WIDGET_VIEW_MIME: {"version_major": 2, "version_minor": 0, "model_id": "abc123"}})
     bare_view = nbformat.v4.new_output("display_data", data={WIDGET_VIEW_MIME: {"model_id": "def456"}})
     printed = nbformat.v4.new_output("stream", name="stdout", text="Device mapping:\n")
@@ -57,13 +58,13 @@ def small_executed_notebook():
     return nb
 
 
-def test_strip_widget_state_keeps_text_outputs_and_drops_state_views_and_timestamps():
+def test_strip_widget_state_keeps_text_outputs_and_static_pictures_and_drops_state_views_and_timestamps():
     nb = strip_widget_state(small_executed_notebook())
     nbformat.validate(nb)
     assert "widgets" not in nb.metadata
     cell = nb.cells[1]
     assert "execution" not in cell.metadata
     assert [output.get("text") or output["data"] for output in cell.outputs] == [
-        "Device mapping:\n", {"text/plain": "<TimelineView: 2 devices, 5 ops, simulated>"}]
+        "Device mapping:\n", {"text/plain": "<TimelineView: 2 devices, 5 ops, simulated>", "text/html": STATIC_PICTURE}]
     assert cell.execution_count == 1
     assert strip_widget_state(copy.deepcopy(nb)) == nb

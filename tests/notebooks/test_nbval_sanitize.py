@@ -38,6 +38,8 @@ def sanitize(text):
     ("<tf.Tensor: id=12, shape=(), dtype=float32, numpy=3.0>", "<tf.Tensor: id=57, shape=(), dtype=float32, numpy=3.0>"),
     ('<svg width="320pt"><g id="graph0"><text>MatMul</text></g></svg>',
      '<svg width="318pt"><g id="graph0"><text>MatMul</text></g></svg>'),
+    ('<div class="dfcore-static" data-widget="TimelineView"><div>step 2.1 ms (wall time)</div></div>',
+     '<div class="dfcore-static" data-widget="TimelineView"><div>step 3.4 ms (wall time)</div>\n</div>'),
 ])
 def test_machine_dependent_values_compare_equal(run_a, run_b):
     assert sanitize(run_a) == sanitize(run_b)
