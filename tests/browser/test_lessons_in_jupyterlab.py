@@ -89,14 +89,18 @@ SHUTDOWN_KERNEL_JS = """async (timeoutMs) => {
 }"""
 
 
+# The answer widgets are text and buttons (a question, its options, a hint): they draw no SVG or table.
+ANSWER_WIDGETS = frozenset({"Choice", "SliderQuestion", "NumberQuestion", "Quiz"})
+
+
 def project_widget_names():
-    """Names of the widget classes exported by the project's ``widgets`` package."""
+    """Names of the picture-drawing widget classes exported by the project's ``widgets`` package."""
     import ipywidgets
 
     import widgets
 
     return {name for name, obj in vars(widgets).items()
-            if isinstance(obj, type) and issubclass(obj, ipywidgets.Widget)}
+            if isinstance(obj, type) and issubclass(obj, ipywidgets.Widget)} - ANSWER_WIDGETS
 
 
 def plain_text(output):
@@ -208,3 +212,12 @@ def test_problems_in_reports_errors_unrun_cells_and_unrendered_widgets():
         "cell 8 ('bare()'): no visible SVG or table in '<PartitionView: 2 devices>'",
         "cell 9 ('twice()'): the static picture of '<GraphView: 3 ops>' shows next to its live view",
     ]
+
+
+def test_answer_widgets_are_not_held_to_drawing_a_picture():
+    names = project_widget_names()
+    assert {"TimelineView", "WhatIf", "PartitionView"} <= names
+    assert ANSWER_WIDGETS.isdisjoint(names)
+    import widgets
+
+    assert ANSWER_WIDGETS <= set(widgets.__all__)  # the set names real classes
