@@ -13,6 +13,9 @@
 - :class:`PipelineView`: input-pipeline runs as lanes per input thread, the starved waits, buffer occupancy.
 - :class:`PlacementView`: the cost-model placer's decisions (candidates, finish times, winner), node by node.
 - :class:`ClusterView`: the jobs, tasks and devices of a cluster, and the variables on its ps tasks.
+- :class:`Choice`, :class:`SliderQuestion`, :class:`NumberQuestion`: answer widgets with a hint on a wrong answer
+  and the answer only on request (choice and slider need no kernel); :class:`Exercise`: the exercise checker.
+- :class:`WhatIf`: pickers over a grid of parameter values and the engine's precomputed pane for each.
 
 All are stock ipywidgets (``VBox`` subclasses) with stable ``repr``s; graphs are laid
 out by Graphviz's ``dot`` when it is installed, else shown as DOT text.
@@ -22,12 +25,16 @@ from .all_reduce_compare import AllReduceComparison
 from .all_reduce_view import AllReduceView
 from .cluster_view import ClusterView
 from .device_log import DeviceLog
+from .exercise import Exercise, Requirement
 from .graph_view import GraphView
 from .parameter_server_view import ParameterServerView
 from .partition_view import PartitionView
 from .pipeline_view import PipelineView
 from .placement_view import PlacementView
+from .quiz import Choice, NumberQuestion, SliderQuestion
 from .timeline_view import TimelineView
+from .what_if import WhatIf
 
-__all__ = ["AllReduceComparison", "AllReduceView", "ClusterView", "DeviceLog", "GraphView", "ParameterServerView",
-           "PartitionView", "PipelineView", "PlacementView", "TimelineView"]
+__all__ = ["AllReduceComparison", "AllReduceView", "Choice", "ClusterView", "DeviceLog", "Exercise", "GraphView",
+           "NumberQuestion", "ParameterServerView", "PartitionView", "PipelineView", "PlacementView", "Requirement",
+           "SliderQuestion", "TimelineView", "WhatIf"]
