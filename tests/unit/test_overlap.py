@@ -103,3 +103,20 @@ def test_communication_on_a_slower_link_is_exposed_longer():
                                                     if a != b})
     slow = overlapped_all_reduce(grads, backward, devices=devices, bucket_cap_bytes=0, machine=slow_machine)
     assert slow.exposed_communication_s > fast.exposed_communication_s
+
+
+def test_with_no_backward_work_overlap_changes_nothing():
+    grads = _grads(n=3)
+    on = overlapped_all_reduce(grads, [0.0] * len(SHAPES), bucket_cap_bytes=0, overlap=True, algorithm="tree")
+    off = overlapped_all_reduce(grads, [0.0] * len(SHAPES), bucket_cap_bytes=0, overlap=False, algorithm="tree")
+    assert on.step_time_s == pytest.approx(off.step_time_s)
+    assert [b.start_s for b in on.buckets] == pytest.approx([b.start_s for b in off.buckets])
+
+
+def test_the_forward_pass_delays_every_backward_task_and_bucket():
+    grads = _grads(n=2)
+    plain = overlapped_all_reduce(grads, [100e-6] * len(SHAPES), bucket_cap_bytes=0)
+    later = overlapped_all_reduce(grads, [100e-6] * len(SHAPES), bucket_cap_bytes=0, forward_s=1e-3)
+    assert later.backward[0][0][1] == pytest.approx(1e-3)
+    assert later.step_time_s == pytest.approx(plain.step_time_s + 1e-3)
+    assert [b.start_s for b in later.buckets] == pytest.approx([b.start_s + 1e-3 for b in plain.buckets])
