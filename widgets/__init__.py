@@ -14,7 +14,8 @@
 - :class:`PlacementView`: the cost-model placer's decisions (candidates, finish times, winner), node by node.
 - :class:`ClusterView`: the jobs, tasks and devices of a cluster, and the variables on its ps tasks.
 - :class:`Choice`, :class:`SliderQuestion`, :class:`NumberQuestion`: answer widgets with a hint on a wrong answer
-  and the answer only on request (choice and slider need no kernel); :class:`Exercise`: the exercise checker.
+  and the answer only on request (choice and slider need no kernel); :class:`Quiz` shows several.
+- :class:`Exercise`: the exercise checker (what is wrong, the expected values only on request).
 - :class:`WhatIf`: pickers over a grid of parameter values and the engine's precomputed pane for each.
 
 All are stock ipywidgets (``VBox`` subclasses) with stable ``repr``s; graphs are laid
@@ -31,10 +32,10 @@ from .parameter_server_view import ParameterServerView
 from .partition_view import PartitionView
 from .pipeline_view import PipelineView
 from .placement_view import PlacementView
-from .quiz import Choice, NumberQuestion, SliderQuestion
+from .quiz import Choice, NumberQuestion, Quiz, SliderQuestion
 from .timeline_view import TimelineView
 from .what_if import WhatIf
 
 __all__ = ["AllReduceComparison", "AllReduceView", "Choice", "ClusterView", "DeviceLog", "Exercise", "GraphView",
-           "NumberQuestion", "ParameterServerView", "PartitionView", "PipelineView", "PlacementView", "Requirement",
-           "SliderQuestion", "TimelineView", "WhatIf"]
+           "NumberQuestion", "ParameterServerView", "PartitionView", "PipelineView", "PlacementView", "Quiz",
+           "Requirement", "SliderQuestion", "TimelineView", "WhatIf"]

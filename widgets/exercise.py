@@ -86,17 +86,17 @@ class Exercise:
         reveal_after: after this many misses the expected values are shown with the problems (default 3).
 
     Attributes:
-        misses: how many checks so far found a wrong answer.
+        misses: how many checks so far found a wrong answer; solved: whether the last check found every answer right.
     """
 
     def __init__(self, title: str, reveal_after: int = 3):
         if reveal_after < 1:
             raise ValueError(f"Exercise {title!r}: reveal_after must be at least 1, got {reveal_after}")
-        self.title, self.reveal_after, self.misses = title, reveal_after, 0
+        self.title, self.reveal_after, self.misses, self.solved = title, reveal_after, 0, False
 
     def check(self, answers: Mapping[str, Any], expected: Mapping[str, Any] | None = None,
               requirements: Sequence[Requirement] = (), reveal: bool = False, rel_tol: float = 1e-6,
-              hint: str = "") -> bool:
+              hint: str = "") -> None:
         """Print whether ``answers`` are right and return it.
 
         Args:
@@ -106,18 +106,20 @@ class Exercise:
             reveal: show the expected values now, whatever the number of misses.
             rel_tol: relative tolerance for numbers; hint: what to look at, printed on a miss.
 
-        Returns:
-            True when every answer is right and every requirement met.
+        Sets :attr:`solved` (True when every answer is right and every requirement met); returns None, so that a
+        check cell shows only the printed lines.
         """
         if any(value is None for value in answers.values()):
             print(f"{self.title} is not done yet.")
-            return False
+            self.solved = False
+            return
         expected = dict(expected or {})
         lines = [line for name, value in expected.items() for line in problems(name, answers.get(name), value, rel_tol)]
         lines += [r.problem for r in requirements if not r.ok]
         if not lines:
             print(f"{self.title}: correct.")
-            return True
+            self.solved = True
+            return
         self.misses += 1
         shown = reveal or self.misses >= self.reveal_after
         out = [f"{self.title}: not yet (miss {self.misses}).", *(f"  - {line}" for line in lines)]
@@ -131,7 +133,7 @@ class Exercise:
             more = "1 more miss" if left == 1 else f"{left} more misses"
             out.append(f"  The expected values are shown after {more}, or now with reveal=True.")
         print("\n".join(out))
-        return False
+        self.solved = False
 
     def __repr__(self):
         return f"<Exercise: {self.title!r}, {self.misses} misses, reveals after {self.reveal_after}>"

@@ -56,7 +56,7 @@ def _resolve(answer):
 
 def _check_hint(owner: str, hint: str, answer_text: str) -> None:
     """A hint must not give the answer away: it may not contain the answer's text as a word."""
-    if re.search(rf"(?<![\w.]){re.escape(answer_text)}(?![\w])", hint):
+    if re.search(rf"(?<![\w.]){re.escape(answer_text)}(?!\w|\.\d)", hint):
         raise ValueError(f"{owner}: the hint {hint!r} contains the answer {answer_text!r}")
 
 
@@ -122,7 +122,7 @@ class Choice(_Indexed):
         question: the question, plain text.
         options: the options (any values; shown with ``label``), at least two, distinct labels.
         answer: the right option, or a callable returning it (computed from the engine by the lesson).
-        hint: what to look at, shown for every wrong option; ``hints`` maps an option to its own hint.
+        hint: what to look at, shown for every wrong option; ``hints`` maps an option's label to its own hint.
         explain: why the answer is right (shown with "Right." and under "Show answer").
         label: option → label text (default ``str``); buttons: ``"radio"`` (``RadioButtons``) or ``"toggle"``
             (``ToggleButtons``).
@@ -151,7 +151,7 @@ class Choice(_Indexed):
         for text in [hint, *hints.values()]:
             _check_hint(f"Choice {question!r}", text, answer_text)
         panes = [right_pane(explain) if i == self.answer_index
-                 else hint_pane("Not this one.", hints.get(option, hint)) for i, option in enumerate(options)]
+                 else hint_pane("Not this one.", hints.get(labels[i], hint)) for i in range(len(options))]
         kind = {"radio": widgets.RadioButtons, "toggle": widgets.ToggleButtons}[buttons]
         control = kind(options=labels, value=None, layout=widgets.Layout(width="max-content"))
         super().__init__(question, control, panes, answer_pane(answer_text, explain), **kwargs)
@@ -261,3 +261,24 @@ class NumberQuestion(_Question):
 
     def __repr__(self):
         return f"<NumberQuestion: {self._short_question()!r}>"
+
+
+class Quiz(widgets.VBox):
+    """Several questions shown together, one under the other (a "Check your understanding" cell).
+
+    Args:
+        questions: :class:`Choice`, :class:`SliderQuestion` or :class:`NumberQuestion` instances, at least one.
+
+    Raises:
+        TypeError: something that is not one of those questions.
+    """
+
+    def __init__(self, *questions: _Question, **kwargs):
+        bad = [type(q).__name__ for q in questions if not isinstance(q, _Question)]
+        if bad or not questions:
+            raise TypeError(f"Quiz expects one or more Choice, SliderQuestion or NumberQuestion, got {bad or 'none'}")
+        self.questions = questions
+        super().__init__(list(questions), **kwargs)
+
+    def __repr__(self):
+        return f"<Quiz: {len(self.questions)} question{'s' if len(self.questions) != 1 else ''}>"

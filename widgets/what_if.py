@@ -5,7 +5,7 @@ grid's values when the cell runs, and kept in nested ``Stack``s: the first param
 the outer stack's children, the second's among each of those children's children, and so on. Each picker's
 ``index`` is ``jslink``-ed to the ``selected_index`` of every stack at its depth, so moving any picker shows
 the precomputed pane in the browser, with a dead kernel or none (as :class:`~widgets.TimelineView`'s
-step-through does).
+step-through does). :func:`bars` draws a pane's horizontal bar chart on a scale fixed across panes.
 """
 
 import html
@@ -16,6 +16,7 @@ from typing import Any
 
 import ipywidgets as widgets
 
+from . import _palette, _svg
 from ._html import FONT
 
 _PICKERS = {"slider": widgets.SelectionSlider, "dropdown": widgets.Dropdown}
@@ -100,3 +101,29 @@ class WhatIf(widgets.VBox):
     def __repr__(self):
         sizes = " × ".join(f"{len(v)} {name}" for name, v in self.grid.items())
         return f"<WhatIf: {self.title!r}, {sizes}>"
+
+
+def bars(items: Sequence[tuple[str, float]], scale_max: float, unit: str = "µs", color: str = _palette.TRANSFER,
+         width_px: int = 520) -> str:
+    """A horizontal bar chart as SVG: one ``(label, value)`` bar per row, its value written after it.
+
+    ``scale_max`` fixes the full width, so that the same value has the same length in every pane of a
+    :class:`WhatIf` (a bar longer than the scale is clipped at the edge, its value still written). Values are
+    printed with ``unit``: whole numbers from 100 up (``1,420 µs``), 3 significant digits below.
+
+    Raises:
+        ValueError: ``scale_max`` not positive, or a negative value.
+    """
+    if not scale_max > 0 or any(value < 0 for _, value in items):
+        raise ValueError(f"bars: scale_max must be positive and values non-negative, got {scale_max}, {list(items)}")
+    label_w, value_w, row_h = 190, 90, 20
+    plot_w = width_px - label_w - value_w
+    body = []
+    for row, (label, value) in enumerate(items):
+        y = 4 + row * row_h
+        length = plot_w * min(value / scale_max, 1.0)
+        body.append(_svg.text(label_w - 6, y + 12, label, anchor="end"))
+        body.append(_svg.rect(label_w, y + 2, length, row_h - 6, _palette.tint(color, 0.55), color))
+        shown = f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
+        body.append(_svg.text(label_w + length + 4, y + 12, f"{shown} {unit}"))
+    return _svg.document(width_px, 8 + row_h * len(items), "".join(body))
