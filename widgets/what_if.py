@@ -103,9 +103,10 @@ class WhatIf(widgets.VBox):
         return f"<WhatIf: {self.title!r}, {sizes}>"
 
 
-def bars(items: Sequence[tuple[str, float]], scale_max: float, unit: str = "µs", color: str = _palette.TRANSFER,
+def bars(items: Sequence[tuple], scale_max: float, unit: str = "µs", color: str = _palette.TRANSFER,
          width_px: int = 520) -> str:
-    """A horizontal bar chart as SVG: one ``(label, value)`` bar per row, its value written after it.
+    """A horizontal bar chart as SVG: one ``(label, value)`` or ``(label, value, colour)`` bar per row (``color``
+    when a row names none), its value written after it.
 
     ``scale_max`` fixes the full width, so that the same value has the same length in every pane of a
     :class:`WhatIf` (a bar longer than the scale is clipped at the edge, its value still written). Values are
@@ -114,16 +115,16 @@ def bars(items: Sequence[tuple[str, float]], scale_max: float, unit: str = "µs"
     Raises:
         ValueError: ``scale_max`` not positive, or a negative value.
     """
-    if not scale_max > 0 or any(value < 0 for _, value in items):
+    if not scale_max > 0 or any(item[1] < 0 for item in items):
         raise ValueError(f"bars: scale_max must be positive and values non-negative, got {scale_max}, {list(items)}")
     label_w, value_w, row_h = 190, 90, 20
     plot_w = width_px - label_w - value_w
     body = []
-    for row, (label, value) in enumerate(items):
-        y = 4 + row * row_h
+    for row, (label, value, *rest) in enumerate(items):
+        y, ink = 4 + row * row_h, rest[0] if rest else color
         length = plot_w * min(value / scale_max, 1.0)
         body.append(_svg.text(label_w - 6, y + 12, label, anchor="end"))
-        body.append(_svg.rect(label_w, y + 2, length, row_h - 6, _palette.tint(color, 0.55), color))
+        body.append(_svg.rect(label_w, y + 2, length, row_h - 6, _palette.tint(ink, 0.55), ink))
         shown = f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
         body.append(_svg.text(label_w + length + 4, y + 12, f"{shown} {unit}"))
     return _svg.document(width_px, 8 + row_h * len(items), "".join(body))

@@ -100,10 +100,15 @@ def serve_offline(route):
 
 
 def steps(page, area):
-    """Move each slider of ``area`` one step in turn (left when it is at its maximum, else right); in a view
-    without sliders, click each unselected toggle button (a run picker). True as soon as the visible frame
+    """Open the closed "Check" bars of ``area``'s answer widgets (their feedback is what changes), then move each
+    slider one step in turn (left when it is at its maximum, else right); in a view without sliders, click each
+    unselected toggle button (a run picker) or radio button (an answer). True as soon as the visible frame
     changes. (Clicking a toggle that is not linked in the page can raise 'no comm channel defined' without a
     kernel, as it once did in lesson 12, so toggles are clicked only where no slider steps the view.)"""
+    bars = area.locator(".jupyter-widget-Collapse:not(.jupyter-widget-Collapse-open) > "
+                        ".jupyter-widget-Collapse-header", has_text="Check")
+    for i in reversed(range(bars.count())):
+        bars.nth(i).click()
     handles = area.locator(".widget-slider .noUi-handle")
     for i in range(handles.count()):
         handle = handles.nth(i)
@@ -112,7 +117,7 @@ def steps(page, area):
             return True
     if handles.count():
         return False
-    buttons = area.locator(".widget-toggle-buttons button:not(.mod-active)")
+    buttons = area.locator(".widget-toggle-buttons button:not(.mod-active), .widget-radio-box input:not(:checked)")
     return any(frame_changes(page, area, buttons.nth(i).click) for i in range(buttons.count()))
 
 

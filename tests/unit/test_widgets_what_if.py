@@ -83,5 +83,7 @@ def test_bars_share_one_scale_across_panes():
     assert widths == [120.0, 240.0, 240.0]  # 520 - 190 label - 90 value = 240 px for 1420 µs; clipped at the edge
     assert [f"{v} µs" in svg for v in ("710", "1,420", "5,000")] == [True] * 3
     assert "0.25 µs" in bars([("latency", 0.25)], scale_max=1.0)
+    two = bars([("copy", 1.0), ("compute", 1.0, "#0072B2")], scale_max=1.0)
+    assert re.findall(r'stroke="(#[0-9A-F]+)"', two) == ["#D55E00", "#0072B2"]  # the default, then the row's own
     with pytest.raises(ValueError, match="scale_max"):
         bars([("a", 1.0)], scale_max=0)
