@@ -200,7 +200,7 @@ class SliderQuestion(_Indexed):
                              f"{self.values[0]:g} to {self.values[-1]:g}")
         self.answer_index = min(range(len(self.values)), key=lambda i: abs(self.values[i] - answer))
         labels = [f"{label(v)} {unit}".strip() for v in self.values]
-        _check_hint(f"SliderQuestion {question!r}", hint, labels[self.answer_index])
+        _check_hint(f"SliderQuestion {question!r}", hint, label(self.values[self.answer_index]))
         panes = [right_pane(explain) if i == self.answer_index
                  else hint_pane("Too low." if i < self.answer_index else "Too high.", hint)
                  for i in range(len(self.values))]

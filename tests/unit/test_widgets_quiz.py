@@ -111,6 +111,7 @@ def test_slider_feedback_is_jslinked():
     (dict(answer=25), "outside the slider's range"),
     (dict(values=[1, 5, 2]), "increasing"),
     (dict(hint="about 5 ms"), "contains the answer"),
+    (dict(hint="about 5 milliseconds"), "contains the answer"),  # the value, whatever the unit
 ])
 def test_slider_rejects_bad_questions(kwargs, message):
     with pytest.raises(ValueError, match=message):
