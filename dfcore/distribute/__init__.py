@@ -3,10 +3,12 @@
 Source: TF's ``tensorflow/python/distribute`` (``all_reduce.py``, ``cross_device_ops.py``,
 ``collective_ops.py``) and DESIGN §2. See :mod:`dfcore.distribute.all_reduce` for the
 runtime collective and its trace, :mod:`dfcore.distribute.schedules` for the algorithms,
-chunking and byte counts; :mod:`dfcore.distribute.cluster` for ``ClusterSpec``/``Server``
-(in-process tasks) and :mod:`dfcore.distribute.parameter_server` for sync / async / SSP /
-bounded-delay training (``parameter_server.train``, one discipline per module in
-:mod:`dfcore.distribute.ps_modes`) and its run records.
+chunking and byte counts, :mod:`dfcore.distribute.fusion` and :mod:`dfcore.distribute.overlap`
+for tensor fusion and for bucketed all-reduces that overlap the backward pass;
+:mod:`dfcore.distribute.cluster` for ``ClusterSpec``/``Server`` (in-process tasks) and
+:mod:`dfcore.distribute.parameter_server` for sync / async / SSP / bounded-delay training
+(``parameter_server.train``, one discipline per module in :mod:`dfcore.distribute.ps_modes`) and its run
+records.
 """
 
 import importlib
@@ -18,16 +20,17 @@ from .collective_cost import PsRingPoint, predicted_time_s, ps_vs_ring_curve, si
 from .collective_ops import collective_all_reduce
 from .fusion import BatchAllReduceResult, batch_all_reduce
 from .mirrored import MirroredStrategy
+from .overlap import BucketSpan, OverlapResult, overlapped_all_reduce
 from .replication import compare_replication
 from .schedules import Schedule, build_schedule, ring_bytes_sent
 from .staleness import RunRecord, UpdateRecord
 from .trace import AllReduceResult, ChunkTransfer, CollectiveTrace, FusionCopy, RoundRecord
 
-__all__ = ["AllReduceResult", "BatchAllReduceResult", "ChunkTransfer", "ClusterSpec", "CollectiveTrace", "FusionCopy",
-           "MirroredStrategy", "PsRingPoint", "RoundRecord", "RunRecord", "Schedule", "Server", "UpdateRecord",
-           "all_reduce", "batch_all_reduce", "build_schedule", "cluster_resolver", "collective_all_reduce",
-           "compare_replication", "parameter_server", "predicted_time_s", "ps_vs_ring_curve", "ring_bytes_sent",
-           "simulate_schedule"]
+__all__ = ["AllReduceResult", "BatchAllReduceResult", "BucketSpan", "ChunkTransfer", "ClusterSpec", "CollectiveTrace",
+           "FusionCopy", "MirroredStrategy", "OverlapResult", "PsRingPoint", "RoundRecord", "RunRecord", "Schedule",
+           "Server", "UpdateRecord", "all_reduce", "batch_all_reduce", "build_schedule", "cluster_resolver",
+           "collective_all_reduce", "compare_replication", "overlapped_all_reduce", "parameter_server",
+           "predicted_time_s", "ps_vs_ring_curve", "ring_bytes_sent", "simulate_schedule"]
 
 
 def __getattr__(name):
