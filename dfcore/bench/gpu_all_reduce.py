@@ -49,7 +49,7 @@ def placement(num_ranks: int | None, gpus: Sequence[real_gpus.PhysicalGpu]) -> l
 
 def make_inputs(count: int, ids: Sequence[int], dtype: Any) -> list[Any]:
     """Rank r's input on GPU ``ids[r]``: element i is ``(r + i) mod 8``."""
-    import cupy
+    cupy = real_gpus.optional_cupy()
 
     inputs = []
     for r, pid in enumerate(ids):
@@ -60,7 +60,7 @@ def make_inputs(count: int, ids: Sequence[int], dtype: Any) -> list[Any]:
 
 def exact_result(inputs: Sequence[Any], reduction: str) -> Any:
     """The exact reduction of ``inputs``, made in float64 on the GPU of ``inputs[0]``."""
-    import cupy
+    cupy = real_gpus.optional_cupy()
 
     from ..distribute.all_reduce_arrays import move
 
@@ -73,7 +73,7 @@ def exact_result(inputs: Sequence[Any], reduction: str) -> Any:
 
 def count_wrong(outputs: Sequence[Any], reference: Any) -> int:
     """Elements of ``outputs`` (every rank's) that differ from ``reference`` (compared on its GPU)."""
-    import cupy
+    cupy = real_gpus.optional_cupy()
 
     from ..distribute.all_reduce_arrays import move
 
@@ -83,7 +83,7 @@ def count_wrong(outputs: Sequence[Any], reference: Any) -> int:
 
 
 def synchronize(ids: Sequence[int]) -> None:
-    import cupy
+    cupy = real_gpus.optional_cupy()
 
     for pid in sorted(set(ids)):
         cupy.cuda.Device(pid).synchronize()
@@ -111,7 +111,7 @@ def _dfcore_outputs(inputs: Sequence[Any], devices: Sequence[str], algorithm: st
 def copy_bandwidth_GBps(nbytes: int, platform_id: int = 0, iters: int = 20) -> float:
     """Device-to-device copy bandwidth of one GPU (decimal GB/s of bytes copied, one direction; CUDA's
     ``bandwidthTest`` counts read plus write, twice this), timed with CUDA events."""
-    import cupy
+    cupy = real_gpus.optional_cupy()
 
     with cupy.cuda.Device(platform_id):
         src, dst = cupy.ones(nbytes, cupy.uint8), cupy.empty(nbytes, cupy.uint8)

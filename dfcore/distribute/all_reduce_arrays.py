@@ -22,7 +22,7 @@ from typing import Any
 import array_api_compat
 import numpy as np
 
-from .. import errors
+from .. import backends, errors
 from ..runtime.rendezvous import Rendezvous
 from . import schedules
 
@@ -101,9 +101,8 @@ def move(value: Any, like: Any) -> Any:
     if array_api_compat.is_cupy_array(value):
         if value.device.id == like.device.id:
             return value
-        from ..backends.cupy_backend import BACKEND
-
-        return BACKEND.copy_to_device(value, like.device.id)
+        cupy_backend: Any = backends.get("cupy")  # copy_to_device is the cupy backend's own extra
+        return cupy_backend.copy_to_device(value, like.device.id)
     device = array_api_compat.device(like)
     return value if array_api_compat.device(value) == device else array_api_compat.to_device(value, device)
 
@@ -112,9 +111,8 @@ def synchronize(arrays: Sequence[Any]) -> None:
     """Wait for the kernels queued on the GPUs holding ``arrays`` (nothing to wait for elsewhere)."""
     ids = {a.device.id for a in arrays if array_api_compat.is_cupy_array(a)}
     if ids:
-        from ..backends.cupy_backend import BACKEND
-
-        BACKEND.synchronize(ids)
+        cupy_backend: Any = backends.get("cupy")  # synchronize is the cupy backend's own extra
+        cupy_backend.synchronize(ids)
 
 
 def run_device_schedule(schedule: schedules.Schedule, xp: Any, flats: Sequence[Any], keys: Sequence[str | None],

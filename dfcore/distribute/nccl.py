@@ -16,6 +16,8 @@ import functools
 from collections.abc import Sequence
 from typing import Any
 
+from ..runtime import real_gpus
+
 #: dfcore's reduction names -> NCCL's ``ncclRedOp_t`` attribute names in ``cupy.cuda.nccl``.
 _OPS = {"sum": "NCCL_SUM", "max": "NCCL_MAX", "mean": "NCCL_AVG"}
 #: numpy dtype names -> ``ncclDataType_t`` attribute names.
@@ -26,7 +28,9 @@ def nccl_module() -> Any:
     """``cupy.cuda.nccl`` when cupy and the NCCL library are there, else None."""
     try:
         from cupy.cuda import nccl
-    except Exception:  # cupy missing, or built without NCCL / libnccl not found
+    except ImportError:  # cupy missing
+        return None
+    except Exception:  # noqa: BLE001 - cupy built without NCCL, or libnccl not found
         return None
     return nccl if getattr(nccl, "available", True) else None
 
@@ -64,7 +68,7 @@ def nccl_all_reduce(values: Sequence[Any], reduction: str = "sum") -> list[Any]:
     nccl = nccl_module()
     if nccl is None:
         raise RuntimeError("NCCL is not available (cupy.cuda.nccl could not be imported or found no libnccl)")
-    import cupy
+    cupy = real_gpus.optional_cupy()
 
     if reduction not in _OPS:
         raise ValueError(f"reduction must be one of {sorted(_OPS)}, got {reduction!r}")

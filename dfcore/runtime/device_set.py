@@ -101,7 +101,7 @@ def local_gpu_profiles() -> tuple[str, ...]:
     return (DEFAULT_GPU_PROFILE,) * DEFAULT_GPU_COUNT
 
 
-def real_gpu_devices(job: str, replica: int, task: int, gpu_options=None,
+def real_gpu_devices(job: str, replica: int, task: int, gpu_options: Any = None,
                      count: int | None = None) -> list[Device]:
     """The task's real (logical) GPUs, ``[]`` without any (:func:`dfcore.runtime.real_gpus.detect_gpus`).
 

@@ -124,10 +124,12 @@ class StepRun:
     ``_finished`` and ``_done``."""
 
     def _stop_error(self):
-        """Why the loop stops before its next node: the step's abort, else its deadline."""
+        """Why the loop stops before its next node: the step's abort status (its root error, as TF's aborted
+        rendezvous gives every waiter; in one process the step keeps the first error anyway, but a step
+        aborted from another task learns its cause only from here), else its deadline."""
         status = self._ctx.rendezvous.abort_status
         if status is not None:
-            return errors.AbortedError(None, None, status.message)
+            return status if isinstance(status, errors.OpError) else errors.AbortedError(None, None, str(status))
         return self._ctx.deadline.error()
 
     def _finish(self, error):

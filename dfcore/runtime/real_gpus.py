@@ -76,10 +76,22 @@ def detect_gpus() -> tuple[PhysicalGpu, ...]:
 
 
 @functools.lru_cache(maxsize=1)
-def _probe() -> tuple[PhysicalGpu, ...]:
+def optional_cupy() -> Any:
+    """The ``cupy`` module, or None where it is not installed or cannot load its CUDA libraries (a broken
+    install is a machine without GPUs). The one place dfcore imports cupy outside its backend module."""
     try:
         import cupy
-    except Exception:  # a broken install (CUDA libraries missing) is a machine without GPUs
+    except ImportError:
+        return None
+    except Exception:  # noqa: BLE001 - cupy raises other errors when its CUDA libraries are missing
+        return None
+    return cupy
+
+
+@functools.lru_cache(maxsize=1)
+def _probe() -> tuple[PhysicalGpu, ...]:
+    cupy = optional_cupy()
+    if cupy is None:
         return ()
     runtime = cupy.cuda.runtime
     try:
