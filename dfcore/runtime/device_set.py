@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 from collections.abc import Iterable, Iterator
+from typing import Any
 
 from .. import backends, errors
 from ..framework.device import DeviceSpec
