@@ -16,7 +16,9 @@ THREAD_JOIN_TIMEOUT_S = 2.0
 
 # Rank programs started by the MPI tests with mpiexec, and task programs the gRPC tests start as processes: never
 # collected or imported by pytest itself (`make test` passes --doctest-modules, which would import them).
-collect_ignore_glob = ["unit/mpi_programs/*.py", "unit/grpc_programs/*.py"]
+# The folders' own conftest.py files are loaded as plugins, never collected as doctest modules: two of them would
+# both be imported as the module `conftest`.
+collect_ignore_glob = ["unit/mpi_programs/*.py", "unit/grpc_programs/*.py", "*/conftest.py"]
 
 
 @pytest.fixture(autouse=True)
