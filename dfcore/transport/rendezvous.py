@@ -177,7 +177,9 @@ class StepTable:
 
         def done(error, value):
             if error is not None:
-                reply(error=error)
+                # a pull failed by this step's abort answers with the abort's cause, as TF's remote rendezvous
+                # gives remote receivers the original status: the receiving task's step then reports it
+                reply(error=rendezvous.abort_status or error)
             else:
                 reply(value)
 
