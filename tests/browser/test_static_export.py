@@ -119,7 +119,8 @@ def no_renderer(route):
 
 def steps(page, area):
     """Open the closed "Check" bars of ``area``'s answer widgets (their feedback is what changes), then move each
-    slider one step in turn (left when it is at its maximum, else right); in a view without sliders, click each
+    slider one step in turn (left when it is at its maximum, else right), and to its other end if one step
+    shows the same frame; in a view without sliders, click each
     unselected toggle button (a run picker) or radio button (an answer). True as soon as the visible frame
     changes. (Clicking a toggle that is not linked in the page can raise 'no comm channel defined' without a
     kernel, as it once did in lesson 12, so toggles are clicked only where no slider steps the view.)"""
@@ -131,7 +132,10 @@ def steps(page, area):
     for i in range(handles.count()):
         handle = handles.nth(i)
         at_max = handle.get_attribute("aria-valuenow") == handle.get_attribute("aria-valuemax")
-        if frame_changes(page, area, functools.partial(handle.press, "ArrowLeft" if at_max else "ArrowRight")):
+        one_step = functools.partial(handle.press, "ArrowLeft" if at_max else "ArrowRight")
+        # an answer slider may show the same hint on neighbouring values ("too low" twice): try the other end too
+        other_end = functools.partial(handle.press, "Home" if at_max else "End")
+        if frame_changes(page, area, one_step) or frame_changes(page, area, other_end):
             return True
     if handles.count():
         return False
