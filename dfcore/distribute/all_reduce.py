@@ -26,10 +26,11 @@ same elements — copied only when its buffer is about to change first (or at th
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import time
 import types
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -149,16 +150,9 @@ def _run_device(schedule, xp, flats, devices, rendezvous, reduction, name, trace
     rendezvous on an error as it does."""
     steps, unwritten = _plan(schedule, reduction == "mean")
     keys = message_keys(schedule, tuple(devices), name)
-    try:
+    with _aborting_on_failure(rendezvous, name):
         return all_reduce_arrays.run_device_schedule(schedule, xp, flats, keys, steps, unwritten, rendezvous,
                                                      reduction, trace)
-    except errors.OpError as error:
-        rendezvous.start_abort(error)
-        raise
-    except (ValueError, TypeError, ArithmeticError, MemoryError) as error:
-        failure = errors.InternalError(None, None, f"all_reduce {name} failed: {error}")
-        rendezvous.start_abort(failure)
-        raise failure from error
 
 
 def canonical_devices(devices: Sequence[str] | None, count: int) -> tuple[str, ...]:
@@ -242,8 +236,16 @@ def run_schedule(schedule: schedules.Schedule, flats: Sequence[np.ndarray], devi
     ``records`` holds, per message, ``[value_sent, partial_sum_after]`` (None without ``trace``).
     On any error the rendezvous is aborted with it and the error re-raised.
     """
-    try:
+    with _aborting_on_failure(rendezvous, name):
         return _run(schedule, flats, devices, rendezvous, reduction, name, trace, in_place)
+
+
+@contextlib.contextmanager
+def _aborting_on_failure(rendezvous: Rendezvous, name: str) -> Iterator[None]:
+    """Abort ``rendezvous`` with any error of the block and re-raise it: an ``OpError`` as it is, a numeric or
+    type error as ``InternalError`` naming the all-reduce ``name``."""
+    try:
+        yield
     except errors.OpError as error:
         rendezvous.start_abort(error)
         raise
