@@ -28,6 +28,10 @@ _SIGNALED = {"openmpi": re.compile(r"process rank (\d+) with PID \d+ on node \S+
 #: Open MPI's report of a rank that exited with a non-zero status outside MPI (``os._exit(1)``): (rank, status).
 _EXITED = {"openmpi": re.compile(r"Process name: \[\S*?,(\d+)\]\s+Exit code:\s+(\d+)")}
 _NAMED = {s.value for s in signal.Signals}
+#: What Open MPI 5's launcher prints when it fails before starting any rank, for a reason of its own that a
+#: second launch does not share (seen once in ~1,200 launches on this project's 2-core machine, and in other
+#: projects' CI: lfortran/lfortran#8610). :func:`launcher_failed_to_start` looks for these.
+_LAUNCHER_START_FAILURES = ("The PMIx server's listener thread failed to start",)
 
 
 class MPIJobError(errors.UnknownError):
@@ -121,3 +125,11 @@ def job_error(job, layout, status, reports, stdout, stderr, stderr_by_rank, flav
     elif not task:
         message += "\nThe job's stderr ends with:\n" + "\n".join(stderr.splitlines()[-20:])
     return MPIJobError(message, rank, task, status, traceback, reports, stdout, stderr)
+
+
+def launcher_failed_to_start(stderr, reports):
+    """True when ``mpiexec`` failed before any rank ran: its ``stderr`` shows one of the launcher's own start-up
+    failures (:data:`_LAUNCHER_START_FAILURES`) and no rank reported (``reports``: the ranks' report files, as
+    :func:`~dfcore.mpi.report.read_reports` returns them). Such a job ran none of the program: launching it
+    again is safe, and :func:`~dfcore.mpi.job.run_job` does."""
+    return not reports and any(message in stderr for message in _LAUNCHER_START_FAILURES)

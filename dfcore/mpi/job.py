@@ -26,16 +26,19 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 
 from .. import errors
 from .departures import DEFAULT_GRACE_S, JOB_DIR_ENV, DepartureWatch
 from .env import CLUSTER_ENV, RANK_TAG_FLAGS, mpi_flavor
-from .failures import MPIJobError, job_error, last_traceback, untag
+from .failures import MPIJobError, job_error, last_traceback, launcher_failed_to_start, untag
 from .processes import MPIJob, find_descendants, start_job
 from .report import RESULTS_ENV, dumps, read_progress, read_reports
 from .world import Layout
 
 _POLL_S = 0.05
+#: How many times ``run_job`` launches an MPI job whose ``mpiexec`` failed before starting any rank.
+LAUNCH_ATTEMPTS = 3
 _CALL_FILE = "call.pkl"
 _TASK = re.compile(r"^/job:([^/]+)(?:/replica:0)?/task:(\d+)$")
 
@@ -135,7 +138,9 @@ def run_job(program, ps=0, workers=None, ranks=None, args=(), timeout_s=120, pro
         ps, workers, ranks: the layout, as ``python -m dfcore.launch --ps/--workers/-n`` (default 1 worker).
         args: the program's command-line words (script or module), or the function's positional
             arguments (any picklable values).
-        timeout_s: the deadline in seconds (> 0) for the whole job, start-up included.
+        timeout_s: the deadline in seconds (> 0) for the whole job, start-up included. An ``mpiexec`` that fails
+            before any rank ran (Open MPI's PMIx listener) is launched again, up to :data:`LAUNCH_ATTEMPTS`
+            times in all, within this deadline, with a ``RuntimeWarning``.
         progress: show a ``tqdm.auto`` bar (a widget in notebooks): the sum over ranks of
             :func:`dfcore.mpi.report.progress`, or the number of ranks that reported while none does.
         exit_grace_s: seconds the job may run on after a rank's program ended before that rank counts as
@@ -174,17 +179,27 @@ def run_job(program, ps=0, workers=None, ranks=None, args=(), timeout_s=120, pro
             env["PYTHONPATH"] = os.pathsep.join(p for p in (import_root, env.get("PYTHONPATH")) if p)
         with open(os.path.join(results, "stdout"), "w+") as out, open(os.path.join(results, "stderr"), "w+") as err:
             start = time.monotonic()
-            if transport == "grpc":
-                job = TaskJob(layout, command, env, out, err, with_tf_flags=tf_flags)
-            else:
-                env[JOB_DIR_ENV] = results
-                process = start_job(command, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
-                # {pid: (rank or None, start time)} of Hydra's processes (out of the job's session)
-                job = MPIJob(process, DepartureWatch(results, layout, exit_grace_s), {} if flavor == "mpich" else None)
-            try:
-                ended = _watch(job, start + timeout_s, results, layout, progress, transport)
-            finally:
-                job.kill()
+            for attempt in range(1, LAUNCH_ATTEMPTS + 1):
+                if transport == "grpc":
+                    job = TaskJob(layout, command, env, out, err, with_tf_flags=tf_flags)
+                else:
+                    env[JOB_DIR_ENV] = results
+                    process = start_job(command, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+                    # {pid: (rank or None, start time)} of Hydra's processes (out of the job's session)
+                    job = MPIJob(process, DepartureWatch(results, layout, exit_grace_s),
+                                 {} if flavor == "mpich" else None)
+                try:
+                    ended = _watch(job, start + timeout_s, results, layout, progress, transport)
+                finally:
+                    job.kill()
+                if not _launch_again(transport, ended, job, attempt, _read(err), results, layout):
+                    break
+                warnings.warn(f"mpiexec failed to start the job {_describe(program)} before any rank ran "
+                              f"(attempt {attempt} of {LAUNCH_ATTEMPTS}); launching it again", RuntimeWarning,
+                              stacklevel=2)
+                for stream in (out, err):
+                    stream.seek(0)
+                    stream.truncate()
             wall_s = time.monotonic() - start
             stdout = _untag(_read(out), flavor, layout)[0]
             stderr, stderr_by_rank = _untag(_read(err), flavor, layout)
@@ -211,6 +226,13 @@ def run_job(program, ps=0, workers=None, ranks=None, args=(), timeout_s=120, pro
     if status != 0:
         raise job_error(_describe(program), layout, status, reports, stdout, stderr, stderr_by_rank, flavor)
     return JobResult(layout, reports, stdout, stderr, wall_s, last_progress)
+
+
+def _launch_again(transport, ended, job, attempt, stderr, results, layout):
+    """Whether ``run_job`` launches an MPI job again: ``mpiexec`` exited non-zero by itself (no deadline, no
+    departure) before any rank ran (:func:`~dfcore.mpi.failures.launcher_failed_to_start`), and attempts are left."""
+    return (transport == "mpi" and ended is None and job.poll() != 0 and attempt < LAUNCH_ATTEMPTS
+            and launcher_failed_to_start(stderr, read_reports(results, layout.size)))
 
 
 def _unit(transport):

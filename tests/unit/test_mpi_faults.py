@@ -150,3 +150,55 @@ def test_device_filters_let_a_late_worker_ignore_a_task_that_has_exited():
     late = result.ranks["/job:worker/replica:0/task:1"]
     assert late["outcome"] == "ran"
     assert late["devices"] == ["/job:ps/replica:0/task:0/device:CPU:0", "/job:worker/replica:0/task:1/device:CPU:0"]
+
+
+PMIX_LISTENER_FAILURE = ("--------------------------------------------------------------------------\n"
+                         "The PMIx server's listener thread failed to start. We cannot\ncontinue.\n"
+                         "--------------------------------------------------------------------------\n")
+
+
+def launcher_failing(monkeypatch, times):
+    """Make ``run_job``'s first ``times`` launches an ``mpiexec`` that fails as Open MPI 5's did once in CI
+    (exit status 213 and PMIx's box on stderr, before any rank ran); returns the list of launched commands."""
+    import dfcore.mpi.job as job_module
+
+    real_start_job = job_module.start_job
+    launched = []
+
+    def start_job(command, **popen_kwargs):
+        launched.append(command)
+        if len(launched) <= times:
+            command = [sys.executable, "-c", f"import sys; sys.stderr.write({PMIX_LISTENER_FAILURE!r}); sys.exit(213)"]
+        return real_start_job(command, **popen_kwargs)
+
+    monkeypatch.setattr(job_module, "start_job", start_job)
+    return launched
+
+
+@pytest.mark.timeout(60)
+def test_a_launcher_that_fails_before_any_rank_runs_is_launched_again(monkeypatch):
+    launched = launcher_failing(monkeypatch, times=1)
+    with pytest.warns(RuntimeWarning, match=r"before any rank ran \(attempt 1 of 3\); launching it again"):
+        result = run_job(program("jobs_report.py"), workers=2, args=[2], timeout_s=40, progress=False)
+    assert len(launched) == 2 and launched[0] == launched[1]
+    assert sorted(result.ranks) == [0, 1] and result.ranks[1]["total"] == 0 + 1
+    assert "PMIx" not in result.stderr  # the failed attempt's output is not the job's
+
+
+@pytest.mark.timeout(60)
+def test_a_launcher_that_keeps_failing_is_reported_after_the_last_attempt(monkeypatch):
+    from dfcore.mpi.job import LAUNCH_ATTEMPTS
+
+    launched = launcher_failing(monkeypatch, times=LAUNCH_ATTEMPTS)
+    with pytest.warns(RuntimeWarning), pytest.raises(MPIJobError, match="listener thread failed to start") as caught:
+        run_job(program("jobs_report.py"), workers=2, args=[2], timeout_s=40, progress=False)
+    assert len(launched) == LAUNCH_ATTEMPTS
+    assert caught.value.exit_status == 213
+
+
+def test_only_a_launch_that_ran_no_rank_counts_as_failed_to_start():
+    from dfcore.mpi.failures import launcher_failed_to_start
+
+    assert launcher_failed_to_start(PMIX_LISTENER_FAILURE, {})
+    assert not launcher_failed_to_start(PMIX_LISTENER_FAILURE, {0: {"step": 3}})  # a rank ran: never again
+    assert not launcher_failed_to_start("MPI_ABORT was invoked on rank 1", {})
