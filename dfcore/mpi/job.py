@@ -30,7 +30,7 @@ import warnings
 
 from .. import errors
 from .departures import DEFAULT_GRACE_S, JOB_DIR_ENV, DepartureWatch
-from .env import CLUSTER_ENV, RANK_TAG_FLAGS, mpi_flavor
+from .env import CLUSTER_ENV, RANK_TAG_FLAGS, mpi_flavor, private_session_directory
 from .failures import MPIJobError, job_error, last_traceback, launcher_failed_to_start, untag
 from .processes import MPIJob, find_descendants, start_job
 from .report import RESULTS_ENV, dumps, read_progress, read_reports
@@ -184,6 +184,7 @@ def run_job(program, ps=0, workers=None, ranks=None, args=(), timeout_s=120, pro
                     job = TaskJob(layout, command, env, out, err, with_tf_flags=tf_flags)
                 else:
                     env[JOB_DIR_ENV] = results
+                    private_session_directory(env, results)
                     process = start_job(command, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
                     # {pid: (rank or None, start time)} of Hydra's processes (out of the job's session)
                     job = MPIJob(process, DepartureWatch(results, layout, exit_grace_s),

@@ -152,6 +152,30 @@ def test_device_filters_let_a_late_worker_ignore_a_task_that_has_exited():
     assert late["devices"] == ["/job:ps/replica:0/task:0/device:CPU:0", "/job:worker/replica:0/task:1/device:CPU:0"]
 
 
+@pytest.mark.timeout(60)
+def test_open_mpi_keeps_a_jobs_session_files_in_the_jobs_own_directory_and_removes_them_with_it():
+    import tempfile
+
+    from dfcore.mpi.env import find_mpiexec, mpi_flavor
+
+    if mpi_flavor(find_mpiexec()) != "openmpi":
+        pytest.skip("PRRTE's session directory is Open MPI's")
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "mpi_programs"))
+    try:
+        import jobs_functions
+    finally:
+        sys.path.pop(0)
+    result = run_job(jobs_functions.session_directory, ranks=2, timeout_s=40, progress=False)
+    directories = set(result.ranks.gather("result").values())
+    assert len(directories) == 1
+    directory = directories.pop()
+    job_dir = os.path.dirname(directory)
+    # the job's own directory (run_job's results), not the shared temporary directory, and gone with the job
+    assert os.path.dirname(job_dir) == tempfile.gettempdir() and os.path.basename(job_dir).startswith("dfcore-job-")
+    assert os.path.basename(directory).startswith("ompi.")
+    assert not os.path.exists(job_dir)
+
+
 PMIX_LISTENER_FAILURE = ("--------------------------------------------------------------------------\n"
                          "The PMIx server's listener thread failed to start. We cannot\ncontinue.\n"
                          "--------------------------------------------------------------------------\n")
