@@ -181,6 +181,25 @@ def test_lesson_runs_in_jupyterlab_with_every_widget_rendered(lesson, jupyter_la
     assert not problems, f"{lesson.name} in JupyterLab:\n" + "\n".join(problems)
 
 
+def test_run_all_refuses_a_tab_that_is_not_the_lesson(jupyter_lab, browser):
+    """Following lesson 04's link to lesson 1's opening opens lesson 01 in a new tab (as the old click on the first
+    cell did by accident); Run All then fails at once, naming both notebooks, instead of running lesson 01."""
+    lesson, linked = "notebooks/04_data_parallel_and_multi_tower.ipynb", "notebooks/01_dataflow_graph_and_session.ipynb"
+    context = browser.new_context(viewport=VIEWPORT)
+    try:
+        page = context.new_page()
+        page.set_default_timeout(PAGE_LOAD_TIMEOUT_S * 1000)
+        page.goto(f"{jupyter_lab.url}/lab/tree/{lesson}?reset&token={jupyter_lab.token}")
+        page.wait_for_function(KERNEL_IDLE_JS, arg=lesson, timeout=KERNEL_READY_TIMEOUT_S * 1000)
+        page.locator(".jp-Notebook .jp-Cell").first.locator("a", has_text="lesson 1's opening").click()
+        page.wait_for_function(KERNEL_IDLE_JS, arg=linked, timeout=KERNEL_READY_TIMEOUT_S * 1000)
+        with pytest.raises(Exception, match=f"the current tab is {linked}, not {lesson}"):
+            page.evaluate(RUN_ALL_JS, [lesson, RUN_ALL_TIMEOUT_S * 1000])
+        page.evaluate(SHUTDOWN_KERNEL_JS, 10_000)
+    finally:
+        context.close()
+
+
 def test_chromium_renders_an_svg_page(browser):
     """The browser stack itself works (runs even when there is no lesson yet; in CI it must)."""
     page = browser.new_page()
