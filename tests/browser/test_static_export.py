@@ -139,8 +139,8 @@ def steps(page, area):
         handle = handles.nth(i)
         at_max = handle.get_attribute("aria-valuenow") == handle.get_attribute("aria-valuemax")
         one_step = functools.partial(handle.press, "ArrowLeft" if at_max else "ArrowRight")
-        # a what-if may show the same pane for neighbouring values (one ps task: the strategy changes nothing), and
-        # an export of a lesson run before answer panes named their value may repeat "too low": try the other end
+        # a what-if may show the same pane for neighbouring values (a quantity that saturates): try the other end
+        # too (an answer slider's panes always differ: each names its value)
         other_end = functools.partial(handle.press, "Home" if at_max else "End")
         if frame_changes(page, area, one_step) or frame_changes(page, area, other_end):
             return True
