@@ -1,8 +1,8 @@
 """Answer widgets for "Check your understanding": pick or type an answer, open "Check", open "Show answer".
 
 - :class:`Choice`: multiple choice (``RadioButtons``, or ``ToggleButtons`` for short labels).
-- :class:`SliderQuestion`: pick a value on a ``SelectionSlider`` over a fixed grid; the feedback says
-  "too low" or "too high".
+- :class:`SliderQuestion`: pick a value on a ``SelectionSlider`` over a fixed grid; the feedback names the value
+  picked and says "too low" or "too high" (so neighbouring values never show the same pane).
 - :class:`NumberQuestion`: type a number (``FloatText``), right within a relative tolerance.
 
 Each has two collapsible bars under the question: **Check** (feedback on the current answer: "right", or a
@@ -187,7 +187,8 @@ class SliderQuestion(_Indexed):
         values: the grid, increasing numbers (at least two).
         answer: the right value, or a callable returning it (computed from the engine); the grid value nearest
             to it is the right pick.
-        hint: what to look at, shown with "Too low." or "Too high.".
+        hint: what to look at, shown after the value picked and "too low" or "too high" (``You chose 2 ms: too
+            low.``), so that neighbouring wrong values show different panes.
         explain: why (shown with "Right." and under "Show answer"); unit: appended to each value's label;
         label: value → text (default ``f"{v:g}"``).
 
@@ -214,7 +215,7 @@ class SliderQuestion(_Indexed):
         labels = [f"{label(v)} {unit}".strip() for v in self.values]
         _check_hint(f"SliderQuestion {question!r}", hint, label(self.values[self.answer_index]))
         panes = [right_pane(explain) if i == self.answer_index
-                 else hint_pane("Too low." if i < self.answer_index else "Too high.", hint)
+                 else hint_pane(f"You chose {labels[i]}: too {'low' if i < self.answer_index else 'high'}.", hint)
                  for i in range(len(self.values))]
         control = widgets.SelectionSlider(options=labels, index=0, layout=widgets.Layout(width="480px"))
         super().__init__(question, control, panes, answer_pane(labels[self.answer_index], explain), **kwargs)

@@ -73,16 +73,27 @@ def widget_state(html):
     return json.loads(match.group(1)) if match else None
 
 
-def linked_stacks(models):
-    """Model ids of the ``Stack`` widgets whose ``selected_index`` a ``jslink`` drives."""
-    stacks = set()
+def stack_links(models):
+    """``(source model id, Stack model id)`` of each ``jslink`` that drives a ``Stack``'s ``selected_index``."""
+    pairs = []
     for model in models.values():
         if model["model_name"] == "LinkModel":
-            target_id, trait = model["state"]["target"]
+            (source_id, _), (target_id, trait) = model["state"]["source"], model["state"]["target"]
             target_id = target_id.removeprefix("IPY_MODEL_")
             if trait == "selected_index" and models.get(target_id, {}).get("model_name") == "StackModel":
-                stacks.add(target_id)
-    return stacks
+                pairs.append((source_id.removeprefix("IPY_MODEL_"), target_id))
+    return pairs
+
+
+def linked_stacks(models):
+    """Model ids of the ``Stack`` widgets whose ``selected_index`` a ``jslink`` drives."""
+    return {stack for _, stack in stack_links(models)}
+
+
+def linked_menus(models, ids):
+    """How many of the models ``ids`` are drop-down menus that drive a ``Stack`` through a ``jslink``."""
+    return len({source for source, _ in stack_links(models)
+                if source in ids and models[source]["model_name"] == "DropdownModel"})
 
 
 def referenced_models(models, model_id):
@@ -117,23 +128,32 @@ def no_renderer(route):
     return route.continue_() if url.startswith(("file://", "data:")) else route.abort()
 
 
-def steps(page, area):
-    """Open the closed "Check" bars of ``area``'s answer widgets (their feedback is what changes), then move each
-    slider one step in turn (left when it is at its maximum, else right), and to its other end if one step
-    shows the same frame; in a view without sliders, click each
-    unselected toggle button (a run picker) or radio button (an answer). True as soon as the visible frame
-    changes. (Clicking a toggle that is not linked in the page can raise 'no comm channel defined' without a
-    kernel, as it once did in lesson 12, so toggles are clicked only where no slider steps the view.)"""
+def steps(page, area, menus_linked=0):
+    """Open the closed "Check" bars of ``area``'s answer widgets (their feedback is what changes). In a view whose
+    drop-down menus all drive stacks through jslinks (``menus_linked`` of them: a ``WhatIf(...,
+    picker="dropdown")``), True if *every* menu changes the visible frame: each is set to its next option (the
+    previous one at the last), and to its other end if that shows the same frame, so each level of the nested
+    stacks is driven by its own jslinks. (A menu that needs the kernel, as ``GraphView``'s node picker, is
+    left alone.) Otherwise move each slider one step in turn
+    (left when it is at its maximum, else right), and to its other end if one step shows the same frame; in a
+    view without sliders, click each unselected toggle button (a run picker) or radio button (an answer). True
+    as soon as the visible frame changes. (Clicking a toggle that is not linked in the page can raise 'no comm
+    channel defined' without a kernel, as it once did in lesson 12, so toggles are clicked only where no slider
+    steps the view.)"""
     bars = area.locator(".jupyter-widget-Collapse:not(.jupyter-widget-Collapse-open) > "
                         ".jupyter-widget-Collapse-header", has_text="Check")
     for i in reversed(range(bars.count())):
         bars.nth(i).click()
+    menus = area.locator(".widget-dropdown select")
+    if menus.count() and menus.count() == menus_linked:
+        return all(menu_changes_frame(page, area, menus.nth(i)) for i in range(menus.count()))
     handles = area.locator(".widget-slider .noUi-handle")
     for i in range(handles.count()):
         handle = handles.nth(i)
         at_max = handle.get_attribute("aria-valuenow") == handle.get_attribute("aria-valuemax")
         one_step = functools.partial(handle.press, "ArrowLeft" if at_max else "ArrowRight")
-        # an answer slider may show the same hint on neighbouring values ("too low" twice): try the other end too
+        # a what-if may show the same pane for neighbouring values (a quantity that saturates): try the other end
+        # too (an answer slider's panes always differ: each names its value)
         other_end = functools.partial(handle.press, "Home" if at_max else "End")
         if frame_changes(page, area, one_step) or frame_changes(page, area, other_end):
             return True
@@ -141,6 +161,16 @@ def steps(page, area):
         return False
     buttons = area.locator(".widget-toggle-buttons button:not(.mod-active), .widget-radio-box input:not(:checked)")
     return any(frame_changes(page, area, buttons.nth(i).click) for i in range(buttons.count()))
+
+
+def menu_changes_frame(page, area, menu):
+    """True if choosing ``menu``'s next option (its previous one at the last), or else its option at the other
+    end, changes the visible frame of ``area``."""
+    last, now = menu.locator("option").count() - 1, menu.evaluate("select => select.selectedIndex")
+    at_last = now == last
+    one_step = functools.partial(menu.select_option, index=now - 1 if at_last else now + 1)
+    other_end = functools.partial(menu.select_option, index=0 if at_last else last)
+    return frame_changes(page, area, one_step) or frame_changes(page, area, other_end)
 
 
 def frame_changes(page, area, action):
@@ -163,18 +193,7 @@ def vendored_widget_renderer():
             "the vendored widget renderer is missing; run: make browser-deps")
 
 
-# Known problem (issue 15, stop 25): in lesson 07's export, moving the slider of the ps-tasks WhatIf (one step or
-# to its other end) does not change the visible pane; not yet explained. Marked, so the test still runs and reports.
-KNOWN_STUCK = {"07_cluster_in_graph_vs_between_graph": "the ps-tasks WhatIf does not step in the export (issue 15)"}
-
-
-def lesson_params(paths):
-    """The lessons as test parameters, those in KNOWN_STUCK marked as expected (non-strict) failures."""
-    return [pytest.param(path, marks=pytest.mark.xfail(strict=False, reason=KNOWN_STUCK[path.stem]))
-            if path.stem in KNOWN_STUCK else path for path in paths]
-
-
-@pytest.mark.parametrize("lesson", lesson_params(LESSONS), ids=lesson_ids(LESSONS))
+@pytest.mark.parametrize("lesson", LESSONS, ids=lesson_ids(LESSONS))
 def test_exported_lesson_keeps_widget_state_and_steps_without_kernel(
         lesson, lesson_root, browser, vendored_widget_renderer, tmp_path, screenshots_dir):
     from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
@@ -204,7 +223,7 @@ def test_exported_lesson_keeps_widget_state_and_steps_without_kernel(
         stuck = []
         for report in steppers:
             area = page.locator(WIDGET_AREAS).nth(report["index"])
-            if not steps(page, area):
+            if not steps(page, area, linked_menus(models, referenced_models(models, report["modelId"]))):
                 stuck.append(report["index"])
             area.screenshot(path=screenshots_dir / f"{lesson.stem}--static-{report['index']:02d}.png")
         offline_page = context.new_page()
@@ -215,7 +234,8 @@ def test_exported_lesson_keeps_widget_state_and_steps_without_kernel(
         context.close()
 
     problems = [f"widget {a['index']} did not render: {a['text']!r}" for a in areas if not a["rendered"]]
-    problems += [f"widget {index}: no slider changes its visible frame" for index in stuck]
+    problems += [f"widget {index}: no slider (or not every drop-down menu) changes its visible frame"
+                 for index in stuck]
     if stacks and not steppers:
         problems.append(f"{len(stacks)} jslinked Stack(s) in the state, but no view of one rendered in the page")
     problems += [f"widget {i}: its static picture shows next to its rendered view"

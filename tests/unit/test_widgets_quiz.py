@@ -94,13 +94,25 @@ def test_slider_says_too_low_or_too_high_with_the_hint_and_right_at_the_nearest_
     q = slider()
     assert q.answer_index == 2  # 5 is the grid value nearest 4.2
     q.control.index = 1
-    assert q.check() == "✗ Too low. Hint: bytes / bandwidth"
+    assert q.check() == "✗ You chose 2 ms: too low. Hint: bytes / bandwidth"
     q.control.index = 4
-    assert q.feedback_text() == "✗ Too high. Hint: bytes / bandwidth"
+    assert q.feedback_text() == "✗ You chose 20 ms: too high. Hint: bytes / bandwidth"
     assert q.answer_bar.selected_index is None
     q.control.value = "5 ms"
     assert q.is_right and q.feedback_text() == "✓ Right. 4 MB at 1 GB/s"
     assert q.show_answer() == "Answer: 5 ms. 4 MB at 1 GB/s"
+
+
+def test_slider_panes_differ_between_neighbouring_values_and_name_the_value():
+    # two values below the answer and two above: without the value in the pane, 1→2 and 10→20 would show the same
+    q = slider(label="{:g}".format, unit="")
+    texts = []
+    for index, value in enumerate([1, 2, 5, 10, 20]):
+        q.control.index = index
+        texts.append(q.feedback_text())
+        assert (f"You chose {value}:" in texts[-1]) == (value != 5)
+    assert all(a != b for a, b in zip(texts, texts[1:]))
+    assert repr(q) == "<SliderQuestion: 'How long is the step?', 5 values>"
 
 
 def test_slider_feedback_is_jslinked():

@@ -56,6 +56,22 @@ def test_each_picker_is_jslinked_to_every_stack_at_its_depth_and_the_stacks_hold
         assert saved["target"] == [f"IPY_MODEL_{stack.model_id}", "selected_index"]
 
 
+def test_three_levels_the_links_alone_show_each_combinations_pane():
+    # as in the browser with no kernel: each stack shows what its linked picker's index says, and nothing else
+    grid = {"ps_tasks": [1, 2, 4], "strategy": ["round robin", "greedy"], "shards": [1, 4]}
+    what_if = WhatIf("ps load", grid, lambda ps_tasks, strategy, shards: f"<p>{ps_tasks} {strategy} {shards}</p>",
+                     picker="dropdown")
+    assert [len([n for n, _ in what_if.link_targets if n == name]) for name in grid] == [1, 3, 6]
+    driver = {stack.model_id: what_if.pickers[name] for name, stack in what_if.link_targets}
+    for combination in what_if.panes:
+        for name, value in zip(grid, combination):
+            what_if.pickers[name].index = grid[name].index(value)
+        shown = what_if.stack
+        while isinstance(shown, ipywidgets.Stack):
+            shown = shown.children[driver[shown.model_id].index]
+        assert shown.value == f"<p>{' '.join(map(str, combination))}</p>"
+
+
 def test_stacks_start_at_the_start_values():
     what_if, _ = control(start={"bandwidth_GBps": 6, "latency_us": 10})
     assert what_if.stack.selected_index == 1
