@@ -22,7 +22,7 @@ from browser_harness import LESSONS, lesson_ids
 
 EXPORT_TIMEOUT_S = 120
 RENDER_TIMEOUT_S = 30
-LAB_TIMEOUT_S = 60
+LAB_TIMEOUT_S = 120  # JupyterLab drawing a 60-widget lesson on a loaded 2-core machine took over 60 s once
 REPR_NAME = re.compile(r"<([A-Za-z_]\w*)[:>]")
 # A plain ipywidgets container of ours (Tab(children=(<TimelineView: ...>, ...))): named by its class.
 CONTAINER_REPR = re.compile(r"([A-Za-z_]\w*)\(children=\(.*?<([A-Za-z_]\w*):", re.S)

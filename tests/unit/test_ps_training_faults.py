@@ -100,7 +100,9 @@ def test_threaded_sync_applies_one_gradient_per_worker_per_update():
 
 
 def test_threaded_sync_without_backups_times_out_when_a_worker_dies():
-    record = ps.train(mode="sync", execution="threads", steps=20, kill_worker={0: 3}, fault_timeout_s=0.2,
+    # threads run on the wall clock: the deadline must exceed a healthy step on a loaded machine, or the step
+    # before the kill times out first (seen in CI with 0.2 s)
+    record = ps.train(mode="sync", execution="threads", steps=20, kill_worker={0: 3}, fault_timeout_s=2.0,
                       eval_every=0)
     assert record.status == "failed" and "DeadlineExceededError" in record.error
     assert any(f.kind == "worker_died" for f in record.faults)

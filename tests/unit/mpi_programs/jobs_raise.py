@@ -1,6 +1,7 @@
 """Rank program: the last rank raises ValueError while the others block in a barrier.
 
-The failing rank reports ``raised_at`` (``time.time()``) just before it raises; every rank reports ``pid``.
+The failing rank reports ``raised_at`` (``time.time()``) just before it raises, and prints it as ``raised_at=<t>``
+for a job launched from the command line; every rank reports ``pid``.
 """
 
 import os
@@ -16,6 +17,8 @@ report(pid=os.getpid())
 comm.Barrier()
 if comm.Get_rank() == culprit:
     time.sleep(0.2)
-    report(raised_at=time.time())
+    raised_at = time.time()
+    report(raised_at=raised_at)
+    print(f"raised_at={raised_at}", flush=True)
     raise ValueError(f"jobs_raise: rank {culprit} fails on purpose")
 comm.Barrier()
