@@ -160,15 +160,22 @@ def save_screenshots(page, lesson, screenshots_dir):
     page.set_viewport_size(VIEWPORT)
 
 
+def open_notebook(context, jupyter_lab, path):
+    """A new page of ``context`` showing the notebook at ``path`` (from the repository root) in JupyterLab, its
+    kernel started and idle."""
+    page = context.new_page()
+    page.set_default_timeout(PAGE_LOAD_TIMEOUT_S * 1000)
+    page.goto(f"{jupyter_lab.url}/lab/tree/{path}?reset&token={jupyter_lab.token}")
+    page.wait_for_function(KERNEL_IDLE_JS, arg=path, timeout=KERNEL_READY_TIMEOUT_S * 1000)
+    return page
+
+
 @pytest.mark.parametrize("lesson", LESSONS, ids=lesson_ids(LESSONS))
 def test_lesson_runs_in_jupyterlab_with_every_widget_rendered(lesson, jupyter_lab, browser, screenshots_dir):
     path = f"notebooks/{lesson.name}"
     context = browser.new_context(viewport=VIEWPORT)
     try:
-        page = context.new_page()
-        page.set_default_timeout(PAGE_LOAD_TIMEOUT_S * 1000)
-        page.goto(f"{jupyter_lab.url}/lab/tree/{path}?reset&token={jupyter_lab.token}")
-        page.wait_for_function(KERNEL_IDLE_JS, arg=path, timeout=KERNEL_READY_TIMEOUT_S * 1000)
+        page = open_notebook(context, jupyter_lab, path)
         page.evaluate(RUN_ALL_JS, [path, RUN_ALL_TIMEOUT_S * 1000])
         page.wait_for_function(KERNEL_IDLE_JS, arg=path, timeout=KERNEL_READY_TIMEOUT_S * 1000)
         page.wait_for_function(WIDGETS_SETTLED_JS, timeout=WIDGETS_SETTLE_TIMEOUT_S * 1000)
@@ -187,10 +194,7 @@ def test_run_all_refuses_a_tab_that_is_not_the_lesson(jupyter_lab, browser):
     lesson, linked = "notebooks/04_data_parallel_and_multi_tower.ipynb", "notebooks/01_dataflow_graph_and_session.ipynb"
     context = browser.new_context(viewport=VIEWPORT)
     try:
-        page = context.new_page()
-        page.set_default_timeout(PAGE_LOAD_TIMEOUT_S * 1000)
-        page.goto(f"{jupyter_lab.url}/lab/tree/{lesson}?reset&token={jupyter_lab.token}")
-        page.wait_for_function(KERNEL_IDLE_JS, arg=lesson, timeout=KERNEL_READY_TIMEOUT_S * 1000)
+        page = open_notebook(context, jupyter_lab, lesson)
         page.locator(".jp-Notebook .jp-Cell").first.locator("a", has_text="lesson 1's opening").click()
         page.wait_for_function(KERNEL_IDLE_JS, arg=linked, timeout=KERNEL_READY_TIMEOUT_S * 1000)
         with pytest.raises(Exception, match=f"the current tab is {linked}, not {lesson}"):
