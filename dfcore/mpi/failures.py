@@ -29,8 +29,9 @@ _SIGNALED = {"openmpi": re.compile(r"process rank (\d+) with PID \d+ on node \S+
 _EXITED = {"openmpi": re.compile(r"Process name: \[\S*?,(\d+)\]\s+Exit code:\s+(\d+)")}
 _NAMED = {s.value for s in signal.Signals}
 #: What Open MPI 5's launcher prints when it fails before starting any rank, for a reason of its own that a
-#: second launch does not share (seen once in ~1,200 launches on this project's 2-core machine, and in other
-#: projects' CI: lfortran/lfortran#8610). :func:`launcher_failed_to_start` looks for these.
+#: second launch does not share (17 of 2,400 launches, 8 at a time, on this project's 2-core machine while jobs
+#: shared /tmp, see :func:`~dfcore.mpi.env.private_session_directory`; also in other projects' CI:
+#: lfortran/lfortran#8610). :func:`launcher_failed_to_start` looks for these.
 _LAUNCHER_START_FAILURES = ("The PMIx server's listener thread failed to start",)
 
 
