@@ -178,13 +178,14 @@ def run_job(program, ps=0, workers=None, ranks=None, args=(), timeout_s=120, pro
         if import_root:
             env["PYTHONPATH"] = os.pathsep.join(p for p in (import_root, env.get("PYTHONPATH")) if p)
         with open(os.path.join(results, "stdout"), "w+") as out, open(os.path.join(results, "stderr"), "w+") as err:
+            if transport == "mpi":
+                env[JOB_DIR_ENV] = results
+                private_session_directory(env, results)
             start = time.monotonic()
             for attempt in range(1, LAUNCH_ATTEMPTS + 1):
                 if transport == "grpc":
                     job = TaskJob(layout, command, env, out, err, with_tf_flags=tf_flags)
                 else:
-                    env[JOB_DIR_ENV] = results
-                    private_session_directory(env, results)
                     process = start_job(command, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
                     # {pid: (rank or None, start time)} of Hydra's processes (out of the job's session)
                     job = MPIJob(process, DepartureWatch(results, layout, exit_grace_s),

@@ -81,9 +81,7 @@ def optional_cupy() -> Any:
     install is a machine without GPUs). The one place dfcore imports cupy outside its backend module."""
     try:
         import cupy
-    except ImportError:
-        return None
-    except Exception:  # noqa: BLE001 - cupy raises other errors when its CUDA libraries are missing
+    except Exception:  # noqa: BLE001 - ImportError when missing, others when its CUDA libraries are missing
         return None
     return cupy
 

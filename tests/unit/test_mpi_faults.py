@@ -20,7 +20,7 @@ import pytest
 pytest.importorskip("mpi4py", reason="the MPI fault tests need mpi4py (pip install 'dfcore[mpi]')")
 
 # test_mpi_jobs skips this module too where there is no mpiexec
-from test_mpi_jobs import alive, launch, processes_with, program
+from test_mpi_jobs import alive, launch, processes_with, program, rank_functions
 
 import dfcore as tf
 from dfcore.mpi.job import MPIJobError, run_job
@@ -160,12 +160,7 @@ def test_open_mpi_keeps_a_jobs_session_files_in_the_jobs_own_directory_and_remov
 
     if mpi_flavor(find_mpiexec()) != "openmpi":
         pytest.skip("PRRTE's session directory is Open MPI's")
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "mpi_programs"))
-    try:
-        import jobs_functions
-    finally:
-        sys.path.pop(0)
-    result = run_job(jobs_functions.session_directory, ranks=2, timeout_s=40, progress=False)
+    result = run_job(rank_functions().session_directory, ranks=2, timeout_s=40, progress=False)
     directories = set(result.ranks.gather("result").values())
     assert len(directories) == 1
     directory = directories.pop()

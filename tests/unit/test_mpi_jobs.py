@@ -37,6 +37,16 @@ def program(name):
     return os.path.join(PROGRAMS, name)
 
 
+def rank_functions():
+    """``mpi_programs/jobs_functions.py``, imported as the ranks import it (by its module name)."""
+    sys.path.insert(0, PROGRAMS)
+    try:
+        import jobs_functions
+    finally:
+        sys.path.remove(PROGRAMS)
+    return jobs_functions
+
+
 @pytest.mark.timeout(60)
 def test_four_ranks_report_values_and_progress_reaches_the_total():
     steps = 5
@@ -60,12 +70,7 @@ def test_four_ranks_report_values_and_progress_reaches_the_total():
 
 @pytest.mark.timeout(60)
 def test_a_function_runs_on_every_rank_and_returns_its_result():
-    sys.path.insert(0, PROGRAMS)
-    try:
-        import jobs_functions
-    finally:
-        sys.path.remove(PROGRAMS)
-    result = run_job(jobs_functions.scaled_rank, ranks=2, args=(10, 1), timeout_s=40, progress=False)
+    result = run_job(rank_functions().scaled_rank, ranks=2, args=(10, 1), timeout_s=40, progress=False)
     assert result.ranks.gather("result") == {0: 1, 1: 11}
 
 
