@@ -26,10 +26,10 @@ _TYPES = {"float16": "NCCL_FLOAT16", "float32": "NCCL_FLOAT32", "float64": "NCCL
 
 def nccl_module() -> Any:
     """``cupy.cuda.nccl`` when cupy and the NCCL library are there, else None."""
-    if real_gpus.optional_cupy() is None:
-        return None
     try:
         from cupy.cuda import nccl
+    except ImportError:  # cupy missing
+        return None
     except Exception:  # noqa: BLE001 - cupy built without NCCL, or libnccl not found
         return None
     return nccl if getattr(nccl, "available", True) else None
