@@ -2,7 +2,7 @@
 
 Reference: TF1 between-graph replication semantics (variables on the ps shared by every worker's
 session; a failing op fails the step with its error) and dfcore's rule that a failed step changes
-no variable (DESIGN §8).
+no variable (docs/architecture.md#errors-and-faults).
 """
 
 import json
