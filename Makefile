@@ -71,7 +71,7 @@ endef
 
 # Debian's graphviz provides `dot`, which the widgets use to lay out graphs.
 system-deps:
-	$(call apt_install,command -v dot >/dev/null 2>&1,graphviz,the 'dot' program is missing; graph pictures fall back to DOT text.)
+	$(call apt_install,command -v dot >/dev/null 2>&1,graphviz,the 'dot' program is missing; graph pictures fall back to DOT text and the tests that render with it will be skipped (and fail in CI).)
 
 # Debian's chromium for the browser tests (driven by Playwright's Python package; never `playwright install`).
 browser-deps: $(VENDOR_STAMP)
@@ -104,8 +104,9 @@ test: setup lint
 	$(PY) -m pytest --timeout=$(TEST_TIMEOUT_S) tests/unit tests/notebooks tests/browser --doctest-modules dfcore \
 	  $(NBVAL_ARGS) $(PYTEST_ARGS)
 
-# Real-GPU checks (DESIGN §5): cupy for CUDA 12 from the gpu extra, then tests/gpu. `make test` never collects
-# tests/gpu; the unit tests simulate every GPU (tests/unit/conftest.py sets DFCORE_SIMULATED_GPUS=1).
+# Real-GPU checks (docs/architecture.md#devices-and-array-backends): cupy for CUDA 12 from the gpu extra, then
+# tests/gpu. `make test` never collects tests/gpu; the unit tests simulate every GPU (tests/unit/conftest.py sets
+# DFCORE_SIMULATED_GPUS=1).
 GPU_STAMP := $(VENV)/.installed-gpu
 GPU_TEST_TIMEOUT_S ?= 240
 $(GPU_STAMP): $(STAMP)

@@ -1,9 +1,12 @@
 """Shared pytest fixtures: a fresh default graph for every test, and a thread-leak check.
 
 A test that starts threads (executors, rendezvous, parameter servers) can ask for
-``no_thread_leak`` to fail if any thread it started is still alive shortly after it ends.
+``no_thread_leak`` to fail if any thread it started is still alive shortly after it ends. Every test folder
+imports the suite's skip policy from this folder: ``from _requirements import require_module``.
 """
 
+import pathlib
+import sys
 import threading
 import time
 
@@ -13,6 +16,10 @@ import dfcore
 from dfcore.eager import context as eager_context
 
 THREAD_JOIN_TIMEOUT_S = 2.0
+
+_TESTS = str(pathlib.Path(__file__).resolve().parent)
+if _TESTS not in sys.path:  # for `from _requirements import ...`; pytest's import mode may not have added it
+    sys.path.insert(0, _TESTS)
 
 # Rank programs started by the MPI tests with mpiexec, and task programs the gRPC tests start as processes: never
 # collected or imported by pytest itself (`make test` passes --doctest-modules, which would import them).

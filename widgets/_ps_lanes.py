@@ -25,7 +25,7 @@ LABEL_WIDTH, RIGHT_PAD, CAPTION_HEIGHT, AXIS_HEIGHT, LANE_HEIGHT = 78, 14, 22, 2
 #: Least width of one bin of the whole-run overview.
 OVERVIEW_BIN_PX = 6
 #: Phase kind → (fill, stroke): compute in blue, pull in bluish green, pushes and the ps link in
-#: the transfer vermillion (DESIGN §6: vermillion marks transfers), waiting in light grey.
+#: the transfer vermillion (vermillion marks transfers: docs/architecture.md#widgets), waiting in light grey.
 PHASE_STYLE = {
     "compute": (_palette.tint("#0072B2", 0.45), "#0072B2"),
     "pull": (_palette.tint("#009E73", 0.35), "#009E73"),

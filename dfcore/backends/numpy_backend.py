@@ -14,7 +14,7 @@ import numpy as np
 
 _XP: Any = np
 if int(np.__version__.split(".")[0]) < 2:  # numpy 1.26: the standard's names come from array_api_compat
-    import array_api_compat.numpy as _XP  # noqa: N812
+    import array_api_compat.numpy as _XP
 
 
 class NumpyBackend:

@@ -115,7 +115,7 @@ class IteratorResource:
             outcome = (errors.OutOfRangeError(None, None, "End of sequence"), None)
         except errors.OpError as error:
             outcome = (error, None)
-        except Exception as error:  # noqa: BLE001 - a bug in user code must still settle the request
+        except Exception as error:  # a bug in user code must still settle the request
             outcome = (errors.UnknownError(None, None, f"{type(error).__name__}: {error}"), None)
         with self._lock:
             if self._run is not run:

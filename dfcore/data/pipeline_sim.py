@@ -1,8 +1,9 @@
 """Input pipelines on the simulated clock: map threads, prefetch, the host→accelerator copy, training.
 
-Source: dfcore, on :func:`dfcore.runtime.sim_clock.simulate` (DESIGN §4: deterministic, one task
-at a time per resource); the stages behave as dfcore's (and TF's) ``ParallelMapDataset`` and
-``PrefetchDataset`` (``core/kernels/data/parallel_map_dataset_op.cc``, ``prefetch_dataset_op.cc``).
+Source: dfcore, on :func:`dfcore.runtime.sim_clock.simulate` (deterministic, one task
+at a time per resource: docs/architecture.md#the-simulated-clock); the stages behave as dfcore's (and TF's)
+``ParallelMapDataset`` and ``PrefetchDataset``
+(``core/kernels/data/parallel_map_dataset_op.cc``, ``prefetch_dataset_op.cc``).
 
 The model, per map call ``k`` (``B`` calls per batch, ``P`` map threads, calls in input order):
 

@@ -88,7 +88,7 @@ def _prefetch(run: IterationContext, elements: Iterator, size: int):
                     return
                 input_events.call_done("Prefetch", pulled)
             buffer.put((None, _END))
-        except Exception as error:  # noqa: BLE001 - handed to the consumer, raised at get_next
+        except Exception as error:  # handed to the consumer, raised at get_next
             buffer.put((error, None))
         finally:
             elements_close = getattr(elements, "close", None)

@@ -39,7 +39,7 @@ class TFRecordWriter:
     def __init__(self, path: str, options: object = None):
         check_options(options)
         self._path = path
-        self._writer = RecordWriter(open(path, "wb"))  # noqa: SIM115 - closed by close()
+        self._writer = RecordWriter(open(path, "wb"))  # closed by close()
 
     def write(self, record: bytes | str) -> None:
         if isinstance(record, str):

@@ -1,7 +1,7 @@
 """Distributed execution: collectives (all-reduce), data-parallel helpers, clusters and parameter servers.
 
 Source: TF's ``tensorflow/python/distribute`` (``all_reduce.py``, ``cross_device_ops.py``,
-``collective_ops.py``) and DESIGN §2. See :mod:`dfcore.distribute.all_reduce` for the
+``collective_ops.py``) and docs/architecture.md#layers. See :mod:`dfcore.distribute.all_reduce` for the
 runtime collective and its trace, :mod:`dfcore.distribute.schedules` for the algorithms,
 chunking and byte counts, :mod:`dfcore.distribute.fusion` and :mod:`dfcore.distribute.overlap`
 for tensor fusion and for bucketed all-reduces that overlap the backward pass;

@@ -1,7 +1,7 @@
 """All-reduce as a runtime operation: real values, moved chunk by chunk through a rendezvous, traced.
 
-Source: DESIGN §3 (ring step convention), Gibiansky, "Bringing HPC Techniques to Deep
-Learning" (Baidu, 2017), NCCL's ``all_reduce.h`` and TF's ``all_reduce.py``. The
+Source: the ring step convention (docs/architecture.md#where-each-tf-format-is-built), Gibiansky, "Bringing
+HPC Techniques to Deep Learning" (Baidu, 2017), NCCL's ``all_reduce.h`` and TF's ``all_reduce.py``. The
 algorithms, the chunking rule and the exact bytes each device sends are documented in
 :mod:`dfcore.distribute.schedules`; the time model in
 :mod:`dfcore.distribute.collective_cost`.

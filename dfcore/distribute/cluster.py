@@ -5,7 +5,7 @@ wording) and TF's distributed glossary (cluster, job, task, server, target).
 
 By default a :class:`Server` runs its task *inside this process*: it registers the task in
 the process-wide registry of :mod:`dfcore.distribute.cluster_runtime` and listens on
-no socket at all (DESIGN §8); with ``DFCORE_SERVERS=grpc`` it listens with gRPC on its
+no socket at all (docs/architecture.md#transports); with ``DFCORE_SERVERS=grpc`` it listens with gRPC on its
 address, as TensorFlow's does (:mod:`dfcore.transport.grpc_server`). ``server.target`` (``"grpc://<address>"``) is what
 ``tf.Session(target=...)`` takes to run on the whole cluster: every task contributes
 its devices (``/job:<job>/replica:0/task:<t>/device:CPU:0``, plus the GPUs of its

@@ -1,7 +1,7 @@
 """Time of a collective: the simulated clock's replay and the α-β(-γ) prediction.
 
-Source: DESIGN §4 (simulated clock) and Thakur, Rabenseifner & Gropp, "Optimization of
-Collective Communication Operations in MPICH", IJHPCA 19(1), 2005 (the α-β-γ model).
+Source: the simulated clock (docs/architecture.md#the-simulated-clock) and Thakur, Rabenseifner & Gropp,
+"Optimization of Collective Communication Operations in MPICH", IJHPCA 19(1), 2005 (the α-β-γ model).
 
 **Replay** (:func:`simulate_schedule`): every message of a
 :class:`~dfcore.distribute.schedules.Schedule` is a transfer task on the machine's link

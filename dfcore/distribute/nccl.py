@@ -30,7 +30,7 @@ def nccl_module() -> Any:
         from cupy.cuda import nccl
     except ImportError:  # cupy missing
         return None
-    except Exception:  # noqa: BLE001 - cupy built without NCCL, or libnccl not found
+    except Exception:  # cupy built without NCCL, or libnccl not found
         return None
     return nccl if getattr(nccl, "available", True) else None
 

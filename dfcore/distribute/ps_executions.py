@@ -1,6 +1,6 @@
 """Where a parameter-server run executes, by name: each driver registers its runner here.
 
-Source: dfcore's layering (DESIGN §2): ``distribute/`` registers ``"simulated"`` and ``"threads"``
+Source: dfcore's layering (docs/architecture.md#layers): ``distribute/`` registers ``"simulated"`` and ``"threads"``
 (:mod:`dfcore.distribute.parameter_server`); ``dfcore.mpi`` registers ``"mpi"`` when it is
 imported (``import dfcore`` does), so ``distribute/`` never imports ``mpi/``.
 """

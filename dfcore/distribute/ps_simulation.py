@@ -1,7 +1,7 @@
 """Deterministic execution of a parameter-server run, ordered by a simulated clock.
 
-Source: DESIGN §4 (asynchronous training has a deterministic mode driven by the simulated
-clock). The math runs in the real worker graphs and sessions, and every rule of the update
+Source: docs/architecture.md#the-simulated-clock (asynchronous training has a deterministic mode driven by the
+simulated clock). The math runs in the real worker graphs and sessions, and every rule of the update
 discipline is its :mod:`~dfcore.distribute.ps_modes` module's; this driver only decides
 *when* each session call happens. A worker step is four events:
 

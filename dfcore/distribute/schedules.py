@@ -20,8 +20,8 @@ ranges over ``[1, ⌈K/pieces⌉]`` (at least 1): more segments than a chunk has
 only add empty messages, and :func:`check_arguments`, which every entry point calls first,
 rejects them (a 10⁹-segment schedule would exhaust memory before the first message).
 
-**Ring, textbook convention** (DESIGN §3; Baidu/Horovod): in scatter-reduce step s
-(0-based) rank i sends chunk (i−s) mod N to rank (i+1) mod N, which adds it to its own;
+**Ring, textbook convention** (docs/architecture.md#where-each-tf-format-is-built; Baidu/Horovod): in
+scatter-reduce step s (0-based) rank i sends chunk (i−s) mod N to rank (i+1) mod N, which adds it to its own;
 after N−1 steps rank i holds the full sum of chunk (i+1) mod N. In allgather step s
 rank i sends chunk (i+1−s) mod N, which the receiver stores. **NCCL convention**
 (``runRing`` in NCCL's ``all_reduce.h``): every chunk index is one lower — in

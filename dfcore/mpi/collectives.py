@@ -1,6 +1,7 @@
 """All-reduce across the ranks of an MPI job: the all-reduce issue's schedules over point-to-point MPI, traced.
 
-Source: DESIGN §3 and §5; the schedules of :mod:`dfcore.distribute.schedules` (rank i of
+Source: docs/architecture.md#where-each-tf-format-is-built (the ring convention) and
+docs/architecture.md#transports; the schedules of :mod:`dfcore.distribute.schedules` (rank i of
 the communicator plays device i); mpi4py's buffer interface (``Sendrecv``/``Isend``/
 ``Irecv``, no pickling) and ``MPI.Allreduce`` as the reference.
 

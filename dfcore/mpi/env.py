@@ -1,7 +1,6 @@
 """The environment and command line of an ``mpiexec`` job, so users do not have to know them.
 
-Source: Open MPI 5 / PRRTE and MPICH (Hydra) documentation, and the project's study of
-distributed engines (``shared/reference/distributed-engine.md``): as root, Open MPI
+Source: Open MPI 5 / PRRTE and MPICH (Hydra) documentation: as root, Open MPI
 refuses to start without ``OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1``
 (``PRTE_`` twins for ``Spawn``); more ranks than cores needs ``--oversubscribe``; on a
 host whose only interface is loopback, Open MPI's TCP transport must be told to use

@@ -1,10 +1,10 @@
 """Run an MPI job from Python or a notebook cell: a deadline, a progress bar, the ranks' reports back.
 
-Source: DESIGN §5 and issue 7 (items 6–7): "start a run from a cell (``mpiexec`` in a
+Source: docs/architecture.md#transports and issue 7 (items 6–7): "start a run from a cell (``mpiexec`` in a
 subprocess), with a deadline on every wait and a progress bar; gather every rank's step
-stats, traces and staleness records back"; failure behaviour from
-``shared/reference/distributed-engine.md`` (``python -m mpi4py`` turns an uncaught
-exception into ``MPI_Abort``; Open MPI then ends the job in well under a second).
+stats, traces and staleness records back"; failure behaviour from mpi4py's documentation of
+``python -m mpi4py`` (it turns an uncaught exception into ``MPI_Abort``; Open MPI then ends the job in well
+under a second).
 
 >>> result = run_job("train.py", ps=1, workers=3, args=["--steps", "100"])  # doctest: +SKIP
 >>> result.ranks["/job:ps/replica:0/task:0"]["step_stats"]                  # doctest: +SKIP

@@ -31,7 +31,7 @@ def start_job(command, **popen_kwargs):
     ``popen_kwargs`` go to it (``env``, ``stdout``, ...).
     """
     # preexec_fn runs between fork and exec; it only calls prctl and getppid (no lock, no import).
-    return subprocess.Popen(command, start_new_session=True, preexec_fn=_terminated_with_parent(),  # noqa: PLW1509 - see above
+    return subprocess.Popen(command, start_new_session=True, preexec_fn=_terminated_with_parent(),  # see above
                             **popen_kwargs)
 
 

@@ -1,7 +1,7 @@
 """What a rank sends back to whoever launched its job: reported values and progress.
 
 Source: dfcore's own protocol between :func:`dfcore.mpi.job.run_job` and the ranks it
-starts (DESIGN §5: "read back the traces to show them in the same widgets").
+starts, so a job's traces show in the same widgets as an in-process run (docs/architecture.md#transports).
 
 The launcher puts a fresh directory in ``DFCORE_RESULTS_DIR``; rank ``k`` writes
 

@@ -1,7 +1,7 @@
 """Which task of a cluster this MPI rank is: the job layout, rank ↔ task, and dfcore's communicators.
 
-Source: the ``ClusterSpec``-on-ranks layout of ``shared/reference/distributed-engine.md``
-(jobs in order, ranks assigned job by job; one ``comm.Split`` per job) and TF's
+Source: dfcore's ``ClusterSpec``-on-ranks layout (docs/architecture.md#transports: jobs in order, ranks
+assigned job by job; one ``comm.Split`` per job) and TF's
 ``TFConfigClusterResolver`` (``tensorflow/python/distribute/cluster_resolver``) for
 the resolver API.
 

@@ -25,7 +25,7 @@ registry.NotDifferentiable("Assert")
 registry.mark_stateful("Assert")
 
 
-def Assert(condition, data, summarize=None, name=None):  # noqa: N802 - TF's name
+def Assert(condition, data, summarize=None, name=None):  # TF's name
     """The op raising ``InvalidArgumentError("assertion failed: [<data 0>] [<data 1>] …")`` when the bool
     scalar ``condition`` is False (at most ``summarize`` values of each tensor, default 3); run it with
     ``tf.control_dependencies``. Source: ``tensorflow/python/ops/control_flow_ops.py``."""

@@ -159,7 +159,7 @@ def enter(data, frame_name, is_constant=False, parallel_iterations=10, name=None
     return _apply("Enter", [data], attrs, name or "Enter").outputs[0]
 
 
-def exit(data, name=None):  # noqa: A001 - TF's name (control_flow_ops.exit)
+def exit(data, name=None):  # TF's name (control_flow_ops.exit)
     """``data`` passed out of its frame to the parent frame. Source: ``control_flow_ops.exit``."""
     return _apply("Exit", [data], {}, name or "Exit").outputs[0]
 
@@ -169,7 +169,7 @@ def next_iteration(data, name=None):
     return _apply("NextIteration", [data], {}, name or "NextIteration").outputs[0]
 
 
-def loop_cond(input, name=None):  # noqa: A002 - TF's argument name
+def loop_cond(input, name=None):  # TF's argument name
     """The loop predicate (bool scalar), passed through. Source: ``gen_control_flow_ops.loop_cond``."""
     return apply_op("LoopCond", [input], {}, name or "LoopCond").outputs[0]
 

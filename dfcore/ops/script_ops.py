@@ -73,7 +73,7 @@ def _kernel(op):
             raise errors.InvalidArgumentError(None, op, f"Could not find callback with key={token} in the registry.")
         try:
             result = func(*inputs)
-        except Exception as error:  # noqa: BLE001 - a user function's exception becomes the op's status, as TF
+        except Exception as error:  # a user function's exception becomes the op's status, as TF
             status = next((s for kind, s in _STATUS if isinstance(error, kind)), errors.UnknownError)
             raise status(None, op, f"{type(error).__name__}: {error}") from error
         values = [result] if len(types) == 1 and not isinstance(result, (list, tuple)) else list(result)

@@ -173,7 +173,7 @@ def loop_gradient(node: LoopNode, exit_grads: list[Any], backprop: Any) -> list[
     if not forward.back_prop:
         raise ValueError(f"Cannot compute gradients through a while_loop built with back_prop=False "
                          f"({forward.name})")
-    from .control_flow_while import build_loop  # noqa: PLC0415 - gradients_impl imports this module first
+    from .control_flow_while import build_loop  # gradients_impl imports this module first
 
     graph = forward.graph
     count = _forward_counter(forward)

@@ -188,7 +188,7 @@ class ControlFlowExecutor(StepRun):
                     start = clock() if timings is not None else 0.0
                     try:
                         value = node.compute(ctx, *args) if node.needs_context else node.compute(*args)
-                    except Exception as error:  # noqa: BLE001 - every kernel failure ends the step as an OpError
+                    except Exception as error:  # every kernel failure ends the step as an OpError
                         self._finish(kernel_error(error, node, args, ctx.device))
                         return
                     n = node.num_outputs

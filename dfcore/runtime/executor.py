@@ -160,7 +160,7 @@ class StepRun:
 
         try:
             node.compute(self._ctx, settle, *args)
-        except Exception as error:  # noqa: BLE001 - as in _loop
+        except Exception as error:  # as in _loop
             settle(kernel_error(error, node, args, self._ctx.device), None)
 
 
@@ -275,7 +275,7 @@ class Executor(StepRun):
                             result = node.compute(ctx, *args)
                         else:
                             result = node.compute(*args)
-                    except Exception as error:  # noqa: BLE001 - every kernel failure ends the step as an OpError
+                    except Exception as error:  # every kernel failure ends the step as an OpError
                         self._finish(kernel_error(error, node, args, ctx.device))
                         return
                     n = node.num_outputs

@@ -181,7 +181,7 @@ class _ControlLoops:
         return self.loops[key]
 
     def _build(self, frame, device):
-        from .partition import _Builder  # noqa: PLC0415 - partition imports this module
+        from .partition import _Builder  # partition imports this module
 
         loop_cond = self.loop_conds.get(frame)
         if loop_cond is None:

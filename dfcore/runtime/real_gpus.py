@@ -83,7 +83,7 @@ def optional_cupy() -> Any:
         import cupy
     except ImportError:  # a branch of its own: Binder's import check counts only this as an optional import
         return None
-    except Exception:  # noqa: BLE001 - cupy raises other errors when its CUDA libraries are missing
+    except Exception:  # cupy raises other errors when its CUDA libraries are missing
         return None
     return cupy
 

@@ -1,6 +1,6 @@
 """The simulated clock: a deterministic discrete-event replay of one step.
 
-Source: DESIGN §4 and the TF whitepaper (2015) §3.2.1, whose placer simulates the
+Source: docs/architecture.md#the-simulated-clock and the TF whitepaper (2015) §3.2.1, whose placer simulates the
 graph's execution with a cost model. The replay is a non-preemptive list scheduler:
 
 * every :class:`SimTask` runs on one resource — a device name (one op at a time per

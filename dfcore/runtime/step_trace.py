@@ -1,7 +1,7 @@
 """Fill ``RunMetadata`` after a step: partition graphs, and step stats in wall and simulated time.
 
 Source: TF's ``DirectSession::RunInternal`` (``output_partition_graphs``, the
-``StepStatsCollector``) and DESIGN §4 (the simulated clock). Wall times come from
+``StepStatsCollector``) and the simulated clock (docs/architecture.md#the-simulated-clock). Wall times come from
 the executors' :class:`~dfcore.runtime.executor.NodeTiming` records. Simulated times
 come from replaying the step on the session's hardware profiles
 (:func:`~dfcore.runtime.sim_clock.simulate_step`): each executed node costs its

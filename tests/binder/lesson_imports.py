@@ -12,7 +12,7 @@ installs) and, as a script, by ``check_binder.py`` inside the freshly built Bind
 
     python tests/binder/lesson_imports.py notebooks/*.ipynb   # exit 1 naming each module not installed
 
-Standard library only, so it runs in any environment the project supports (Python 3.10+).
+Standard library only, so it runs in any environment the project supports (Python 3.11+).
 """
 
 import argparse

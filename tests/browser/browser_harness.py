@@ -1,11 +1,11 @@
-"""Shared pieces of the browser smoke tests: where things are, the skip-or-fail rule, and private
-JupyterLab and TensorBoard servers on free loopback ports.
+"""Shared pieces of the browser smoke tests: where things are, and private JupyterLab and TensorBoard
+servers on free loopback ports.
 
 Every wait has a deadline and every process started here is stopped in a ``finally``. Nothing
 listens beyond 127.0.0.1: the servers bind loopback only, Playwright talks to Chromium over a pipe,
 and the static-export test opens ``file://`` pages. A missing browser stack (Chromium, the
 ``playwright`` package, the vendored widget renderer) skips these tests, except in CI
-(``CI=true``), where it fails them.
+(``CI=true``), where it fails them: the suite's one rule, ``tests/_requirements.py``.
 """
 
 import contextlib
@@ -20,8 +20,6 @@ import sys
 import time
 import urllib.error
 import urllib.request
-
-import pytest
 
 HERE = pathlib.Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -56,15 +54,6 @@ LAB_SETTINGS = {
 def lesson_ids(paths):
     """Test ids for lesson parameters: the file stem (``01_dataflow_graph_and_session``)."""
     return [path.stem for path in paths]
-
-
-def require(condition, reason):
-    """Skip the test when ``condition`` is false, or fail it when running in CI (``CI=true``)."""
-    if condition:
-        return
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"{reason} (CI=true: the browser tests must run in CI)", pytrace=False)
-    pytest.skip(reason)
 
 
 def free_loopback_port():

@@ -6,6 +6,7 @@ import os
 import shutil
 
 import pytest
+from _requirements import require, require_module
 from browser_harness import (
     BROWSER_LAUNCH_TIMEOUT_S,
     CHROMIUM,
@@ -13,7 +14,6 @@ from browser_harness import (
     CHROMIUM_INSTALL,
     NOTEBOOKS_DIR,
     SCREENSHOTS_DIR,
-    require,
     running_jupyter_lab,
 )
 
@@ -21,12 +21,9 @@ from browser_harness import (
 @pytest.fixture(scope="session")
 def browser():
     """A headless ``/usr/bin/chromium`` launched by Playwright; closed (and the driver stopped) at the end."""
-    require(os.path.exists(CHROMIUM), f"{CHROMIUM} is missing; install it with: {CHROMIUM_INSTALL}")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        require(False, "the playwright package is missing; install the test extra: pip install -e '.[test]'")
-    playwright = sync_playwright().start()
+    require(os.path.exists(CHROMIUM), "Chromium", f"no {CHROMIUM}; install it with: {CHROMIUM_INSTALL}")
+    sync_api = require_module("playwright.sync_api", "the playwright package")
+    playwright = sync_api.sync_playwright().start()
     try:
         chromium = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS,
                                               timeout=BROWSER_LAUNCH_TIMEOUT_S * 1000)

@@ -15,7 +15,8 @@ import subprocess
 import sys
 
 import pytest
-from browser_harness import HTML_MANAGER_DIST, LESSONS, REPO, REQUIRE_JS, lesson_ids, require
+from _requirements import require
+from browser_harness import HTML_MANAGER_DIST, LESSONS, REPO, REQUIRE_JS, lesson_ids
 
 EXPORT_TIMEOUT_S = 300
 RENDER_TIMEOUT_S = 30
@@ -189,8 +190,8 @@ def frame_changes(page, area, action):
 
 @pytest.fixture(scope="session")
 def vendored_widget_renderer():
-    require((HTML_MANAGER_DIST / "embed-amd.js").is_file() and REQUIRE_JS.is_file(),
-            "the vendored widget renderer is missing; run: make browser-deps")
+    require((HTML_MANAGER_DIST / "embed-amd.js").is_file() and REQUIRE_JS.is_file(), "the vendored widget renderer",
+            "run: make browser-deps")
 
 
 @pytest.mark.parametrize("lesson", LESSONS, ids=lesson_ids(LESSONS))

@@ -14,6 +14,7 @@ import re
 import time
 
 import pytest
+from _requirements import require_module
 from browser_harness import running_tensorboard
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
@@ -31,8 +32,8 @@ GRADIENT_STOPS_JS = ("els => els.map(e => [e.id, [...e.querySelectorAll('stop')]
 @pytest.fixture(scope="module")
 def multi_tower_run(tmp_path_factory):
     """A temporary log directory holding the multi-tower example's TensorBoard run (4 towers, one epoch)."""
-    pytest.importorskip("sklearn")
-    pytest.importorskip("tqdm")
+    require_module("sklearn")
+    require_module("tqdm")
     from dfcore.examples import multi_tower
 
     logdir = tmp_path_factory.mktemp("tensorboard-run")

@@ -6,8 +6,9 @@ import re
 from collections import OrderedDict
 
 import pytest
+from _requirements import require_module
 
-nbval_plugin = pytest.importorskip("nbval.plugin")
+nbval_plugin = require_module("nbval.plugin")
 
 SANITIZE_FILE = pathlib.Path(__file__).resolve().parents[2] / "notebooks" / "nbval_sanitize.cfg"
 

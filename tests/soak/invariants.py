@@ -59,7 +59,7 @@ def checkpoint_restore_problems(path: str, check) -> list:
     """Restore ``path`` with ``check(path, step)`` (the job kind's checkpoint check); an exception is a problem."""
     try:
         return check(path, checkpoint_step(path))
-    except Exception as error:  # noqa: BLE001 - any failure to restore is what this check reports
+    except Exception as error:  # any failure to restore is what this check reports
         return [f"{path} does not restore: {type(error).__name__}: {error}"]
 
 

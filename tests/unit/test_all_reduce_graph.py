@@ -130,7 +130,7 @@ def _run_with_deadline(fn):
 def _capture(fn):
     try:
         return fn()
-    except Exception as error:  # noqa: BLE001 - returned to the test
+    except Exception as error:  # returned to the test
         return error
 
 

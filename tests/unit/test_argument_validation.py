@@ -8,6 +8,7 @@ import re
 
 import numpy as np
 import pytest
+from _requirements import require_module
 
 import dfcore as tf
 from dfcore import errors
@@ -260,14 +261,14 @@ _WIDGET_CASES = [
 @pytest.mark.parametrize("name,make_args,match", _WIDGET_CASES,
                          ids=[f"{case[0]}-{i}" for i, case in enumerate(_WIDGET_CASES)])
 def test_widgets_name_what_they_accept(name, make_args, match):
-    widgets = pytest.importorskip("widgets")
+    widgets = require_module("widgets")
     graph, sess, run_metadata = _traced_step()
     with sess, pytest.raises(TypeError, match=match):
         getattr(widgets, name)(*make_args(graph, sess, run_metadata))
 
 
 def test_all_reduce_comparison_checks_every_algorithm_before_running_any(monkeypatch):
-    compare = pytest.importorskip("widgets.all_reduce_compare")
+    compare = require_module("widgets.all_reduce_compare")
     calls = []
     monkeypatch.setattr(compare, "all_reduce", lambda *args, **kwargs: calls.append(kwargs["algorithm"]))
     with pytest.raises(ValueError, match="Unknown all-reduce algorithm 'butterfly'"):
@@ -278,7 +279,7 @@ def test_all_reduce_comparison_checks_every_algorithm_before_running_any(monkeyp
 
 
 def test_timeline_view_also_takes_the_step_stats_alone():
-    widgets = pytest.importorskip("widgets")
+    widgets = require_module("widgets")
     _, sess, run_metadata = _traced_step()
     sess.close()
     whole, alone = widgets.TimelineView(run_metadata), widgets.TimelineView(tf.step_records(run_metadata).step_stats)

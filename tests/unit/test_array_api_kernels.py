@@ -6,6 +6,7 @@ own result (plain numpy) for the strict run. Kernels that need a step: tests/uni
 
 import numpy as np
 import pytest
+from _requirements import require_module
 
 import dfcore as tf
 from dfcore import backends
@@ -13,7 +14,7 @@ from dfcore.framework import registry
 from dfcore.ops.array_ops import constant_value
 from dfcore.ops.op_util import apply_op
 
-pytest.importorskip("array_api_strict")
+require_module("array_api_strict")
 
 NUMPY = backends.get("numpy")
 STRICT = backends.get("array_api_strict")

@@ -5,13 +5,14 @@ array kernel fails the pass; every array kernel has a case here or in tests/unit
 
 import numpy as np
 import pytest
+from _requirements import require_module
 from test_array_api_kernels import CASES, F32, NUMPY, POS, RNG, STRICT, _op, _run
 
 import dfcore as tf
 from dfcore import backends
 from dfcore.framework import registry
 
-pytest.importorskip("array_api_strict")
+require_module("array_api_strict")
 
 #: Array kernels neither file's tables call directly, and where they are checked instead.
 ELSEWHERE: dict[str, str] = {}

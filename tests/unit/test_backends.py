@@ -6,13 +6,14 @@ import sys
 
 import numpy as np
 import pytest
+from _requirements import require_module
 
 import dfcore as tf
 from dfcore import backends
 from dfcore.runtime.device_set import DeviceSet
 from dfcore.runtime.partition_compiler import instantiate_kernel
 
-pytest.importorskip("array_api_strict")
+require_module("array_api_strict")
 STRICT = "array_api_strict"
 
 

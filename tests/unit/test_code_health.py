@@ -1,7 +1,7 @@
 """Code-health rules that ruff and mypy do not check (``make lint`` runs those; see pyproject.toml).
 
-* DESIGN §2: ``dfcore/framework/`` imports nothing from ``dfcore/ops/`` or ``dfcore/runtime/`` at module
-  level (a function that needs them imports them when it runs).
+* docs/architecture.md#layers: ``dfcore/framework/`` imports nothing from ``dfcore/ops/`` or ``dfcore/runtime/``
+  at module level (a function that needs them imports them when it runs).
 * The public API of ``dfcore/runtime/`` and ``dfcore/distribute/`` is annotated (mypy then checks those
   functions' bodies): every public function and method names its parameter and return types.
 * Layering: ``dfcore/examples/`` are leaves (no other module of dfcore imports them), and
@@ -74,7 +74,7 @@ def test_public_api_of_runtime_and_distribute_is_annotated(path):
     assert not missing, f"{path.parent.name}/{path.name}: unannotated public API: {missing}"
 
 
-# -- layering: framework ← ops ← runtime ← distribute ← transport ← mpi ← examples (DESIGN §2) ------------------
+# -- layering: framework ← ops ← runtime ← distribute ← transport ← mpi ← examples (docs/architecture.md#layers) --
 
 def _imported_modules(path, root=DFCORE):
     """Every module ``path`` (under the package ``root``) imports, anywhere in it (functions included), as

@@ -6,6 +6,7 @@ import sys
 
 import numpy as np
 import pytest
+from _requirements import require_module
 
 import dfcore as tf
 from dfcore.distribute import MirroredStrategy, ring_bytes_sent
@@ -71,8 +72,8 @@ def test_bad_strategy_arguments():
 
 
 def test_data_parallel_example_reaches_95_percent():
-    pytest.importorskip("sklearn")
-    pytest.importorskip("tqdm")
+    require_module("sklearn")
+    require_module("tqdm")
     result = subprocess.run([sys.executable, "-m", "dfcore.examples.data_parallel", "--no-progress", "--devices",
                              "4", "--all-reduce", "ring", "--epochs", "15"], capture_output=True, text=True,
                             timeout=300, check=True)

@@ -5,12 +5,12 @@ import subprocess
 import sys
 
 import numpy as np
-import pytest
+from _requirements import require_module
 
 import dfcore as tf
 
-pytest.importorskip("sklearn")
-pytest.importorskip("tqdm")
+require_module("sklearn")
+require_module("tqdm")
 
 
 def _run_example(module, *args):

@@ -14,9 +14,12 @@ import sys
 import time
 
 import pytest
+from _requirements import require_module
 
 from dfcore import task_processes
 from dfcore.mpi.world import Layout
+
+require_module("grpc", "grpcio")  # the tasks serve over gRPC
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROGRAM = os.path.join(HERE, "grpc_programs", "session_task.py")

@@ -15,12 +15,15 @@ import time
 import uuid
 
 import pytest
+from _requirements import require_module
 from process_checks import processes_with
 
 import dfcore as tf
 from dfcore import launch, task_processes
 from dfcore.mpi.job import MPIJobError, run_job
 from dfcore.mpi.world import Layout
+
+require_module("grpc", "grpcio")  # the tasks serve over gRPC
 
 PROGRAM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "grpc_programs", "launched_task.py")
 

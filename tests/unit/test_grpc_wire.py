@@ -10,9 +10,9 @@ decoder), hand-built messages, and a pickle payload that would create a file if 
 import os
 import pickle
 
-import grpc
 import numpy as np
 import pytest
+from _requirements import require_module
 from grpc_cluster import Cluster, cluster_dict
 from tensorboard.util import tensor_util
 
@@ -21,6 +21,8 @@ from dfcore.framework.protos import GraphDef
 from dfcore.framework.tf_protos import worker_pb2
 from dfcore.transport import SERVERS_ENV
 from dfcore.transport.grpc_wire import CODECS, tensor_from_proto, tensor_to_proto
+
+grpc = require_module("grpc", "grpcio")
 
 pytestmark = pytest.mark.timeout(120)
 

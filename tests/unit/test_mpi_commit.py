@@ -1,13 +1,12 @@
 """A step's writes on other tasks are visible to every task once its Session.run returns (as in TF,
 which applies updates in place during the step)."""
 
-import pytest
+from _requirements import require_mpi
+from test_mpi_jobs import program
 
-pytest.importorskip("mpi4py", reason="the MPI tests need mpi4py (pip install 'dfcore[mpi]')")
+from dfcore.mpi import run_job
 
-from test_mpi_jobs import program  # noqa: E402 - skips this module too where there is no mpiexec
-
-from dfcore.mpi import run_job  # noqa: E402 - after the importorskip, as above
+require_mpi()
 
 
 def test_a_steps_writes_on_other_tasks_are_visible_once_its_run_returns():

@@ -6,12 +6,12 @@ deadline stops before its next op everywhere and commits nothing.
 """
 
 import pytest
-
-pytest.importorskip("mpi4py", reason="the MPI tests need mpi4py (pip install 'dfcore[mpi]')")
-
+from _requirements import require_mpi
 from test_mpi_jobs import program
 
 from dfcore.mpi import run_job
+
+require_mpi()
 
 #: generous bounds for a loaded 2-core machine: 20 slow ops take 2 s, the deadline is 0.5 s
 MAX_ELAPSED_S = 1.5

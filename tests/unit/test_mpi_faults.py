@@ -16,14 +16,13 @@ import time
 import uuid
 
 import pytest
-
-pytest.importorskip("mpi4py", reason="the MPI fault tests need mpi4py (pip install 'dfcore[mpi]')")
-
-# test_mpi_jobs skips this module too where there is no mpiexec
+from _requirements import require_mpi
 from test_mpi_jobs import alive, launch, processes_with, program, rank_functions
 
 import dfcore as tf
 from dfcore.mpi.job import MPIJobError, run_job
+
+require_mpi()
 
 LEFT_TASK = "/job:worker/replica:0/task:2"
 

@@ -6,21 +6,21 @@ server, ``_Recv`` pulling tensors over MPI). Reference: the same between-graph p
 ``python -m dfcore.launch`` with 1 ps + 2 workers whose servers listen on loopback ports.
 """
 
-import importlib.util
 import json
 import pathlib
 import subprocess
 
 import pytest
-from test_mpi_runtime import _has_mpiexec
+from _requirements import require_module, require_mpi
 
-from dfcore.launch import command_and_env
-from dfcore.transport.grpc_server import free_ports
+require_module("grpc", "grpcio")
+
+from dfcore.launch import command_and_env  # noqa: E402 - after the check: grpc_server imports grpc
+from dfcore.transport.grpc_server import free_ports  # noqa: E402 - as above
 
 PROGRAMS = pathlib.Path(__file__).parent / "mpi_programs"
 
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("mpi4py") is None or not _has_mpiexec(),
-                                reason="needs mpi4py and mpiexec: pip install 'dfcore[mpi]'")
+require_mpi()
 
 
 @pytest.mark.timeout(150)

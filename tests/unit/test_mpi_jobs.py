@@ -17,18 +17,13 @@ import uuid
 
 import numpy as np
 import pytest
+from _requirements import require_mpi
 from process_checks import alive, processes_with
 
-pytest.importorskip("mpi4py", reason="the MPI job tests need mpi4py (pip install 'dfcore[mpi]')")
+import dfcore as tf
+from dfcore.mpi.job import MPIJobError, run_job
 
-import dfcore as tf  # noqa: E402 - after the importorskip: no mpi4py, no module
-from dfcore.mpi.env import find_mpiexec  # noqa: E402 - as above
-from dfcore.mpi.job import MPIJobError, run_job  # noqa: E402 - as above
-
-try:
-    find_mpiexec()
-except FileNotFoundError:
-    pytest.skip("no mpiexec", allow_module_level=True)
+require_mpi()  # the modules importing from this one (test_mpi_commit, _deadlines, _faults) check it too
 
 PROGRAMS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mpi_programs")
 

@@ -1,6 +1,6 @@
 """The launcher's command line, the job layout (ranks ↔ tasks), and import_graph_def — no MPI needed.
 
-Reference: the rank layout of DESIGN §5 (jobs in order, ranks assigned job by job), TF's
+Reference: the rank layout of docs/architecture.md#transports (jobs in order, ranks assigned job by job), TF's
 ``TFConfigClusterResolver`` API, and ``tf.import_graph_def`` (names, devices, control inputs kept).
 """
 

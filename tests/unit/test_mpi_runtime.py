@@ -2,32 +2,22 @@
 
 Reference: TF1 between-graph replication semantics (variables on the ps shared by every worker's
 session; a failing op fails the step with its error) and dfcore's rule that a failed step changes
-no variable (DESIGN §8).
+no variable (docs/architecture.md#errors-and-faults).
 """
 
-import importlib.util
 import json
 import pathlib
 import subprocess
 
 import numpy as np
 import pytest
+from _requirements import require_mpi
 
 from dfcore.launch import command_and_env
-from dfcore.mpi.env import find_mpiexec
 
 PROGRAMS = pathlib.Path(__file__).parent / "mpi_programs"
 
-
-def _has_mpiexec():
-    try:
-        find_mpiexec()
-    except FileNotFoundError:
-        return False
-    return True
-
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("mpi4py") is None or not _has_mpiexec(),
-                                reason="needs mpi4py and mpiexec: pip install 'dfcore[mpi]'")
+require_mpi()
 
 
 @pytest.fixture(scope="module")

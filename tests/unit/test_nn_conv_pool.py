@@ -5,6 +5,7 @@ import itertools
 
 import numpy as np
 import pytest
+from _requirements import require_module
 
 import dfcore as tf
 from dfcore.ops.nn_conv import output_size
@@ -97,7 +98,7 @@ def test_mismatched_channels_and_bad_arguments_raise_naming_the_op():
 
 def test_a_small_convnet_trains_on_digits():
     """A conv layer, max pooling and a softmax layer on scikit-learn's 8x8 digits learn to read them."""
-    pytest.importorskip("sklearn")
+    require_module("sklearn")
     from dfcore.examples.digits_data import load_digits_split
 
     data = load_digits_split(seed=0)

@@ -15,14 +15,15 @@ import re
 
 import numpy as np
 import pytest
+from _requirements import require_module
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 import dfcore as tf
 from dfcore import compat_report
 
-pytest.importorskip("sklearn")
+require_module("sklearn")
 
-from tf1_programs import (  # noqa: E402 - after the importorskip: the programs need sklearn's digits
+from tf1_programs import (  # noqa: E402 - after the check: the programs need sklearn's digits
     cifar10_multi_gpu,
     ema_eval,
     input_data,

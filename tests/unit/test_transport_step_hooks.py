@@ -4,8 +4,9 @@ Reference: TF's worker keys a step's state by the master's ``step_id``, which TF
 from 64 bits so that two masters never share one (``master_session.cc``, ``NewStepId``). dfcore's masters
 count their steps from 1 instead, so a task serving several masters (a ps serving every worker's session)
 keys a step by its handle ``(master rank, id)``. A queue's enqueue is published when its step commits and
-given back when it aborts (dfcore's all-or-nothing step, DESIGN §8). Before the fix, the hooks were keyed by
-the master's step id, so another master's aborted step with the same id dropped the enqueue: the lost
+given back when it aborts (dfcore's all-or-nothing step, docs/architecture.md#errors-and-faults). Before the
+fix, the hooks were keyed by the master's step id,
+so another master's aborted step with the same id dropped the enqueue: the lost
 ``SyncReplicasOptimizer`` tokens of issue 16.
 """
 

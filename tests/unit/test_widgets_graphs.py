@@ -1,12 +1,12 @@
 """DOT text of graphs and partitions, Graphviz rendering and its fallback, GraphView and PartitionView."""
 
 import re
-import shutil
 import sys
 
 import ipywidgets
 import numpy as np
 import pytest
+from _requirements import require_program
 from seed_programs import placement_program
 
 import dfcore as tf
@@ -15,9 +15,14 @@ from dfcore.runtime.sendrecv_ops import rendezvous_key
 from widgets import GraphView, PartitionView, _dot, _optimizer_frames, _palette, _render
 from widgets.partition_view import pair_rows
 
-HAS_DOT = shutil.which("dot") is not None
-needs_dot = pytest.mark.skipif(not HAS_DOT, reason="Graphviz's dot is not installed")
+needs_dot = pytest.mark.usefixtures("dot_program")
 CPU0 = "/job:localhost/replica:0/task:0/device:CPU:0"
+
+
+@pytest.fixture
+def dot_program():
+    """Graphviz's ``dot``: the tests that render with it skip without it (fail under ``CI=true``)."""
+    return require_program("dot", "Graphviz's dot", "apt-get install graphviz (make test does it)")
 
 
 def seeds_program():

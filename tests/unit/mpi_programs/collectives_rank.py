@@ -106,7 +106,7 @@ def argument_case(label, call):
         call()
     except ValueError as error:
         check(f"argument/{label}", True, str(error))
-    except Exception as error:  # noqa: BLE001 - recorded for the test to report
+    except Exception as error:  # recorded for the test to report
         check(f"argument/{label}", False, f"{type(error).__name__}: {error}")
     else:
         check(f"argument/{label}", False, "no error raised")

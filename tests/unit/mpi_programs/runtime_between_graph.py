@@ -17,7 +17,7 @@ from dfcore.mpi import MPIClusterResolver, runtime as mpi_runtime
 from dfcore.mpi.world import job_communicator
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from fused_model import X, build_fused, partition_summary  # noqa: E402
+from fused_model import X, build_fused, partition_summary
 
 OUT = sys.argv[1]
 resolver = MPIClusterResolver()
