@@ -1,7 +1,7 @@
 """``bounded_delay``: synchronous SGD whose per-clock averaged updates may be applied up to ``s`` clocks late.
 
 Source: bounded-delay SGD (Li et al., "Scaling Distributed Machine Learning with the Parameter
-Server", OSDI 2014, §4.2 "bounded delay"), built from TF1's ``SyncReplicasOptimizer`` pieces.
+Server", OSDI 2014, "Flexible Consistency": bounded delay τ), built from TF1's ``SyncReplicasOptimizer`` pieces.
 Rule: the gradients of clock ``c`` go to accumulator slot ``c mod (s+1)`` (shared names
 ``<var>/ssp_accum_<k>``); the chief applies update ``c`` — the average of the ``num_workers``
 gradients of clock ``c``, with the same ``take_grad`` + ``apply_gradients`` ops as ``sync`` —
