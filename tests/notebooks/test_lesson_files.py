@@ -68,3 +68,16 @@ def test_strip_widget_state_keeps_text_outputs_and_static_pictures_and_drops_sta
         "Device mapping:\n", {"text/plain": "<TimelineView: 2 devices, 5 ops, simulated>", "text/html": STATIC_PICTURE}]
     assert cell.execution_count == 1
     assert strip_widget_state(copy.deepcopy(nb)) == nb
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=[path.stem for path in LESSONS])
+def test_no_answer_is_in_view_before_it_is_tried(lesson):
+    """A question cell's code computes its answer (``answer=``): its input is collapsed (JupyterLab's
+    ``jupyter.source_hidden``; the ``hide-input`` tag for documentation builds), so a student sees only the
+    widget, whose answer shows on request."""
+    nb = nbformat.read(lesson, as_version=4)
+    shown = [i for i, cell in enumerate(nb.cells) if cell.cell_type == "code"
+             and re.search(r"[(,\s]answer=", cell.source)
+             and not (cell.metadata.get("jupyter", {}).get("source_hidden")
+                      and "hide-input" in cell.metadata.get("tags", []))]
+    assert not shown, f"{lesson.name}: question cells {shown} show their answer= code (collapse their input)"
