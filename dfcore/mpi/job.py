@@ -33,6 +33,7 @@ from .departures import DEFAULT_GRACE_S, JOB_DIR_ENV, DepartureWatch
 from .env import CLUSTER_ENV, RANK_TAG_FLAGS, mpi_flavor, private_session_directory
 from .failures import MPIJobError, job_error, last_traceback, launcher_failed_to_start, untag
 from .processes import MPIJob, find_descendants, start_job
+from .progress_bar import progress_bar
 from .report import RESULTS_ENV, dumps, read_progress, read_reports
 from .world import Layout
 
@@ -332,10 +333,8 @@ def _watch(job, deadline, results, layout, show, transport):
     every rank is among them: :func:`~dfcore.mpi.processes.find_descendants`)."""
     bar = None
     if show:
-        from tqdm.auto import tqdm
-
         kind = "gRPC" if transport == "grpc" else "MPI"
-        bar = tqdm(total=layout.size, unit=_unit(transport), desc=f"{kind} job {layout.jobs}")
+        bar = progress_bar(total=layout.size, unit=_unit(transport), desc=f"{kind} job {layout.jobs}")
     pids = getattr(job, "known", None)
     try:
         while job.poll() is None:
