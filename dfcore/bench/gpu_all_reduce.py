@@ -33,10 +33,11 @@ GPU_HEADER = (
     "#wrong   ratio\n"
     "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)"
     "         (x)")
-NO_GPU = ("No CUDA GPU is visible here (cupy is not installed, no device is visible, or DFCORE_SIMULATED_GPUS=1). "
-          "On a machine with one, this prints, per message size, the bus bandwidth (busbw, GB/s) dfcore's ring "
-          "all-reduce reaches on the real GPU(s) next to the busbw the simulated clock gives the lesson's "
-          "machine (four Tesla K20m on PCIe 2.0), and NCCL's busbw where several GPUs take part.")
+NO_GPU = ("This measurement needs a CUDA GPU with cupy; this machine has none in use (cupy missing, no device "
+          "visible, or DFCORE_SIMULATED_GPUS=1), so nothing was measured. On a GPU machine it prints, per message "
+          "size, the bus bandwidth (busbw, GB/s) dfcore's ring all-reduce reaches on the real GPU(s), next to "
+          "the busbw the simulated clock gives the lesson's machine (four Tesla K20m on PCIe 2.0), and NCCL's "
+          "busbw where several GPUs take part.")
 
 
 def placement(num_ranks: int | None, gpus: Sequence[real_gpus.PhysicalGpu]) -> list[int]:
