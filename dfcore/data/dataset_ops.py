@@ -21,6 +21,7 @@ from ..framework.tensor import Tensor
 from . import structure as nest
 
 AUTOTUNE = -1
+UNKNOWN_CARDINALITY = -2  # shuffle(UNKNOWN_CARDINALITY): a buffer as large as the input (TF 2.x)
 
 
 class Dataset(nest.ElementStructure):
@@ -143,11 +144,15 @@ class Dataset(nest.ElementStructure):
                    num_parallel_calls: int | None = None) -> "Dataset":
         """Elements of the datasets ``map_func`` makes from ``cycle_length`` input elements at a time,
         ``block_length`` from each in turn."""
-        return transformations.InterleaveDataset(self, map_func, cycle_length, block_length)
+        return transformations.InterleaveDataset(self, map_func, cycle_length, block_length, num_parallel_calls)
 
     def flat_map(self, map_func: Callable) -> "Dataset":
         """The elements of the datasets ``map_func`` makes from each input element, one dataset after another."""
         return transformations.InterleaveDataset(self, map_func, 1, 1)
+
+    def ignore_errors(self) -> "Dataset":
+        """The elements without those whose computation failed (TF 2.x's ``Dataset.ignore_errors``)."""
+        return transformations.IgnoreErrorsDataset(self)
 
     def apply(self, transformation_func: Callable[["Dataset"], "Dataset"]) -> "Dataset":
         """``transformation_func(self)``, which must return a Dataset (TF's wording otherwise)."""

@@ -2,8 +2,10 @@
 
 Source: ``tensorflow/python/data/ops/dataset_ops.py`` (TF 1.15) and the kernels in
 ``core/kernels/data/`` (``batch_dataset_op.cc``, ``shuffle_dataset_op.cc`` ...), whose
-argument checks and messages are kept; they raise ``InvalidArgumentError`` when the
-iterator is initialized.
+argument checks and messages are kept (TF 2.21's wording); they raise ``InvalidArgumentError`` when the
+iterator is initialized. A failed element (:class:`~dfcore.data.iteration.ElementError`) passes through
+each transformation as TF's kernels pass a failed ``GetNext``: a batch it falls in is dropped for the
+error, a shuffle hands it on at once, ``take`` does not count it, ``cache`` does not keep it.
 """
 
 import itertools
@@ -18,8 +20,16 @@ from ..framework import dtypes as dtypes_lib, input_events
 from ..framework.tensor_shape import TensorShape
 from ..ops.random_ops import get_seed
 from . import prefetch, structure as nest
-from .dataset_ops import AUTOTUNE, Dataset
+from .dataset_ops import AUTOTUNE, UNKNOWN_CARDINALITY, Dataset
 from .function import TracedFunction
+from .iteration import ElementError
+
+
+def _positive(run, value: Any, message: str, autotune: bool = False) -> None:
+    """InvalidArgumentError(``message``) unless ``value`` > 0 (or AUTOTUNE where ``autotune``)."""
+    size = run.scalar(value)
+    if size <= 0 and not (autotune and size == AUTOTUNE):
+        raise errors.InvalidArgumentError(None, None, message)
 
 
 class _Unary(Dataset):
@@ -44,10 +54,18 @@ class MapDataset(Dataset):
         self._simulated_cost_s = simulated_cost_s
         if isinstance(self._fn.result, Dataset):
             raise TypeError(f"The map function '{self._fn.name}' returned a Dataset; use interleave or flat_map.")
+        if self._fn.result is None or not self._fn.outputs:  # TF rejects an empty output list when it builds the op
+            raise ValueError("Attr 'output_types' of 'MapDataset' Op passed list of length 0 less than minimum 1.")
         super().__init__(nest.indices(self._fn.output_structure), self._fn.output_types, self._fn.output_shapes,
                          (input_dataset,))
         self._input = input_dataset
+        self._num_parallel_calls = num_parallel_calls
         self._parallel = (os.cpu_count() or 1) if num_parallel_calls == AUTOTUNE else (num_parallel_calls or 1)
+
+    def _check(self, run) -> None:
+        super()._check(run)
+        if self._num_parallel_calls is not None:
+            _positive(run, self._num_parallel_calls, "num_parallel_calls must be greater than zero.", autotune=True)
 
     @property
     def simulated_cost_s(self) -> float:
@@ -60,7 +78,12 @@ class MapDataset(Dataset):
         stage = "ParallelMap" if self._parallel > 1 else "Map"
 
         def call(element):
-            return input_events.timed(stage, lambda: self._fn(run, element))
+            if isinstance(element, ElementError):
+                return element
+            try:
+                return input_events.timed(stage, lambda: self._fn(run, element))
+            except errors.OpError as error:
+                return ElementError(error)
 
         if self._parallel <= 1:
             return (call(element) for element in elements)
@@ -83,7 +106,14 @@ class FilterDataset(_Unary):
         super().__init__(input_dataset)
 
     def _iterate(self, run):
-        return (element for element in self._input._iterate(run) if self._fn(run, element)[0])
+        for element in self._input._iterate(run):
+            try:
+                if isinstance(element, ElementError) or self._fn(run, element)[0]:
+                    yield element
+                else:
+                    run.await_demand()  # a predicate rejecting everything must not spin after its step ends
+            except errors.OpError as error:
+                yield ElementError(error)
 
 
 class BatchDataset(_Unary):
@@ -98,21 +128,35 @@ class BatchDataset(_Unary):
 
     def _check(self, run) -> None:
         super()._check(run)
-        if run.scalar(self._batch_size) <= 0:
-            raise errors.InvalidArgumentError(None, None, "Batch size must be greater than zero.")
+        _positive(run, self._batch_size, "Batch size must be greater than zero.")
 
     def _batches(self, run):
+        """Lists of ``batch_size`` elements (or an ElementError: the batch it fell in is dropped)."""
         size, drop = run.scalar(self._batch_size), bool(run.value(self._drop_remainder))
         elements = self._input._iterate(run)
         while True:
-            batch = list(itertools.islice(elements, size))
+            batch: list = []
+            for element in elements:
+                if isinstance(element, ElementError):
+                    break
+                batch.append(element)
+                if len(batch) == size:
+                    break
+            else:
+                element = None
+            if isinstance(element, ElementError):
+                yield element
+                continue
             if not batch or (drop and len(batch) < size):
                 return
             yield batch
 
+    def _combine(self, batch: list) -> tuple:
+        return tuple(_stack(index, [element[index] for element in batch]) for index in range(len(self._types)))
+
     def _iterate(self, run):
         for batch in self._batches(run):
-            yield tuple(_stack(index, [element[index] for element in batch]) for index in range(len(self._types)))
+            yield batch if isinstance(batch, ElementError) else self._combine(batch)
 
 
 def _stack(index: int, values: list) -> np.ndarray:
@@ -151,9 +195,8 @@ class PaddedBatchDataset(BatchDataset):
             self._padding = nest.flatten(padding_values)
         self._shapes = [TensorShape([s[0].value]).concatenate(p) for s, p in zip(self._shapes, self._padded)]
 
-    def _iterate(self, run):
-        for batch in self._batches(run):
-            yield tuple(self._pad(index, [element[index] for element in batch]) for index in range(len(self._types)))
+    def _combine(self, batch: list) -> tuple:
+        return tuple(self._pad(index, [element[index] for element in batch]) for index in range(len(self._types)))
 
     def _pad(self, index: int, values: list) -> np.ndarray:
         longest = np.max([np.shape(v) for v in values], axis=0) if values[0].ndim else ()
@@ -170,7 +213,9 @@ class PaddedBatchDataset(BatchDataset):
 class ShuffleDataset(_Unary):
     """TF's shuffle: a buffer of ``buffer_size`` elements filled from the input; each output is drawn
     uniformly from the buffer and its slot refilled with the next input element; once the input ends the
-    buffer drains at random. Seeds follow TF1's graph/op seed rules (:func:`get_seed`); with a seed the
+    buffer drains at random; ``UNKNOWN_CARDINALITY`` (-2): a buffer as large as the input. The fill waits
+    while no consumer wants an element (:meth:`~dfcore.data.iteration.IterationContext.await_demand`); a failed
+    input element is handed on at once. Seeds follow TF1's graph/op seed rules (:func:`get_seed`); with a seed the
     order repeats from one initialization (or session) to the next; ``reshuffle_each_iteration`` (default
     True) draws a new order on each pass (``repeat``)."""
 
@@ -183,16 +228,21 @@ class ShuffleDataset(_Unary):
 
     def _check(self, run) -> None:
         super()._check(run)
-        if run.scalar(self._buffer_size) <= 0:
-            raise errors.InvalidArgumentError(None, None, "buffer_size must be greater than zero.")
+        if run.scalar(self._buffer_size) != UNKNOWN_CARDINALITY:
+            _positive(run, self._buffer_size, "buffer_size must be greater than zero or UNKNOWN_CARDINALITY")
 
     def _iterate(self, run):
         epoch = run.count(self) if self._reshuffle else 0
         rng = np.random.Generator(np.random.Philox([run.seed(self, self._seeds), epoch]))
         size, buffer = run.scalar(self._buffer_size), []
         for element in self._input._iterate(run):
+            if isinstance(element, ElementError):
+                yield element
+                continue
             buffer.append(element)
-            if len(buffer) == size:
+            if len(buffer) < size or size == UNKNOWN_CARDINALITY:
+                run.await_demand()
+            else:
                 index = int(rng.integers(len(buffer)))
                 buffer[index], buffer[-1] = buffer[-1], buffer[index]
                 yield buffer.pop()
@@ -222,7 +272,7 @@ class RepeatDataset(_Unary):
 
 
 class TakeDataset(_Unary):
-    """The first ``count`` elements (-1: all)."""
+    """The first ``count`` elements (-1: all); failed elements pass without being counted (as TF's)."""
 
     def __init__(self, input_dataset: Dataset, count: Any):
         super().__init__(input_dataset, (count,))
@@ -231,7 +281,15 @@ class TakeDataset(_Unary):
     def _iterate(self, run):
         count = run.scalar(self._count)
         elements = self._input._iterate(run)
-        return elements if count < 0 else itertools.islice(elements, count)
+        if count < 0:
+            yield from elements
+            return
+        taken = 0
+        for element in (elements if count else ()):
+            yield element
+            taken += not isinstance(element, ElementError)
+            if taken == count:
+                return
 
 
 class SkipDataset(_Unary):
@@ -287,9 +345,17 @@ class CacheDataset(_Unary):
             return
         elements = []
         for element in self._input._iterate(run):
-            elements.append(element)
+            if not isinstance(element, ElementError):
+                elements.append(element)
             yield element
         run.caches[self] = elements
+
+
+class IgnoreErrorsDataset(_Unary):
+    """The input's elements without the failed ones (``tf.data.experimental.ignore_errors``)."""
+
+    def _iterate(self, run):
+        return (element for element in self._input._iterate(run) if not isinstance(element, ElementError))
 
 
 class InterleaveDataset(Dataset):
@@ -301,21 +367,35 @@ class InterleaveDataset(Dataset):
         TypeError: ``map_func`` does not return a Dataset (TF's wording).
     """
 
-    def __init__(self, input_dataset: Dataset, map_func: Callable, cycle_length: Any, block_length: Any):
+    def __init__(self, input_dataset: Dataset, map_func: Callable, cycle_length: Any, block_length: Any,
+                 num_parallel_calls: Any = None):
         self._fn = TracedFunction(map_func, input_dataset._structure, input_dataset._types,
                                   input_dataset._shapes, "interleave")
         inner = self._fn.result
         if not isinstance(inner, Dataset):
             raise TypeError("`map_func` must return a `Dataset` object.")
         super().__init__(inner._structure, inner._types, inner._shapes, (input_dataset,),
-                         (cycle_length, block_length))
+                         (cycle_length, block_length, num_parallel_calls))
         self._input = input_dataset
         self._cycle_length, self._block_length = cycle_length, block_length
+        self._num_parallel_calls = num_parallel_calls
+
+    def _check(self, run) -> None:
+        super()._check(run)
+        _positive(run, self._cycle_length, "cycle_length must be greater than zero.", autotune=True)
+        _positive(run, self._block_length, "block_length must be greater than zero.")
+        if self._num_parallel_calls is not None:
+            _positive(run, self._num_parallel_calls, "num_parallel_calls must be greater than zero.", autotune=True)
 
     def _open(self, run, element):
-        values = self._fn(run, element)
-        child = run.child(dict(zip(self._fn.outputs, values)))
-        self._fn.result._check(child)
+        if isinstance(element, ElementError):
+            return iter((element,))
+        try:
+            values = self._fn(run, element)
+            child = run.child(dict(zip(self._fn.outputs, values)))
+            self._fn.result._check(child)
+        except errors.OpError as error:
+            return iter((ElementError(error),))
         return self._fn.result._iterate(child)
 
     def _iterate(self, run):
