@@ -108,12 +108,12 @@ class Dataset(nest.ElementStructure):
 
     def batch(self, batch_size: int, drop_remainder: bool = False) -> "Dataset":
         """Consecutive elements stacked along a new dimension 0 (the last batch may be short)."""
-        return transformations.BatchDataset(self, batch_size, drop_remainder)
+        return batching.BatchDataset(self, batch_size, drop_remainder)
 
     def padded_batch(self, batch_size: int, padded_shapes: Any, padding_values: Any = None,
                      drop_remainder: bool = False) -> "Dataset":
         """Batches whose components are padded to ``padded_shapes`` (None or -1: the longest in the batch)."""
-        return transformations.PaddedBatchDataset(self, batch_size, padded_shapes, padding_values, drop_remainder)
+        return batching.PaddedBatchDataset(self, batch_size, padded_shapes, padding_values, drop_remainder)
 
     def shuffle(self, buffer_size: int, seed: int | None = None,
                 reshuffle_each_iteration: bool | None = None) -> "Dataset":
@@ -192,4 +192,4 @@ def get_output_classes(dataset_or_iterator: Any) -> Any:
     return dataset_or_iterator.output_classes
 
 
-from . import iterator_ops, prefetch, sources, transformations  # noqa: E402 - they subclass Dataset, defined above
+from . import batching, iterator_ops, prefetch, sources, transformations  # noqa: E402 - they subclass Dataset, defined above

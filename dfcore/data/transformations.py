@@ -1,4 +1,4 @@
-"""Dataset transformations: map, filter, batch, padded_batch, shuffle, repeat, take, skip, shard, cache, interleave.
+"""Dataset transformations: map, filter, shuffle, repeat, take, skip, shard, cache, interleave.
 
 Source: ``tensorflow/python/data/ops/dataset_ops.py`` (TF 1.15) and the kernels in
 ``core/kernels/data/`` (``batch_dataset_op.cc``, ``shuffle_dataset_op.cc`` ...), whose
@@ -25,7 +25,7 @@ from .function import TracedFunction
 from .iteration import ElementError
 
 
-def _positive(run, value: Any, message: str, autotune: bool = False) -> None:
+def check_positive(run, value: Any, message: str, autotune: bool = False) -> None:
     """InvalidArgumentError(``message``) unless ``value`` > 0 (or AUTOTUNE where ``autotune``)."""
     size = run.scalar(value)
     if size <= 0 and not (autotune and size == AUTOTUNE):
@@ -65,7 +65,8 @@ class MapDataset(Dataset):
     def _check(self, run) -> None:
         super()._check(run)
         if self._num_parallel_calls is not None:
-            _positive(run, self._num_parallel_calls, "num_parallel_calls must be greater than zero.", autotune=True)
+            check_positive(run, self._num_parallel_calls, "num_parallel_calls must be greater than zero.",
+                           autotune=True)
 
     @property
     def simulated_cost_s(self) -> float:
@@ -73,21 +74,35 @@ class MapDataset(Dataset):
         the cost model's estimate of the traced ops (:meth:`TracedFunction.estimated_cost_s`)."""
         return self._fn.estimated_cost_s() if self._simulated_cost_s is None else float(self._simulated_cost_s)
 
+    @property
+    def vectorized(self) -> bool:
+        """Whether the function can run on a whole batch at once (``map`` then ``batch`` fused:
+        :mod:`dfcore.data.batching`)."""
+        return self._fn.vectorized
+
+    def call(self, run, element: Any) -> Any:
+        """The function's result for one element, or an ElementError (``element``'s own, or the function's)."""
+        if isinstance(element, ElementError):
+            return element
+        try:
+            return input_events.timed(self.stage, lambda: self._fn(run, element))
+        except errors.OpError as error:
+            return ElementError(error)
+
+    def call_batched(self, run, batch: tuple) -> tuple:
+        """The function on elements stacked along dimension 0 (only when :attr:`vectorized`); raises the
+        InvalidArgumentError of a failing op."""
+        return input_events.timed(self.stage, lambda: self._fn.call_batched(batch))
+
+    @property
+    def stage(self) -> str:
+        return "ParallelMap" if self._parallel > 1 else "Map"
+
     def _iterate(self, run):
         elements = self._input._iterate(run)
-        stage = "ParallelMap" if self._parallel > 1 else "Map"
-
-        def call(element):
-            if isinstance(element, ElementError):
-                return element
-            try:
-                return input_events.timed(stage, lambda: self._fn(run, element))
-            except errors.OpError as error:
-                return ElementError(error)
-
         if self._parallel <= 1:
-            return (call(element) for element in elements)
-        return prefetch.ordered_parallel_map(run, elements, call, self._parallel)
+            return (self.call(run, element) for element in elements)
+        return prefetch.ordered_parallel_map(run, elements, lambda element: self.call(run, element), self._parallel)
 
 
 class FilterDataset(_Unary):
@@ -116,100 +131,6 @@ class FilterDataset(_Unary):
                 yield ElementError(error)
 
 
-class BatchDataset(_Unary):
-    """Consecutive elements stacked along a new dimension 0; the last batch is dropped if short and
-    ``drop_remainder``. Batch dimension: ``batch_size`` when static and ``drop_remainder``, else None."""
-
-    def __init__(self, input_dataset: Dataset, batch_size: Any, drop_remainder: Any):
-        static = batch_size if isinstance(batch_size, int) and drop_remainder is True else None
-        super().__init__(input_dataset, (batch_size, drop_remainder),
-                         [TensorShape([static]).concatenate(s) for s in input_dataset._shapes])
-        self._batch_size, self._drop_remainder = batch_size, drop_remainder
-
-    def _check(self, run) -> None:
-        super()._check(run)
-        _positive(run, self._batch_size, "Batch size must be greater than zero.")
-
-    def _batches(self, run):
-        """Lists of ``batch_size`` elements (or an ElementError: the batch it fell in is dropped)."""
-        size, drop = run.scalar(self._batch_size), bool(run.value(self._drop_remainder))
-        elements = self._input._iterate(run)
-        while True:
-            batch: list = []
-            for element in elements:
-                if isinstance(element, ElementError):
-                    break
-                batch.append(element)
-                if len(batch) == size:
-                    break
-            else:
-                element = None
-            if isinstance(element, ElementError):
-                yield element
-                continue
-            if not batch or (drop and len(batch) < size):
-                return
-            yield batch
-
-    def _combine(self, batch: list) -> tuple:
-        return tuple(_stack(index, [element[index] for element in batch]) for index in range(len(self._types)))
-
-    def _iterate(self, run):
-        for batch in self._batches(run):
-            yield batch if isinstance(batch, ElementError) else self._combine(batch)
-
-
-def _stack(index: int, values: list) -> np.ndarray:
-    first = np.shape(values[0])
-    for position, value in enumerate(values):
-        if np.shape(value) != first:
-            raise errors.InvalidArgumentError(
-                None, None, f"Cannot batch tensors with different shapes in component {index}. First element had "
-                f"shape {list(first)} and element {position} had shape {list(np.shape(value))}.")
-    return np.stack(values)
-
-
-class PaddedBatchDataset(BatchDataset):
-    """Batches whose components are padded with ``padding_values`` (default 0, b"" for strings) to
-    ``padded_shapes`` (nested like the element; None or -1 dims: the longest in the batch).
-
-    Raises:
-        ValueError: ``padded_shapes`` of another rank than a component (at construction);
-        InvalidArgumentError at ``get_next``: a component larger than its padded shape (TF's wording).
-    """
-
-    def __init__(self, input_dataset: Dataset, batch_size: Any, padded_shapes: Any, padding_values: Any,
-                 drop_remainder: Any):
-        super().__init__(input_dataset, batch_size, drop_remainder)
-        element_types = input_dataset.output_types
-        nest.assert_same_structure(element_types, padded_shapes)
-        self._padded = [TensorShape([None if d in (None, -1) else d for d in np.reshape(s, -1).tolist()])
-                        if not isinstance(s, TensorShape) else s for s in nest.flatten(padded_shapes)]
-        for shape, padded in zip(input_dataset._shapes, self._padded):
-            if shape.ndims is not None and shape.ndims != padded.ndims:
-                raise ValueError(f"The padded shape {padded} is not compatible with the corresponding input "
-                                 f"component shape {shape}.")
-        if padding_values is None:
-            self._padding = [b"" if t == dtypes_lib.string else 0 for t in self._types]
-        else:
-            self._padding = nest.flatten(padding_values)
-        self._shapes = [TensorShape([s[0].value]).concatenate(p) for s, p in zip(self._shapes, self._padded)]
-
-    def _combine(self, batch: list) -> tuple:
-        return tuple(self._pad(index, [element[index] for element in batch]) for index in range(len(self._types)))
-
-    def _pad(self, index: int, values: list) -> np.ndarray:
-        longest = np.max([np.shape(v) for v in values], axis=0) if values[0].ndim else ()
-        target = [int(m) if p is None else p for m, p in zip(longest, self._padded[index].as_tuple())]
-        out = np.full([len(values)] + target, self._padding[index], dtype=self._types[index].as_numpy_dtype)
-        for row, value in enumerate(values):
-            if any(v > t for v, t in zip(np.shape(value), target)):
-                raise errors.InvalidArgumentError(
-                    None, None, "Attempted to pad to a smaller size than the input element.")
-            out[(row,) + tuple(slice(0, v) for v in np.shape(value))] = value
-        return out
-
-
 class ShuffleDataset(_Unary):
     """TF's shuffle: a buffer of ``buffer_size`` elements filled from the input; each output is drawn
     uniformly from the buffer and its slot refilled with the next input element; once the input ends the
@@ -229,7 +150,7 @@ class ShuffleDataset(_Unary):
     def _check(self, run) -> None:
         super()._check(run)
         if run.scalar(self._buffer_size) != UNKNOWN_CARDINALITY:
-            _positive(run, self._buffer_size, "buffer_size must be greater than zero or UNKNOWN_CARDINALITY")
+            check_positive(run, self._buffer_size, "buffer_size must be greater than zero or UNKNOWN_CARDINALITY")
 
     def _iterate(self, run):
         epoch = run.count(self) if self._reshuffle else 0
@@ -382,10 +303,11 @@ class InterleaveDataset(Dataset):
 
     def _check(self, run) -> None:
         super()._check(run)
-        _positive(run, self._cycle_length, "cycle_length must be greater than zero.", autotune=True)
-        _positive(run, self._block_length, "block_length must be greater than zero.")
+        check_positive(run, self._cycle_length, "cycle_length must be greater than zero.", autotune=True)
+        check_positive(run, self._block_length, "block_length must be greater than zero.")
         if self._num_parallel_calls is not None:
-            _positive(run, self._num_parallel_calls, "num_parallel_calls must be greater than zero.", autotune=True)
+            check_positive(run, self._num_parallel_calls, "num_parallel_calls must be greater than zero.",
+                           autotune=True)
 
     def _open(self, run, element):
         if isinstance(element, ElementError):
