@@ -63,13 +63,20 @@ class BatchDataset(Dataset):
                 return
             yield batch
 
+    def _checked(self, batch: list) -> Any:
+        """The batch's components, or the ElementError of elements that cannot be batched together."""
+        try:
+            return self._combine(batch)
+        except errors.OpError as error:
+            return ElementError(error)
+
     def _combine(self, batch: list) -> tuple:
         return tuple(_stack(index, [element[index] for element in batch]) for index in range(len(self._types)))
 
     def _iterate(self, run):
         if self._fused is not None:
             return self._map_and_batch(run, *self._fused)
-        return (batch if isinstance(batch, ElementError) else self._combine(batch) for batch in self._batches(run))
+        return (batch if isinstance(batch, ElementError) else self._checked(batch) for batch in self._batches(run))
 
     def _map_and_batch(self, run, mapped: MapDataset, unmapped: Dataset):
         """``mapped``'s function run once per batch of ``unmapped``'s elements where it can (module doc)."""
@@ -91,7 +98,7 @@ class BatchDataset(Dataset):
                 element = next(inputs, None)
                 if element is None:
                     if batch and not drop:
-                        yield self._combine(batch)
+                        yield self._checked(batch)
                     return
                 pending.append(mapped.call(run, element))
             element = pending.popleft()
@@ -101,7 +108,7 @@ class BatchDataset(Dataset):
                 continue
             batch.append(element)
             if len(batch) == size:
-                yield self._combine(batch)
+                yield self._checked(batch)
                 batch = []
 
 

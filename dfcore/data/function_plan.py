@@ -60,6 +60,14 @@ def _expand_dims(compute: Callable, batched: list[bool], ranks: list[int]) -> Ca
     return run
 
 
+def _select(compute: Callable, batched: list[bool], ranks: list[int]) -> Callable | None:
+    """TF 1's ``Select``: a condition of the branches' rank picks elementwise, a scalar one (a vector when
+    batched) picks whole elements: both as the kernel does per element, when every operand is batched."""
+    if not all(batched) or ranks[1] != ranks[2] or ranks[0] not in (0, ranks[1]):
+        return None
+    return compute
+
+
 _EXACT_ELEMENTWISE = (
     "Add", "AddV2", "Sub", "Mul", "RealDiv", "Div", "FloorDiv", "FloorMod", "Maximum", "Minimum", "Neg", "Abs",
     "Square", "Sqrt", "Floor", "Ceil", "Round", "Sign", "Cast", "Identity", "StopGradient", "Equal", "NotEqual",
@@ -68,6 +76,7 @@ _EXACT_ELEMENTWISE = (
 #: op type -> rule(compute, batched flags, input ranks) -> a compute for batched inputs, or None (not vectorizable)
 BATCH_RULES: dict[str, Callable[..., Callable | None]] = {
     **dict.fromkeys(_EXACT_ELEMENTWISE, _elementwise), "Reshape": _reshape, "ExpandDims": _expand_dims,
+    "Select": _select,
 }
 
 
