@@ -101,6 +101,8 @@ class TracedFunction:
         Raises:
             InvalidArgumentError: an op failed on some element of the batch (naming the function).
         """
+        if self.plan is None:
+            raise ValueError(f"the {self.kind} function '{self.name}' has no plan to vectorize")
         try:
             return self.plan.call_batched(batch)
         except errors.OpError as error:

@@ -2,7 +2,8 @@
 
 An :class:`IterationContext` is made each time an iterator is initialized (TF's
 ``MakeIterator``) and closed when it is re-initialized or its session closes: closing
-stops every thread the pass started (prefetch producers, map pools) and joins them, and
+stops every thread the pass started (prefetch producers, map pools, the fetching thread) and
+joins them for a bounded time (:mod:`dfcore.data.workers`: a thread stuck in user code is abandoned), and
 closes the private sessions that run traced functions. Nested datasets (``interleave``)
 iterate in a child context that shares this state but adds its own captured values.
 

@@ -136,7 +136,7 @@ def hanging_generator(rng: random.Random) -> list:
         dataset = dataset.prefetch(2) if prefetch else dataset
         get_next = tf.data.make_one_shot_iterator(dataset).get_next()
         sess = tf.Session()
-        got = [int(sess.run(get_next)) for _ in range(k)]
+        got: list = [int(sess.run(get_next)) for _ in range(k)]
         try:
             sess.run(get_next, options=tf.RunOptions(timeout_in_ms=rng.randint(50, 300)))
             got.append("no deadline")

@@ -9,16 +9,9 @@ import numpy as np
 import pytest
 
 import dfcore as tf
+from tests.unit.data_helpers import fails_on_two
 
 E, END = "E", "END"
-
-
-def _fails_on_two(x):
-    def bad(value):
-        if value == 2:
-            raise ValueError("boom")
-        return value
-    return tf.py_func(bad, [x], tf.int64)
 
 
 def _nan_on_two(x):
@@ -53,25 +46,25 @@ def _range(n):
 
 # (pipeline, TF 2.21's sequence)
 RECORDED = {
-    "map": (lambda: _range(5).map(_fails_on_two), [0, 1, E, 3, 4, END]),
-    "batch": (lambda: _range(8).map(_fails_on_two).batch(3), [E, [3, 4, 5], [6, 7], END]),
-    "prefetch": (lambda: _range(8).map(_fails_on_two).prefetch(2), [0, 1, E, 3, 4, 5, 6, 7, END]),
-    "parallel": (lambda: _range(8).map(_fails_on_two, num_parallel_calls=3), [0, 1, E, 3, 4, 5, 6, 7, END]),
-    "parallel_batch": (lambda: _range(8).map(_fails_on_two, num_parallel_calls=3).batch(3),
+    "map": (lambda: _range(5).map(fails_on_two), [0, 1, E, 3, 4, END]),
+    "batch": (lambda: _range(8).map(fails_on_two).batch(3), [E, [3, 4, 5], [6, 7], END]),
+    "prefetch": (lambda: _range(8).map(fails_on_two).prefetch(2), [0, 1, E, 3, 4, 5, 6, 7, END]),
+    "parallel": (lambda: _range(8).map(fails_on_two, num_parallel_calls=3), [0, 1, E, 3, 4, 5, 6, 7, END]),
+    "parallel_batch": (lambda: _range(8).map(fails_on_two, num_parallel_calls=3).batch(3),
                        [E, [3, 4, 5], [6, 7], END]),
-    "ignore_errors": (lambda: _range(5).map(_fails_on_two).apply(tf.data.experimental.ignore_errors()),
+    "ignore_errors": (lambda: _range(5).map(fails_on_two).apply(tf.data.experimental.ignore_errors()),
                       [0, 1, 3, 4, END]),
-    "batch_ignore_errors": (lambda: _range(8).map(_fails_on_two).batch(3).apply(
+    "batch_ignore_errors": (lambda: _range(8).map(fails_on_two).batch(3).apply(
         tf.data.experimental.ignore_errors()), [[3, 4, 5], [6, 7], END]),
-    "take": (lambda: _range(6).map(_fails_on_two).take(4), [0, 1, E, 3, 4, END]),
-    "filter": (lambda: _range(6).map(_fails_on_two).filter(lambda x: x >= 0), [0, 1, E, 3, 4, 5, END]),
-    "repeat": (lambda: _range(6).map(_fails_on_two).repeat(2), [0, 1, E, 3, 4, 5, 0, 1, E, 3, 4, 5, END]),
-    "zip": (lambda: tf.data.Dataset.zip((_range(5).map(_fails_on_two), _range(5))),
+    "take": (lambda: _range(6).map(fails_on_two).take(4), [0, 1, E, 3, 4, END]),
+    "filter": (lambda: _range(6).map(fails_on_two).filter(lambda x: x >= 0), [0, 1, E, 3, 4, 5, END]),
+    "repeat": (lambda: _range(6).map(fails_on_two).repeat(2), [0, 1, E, 3, 4, 5, 0, 1, E, 3, 4, 5, END]),
+    "zip": (lambda: tf.data.Dataset.zip((_range(5).map(fails_on_two), _range(5))),
             [(0, 0), (1, 1), E, (3, 3), (4, 4), END]),
-    "interleave": (lambda: _range(3).interleave(lambda x: _range(4).map(_fails_on_two), cycle_length=2),
+    "interleave": (lambda: _range(3).interleave(lambda x: _range(4).map(fails_on_two), cycle_length=2),
                    [0, 0, 1, 1, E, E, 3, 3, 0, 1, E, 3, END]),
-    "padded_batch": (lambda: _range(6).map(_fails_on_two).padded_batch(3, []), [E, [3, 4, 5], END]),
-    "cache": (lambda: _range(6).map(_fails_on_two).cache().repeat(2), [0, 1, E, 3, 4, 5, 0, 1, 3, 4, 5, END]),
+    "padded_batch": (lambda: _range(6).map(fails_on_two).padded_batch(3, []), [E, [3, 4, 5], END]),
+    "cache": (lambda: _range(6).map(fails_on_two).cache().repeat(2), [0, 1, E, 3, 4, 5, 0, 1, 3, 4, 5, END]),
 }
 
 
@@ -88,12 +81,12 @@ def test_check_numerics_in_map_fails_one_element():
 
 def test_shuffle_hands_a_failed_element_on_and_keeps_the_rest():
     # TF 2.21, shuffle(3, seed=1): the error first (raised while filling), then the five good elements
-    out = _drain(_range(6).map(_fails_on_two).shuffle(3, seed=1))
+    out = _drain(_range(6).map(fails_on_two).shuffle(3, seed=1))
     assert out[0] == E and sorted(out[1:-1]) == [0, 1, 3, 4, 5] and out[-1] == END
 
 
 def test_dataset_ignore_errors_method():
-    assert _drain(_range(5).map(_fails_on_two).ignore_errors()) == [0, 1, 3, 4, END]
+    assert _drain(_range(5).map(fails_on_two).ignore_errors()) == [0, 1, 3, 4, END]
 
 
 def test_map_returning_none_is_rejected_when_traced():

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import dfcore as tf
+from tests.unit.data_helpers import fails_on_two
 
 E = "E"
 
@@ -19,14 +20,6 @@ def _scale(image, label):
 def _scale_unvectorizable(image, label):
     image = tf.reshape(image, tf.shape(image))  # Shape has no batch rule: the function runs per element
     return _scale(image, label)
-
-
-def _fails_on_two(x):
-    def bad(value):
-        if value == 2:
-            raise ValueError("boom")
-        return value
-    return tf.py_func(bad, [x], tf.int64)
 
 
 def _drain(dataset, limit=50):
@@ -74,7 +67,7 @@ def test_vectorized_and_per_element_batches_are_identical(drop_remainder):
 def test_error_elements_are_the_same_on_both_paths():
     # TF 2.21 (recorded, tf.compat.v1): range(8).map(fails on 2).batch(3) -> [error, [3, 4, 5], [6, 7]]
     def pipeline(fn):
-        return tf.data.Dataset.range(8).map(_fails_on_two).map(lambda x: (x * 2, x)).map(fn).batch(3)
+        return tf.data.Dataset.range(8).map(fails_on_two).map(lambda x: (x * 2, x)).map(fn).batch(3)
 
     fast = _drain(pipeline(lambda a, b: (a + 1, b)))
     slow = _drain(pipeline(lambda a, b: (tf.reshape(a, tf.shape(a)) + 1, b)))
