@@ -40,6 +40,13 @@ def _drain(dataset, initializable=False, limit=20):
     return out
 
 
+def _raising_generator():
+    for i in range(5):
+        if i == 2:
+            raise ValueError("the generator fails")
+        yield i
+
+
 def _range(n):
     return tf.data.Dataset.range(n)
 
@@ -65,6 +72,10 @@ RECORDED = {
                    [0, 0, 1, 1, E, E, 3, 3, 0, 1, E, 3, END]),
     "padded_batch": (lambda: _range(6).map(fails_on_two).padded_batch(3, []), [E, [3, 4, 5], END]),
     "cache": (lambda: _range(6).map(fails_on_two).cache().repeat(2), [0, 1, E, 3, 4, 5, 0, 1, 3, 4, 5, END]),
+    # a generator that raises ends there (Python cannot resume it): TF 2.21 gives the same
+    "generator": (lambda: tf.data.Dataset.from_generator(_raising_generator, tf.int64, []), [0, 1, E, END]),
+    "generator_map": (lambda: tf.data.Dataset.from_generator(_raising_generator, tf.int64, []).map(lambda x: x + 1),
+                      [1, 2, E, END]),
 }
 
 
