@@ -7,7 +7,8 @@ vectorizer (``core/grappler/optimizers/data/vectorization/``, pfor converters). 
 
 * :class:`FunctionPlan` holds the kernels of the ops the outputs need, in graph (topological) order, and
   calls them directly: no step, no executor, no rendezvous. A function with an op whose kernel needs a step
-  context (random ops, variables, queues, async ops) has no plan; it runs in a private ``Session``.
+  context (random ops, variables, queues, async ops) or the executor (control flow: ``tf.cond``,
+  ``tf.while_loop``) has no plan; it runs in a private ``Session``.
 * :meth:`FunctionPlan.call_batched` runs the same kernels on inputs stacked along a new dimension 0, when
   every op has a rule in :data:`BATCH_RULES` (keyed by op type): elementwise ops whose results do not depend
   on how many elements are computed together (exact IEEE arithmetic, comparisons, casts), ``Reshape`` and
@@ -19,6 +20,7 @@ from collections.abc import Callable
 import numpy as np
 
 from .. import errors
+from ..framework import registry
 from ..framework.graph import Graph
 from ..runtime.compiled_partition import CompiledNode
 from ..runtime.kernel_errors import kernel_error
@@ -98,8 +100,10 @@ class FunctionPlan:
         for op in graph.get_operations():
             if op not in needed:
                 continue
+            if op.type in _INPUT_TYPES or registry.control_flow_kind(op.type) is not None:
+                raise ValueError(f"op '{op.name}' of type {op.type} needs an executor")
             compute, needs_context, is_async = instantiate_kernel(op, op.type, op.name)
-            if needs_context or is_async or op.type in _INPUT_TYPES:
+            if needs_context or is_async:
                 raise ValueError(f"op '{op.name}' of type {op.type} needs a step")
             node = CompiledNode(op.name, op.type, compute, (), 0, len(op.outputs), False, False, op, op.name)
             self.steps.append(_Step(node, list(op.inputs), list(op.outputs)))

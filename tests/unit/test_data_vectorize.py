@@ -88,3 +88,9 @@ def test_a_function_that_needs_a_step_runs_in_a_session():
     assert not dataset.vectorized
     values = np.concatenate(_drain(dataset.batch(4)))
     assert values.shape == (6,) and np.all((values >= np.arange(6)) & (values < np.arange(6) + 1))
+
+
+def test_a_function_with_control_flow_runs_in_a_session():
+    dataset = tf.data.Dataset.range(6).map(lambda x: tf.cond(x > 2, lambda: x * 10, lambda: x - 1))
+    assert not dataset.vectorized
+    assert np.concatenate(_drain(dataset.batch(4))).tolist() == [-1, 0, 1, 30, 40, 50]
