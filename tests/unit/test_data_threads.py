@@ -107,10 +107,11 @@ def test_a_buffer_stops_filling_once_its_step_is_aborted(case):
     time.sleep(0.05)  # let a pull in flight at the abort finish
     after_abort = pulled[0]
     time.sleep(0.3)
-    assert after_abort > 0 and pulled[0] == after_abort  # no element pulled into the buffer with no consumer
+    # no element pulled into the buffer with no consumer (one may have been in flight on a descheduled thread)
+    assert after_abort > 0 and pulled[0] <= after_abort + 1
     with pytest.raises(tf.errors.DeadlineExceededError):  # a new request resumes the fill where it stopped
         sess.run(get_next, options=tf.RunOptions(timeout_in_ms=100))
-    assert pulled[0] > after_abort
+    assert pulled[0] > after_abort + 1
     sess.close()
     assert _await_no_pipeline_threads() == []
 
