@@ -21,6 +21,7 @@ from ..framework.tensor import Tensor
 from . import structure as nest
 
 AUTOTUNE = -1
+UNKNOWN_CARDINALITY = -2  # shuffle(UNKNOWN_CARDINALITY): a buffer as large as the input (TF 2.x)
 
 
 class Dataset(nest.ElementStructure):
@@ -107,12 +108,12 @@ class Dataset(nest.ElementStructure):
 
     def batch(self, batch_size: int, drop_remainder: bool = False) -> "Dataset":
         """Consecutive elements stacked along a new dimension 0 (the last batch may be short)."""
-        return transformations.BatchDataset(self, batch_size, drop_remainder)
+        return batching.BatchDataset(self, batch_size, drop_remainder)
 
     def padded_batch(self, batch_size: int, padded_shapes: Any, padding_values: Any = None,
                      drop_remainder: bool = False) -> "Dataset":
         """Batches whose components are padded to ``padded_shapes`` (None or -1: the longest in the batch)."""
-        return transformations.PaddedBatchDataset(self, batch_size, padded_shapes, padding_values, drop_remainder)
+        return batching.PaddedBatchDataset(self, batch_size, padded_shapes, padding_values, drop_remainder)
 
     def shuffle(self, buffer_size: int, seed: int | None = None,
                 reshuffle_each_iteration: bool | None = None) -> "Dataset":
@@ -143,11 +144,15 @@ class Dataset(nest.ElementStructure):
                    num_parallel_calls: int | None = None) -> "Dataset":
         """Elements of the datasets ``map_func`` makes from ``cycle_length`` input elements at a time,
         ``block_length`` from each in turn."""
-        return transformations.InterleaveDataset(self, map_func, cycle_length, block_length)
+        return transformations.InterleaveDataset(self, map_func, cycle_length, block_length, num_parallel_calls)
 
     def flat_map(self, map_func: Callable) -> "Dataset":
         """The elements of the datasets ``map_func`` makes from each input element, one dataset after another."""
         return transformations.InterleaveDataset(self, map_func, 1, 1)
+
+    def ignore_errors(self) -> "Dataset":
+        """The elements without those whose computation failed (TF 2.x's ``Dataset.ignore_errors``)."""
+        return transformations.IgnoreErrorsDataset(self)
 
     def apply(self, transformation_func: Callable[["Dataset"], "Dataset"]) -> "Dataset":
         """``transformation_func(self)``, which must return a Dataset (TF's wording otherwise)."""
@@ -187,4 +192,4 @@ def get_output_classes(dataset_or_iterator: Any) -> Any:
     return dataset_or_iterator.output_classes
 
 
-from . import iterator_ops, prefetch, sources, transformations  # noqa: E402 - they subclass Dataset, defined above
+from . import batching, iterator_ops, prefetch, sources, transformations  # noqa: E402 - they subclass Dataset, defined above

@@ -5,8 +5,10 @@ As TF traces a ``Defun``, the Python function is called **once**, when the trans
 is built, on placeholders with the input element's dtypes and static shapes, in a private
 ``Graph``; its result (Tensors, Python values, nested tuples/dicts, or a Dataset for
 ``interleave``) fixes the output structure, dtypes and static shapes. Per element, the
-traced ops run in a private ``Session`` (inline executor, one per iterator pass) fed
-with the element; the private graph takes the user's graph seed. Unlike TF, the function cannot capture
+traced ops' kernels are called directly (:class:`~dfcore.data.function_plan.FunctionPlan`); a
+function with ops that need a step (random ops, ...) runs in a private ``Session`` (inline
+executor, one per iterator pass) fed with the element; the private graph takes the user's graph
+seed. Unlike TF, the function cannot capture
 Tensors of the user's graph (building it then raises ValueError, "must be from the same graph"); Python values and
 NumPy arrays are captured as constants.
 """
@@ -25,6 +27,7 @@ from ..ops.array_ops import placeholder
 from ..runtime import cost_model
 from ..runtime.session import Session
 from . import structure as nest
+from .function_plan import FunctionPlan
 from .iteration import IterationContext
 
 
@@ -47,12 +50,14 @@ class TracedFunction:
             self.result = fn(*args) if type(args) is tuple else fn(args)
             if hasattr(self.result, "_iterate"):
                 self.outputs = list(self.result._captured_tensors())
+                self.plan = FunctionPlan.make(self.graph, self.inputs, self.outputs)
                 return
             structure, flat = nest.normalize_element(self.result)
             self.outputs = [convert_to_tensor(c) for c in flat]
         self.output_structure = nest.pack_as(structure, self.outputs)
         self.output_types = [t.dtype.base_dtype for t in self.outputs]
         self.output_shapes = [t.shape for t in self.outputs]
+        self.plan = FunctionPlan.make(self.graph, self.inputs, self.outputs)
 
     def estimated_cost_s(self) -> float:
         """The roofline time of the traced ops on a host CPU (:data:`~dfcore.runtime.cost_model.CPU`), counting
@@ -76,10 +81,34 @@ class TracedFunction:
         """
         if not self.outputs:
             return ()
-        session = run.session(self, lambda: Session(graph=self.graph, executor_runner="inline"))
         try:
+            if self.plan is not None:
+                return self.plan(element)
+            session = run.session(self, lambda: Session(graph=self.graph, executor_runner="inline"))
             values = session.run(self.outputs, feed_dict=dict(zip(self.inputs, element)))
         except errors.OpError as error:
-            raise errors.InvalidArgumentError(
-                None, None, f"{error.message} [while running the {self.kind} function '{self.name}']") from error
+            raise self.failed(error) from error
         return tuple(np.asarray(v) for v in values)
+
+    @property
+    def vectorized(self) -> bool:
+        """Whether :meth:`call_batched` can run the function on a whole batch at once."""
+        return self.plan is not None and self.plan.vectorized
+
+    def call_batched(self, batch: tuple) -> tuple:
+        """The flat outputs for elements stacked along dimension 0 (only when :attr:`vectorized`).
+
+        Raises:
+            InvalidArgumentError: an op failed on some element of the batch (naming the function).
+        """
+        if self.plan is None:
+            raise ValueError(f"the {self.kind} function '{self.name}' has no plan to vectorize")
+        try:
+            return self.plan.call_batched(batch)
+        except errors.OpError as error:
+            raise self.failed(error) from error
+
+    def failed(self, error: errors.OpError) -> errors.InvalidArgumentError:
+        """The error of one call: ``error``'s message naming the function."""
+        return errors.InvalidArgumentError(None, None,
+                                           f"{error.message} [while running the {self.kind} function '{self.name}']")

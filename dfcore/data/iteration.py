@@ -2,9 +2,17 @@
 
 An :class:`IterationContext` is made each time an iterator is initialized (TF's
 ``MakeIterator``) and closed when it is re-initialized or its session closes: closing
-stops every thread the pass started (prefetch producers, map pools) and joins them, and
+stops every thread the pass started (prefetch producers, map pools, the fetching thread) and
+joins them for a bounded time (:mod:`dfcore.data.workers`: a thread stuck in user code is abandoned), and
 closes the private sessions that run traced functions. Nested datasets (``interleave``)
 iterate in a child context that shares this state but adds its own captured values.
+
+An element whose computation failed flows down the pipeline as an :class:`ElementError` in its
+place (TF returns a per-element ``Status``): ``get_next`` raises it, and the next ``get_next`` goes
+on with the following element. Loops that could pull without end for one request (a shuffle
+buffer's fill, a prefetch producer) wait for :meth:`IterationContext.await_demand`: once the step
+that asked for an element is aborted (deadline, error) and no other request waits, they pause, so
+no buffer grows after its consumer is gone.
 Source: dfcore; TF keeps the same state in ``IteratorContext`` (``core/framework/dataset.h``).
 """
 
@@ -17,14 +25,26 @@ from typing import Any
 import numpy as np
 
 from .. import errors
+from . import workers
 
-JOIN_TIMEOUT_S = 10.0
+
+class ElementError:
+    """An element that failed (a map function's op error): passed on in the element's place, raised by
+    ``get_next``; ``error`` is the OpError."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: errors.OpError):
+        self.error = error
 
 
 class _Shared:
     def __init__(self):
         self.stop = threading.Event()
         self.lock = threading.Lock()
+        self.demand = threading.Condition(self.lock)
+        self.wanted = True
+        self.threads: list[threading.Thread] = []
         self.closers: list[Callable[[], None]] = []
         self.sessions: dict = {}
         self.seeds: dict = {}
@@ -64,9 +84,33 @@ class IterationContext:
             raise errors.CancelledError(None, None, "Iterator was cancelled (re-initialized or session closed).")
 
     def add_closer(self, closer: Callable[[], None]) -> None:
-        """Run ``closer()`` when the context closes (after the stop flag is set)."""
+        """Run ``closer()`` when the context closes (after the stop flag is set); it must not block."""
         with self._shared.lock:
             self._shared.closers.append(closer)
+
+    def add_threads(self, threads: list[threading.Thread], wake: Callable[[], None]) -> None:
+        """Threads of this pass: at close, ``wake()`` (non-blocking) asks them to end, and they are joined for
+        :data:`~dfcore.data.workers.CLOSE_TIMEOUT_S` at most, then abandoned (daemons) with a warning."""
+        with self._shared.lock:
+            self._shared.closers.append(wake)
+            self._shared.threads.extend(threads)
+
+    def set_wanted(self, wanted: bool) -> None:
+        """Whether a consumer waits for this pass's next element (the iterator sets it per request)."""
+        with self._shared.lock:
+            self._shared.wanted = wanted
+            if wanted:
+                self._shared.demand.notify_all()
+
+    def await_demand(self) -> None:
+        """Return while a consumer wants elements; else wait until one does. Raises CancelledError once the
+        context is closed."""
+        shared = self._shared
+        if not shared.wanted or shared.stop.is_set():
+            with shared.lock:
+                while not shared.wanted and not shared.stop.is_set():
+                    shared.demand.wait()
+            self.check_stopped()
 
     def seed(self, key: Any, seeds: tuple) -> int:
         """A seed for ``key`` stable over this pass: from ``seeds`` (graph seed, op seed) or fresh entropy."""
@@ -97,13 +141,17 @@ class IterationContext:
             return session
 
     def close(self) -> None:
-        """Stop and join this pass's threads, close its private sessions."""
+        """Stop this pass's threads (joined for :data:`~dfcore.data.workers.CLOSE_TIMEOUT_S` in all, the rest
+        abandoned with one warning), close its private sessions."""
         shared = self._shared
-        shared.stop.set()
         with shared.lock:
+            shared.stop.set()
+            shared.demand.notify_all()
             closers, shared.closers = shared.closers, []
+            threads, shared.threads = shared.threads, []
             sessions, shared.sessions = list(shared.sessions.values()), {}
         for closer in closers:
             closer()
+        workers.join_all(threads)
         for session in sessions:
             session.close()

@@ -4,11 +4,12 @@ Source: TF's ``core/kernels/data/iterator_ops.cc`` and ``core/ops/dataset_ops.cc
 lives in the session (``ctx.resources``, kind ``"Iterator"``); the session's ``close`` cancels it,
 which stops the current pass's threads. ``get_next`` is asynchronous: the pipeline runs on one
 fetching thread per pass (prefetch and parallel map on their own threads), never on an executor
-thread, so a step's deadline or error ends a waiting ``get_next`` (TF blocks a thread instead).
+thread, so a step's deadline or error ends a waiting ``get_next`` (TF blocks a thread instead). A failed
+element (:class:`~dfcore.data.iteration.ElementError`) is raised by its ``get_next`` alone; the next one
+goes on with the following element, as TF's.
 """
 
 import collections
-import concurrent.futures
 import functools
 import threading
 from collections.abc import Callable
@@ -22,7 +23,8 @@ from ..framework.tensor_shape import TensorShape
 from ..ops import common_shapes
 from ..ops.data_flow_resources import Waiter, watch_abort
 from ..runtime import placer
-from .iteration import IterationContext
+from .iteration import ElementError, IterationContext
+from .workers import WorkerPool
 
 _NOT_INITIALIZED = ("GetNext() failed because the iterator has not been initialized. Ensure that you have run the "
                     "initializer operation for this iterator before getting the next element.")
@@ -59,7 +61,7 @@ class IteratorResource:
         self._elements = None
         self._waiters: collections.deque = collections.deque()
         self._ready: collections.deque = collections.deque()
-        self._fetcher: concurrent.futures.ThreadPoolExecutor | None = None
+        self._fetcher: WorkerPool | None = None
 
     @property
     def initialized(self) -> bool:
@@ -96,9 +98,10 @@ class IteratorResource:
             else:
                 outcome, waiter = None, Waiter(done, None, self)
                 self._waiters.append(waiter)
+                self._run.set_wanted(True)
                 if self._fetcher is None:
-                    self._fetcher = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="tf_data_get_next")
-                    self._run.add_closer(functools.partial(self._fetcher.shutdown, wait=True))
+                    self._fetcher = WorkerPool(1, "tf_data_get_next")
+                    self._run.add_threads(self._fetcher.threads, self._fetcher.wake)
                 self._fetcher.submit(self._fetch, self._run, self._elements)
         if outcome is not None:
             done(*outcome)
@@ -110,7 +113,9 @@ class IteratorResource:
             if self._run is not run or not self._waiters:
                 return
         try:
-            outcome: tuple[Any, Any] = (None, tuple(np.array(c, copy=True) for c in next(elements)))
+            element = next(elements)
+            outcome: tuple[Any, Any] = ((element.error, None) if isinstance(element, ElementError) else
+                                        (None, tuple(np.array(c, copy=True) for c in element)))
         except StopIteration:
             outcome = (errors.OutOfRangeError(None, None, "End of sequence"), None)
         except errors.OpError as error:
@@ -131,6 +136,8 @@ class IteratorResource:
         with self._lock:
             if waiter in self._waiters:
                 self._waiters.remove(waiter)
+            if not self._waiters and self._run is not None:
+                self._run.set_wanted(False)  # the step was aborted: buffers stop filling until the next request
 
     def _stop(self, error: errors.OpError) -> None:
         with self._lock:
@@ -143,7 +150,10 @@ class IteratorResource:
         if run is not None:
             run.close()
         if elements is not None and hasattr(elements, "close"):
-            elements.close()
+            try:
+                elements.close()
+            except ValueError:  # "generator already executing": on a thread abandoned in user code
+                pass
 
     def cancel_all(self, error: errors.OpError) -> None:
         """The session is closing: fail waiting requests with ``error``, stop the pass and its threads."""

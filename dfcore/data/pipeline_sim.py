@@ -90,8 +90,9 @@ def spec_of(dataset: Any, step_s: float, batch_bytes: int = 0, **kwargs: Any) ->
     Raises:
         ValueError: the pipeline has no ``map`` or no ``batch``.
     """
+    from .batching import BatchDataset
     from .prefetch import AUTOTUNE_BUFFER, PrefetchDataset
-    from .transformations import BatchDataset, MapDataset
+    from .transformations import MapDataset
 
     chain, node = [], dataset
     while node is not None:

@@ -2,21 +2,24 @@
 ``num_parallel_calls`` (a thread pool, results in input order).
 
 Source: TF's ``core/kernels/data/prefetch_dataset_op.cc`` and ``parallel_map_dataset_op.cc``. Every
-thread belongs to one iterator pass (:class:`~dfcore.data.iteration.IterationContext`): it stops, and is
-joined, when the consumer abandons the pipeline, the iterator is re-initialized or the session closes.
-An exception in the producer is raised to the consumer at ``get_next``.
+thread belongs to one iterator pass (:class:`~dfcore.data.iteration.IterationContext`): it stops when the
+consumer abandons the pipeline, the iterator is re-initialized or the session closes (joined for a bounded
+time, then abandoned: :mod:`dfcore.data.workers`). The producer pulls only while a consumer wants elements
+(:meth:`~dfcore.data.iteration.IterationContext.await_demand`). A failed element is buffered as any other;
+an exception in the producer is raised to the consumer at ``get_next``.
 """
 
 import collections
-import concurrent.futures
 import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from .. import errors
 from ..framework import input_events
 from .dataset_ops import AUTOTUNE, Dataset
-from .iteration import JOIN_TIMEOUT_S, IterationContext
+from .iteration import IterationContext
+from .workers import WorkerPool
 
 AUTOTUNE_BUFFER = 2
 _END = object()
@@ -29,6 +32,12 @@ class PrefetchDataset(Dataset):
         super().__init__(input_dataset._structure, input_dataset._types, input_dataset._shapes, (input_dataset,),
                          (buffer_size,))
         self._input, self._buffer_size = input_dataset, buffer_size
+
+    def _check(self, run) -> None:
+        super()._check(run)
+        if run.scalar(self._buffer_size) < AUTOTUNE:
+            raise errors.InvalidArgumentError(
+                None, None, "buffer_size must be >= 0 or set buffer_size to be -1 for auto-tuning")
 
     def _iterate(self, run):
         size = run.scalar(self._buffer_size)
@@ -80,6 +89,7 @@ def _prefetch(run: IterationContext, elements: Iterator, size: int):
     def produce():
         try:
             while True:
+                run.await_demand()
                 pulled = time.perf_counter()
                 element = next(elements, _END)
                 if element is _END:
@@ -96,14 +106,9 @@ def _prefetch(run: IterationContext, elements: Iterator, size: int):
                 elements_close()
 
     thread = threading.Thread(target=produce, name="tf_data_prefetch", daemon=True)
-
-    def stop():
-        buffer.stop()
-        thread.join(JOIN_TIMEOUT_S)
-
-    run.add_closer(stop)
+    run.add_threads([thread], buffer.stop)
     thread.start()
-    return _consume(run, buffer, stop)
+    return _consume(run, buffer, buffer.stop)
 
 
 def _consume(run: IterationContext, buffer: _Buffer, stop: Callable[[], None]):
@@ -121,16 +126,12 @@ def _consume(run: IterationContext, buffer: _Buffer, stop: Callable[[], None]):
 
 def ordered_parallel_map(run: IterationContext, elements: Iterator, fn: Callable, parallel: int):
     """``fn`` over ``elements`` with up to ``parallel`` calls in flight on a pool; yields in input order."""
-    pool = concurrent.futures.ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="tf_data_map")
-
-    def stop():
-        pool.shutdown(wait=True, cancel_futures=True)
-
-    run.add_closer(stop)
-    return _ordered(run, elements, fn, parallel, pool, stop)
+    pool = WorkerPool(parallel, "tf_data_map")
+    run.add_threads(pool.threads, pool.wake)
+    return _ordered(run, elements, fn, parallel, pool)
 
 
-def _ordered(run, elements, fn, parallel, pool, stop):
+def _ordered(run, elements, fn, parallel, pool):
     pending: collections.deque = collections.deque()
     try:
         for element in elements:
@@ -141,4 +142,6 @@ def _ordered(run, elements, fn, parallel, pool, stop):
         while pending:
             yield pending.popleft().result()
     finally:
-        stop()
+        for future in pending:
+            future.cancel()
+        pool.wake()

@@ -15,6 +15,7 @@ from ..framework import dtypes as dtypes_lib
 from ..framework.tensor_shape import Dimension, TensorShape
 from . import structure as nest
 from .dataset_ops import Dataset
+from .iteration import ElementError
 
 
 def most_specific_shape(a: TensorShape, b: TensorShape) -> TensorShape:
@@ -162,7 +163,8 @@ class ZipDataset(Dataset):
 
     def _iterate(self, run):
         for parts in zip(*(d._iterate(run) for d in self._datasets)):
-            yield tuple(c for part in parts for c in part)
+            failed = next((part for part in parts if isinstance(part, ElementError)), None)
+            yield failed if failed is not None else tuple(c for part in parts for c in part)
 
 
 class ConcatenateDataset(Dataset):

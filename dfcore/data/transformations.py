@@ -1,9 +1,11 @@
-"""Dataset transformations: map, filter, batch, padded_batch, shuffle, repeat, take, skip, shard, cache, interleave.
+"""Dataset transformations: map, filter, shuffle, repeat, take, skip, shard, cache, interleave.
 
 Source: ``tensorflow/python/data/ops/dataset_ops.py`` (TF 1.15) and the kernels in
 ``core/kernels/data/`` (``batch_dataset_op.cc``, ``shuffle_dataset_op.cc`` ...), whose
-argument checks and messages are kept; they raise ``InvalidArgumentError`` when the
-iterator is initialized.
+argument checks and messages are kept (TF 2.21's wording); they raise ``InvalidArgumentError`` when the
+iterator is initialized. A failed element (:class:`~dfcore.data.iteration.ElementError`) passes through
+each transformation as TF's kernels pass a failed ``GetNext``: a batch it falls in is dropped for the
+error, a shuffle hands it on at once, ``take`` does not count it, ``cache`` does not keep it.
 """
 
 import itertools
@@ -18,8 +20,16 @@ from ..framework import dtypes as dtypes_lib, input_events
 from ..framework.tensor_shape import TensorShape
 from ..ops.random_ops import get_seed
 from . import prefetch, structure as nest
-from .dataset_ops import AUTOTUNE, Dataset
+from .dataset_ops import AUTOTUNE, UNKNOWN_CARDINALITY, Dataset
 from .function import TracedFunction
+from .iteration import ElementError
+
+
+def check_positive(run, value: Any, message: str, autotune: bool = False) -> None:
+    """InvalidArgumentError(``message``) unless ``value`` > 0 (or AUTOTUNE where ``autotune``)."""
+    size = run.scalar(value)
+    if size <= 0 and not (autotune and size == AUTOTUNE):
+        raise errors.InvalidArgumentError(None, None, message)
 
 
 class _Unary(Dataset):
@@ -44,10 +54,19 @@ class MapDataset(Dataset):
         self._simulated_cost_s = simulated_cost_s
         if isinstance(self._fn.result, Dataset):
             raise TypeError(f"The map function '{self._fn.name}' returned a Dataset; use interleave or flat_map.")
+        if self._fn.result is None or not self._fn.outputs:  # TF rejects an empty output list when it builds the op
+            raise ValueError("Attr 'output_types' of 'MapDataset' Op passed list of length 0 less than minimum 1.")
         super().__init__(nest.indices(self._fn.output_structure), self._fn.output_types, self._fn.output_shapes,
                          (input_dataset,))
         self._input = input_dataset
+        self._num_parallel_calls = num_parallel_calls
         self._parallel = (os.cpu_count() or 1) if num_parallel_calls == AUTOTUNE else (num_parallel_calls or 1)
+
+    def _check(self, run) -> None:
+        super()._check(run)
+        if self._num_parallel_calls is not None:
+            check_positive(run, self._num_parallel_calls, "num_parallel_calls must be greater than zero.",
+                           autotune=True)
 
     @property
     def simulated_cost_s(self) -> float:
@@ -55,16 +74,35 @@ class MapDataset(Dataset):
         the cost model's estimate of the traced ops (:meth:`TracedFunction.estimated_cost_s`)."""
         return self._fn.estimated_cost_s() if self._simulated_cost_s is None else float(self._simulated_cost_s)
 
+    @property
+    def vectorized(self) -> bool:
+        """Whether the function can run on a whole batch at once (``map`` then ``batch`` fused:
+        :mod:`dfcore.data.batching`)."""
+        return self._fn.vectorized
+
+    def call(self, run, element: Any) -> Any:
+        """The function's result for one element, or an ElementError (``element``'s own, or the function's)."""
+        if isinstance(element, ElementError):
+            return element
+        try:
+            return input_events.timed(self.stage, lambda: self._fn(run, element))
+        except errors.OpError as error:
+            return ElementError(error)
+
+    def call_batched(self, run, batch: tuple) -> tuple:
+        """The function on elements stacked along dimension 0 (only when :attr:`vectorized`); raises the
+        InvalidArgumentError of a failing op."""
+        return input_events.timed(self.stage, lambda: self._fn.call_batched(batch))
+
+    @property
+    def stage(self) -> str:
+        return "ParallelMap" if self._parallel > 1 else "Map"
+
     def _iterate(self, run):
         elements = self._input._iterate(run)
-        stage = "ParallelMap" if self._parallel > 1 else "Map"
-
-        def call(element):
-            return input_events.timed(stage, lambda: self._fn(run, element))
-
         if self._parallel <= 1:
-            return (call(element) for element in elements)
-        return prefetch.ordered_parallel_map(run, elements, call, self._parallel)
+            return (self.call(run, element) for element in elements)
+        return prefetch.ordered_parallel_map(run, elements, lambda element: self.call(run, element), self._parallel)
 
 
 class FilterDataset(_Unary):
@@ -83,94 +121,22 @@ class FilterDataset(_Unary):
         super().__init__(input_dataset)
 
     def _iterate(self, run):
-        return (element for element in self._input._iterate(run) if self._fn(run, element)[0])
-
-
-class BatchDataset(_Unary):
-    """Consecutive elements stacked along a new dimension 0; the last batch is dropped if short and
-    ``drop_remainder``. Batch dimension: ``batch_size`` when static and ``drop_remainder``, else None."""
-
-    def __init__(self, input_dataset: Dataset, batch_size: Any, drop_remainder: Any):
-        static = batch_size if isinstance(batch_size, int) and drop_remainder is True else None
-        super().__init__(input_dataset, (batch_size, drop_remainder),
-                         [TensorShape([static]).concatenate(s) for s in input_dataset._shapes])
-        self._batch_size, self._drop_remainder = batch_size, drop_remainder
-
-    def _check(self, run) -> None:
-        super()._check(run)
-        if run.scalar(self._batch_size) <= 0:
-            raise errors.InvalidArgumentError(None, None, "Batch size must be greater than zero.")
-
-    def _batches(self, run):
-        size, drop = run.scalar(self._batch_size), bool(run.value(self._drop_remainder))
-        elements = self._input._iterate(run)
-        while True:
-            batch = list(itertools.islice(elements, size))
-            if not batch or (drop and len(batch) < size):
-                return
-            yield batch
-
-    def _iterate(self, run):
-        for batch in self._batches(run):
-            yield tuple(_stack(index, [element[index] for element in batch]) for index in range(len(self._types)))
-
-
-def _stack(index: int, values: list) -> np.ndarray:
-    first = np.shape(values[0])
-    for position, value in enumerate(values):
-        if np.shape(value) != first:
-            raise errors.InvalidArgumentError(
-                None, None, f"Cannot batch tensors with different shapes in component {index}. First element had "
-                f"shape {list(first)} and element {position} had shape {list(np.shape(value))}.")
-    return np.stack(values)
-
-
-class PaddedBatchDataset(BatchDataset):
-    """Batches whose components are padded with ``padding_values`` (default 0, b"" for strings) to
-    ``padded_shapes`` (nested like the element; None or -1 dims: the longest in the batch).
-
-    Raises:
-        ValueError: ``padded_shapes`` of another rank than a component (at construction);
-        InvalidArgumentError at ``get_next``: a component larger than its padded shape (TF's wording).
-    """
-
-    def __init__(self, input_dataset: Dataset, batch_size: Any, padded_shapes: Any, padding_values: Any,
-                 drop_remainder: Any):
-        super().__init__(input_dataset, batch_size, drop_remainder)
-        element_types = input_dataset.output_types
-        nest.assert_same_structure(element_types, padded_shapes)
-        self._padded = [TensorShape([None if d in (None, -1) else d for d in np.reshape(s, -1).tolist()])
-                        if not isinstance(s, TensorShape) else s for s in nest.flatten(padded_shapes)]
-        for shape, padded in zip(input_dataset._shapes, self._padded):
-            if shape.ndims is not None and shape.ndims != padded.ndims:
-                raise ValueError(f"The padded shape {padded} is not compatible with the corresponding input "
-                                 f"component shape {shape}.")
-        if padding_values is None:
-            self._padding = [b"" if t == dtypes_lib.string else 0 for t in self._types]
-        else:
-            self._padding = nest.flatten(padding_values)
-        self._shapes = [TensorShape([s[0].value]).concatenate(p) for s, p in zip(self._shapes, self._padded)]
-
-    def _iterate(self, run):
-        for batch in self._batches(run):
-            yield tuple(self._pad(index, [element[index] for element in batch]) for index in range(len(self._types)))
-
-    def _pad(self, index: int, values: list) -> np.ndarray:
-        longest = np.max([np.shape(v) for v in values], axis=0) if values[0].ndim else ()
-        target = [int(m) if p is None else p for m, p in zip(longest, self._padded[index].as_tuple())]
-        out = np.full([len(values)] + target, self._padding[index], dtype=self._types[index].as_numpy_dtype)
-        for row, value in enumerate(values):
-            if any(v > t for v, t in zip(np.shape(value), target)):
-                raise errors.InvalidArgumentError(
-                    None, None, "Attempted to pad to a smaller size than the input element.")
-            out[(row,) + tuple(slice(0, v) for v in np.shape(value))] = value
-        return out
+        for element in self._input._iterate(run):
+            try:
+                if isinstance(element, ElementError) or self._fn(run, element)[0]:
+                    yield element
+                else:
+                    run.await_demand()  # a predicate rejecting everything must not spin after its step ends
+            except errors.OpError as error:
+                yield ElementError(error)
 
 
 class ShuffleDataset(_Unary):
     """TF's shuffle: a buffer of ``buffer_size`` elements filled from the input; each output is drawn
     uniformly from the buffer and its slot refilled with the next input element; once the input ends the
-    buffer drains at random. Seeds follow TF1's graph/op seed rules (:func:`get_seed`); with a seed the
+    buffer drains at random; ``UNKNOWN_CARDINALITY`` (-2): a buffer as large as the input. The fill waits
+    while no consumer wants an element (:meth:`~dfcore.data.iteration.IterationContext.await_demand`); a failed
+    input element is handed on at once. Seeds follow TF1's graph/op seed rules (:func:`get_seed`); with a seed the
     order repeats from one initialization (or session) to the next; ``reshuffle_each_iteration`` (default
     True) draws a new order on each pass (``repeat``)."""
 
@@ -183,16 +149,21 @@ class ShuffleDataset(_Unary):
 
     def _check(self, run) -> None:
         super()._check(run)
-        if run.scalar(self._buffer_size) <= 0:
-            raise errors.InvalidArgumentError(None, None, "buffer_size must be greater than zero.")
+        if run.scalar(self._buffer_size) != UNKNOWN_CARDINALITY:
+            check_positive(run, self._buffer_size, "buffer_size must be greater than zero or UNKNOWN_CARDINALITY")
 
     def _iterate(self, run):
         epoch = run.count(self) if self._reshuffle else 0
         rng = np.random.Generator(np.random.Philox([run.seed(self, self._seeds), epoch]))
         size, buffer = run.scalar(self._buffer_size), []
         for element in self._input._iterate(run):
+            if isinstance(element, ElementError):
+                yield element
+                continue
             buffer.append(element)
-            if len(buffer) == size:
+            if len(buffer) < size or size == UNKNOWN_CARDINALITY:
+                run.await_demand()
+            else:
                 index = int(rng.integers(len(buffer)))
                 buffer[index], buffer[-1] = buffer[-1], buffer[index]
                 yield buffer.pop()
@@ -222,7 +193,7 @@ class RepeatDataset(_Unary):
 
 
 class TakeDataset(_Unary):
-    """The first ``count`` elements (-1: all)."""
+    """The first ``count`` elements (-1: all); failed elements pass without being counted (as TF's)."""
 
     def __init__(self, input_dataset: Dataset, count: Any):
         super().__init__(input_dataset, (count,))
@@ -231,7 +202,15 @@ class TakeDataset(_Unary):
     def _iterate(self, run):
         count = run.scalar(self._count)
         elements = self._input._iterate(run)
-        return elements if count < 0 else itertools.islice(elements, count)
+        if count < 0:
+            yield from elements
+            return
+        taken = 0
+        for element in (elements if count else ()):
+            yield element
+            taken += not isinstance(element, ElementError)
+            if taken == count:
+                return
 
 
 class SkipDataset(_Unary):
@@ -287,9 +266,17 @@ class CacheDataset(_Unary):
             return
         elements = []
         for element in self._input._iterate(run):
-            elements.append(element)
+            if not isinstance(element, ElementError):
+                elements.append(element)
             yield element
         run.caches[self] = elements
+
+
+class IgnoreErrorsDataset(_Unary):
+    """The input's elements without the failed ones (``tf.data.experimental.ignore_errors``)."""
+
+    def _iterate(self, run):
+        return (element for element in self._input._iterate(run) if not isinstance(element, ElementError))
 
 
 class InterleaveDataset(Dataset):
@@ -301,21 +288,36 @@ class InterleaveDataset(Dataset):
         TypeError: ``map_func`` does not return a Dataset (TF's wording).
     """
 
-    def __init__(self, input_dataset: Dataset, map_func: Callable, cycle_length: Any, block_length: Any):
+    def __init__(self, input_dataset: Dataset, map_func: Callable, cycle_length: Any, block_length: Any,
+                 num_parallel_calls: Any = None):
         self._fn = TracedFunction(map_func, input_dataset._structure, input_dataset._types,
                                   input_dataset._shapes, "interleave")
         inner = self._fn.result
         if not isinstance(inner, Dataset):
             raise TypeError("`map_func` must return a `Dataset` object.")
         super().__init__(inner._structure, inner._types, inner._shapes, (input_dataset,),
-                         (cycle_length, block_length))
+                         (cycle_length, block_length, num_parallel_calls))
         self._input = input_dataset
         self._cycle_length, self._block_length = cycle_length, block_length
+        self._num_parallel_calls = num_parallel_calls
+
+    def _check(self, run) -> None:
+        super()._check(run)
+        check_positive(run, self._cycle_length, "cycle_length must be greater than zero.", autotune=True)
+        check_positive(run, self._block_length, "block_length must be greater than zero.")
+        if self._num_parallel_calls is not None:
+            check_positive(run, self._num_parallel_calls, "num_parallel_calls must be greater than zero.",
+                           autotune=True)
 
     def _open(self, run, element):
-        values = self._fn(run, element)
-        child = run.child(dict(zip(self._fn.outputs, values)))
-        self._fn.result._check(child)
+        if isinstance(element, ElementError):
+            return iter((element,))
+        try:
+            values = self._fn(run, element)
+            child = run.child(dict(zip(self._fn.outputs, values)))
+            self._fn.result._check(child)
+        except errors.OpError as error:
+            return iter((ElementError(error),))
         return self._fn.result._iterate(child)
 
     def _iterate(self, run):

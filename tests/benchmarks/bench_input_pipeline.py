@@ -6,9 +6,20 @@ Each stage is also timed alone: the ``tf.data`` input pipeline without training 
 training step with a fixed ``feed_dict``. Target (printed, never asserted): the pipelined run reaches the rate of
 the slower of the two stages (ratio near 1), while both feed_dict variants pay decode + step one after the other.
 The decode is a sleep (``dfcore.examples.digits_pipeline.decode``), which releases the GIL as a C decoder would.
+
+Then a whole tf.data tutorial-style program (``tfdata_program.py``: from_tensor_slices, map, repeat, batch,
+prefetch, an initializable iterator, a ``tf.layers`` MLP) runs in separate processes, dfcore and TensorFlow
+interleaved, BLAS on one thread in both; TensorFlow is the Python named by ``DFCORE_TF_PYTHON`` (else this one,
+when it can import ``tensorflow``). Printed: seconds after the imports and whole-process wall time, medians,
+and dfcore / TF (target, issue 32: <= 1.5).
 """
 
+import importlib.util
+import os
+import pathlib
 import statistics
+import subprocess
+import sys
 import time
 
 from _timing import one_blas_thread, report
@@ -109,8 +120,52 @@ def train_only(data):
     return run_steps, sess.close
 
 
+PROGRAM = pathlib.Path(__file__).resolve().parent / "tfdata_program.py"
+PROGRAM_STEPS, PROGRAM_ROUNDS = 300, 3
+
+
+def _tensorflow_python():
+    """A Python interpreter that imports tensorflow, or None."""
+    named = os.environ.get("DFCORE_TF_PYTHON")
+    if named:
+        return named
+    return sys.executable if importlib.util.find_spec("tensorflow") is not None else None
+
+
+def _program_seconds(python, engine):
+    """``(seconds after imports, whole-process wall seconds)`` of one run of the tutorial program."""
+    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    start = time.perf_counter()
+    out = subprocess.run([python, str(PROGRAM), engine, str(PROGRAM_STEPS)], capture_output=True, text=True,
+                         env=env, check=True, timeout=600).stdout
+    wall = time.perf_counter() - start
+    return float(out.split("seconds ")[1].split()[0]), wall
+
+
+def whole_program():
+    """The tutorial program on dfcore and on TensorFlow, interleaved rounds; prints medians and ratios."""
+    tf_python = _tensorflow_python()
+    engines = {"dfcore": sys.executable} | ({"tensorflow": tf_python} if tf_python else {})
+    samples = {name: [] for name in engines}
+    for r in range(PROGRAM_ROUNDS):
+        for name in (list(engines) if r % 2 == 0 else list(engines)[::-1]):
+            samples[name].append(_program_seconds(engines[name], name))
+    print(f"\ntf.data tutorial program ({PROGRAM_STEPS} steps, batch 64, MLP 784-128-10), median of "
+          f"{PROGRAM_ROUNDS} interleaved runs per engine, load {os.getloadavg()[0]:.1f}"
+          + ("" if tf_python else "; TensorFlow not found (set DFCORE_TF_PYTHON)"))
+    rows = []
+    for name, runs in samples.items():
+        rows.append((f"{name}: after imports", statistics.median(r[0] for r in runs), "s"))
+        rows.append((f"{name}: whole process", statistics.median(r[1] for r in runs), "s"))
+    if tf_python:
+        for index, what in enumerate(("after imports", "whole process")):
+            ratio = statistics.median(a[index] / b[index] for a, b in zip(samples["dfcore"], samples["tensorflow"]))
+            rows.append((f"dfcore / TF, {what} (target <= 1.5)", ratio, "x"))
+    report(rows)
+
+
 def main():
-    """Print images/s of each way of feeding, of each stage alone, and the ratios."""
+    """Print images/s of each way of feeding, of each stage alone, and the ratios; then the whole program."""
     data = load_digits_split()
     makers = {"feed_dict loop": feed_dict_loop, "generator -> feed_dict": generator_feed,
               "tf.data map x2 + prefetch": tf_data, "queue runners, 2 threads": queue_runners,
@@ -135,6 +190,7 @@ def main():
             ("generator / feed_dict loop", rate["generator -> feed_dict"] / rate["feed_dict loop"], "x"),
             ("queue runners / feed_dict loop", rate["queue runners, 2 threads"] / rate["feed_dict loop"], "x"),
             ("tf.data / slower stage alone (target ~1)", rate["tf.data map x2 + prefetch"] / bound, "x")])
+    whole_program()
 
 
 if __name__ == "__main__":

@@ -12,7 +12,9 @@ checkpoint and ``global_step`` never went backwards; no update applied twice, no
 in-flight ones the mode allows; every new checkpoint restores and holds what it should; no process
 of the job and no driver thread outlives it; the driver's memory stays flat. It prints one table —
 faults injected, recoveries, time to detect (fault to ``run_job`` raising) and to recover (fault to
-the restarted job's first step), p50/p99 — and exits 1 on any invariant violation.
+the restarted job's first step), p50/p99 — and exits 1 on any invariant violation. Beside the MPI jobs, for
+the same duration and in its own process, tf.data pipelines are broken (:mod:`data_job`); their rounds and
+violations join the table.
 """
 
 import argparse
@@ -30,6 +32,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import chaos
+import data_job
 import invariants
 import jobfiles
 from jobs import PSJob, RingJob
@@ -73,6 +76,7 @@ class Soak:
         self.launch_failures = []
         self.jobs = 0
         self.thread_baseline = threading.active_count()
+        self.extra_rows = []  # (label, value) of kinds run beside the MPI jobs (data_job)
 
     def run(self, duration_s: float) -> None:
         end = time.monotonic() + duration_s
@@ -188,6 +192,7 @@ class Soak:
                 ("time to detect, p50 / p99", _percentiles(self.detect_s)),
                 ("time to recover, p50 / p99", _percentiles(self.recover_s)),
                 ("driver RSS first / last job", _rss_range(self.rss)),
+                *self.extra_rows,
                 ("invariant violations", str(len(self.violations)))]
         width = max(len(label) for label, _ in rows)
         lines = [f"chaos soak: {duration_s:g} s, seed {self.seed}", "-" * (width + 40)]
@@ -223,9 +228,14 @@ def main(argv=None) -> int:
         parser.error(f"--duration-s must be > {MIN_JOB_S:g} seconds, got {args.duration_s:g}")
     root = tempfile.mkdtemp(prefix="dfcore-soak-")
     soak = Soak(args.seed, root)
+    data_summary = os.path.join(root, "data_soak.json")
+    data = data_job.start(args.duration_s, args.seed, data_summary)
     try:
         soak.run(args.duration_s)
     finally:
+        rows, problems = data_job.collect(data, data_summary)
+        soak.extra_rows += rows
+        soak.violations += problems
         soak.finish()
         print(soak.table(args.duration_s), flush=True)
         if args.keep or soak.violations:

@@ -35,3 +35,12 @@ def as_lists(values):
     if isinstance(values, (tuple, list)):
         return [as_lists(v) for v in values]
     return np.asarray(values).tolist()
+
+
+def fails_on_two(x):
+    """A map function (a ``py_func``) that raises ValueError on element 2 and returns the others unchanged."""
+    def bad(value):
+        if value == 2:
+            raise ValueError("boom")
+        return value
+    return tf.py_func(bad, [x], tf.int64)
