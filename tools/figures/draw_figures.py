@@ -72,7 +72,8 @@ def dataflow_graph() -> str:
   m1 [label="MatMul", fillcolor="{tint(GPU0)}"]; m2 [label="MatMul_1", fillcolor="{tint(GPU1)}"];
   add [label="Add"]; fetch [label="fetch: sess.run(add)", shape=note];
   x -> m1; w1 -> m1; x -> m2; w2 -> m2; m1 -> add; m2 -> add; add -> fetch;
-  note [shape=plaintext, style="", label="MatMul and MatMul_1 do not depend on each other:\\nonce x is fed, the executor may run them at the same time\\non two inter-op threads"];
+  note [shape=plaintext, style="", label="MatMul and MatMul_1 do not depend on each other:\\n"
+        + "once x is fed, the executor may run them at the same time\\non two inter-op threads"];
   {{rank=same; m2; note}}
   m2 -> note [style=invis];""")
 
@@ -116,7 +117,8 @@ def towers() -> str:
         parts.append(device(f"g{i}", f"GPU:{i}", color, f'    t{i} [label="tower {i}: loss and gradients"];'))
     edges = "\n".join(f"  batch -> t{i} [label=\"slice {i}\"]; t{i} -> avg [color=\"{SEND}\"];" for i in range(4))
     return digraph(cpu + "".join(parts) + reduce + edges + '\n  avg -> apply -> vars;'
-                   '\n  note [shape=note, label="every tower reads the variables on CPU:0"]; vars -> note [style=invis];',
+                   '\n  note [shape=note, label="every tower reads the variables on CPU:0"];'
+                   '\n  vars -> note [style=invis];',
                    rankdir="TB")
 
 
@@ -166,7 +168,10 @@ def ssp_window() -> str:
              f'{"".join(rows)}</TABLE>>')
     return digraph(f"""
   t [shape=plaintext, style="", label={label}];
-  n [shape=note, label="SSP, s = 3: worker 0 has finished clock 5; it may start clock 6 once the slowest\\n(worker 3) has finished clock 6 − 3 − 1 = 2: done.\\nIt may not start clock 7 until worker 3 finishes clock 3.\\nIt reads every update older than its clock − s, and maybe newer ones."];
+  n [shape=note, label="SSP, s = 3: worker 0 has finished clock 5; it may start clock 6 once the slowest\\n"
+     + "(worker 3) has finished clock 6 − 3 − 1 = 2: done.\\n"
+     + "It may not start clock 7 until worker 3 finishes clock 3.\\n"
+     + "It reads every update older than its clock − s, and maybe newer ones."];
   t -> n [style=invis];""", rankdir="TB")
 
 
@@ -202,7 +207,8 @@ def mpi_job() -> str:
 def grpc_cluster() -> str:
     return digraph(f"""
   cfg [shape=note, label="TF_CONFIG, or --ps_hosts,\\n--worker_hosts, --job_name,\\n--task_index"];
-  master [label="worker 0 process (127.0.0.1:2223)\\nSession(server.target): its master\\nprunes, places and partitions",
+  master [label="worker 0 process (127.0.0.1:2223)\\n"
+          + "Session(server.target): its master\\nprunes, places and partitions",
           fillcolor="{tint(GPU0)}"];
   w0w [label="worker 0's WorkerService", fillcolor="{tint(GPU0)}"];
   psw [label="ps process (127.0.0.1:2222)\\ntf.train.Server: WorkerService", fillcolor="{tint(CPU)}"];
@@ -238,7 +244,8 @@ def input_pipeline() -> str:
     gpu = device("gpu", "GPU: the training step", GPU0, '    step [label="get_next → step"];')
     return digraph(f"""{cpu}{gpu}
   prefetch -> step [color="{SEND}", label="copy"];
-  note [shape=note, label="overlapped, the period is max(m / P, copy + s) instead of m + copy + s:\\nthe next batch is prepared while the step runs"];
+  note [shape=note, label="overlapped, the period is max(m / P, copy + s) instead of m + copy + s:\\n"
+        + "the next batch is prepared while the step runs"];
   step -> note [style=invis];""", rankdir="TB")
 
 
