@@ -55,7 +55,7 @@ def check_memory_limits(limits: Mapping[str, int] | None) -> dict[str, int]:
     if not isinstance(limits, Mapping):
         raise errors.InvalidArgumentError(None, None, "memory_limit_bytes must be a mapping of device name to "
                                           f"bytes, got {type(limits).__name__}")
-    checked = {}
+    checked: dict[str, int] = {}
     for name, value in limits.items():
         if not isinstance(name, str):
             raise errors.InvalidArgumentError(None, None, f"memory_limit_bytes: a device name must be a string, "
