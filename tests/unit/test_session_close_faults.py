@@ -69,8 +69,10 @@ def test_a_run_after_close_and_a_second_close():
 @pytest.mark.parametrize("repeat", range(REPEATS))
 @pytest.mark.parametrize("mode", ["async", "sync"])
 def test_a_killed_ps_ends_training_with_unavailable_never_uninitialized(mode, repeat):
-    record = ps.train(mode=mode, execution="threads", steps=8, num_ps=2, num_workers=2,
-                      kill_ps={1: 2 + repeat % 4}, eval_every=0)
+    # a deadline far above a step on a loaded machine, and more steps than run before the kill: only the dead
+    # ps may end the run
+    record = ps.train(mode=mode, execution="threads", steps=1000, num_ps=2, num_workers=2,
+                      kill_ps={1: 2 + repeat % 4}, eval_every=0, fault_timeout_s=30.0)
     assert record.status == "failed"
     assert record.error.startswith("UnavailableError"), record.error
     errors = [f for f in record.faults if f.kind == "error"]
