@@ -11,7 +11,7 @@ period:
   program runs, or by :func:`install` when a rank started otherwise imports ``dfcore``): at exit — after
   the program ended normally and its ``atexit`` handlers ran, before ``MPI_Finalize`` — the rank writes
   ``rank<k>.left`` (JSON ``{"left_at": time.time(), "served": bool}``) into the launcher's directory
-  ``DFCORE_JOB_DIR``. A rank that raised also writes it, but ``python -m mpi4py`` then aborts the whole
+  ``DFCORE_JOB_DIR``. A rank that raised also writes it, but ``mpi4py``'s runner then aborts the whole
   job at once, well within the grace.
 * **Launcher side** (:class:`DepartureWatch`): if the job still runs ``grace_s`` seconds after a rank
   left, and some ranks have not left, the job is killed and the error names the rank that left first.
