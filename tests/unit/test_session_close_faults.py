@@ -6,6 +6,7 @@ step whose worker task died fails with ``UnavailableError``. None of them is an 
 """
 
 import threading
+import time
 
 import pytest
 
@@ -52,6 +53,24 @@ def test_closing_under_four_stepping_threads_cancels_their_steps(repeat):
         else:
             assert type(error) is RuntimeError and str(error) == "Attempted to use a closed Session."
     assert sum(type(e) is RuntimeError for e in outcomes) == 4  # each thread's last run came after close
+
+
+def test_closing_wakes_a_step_blocked_on_an_empty_queue_with_cancelled_error():
+    graph = tf.Graph()
+    with graph.as_default():
+        dequeue = tf.FIFOQueue(3, tf.float32).dequeue()
+    sess = tf.Session(graph=graph)
+    outcome = []
+    thread = threading.Thread(target=_loop, args=(sess, dequeue, outcome, threading.Event()))
+    thread.start()
+    while sess._steps._count == 0:  # the step is in flight (it then blocks in the dequeue)
+        time.sleep(0.001)
+    sess.close()
+    thread.join(10)
+    assert not thread.is_alive()
+    error, after = outcome  # the blocked step, then the next run
+    assert isinstance(error, tf.errors.CancelledError) and error.message == "Session has been closed."
+    assert type(after) is RuntimeError
 
 
 def test_a_run_after_close_and_a_second_close():
