@@ -8,8 +8,9 @@ Usage::
     python -m dfcore.launch -n 4 -m dfcore.bench.all_reduce --sizes 1M,16M
     python -m dfcore.launch --print-command --ps 1 --workers 3 train.py   # show, do not run
 
-It wraps ``mpiexec -n <ranks> python -m mpi4py <program>`` (so an uncaught exception in one
-rank aborts the whole job instead of leaving the others waiting), puts the job layout in
+It wraps ``mpiexec -n <ranks> python dfcore/mpi/rank_main.py <program>`` (which runs the program as
+``python -m mpi4py`` does, so an uncaught exception in one rank aborts the whole job instead of
+leaving the others waiting, and notes when the program ends), puts the job layout in
 ``DFCORE_CLUSTER`` (ranks are assigned job by job: ps tasks first, then workers; see
 :mod:`dfcore.mpi.world`), and sets the environment Open MPI needs here (run as root,
 oversubscription, loopback-only traffic, the venv's ``bin`` on ``PATH``: see

@@ -12,6 +12,7 @@ from typing import Any
 from .. import errors
 from . import graph as graph_lib, registry
 from .graph_def import node_attrs
+from .graph_def_checks import InvalidGraphDefError, check_graph_def, check_output_index
 from .protos import GraphDef
 
 _DROPPED_ATTRS = ("_output_shapes",)
@@ -34,8 +35,13 @@ def import_graph_def(graph_def: GraphDef, input_map=None, return_elements=None, 
     Raises:
         TypeError: ``graph_def`` is not a GraphDef.
         NotFoundError: a node's op type is not registered in dfcore (naming the op type and node).
-        ValueError: an input names a node that is not in ``graph_def`` (nor in ``input_map``), the inputs form
-            a cycle, a name clashes, or a return element is not in ``graph_def``.
+        ValueError: a return element is not in ``graph_def``, or a name clashes with the graph's.
+        InvalidGraphDefError: (an ``InvalidArgumentError`` and a ``ValueError``, naming the node) an input names
+            a node that is not in ``graph_def`` (nor in ``input_map``) or an output its op does not have, the
+            inputs form a cycle, a node name is given twice, a tensor attr is malformed (negative dims,
+            ``tensor_content`` of the wrong size) or an attr is too large (see
+            :mod:`dfcore.framework.graph_def_checks`). Checked before anything is built.
+        ResourceExhaustedError: a tensor attr is larger than the memory this process may allocate.
         InvalidArgumentError: an op's shape function rejects its inputs (as when it was built).
     """
     del op_dict, producer_op_list
@@ -56,6 +62,7 @@ def import_nodes(graph_def: GraphDef, prefix: str, graph, input_map=None) -> dic
     if not isinstance(graph_def, GraphDef):
         raise TypeError(f"import_graph_def() argument 'graph_def' must be a GraphDef proto; got "
                         f"{type(graph_def).__name__}")
+    check_graph_def(graph_def)
     input_map = {_tensor_key(k): v for k, v in (input_map or {}).items()}
     nodes = {node.name: node for node in graph_def.node}
     known = set(registry.registered_op_types())  # sorted anew on each call: take it once, not per node
@@ -79,11 +86,15 @@ def import_nodes(graph_def: GraphDef, prefix: str, graph, input_map=None) -> dic
                 data.append(None)
             else:
                 source, _, port = text.partition(":")
-                data.append(created[source].outputs[int(port) if port else 0])
+                outputs = created[source].outputs
+                data.append(outputs[check_output_index(node_name, source, port, len(outputs))])
         if None in data:  # a loop's Merge: its Enter stands in for the back edge until the body is imported
             stand_in = next(t for t in data if t is not None)
             data = [stand_in if t is None else t for t in data]
-        attrs = {k: v for k, v in node_attrs(node).items() if k not in _DROPPED_ATTRS}
+        try:
+            attrs = {k: v for k, v in node_attrs(node).items() if k not in _DROPPED_ATTRS}
+        except (TypeError, ValueError) as error:
+            raise InvalidGraphDefError(f"Node '{node_name}': Cannot parse an attr: {error}") from None
         full_name = f"{prefix}/{node_name}" if prefix else node_name
         op = graph.create_op(node.op, data, attrs, name=full_name + "/")
         op._set_device(node.device)
@@ -91,7 +102,8 @@ def import_nodes(graph_def: GraphDef, prefix: str, graph, input_map=None) -> dic
         created[node_name] = op
     for merge_name, index, text in back_edges:
         source, _, port = text.partition(":")
-        created[merge_name]._update_input(index, created[source].outputs[int(port) if port else 0])
+        outputs = created[source].outputs
+        created[merge_name]._update_input(index, outputs[check_output_index(merge_name, source, port, len(outputs))])
     return created
 
 
@@ -116,7 +128,8 @@ def _element(created, text):
 
 
 def _topological(nodes, input_map):
-    """Node names in an order where every input comes first (raises ValueError on cycles / missing inputs)."""
+    """Node names in an order where every input comes first (raises InvalidGraphDefError on cycles and missing
+    inputs)."""
     order, state = [], {}
     for root in nodes:
         if root in state:
@@ -131,7 +144,7 @@ def _topological(nodes, input_map):
             if state.get(current) == "done":
                 continue
             if state.get(current) == "open":
-                raise ValueError(f"import_graph_def: the inputs of node '{current}' form a cycle")
+                raise InvalidGraphDefError(f"import_graph_def: the inputs of node '{current}' form a cycle")
             state[current] = "open"
             stack.append((current, True))
             for text in nodes[current].input:
@@ -141,10 +154,9 @@ def _topological(nodes, input_map):
                     continue
                 source = text.lstrip("^").partition(":")[0]
                 if source not in nodes:
-                    raise ValueError(f"import_graph_def: node '{current}' has input '{text}', which is not in "
-                                     "the GraphDef")
+                    raise InvalidGraphDefError(f"Node '{current}': Unknown input node '{text}'")
                 if state.get(source) != "done":
                     if state.get(source) == "open":
-                        raise ValueError(f"import_graph_def: the inputs of node '{source}' form a cycle")
+                        raise InvalidGraphDefError(f"import_graph_def: the inputs of node '{source}' form a cycle")
                     stack.append((source, False))
     return order

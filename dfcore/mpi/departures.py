@@ -7,10 +7,11 @@ and their ranks, for a fault MPI leaves silent: a rank that returns from its pro
 a rank that waits for the departed one from a rank that is merely still working, so the rule is a grace
 period:
 
-* **Rank side** (:func:`install`, run when a rank imports ``dfcore``): at exit — after the program ended
-  normally and its ``atexit`` handlers ran, before ``MPI_Finalize`` — the rank writes
+* **Rank side** (:mod:`dfcore.mpi.departure_note`, installed by :mod:`dfcore.mpi.rank_main` before the
+  program runs, or by :func:`install` when a rank started otherwise imports ``dfcore``): at exit — after
+  the program ended normally and its ``atexit`` handlers ran, before ``MPI_Finalize`` — the rank writes
   ``rank<k>.left`` (JSON ``{"left_at": time.time(), "served": bool}``) into the launcher's directory
-  ``DFCORE_JOB_DIR``. A rank that raised also writes it, but ``python -m mpi4py`` then aborts the whole
+  ``DFCORE_JOB_DIR``. A rank that raised also writes it, but ``mpi4py``'s runner then aborts the whole
   job at once, well within the grace.
 * **Launcher side** (:class:`DepartureWatch`): if the job still runs ``grace_s`` seconds after a rank
   left, and some ranks have not left, the job is killed and the error names the rank that left first.
@@ -19,52 +20,27 @@ Ranks that finish within ``grace_s`` of each other are never reported. A rank th
 ``tf.train.Server`` (``"served": true``) is exempt: it said goodbye to the other tasks, and whatever
 waits for it through dfcore (a step, a request) fails at once with ``UnavailableError`` naming it, while a
 parameter server's ``join`` returns once the workers are gone — workers of asynchronous training may end
-far apart. Programs that only talk raw MPI are covered when they import ``dfcore``; one whose ranks
-legitimately end far apart ends them together (a final ``comm.Barrier()``) or widens the grace
-(``--exit-grace``, ``exit_grace_s``).
+far apart. Programs that only talk raw MPI are covered too: the launchers start every rank through
+:mod:`dfcore.mpi.rank_main`. One whose ranks legitimately end far apart ends them together (a final
+``comm.Barrier()``) or widens the grace (``--exit-grace``, ``exit_grace_s``).
 """
 
-import atexit
 import json
-import os
-import sys
 import time
 
-from .. import errors
-from .report import atomic_write, current_rank
+from .departure_note import JOB_DIR_ENV, departure_path, install as install_note
+from .report import current_rank
 
-#: The environment variable naming the directory where ranks note their departure.
-JOB_DIR_ENV = "DFCORE_JOB_DIR"
+__all__ = ["DEFAULT_GRACE_S", "JOB_DIR_ENV", "Departure", "DepartureWatch", "departure_path", "install"]
+
 #: Seconds a job may go on after a rank's program ended before that rank counts as having left early.
 DEFAULT_GRACE_S = 3.0
 
-_installed: list[str] = []
-
 
 def install():
-    """Rank side: note this rank's departure at exit (once per process; a no-op outside a launched job).
-
-    Takes ``DFCORE_JOB_DIR`` out of the environment, so that processes the rank starts (a
-    ``multiprocessing`` worker importing dfcore) do not speak for it when they end."""
-    directory = os.environ.pop(JOB_DIR_ENV, None)
-    if directory and not _installed:
-        _installed.append(directory)
-        atexit.register(_note_departure, directory)
-
-
-def _note_departure(directory):
-    transport = sys.modules.get(f"{__package__}.transport")
-    served = transport is not None and transport.current() is not None
-    record = {"left_at": time.time(), "served": served}
-    try:
-        atomic_write(departure_path(directory, current_rank()), json.dumps(record).encode())
-    except errors.OpError:
-        pass  # the launcher is gone with its directory: nobody is left to tell
-
-
-def departure_path(directory, rank):
-    """Where rank ``rank`` notes its departure."""
-    return os.path.join(directory, f"rank{int(rank)}.left")
+    """Rank side: note this rank's departure at exit (once per process; a no-op outside a launched job, and
+    in a rank :mod:`dfcore.mpi.rank_main` started, which installed the note before the program ran)."""
+    install_note(current_rank)
 
 
 class Departure:

@@ -19,8 +19,20 @@ import sys
 CLUSTER_ENV = "DFCORE_CLUSTER"
 #: What MPI launchers set to each process's rank (Open MPI, MPICH's Hydra and PMI-1, PMIx).
 RANK_VARIABLES = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK")
+#: The script each rank runs (by path: see :mod:`dfcore.mpi.rank_main`).
+RANK_MAIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "rank_main.py")
 #: First fake port of the generated task addresses (``localhost:2222`` is rank 0); nothing listens on them.
 BASE_PORT = 2222
+
+
+
+def launcher_rank():
+    """This process's rank as its MPI launcher set it (:data:`RANK_VARIABLES`), or None."""
+    for name in RANK_VARIABLES:
+        if os.environ.get(name, "").isdigit():
+            return int(os.environ[name])
+    return None
+
 
 _ROOT_VARIABLES = ("OMPI_ALLOW_RUN_AS_ROOT", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM",
                    "PRTE_ALLOW_RUN_AS_ROOT", "PRTE_ALLOW_RUN_AS_ROOT_CONFIRM")
@@ -121,14 +133,15 @@ def private_session_directory(env, job_dir):
 
 
 def mpiexec_command(num_ranks, argv, mpiexec=None, oversubscribe=True, loopback=True):
-    """The ``mpiexec`` command line that runs ``python -m mpi4py <argv>`` on ``num_ranks`` ranks.
+    """The ``mpiexec`` command line that runs ``python <dfcore/mpi/rank_main.py> <argv>`` on ``num_ranks`` ranks.
 
-    ``python -m mpi4py`` makes an uncaught exception in one rank call ``MPI_Abort``, so the
-    whole job ends at once instead of hanging in the other ranks.
+    :mod:`dfcore.mpi.rank_main` runs the program as ``python -m mpi4py`` does (an uncaught exception in
+    one rank calls ``MPI_Abort``, so the whole job ends at once instead of hanging in the other ranks)
+    and notes when the program ends, for :class:`~dfcore.mpi.departures.DepartureWatch`.
 
     Args:
         num_ranks: int > 0.
-        argv: what follows ``python -m mpi4py``: ``["train.py", "--steps", "10"]`` or
+        argv: what would follow ``python -m mpi4py``: ``["train.py", "--steps", "10"]`` or
             ``["-m", "dfcore.bench.all_reduce"]``.
         oversubscribe, loopback: Open MPI gets ``--oversubscribe`` (and always ``--bind-to none``);
             MPICH's Hydra gets ``-iface lo`` with ``loopback`` (it binds nothing and oversubscribes
@@ -150,4 +163,4 @@ def mpiexec_command(num_ranks, argv, mpiexec=None, oversubscribe=True, loopback=
         command += ["--bind-to", "none"]
     elif flavor == "mpich" and loopback:
         command += ["-iface", "lo"]
-    return command + [sys.executable, "-m", "mpi4py"] + list(argv)
+    return command + [sys.executable, RANK_MAIN] + list(argv)

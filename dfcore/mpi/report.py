@@ -35,7 +35,7 @@ import pickle
 import sys
 import types
 
-from .env import RANK_VARIABLES
+from .env import launcher_rank
 
 #: The environment variable naming the directory the ranks write their reports into.
 RESULTS_ENV = "DFCORE_RESULTS_DIR"
@@ -46,9 +46,11 @@ TASK_RANK_ENV = "DFCORE_TASK_RANK"
 def current_rank():
     """This process's rank in ``MPI_COMM_WORLD``, or the task number a gRPC job's launcher gave it
     (``DFCORE_TASK_RANK``); 0 for a process started otherwise."""
-    for name in (TASK_RANK_ENV, *RANK_VARIABLES):
-        if os.environ.get(name, "").isdigit():
-            return int(os.environ[name])
+    if os.environ.get(TASK_RANK_ENV, "").isdigit():
+        return int(os.environ[TASK_RANK_ENV])
+    rank = launcher_rank()
+    if rank is not None:
+        return rank
     mpi = sys.modules.get("mpi4py.MPI")
     if mpi is not None and mpi.Is_initialized():
         return mpi.COMM_WORLD.Get_rank()

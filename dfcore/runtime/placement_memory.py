@@ -11,6 +11,7 @@ Invariant: after every :meth:`MemoryLedger.commit`, each device's ``used`` is at
 from __future__ import annotations
 
 import dataclasses
+import numbers
 from collections.abc import Iterable, Mapping, Sequence
 
 from .. import errors
@@ -27,20 +28,43 @@ def memory_limits(costs: CostTable, devices: Iterable[str], limits: Mapping[str,
     name in ``limits`` may be partial (``"/gpu:1"``) but must match exactly one of ``devices``.
 
     Raises:
-        ValueError: a negative limit, or a name matching no device or several.
+        InvalidArgumentError: a limit that is not an integer >= 0, or a name that is not a device name.
+        ValueError: a name matching no device or several.
     """
     devices = list(devices)
     given = {}
-    for name, value in (limits or {}).items():
+    for name, value in check_memory_limits(limits).items():
         spec = DeviceSpec.from_string(name)
         matches = [d for d in devices if spec.matches(DeviceSpec.from_string(d))]
         if len(matches) != 1:
             raise ValueError(f"memory limit given for '{name}', which matches {len(matches)} devices of the "
                              f"session ({', '.join(devices)}); name exactly one")
-        if int(value) < 0:
-            raise ValueError(f"memory limit of {matches[0]} must be >= 0 bytes, got {value}")
-        given[matches[0]] = int(value)
+        given[matches[0]] = value
     return {d: given.get(d, costs.machine.device(d).memory_bytes) for d in devices}
+
+
+def check_memory_limits(limits: Mapping[str, int] | None) -> dict[str, int]:
+    """``limits`` (device name -> bytes, or None) as a dict of ints, checked.
+
+    Raises:
+        InvalidArgumentError: ``limits`` is not a mapping, a name is not a string, or a limit is not an
+            integer >= 0 (``bool`` is not one).
+    """
+    if limits is None:
+        return {}
+    if not isinstance(limits, Mapping):
+        raise errors.InvalidArgumentError(None, None, "memory_limit_bytes must be a mapping of device name to "
+                                          f"bytes, got {type(limits).__name__}")
+    checked: dict[str, int] = {}
+    for name, value in limits.items():
+        if not isinstance(name, str):
+            raise errors.InvalidArgumentError(None, None, f"memory_limit_bytes: a device name must be a string, "
+                                              f"got {name!r}")
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+            raise errors.InvalidArgumentError(None, None, f"memory_limit_bytes['{name}'] must be an integer >= 0 "
+                                              f"(bytes), got {value!r}")
+        checked[name] = int(value)
+    return checked
 
 
 @dataclasses.dataclass(frozen=True)

@@ -25,7 +25,7 @@ from . import cost_placer, placer
 from .cost_model import MachineProfile
 from .device_set import DeviceSet
 from .placement_costs import CostTable, Steps, measured_nodes
-from .placement_memory import MemoryLedger, memory_limits
+from .placement_memory import MemoryLedger, check_memory_limits, memory_limits
 from .step_trace import machine_for
 
 Strategy = Callable[["PlacementOptions", Iterable[Operation], DeviceSet, bool], placer.Placement]
@@ -58,7 +58,8 @@ class PlacementOptions:
             placer); ``"cost_model"`` always does.
 
     Raises:
-        InvalidArgumentError: an unknown strategy name (listing the known ones).
+        InvalidArgumentError: an unknown strategy name (listing the known ones), or ``memory_limit_bytes`` that is
+            not a mapping of device names to integers >= 0.
         ValueError: an unknown ``measured_clock``.
     """
 
@@ -74,6 +75,7 @@ class PlacementOptions:
             raise errors.InvalidArgumentError(
                 None, None, f"Unknown placement strategy '{self.strategy}'. Known strategies: "
                 f"{', '.join(strategy_names())}")
+        check_memory_limits(self.memory_limit_bytes)
         if self.measured_clock not in ("sim", "wall"):
             raise ValueError(f"measured_clock must be 'sim' or 'wall', got {self.measured_clock!r}")
 

@@ -42,6 +42,7 @@ from .partition import Partitions
 from .placement_options import PlacementArg, PlacementOptions, placement_options
 from .placer import Placement, PlacementRecord
 from .session_resources import SessionResources
+from .session_steps import StepsInFlight, closed_error, interrupted_error
 from .session_targets import bind_target
 from .step_plan import StepPlan
 from .step_trace import fill_run_metadata
@@ -89,7 +90,7 @@ class BaseSession:
         self._contexts: dict[str, Any] | None = None  # the real GPUs' DeviceContexts, made on first plan
         self._plans_lock = threading.Lock()
         self._step_ids = itertools.count(1)
-        self._closed = False
+        self._steps = StepsInFlight()
         self._default_session_context: Any = None
         self._placement: Placement | None = None
         self._placed_version = -1
@@ -128,7 +129,7 @@ class BaseSession:
         """The :class:`~dfcore.runtime.partition.Partitions` (``{device: PartitionGraph}`` with ``.stats``) that
         ``run(fetches, feed_dict)`` executes (``partial_run``: that ``partial_run_setup(fetches, list(feed_dict))``
         starts); builds (and caches) its plan without running it (dfcore, for the partition widgets and lessons)."""
-        if self._closed:
+        if self._steps.closed:
             raise RuntimeError("Attempted to use a closed Session.")
         handler = FetchHandler(self._graph, fetches)
         feed_tensors, _ = self._process_feeds(feed_dict)
@@ -149,7 +150,7 @@ class BaseSession:
         """The graph optimizer's :class:`~dfcore.runtime.grappler.PassRecord` per pass for ``run(fetches,
         feed_dict)`` (empty when no pass ran: see :mod:`dfcore.runtime.grappler.meta_optimizer`); builds (and
         caches) its plan without running it (dfcore, for GraphView and the lessons)."""
-        if self._closed:
+        if self._steps.closed:
             raise RuntimeError("Attempted to use a closed Session.")
         handler = FetchHandler(self._graph, fetches)
         feed_tensors, _ = self._process_feeds(feed_dict)
@@ -174,8 +175,10 @@ class BaseSession:
             KeyboardInterrupt: Ctrl-C while the step ran or waited; re-raised once the step was cancelled
                 everywhere (its queue waits withdrawn, its executors stopped); nothing was committed.
         """
-        if self._closed:
-            raise RuntimeError("Attempted to use a closed Session.")
+        with self._steps.running():
+            return self._run(fetches, feed_dict, options, run_metadata)
+
+    def _run(self, fetches, feed_dict, options, run_metadata):
         handler = FetchHandler(self._graph, fetches)
         feed_tensors, feed_values = self._process_feeds(feed_dict)
         options = options or RunOptions()
@@ -196,15 +199,28 @@ class BaseSession:
             with self._intra_op_scope():
                 result = run_step(plan, feed_values, txn, self._resources, step_id, pool, self._timeout_s(options),
                                   trace)
+        except Exception as error:
+            self._abort_step(txn, step_id)
+            interrupted = interrupted_error(self._steps, self._binding, plan)
+            if interrupted is None:
+                raise
+            raise interrupted from error
         except BaseException:
-            txn.abort()
-            self._resources.end_step(step_id, committed=False)
+            self._abort_step(txn, step_id)
             raise
+        interrupted = interrupted_error(self._steps, self._binding, plan)
+        if interrupted is not None:  # closed, or a task went down, while it ran: nothing is committed
+            self._abort_step(txn, step_id)
+            raise interrupted
         txn.commit()
         self._resources.end_step(step_id, committed=True)
         if run_metadata is not None:
             fill_run_metadata(run_metadata, plan, result, options, self._device_set, self._config)
         return handler.build([client_value(v) for v in result.values])
+
+    def _abort_step(self, txn, step_id):
+        txn.abort()
+        self._resources.end_step(step_id, committed=False)
 
     # -- partial runs (TF 1.x, experimental there too) ---------------------------
     def partial_run_setup(self, fetches: Any, feeds: Any = None) -> str:
@@ -215,7 +231,7 @@ class BaseSession:
             InvalidArgumentError: a feed given twice, or a tensor both fed and fetched.
             UnimplementedError: a session on an MPI target (dfcore runs its steps as one ``run_graph`` per task).
         """
-        if self._closed:
+        if self._steps.closed:
             raise RuntimeError("Attempted to use a closed Session.")
         if getattr(self._binding, "run_step", None) is not None:
             raise errors.UnimplementedError(None, None, "partial_run is not implemented for sessions on an MPI target.")
@@ -241,7 +257,7 @@ class BaseSession:
                 fetch that needs a feed not given yet (TF's wording).
             OpError: an op of the step failed (the partial run is over; nothing is committed).
         """
-        if self._closed:
+        if self._steps.closed:
             raise RuntimeError("Attempted to use a closed Session.")
         handler = FetchHandler(self._graph, fetches)
         feed_tensors, feed_values = self._process_feeds(feed_dict)
@@ -334,18 +350,22 @@ class BaseSession:
 
     # -- lifecycle ------------------------------------------------------------
     def close(self) -> None:
-        """Release the session's variables, plans and threads (cancelling unfinished partial runs); later
-        ``run`` calls raise RuntimeError."""
-        if not self._closed:
-            self._closed = True
+        """Release the session's variables, plans and threads; later ``run`` calls raise RuntimeError. Steps
+        and partial runs still running end with ``CancelledError("Session has been closed.")`` (close waits up
+        to :data:`~dfcore.runtime.session_steps.CLOSE_DRAIN_S` for them to stop)."""
+        if self._steps.close():
             for run in self._partial_runs.values():
-                run.cancel(errors.CancelledError(None, None, "Session has been closed."))
+                run.cancel(closed_error())
             self._partial_runs.clear()
+            self._resources.cancel_steps(closed_error())
             if self._binding is None:  # a cluster's state outlives its sessions
-                self._variables.clear()
                 self._resources.close()
-            elif hasattr(self._binding, "close"):
-                self._binding.close()
+                self._steps.drain()  # the cancelled steps stop before their variables go
+                self._variables.clear()
+            else:
+                self._steps.drain()
+                if hasattr(self._binding, "close"):
+                    self._binding.close()
             self._plans.clear()
             if self._pools is not None:
                 self._pools.close()
@@ -376,7 +396,7 @@ class BaseSession:
             pass
 
     def __repr__(self):
-        return f"<dfcore.Session target={self._target!r}{' closed' if self._closed else ''}>"
+        return f"<dfcore.Session target={self._target!r}{' closed' if self._steps.closed else ''}>"
 
 
 class Session(BaseSession):
@@ -396,7 +416,7 @@ class InteractiveSession(BaseSession):
         self._graph_context.__enter__()
 
     def close(self) -> None:
-        if not self._closed and getattr(self, "_interactive_context", None) is not None:
+        if not self._steps.closed and getattr(self, "_interactive_context", None) is not None:
             self._graph_context.__exit__(None, None, None)
             self._interactive_context.__exit__(None, None, None)
         super().close()

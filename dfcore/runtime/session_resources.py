@@ -34,6 +34,8 @@ class SessionResources:
         self._step_hooks = {}
         self._allocators: dict[str, Allocator] = {}
         self._closed = False
+        self._running: dict[Hashable, Callable[[errors.OpError], Any]] = {}
+        self._steps_error: errors.OpError | None = None
 
     def variable_key(self, name: str, device: str) -> str:
         """The store key of variable ``name`` on ``device``: the name (a local session is one task)."""
@@ -73,10 +75,29 @@ class SessionResources:
         with self._lock:
             self._step_hooks.setdefault(step_id, []).append((on_commit, on_abort))
 
+    def watch_step(self, step_id: Hashable, abort: Callable[[errors.OpError], Any]) -> None:
+        """Let :meth:`cancel_steps` end step ``step_id`` with ``abort(error)`` until :meth:`end_step`; a step
+        that starts after it is aborted at once."""
+        with self._lock:
+            error = self._steps_error
+            if error is None:
+                self._running[step_id] = abort
+        if error is not None:
+            abort(error)
+
+    def cancel_steps(self, error: errors.OpError) -> None:
+        """Abort every step :meth:`watch_step` watches, and every one that starts later, with ``error``."""
+        with self._lock:
+            self._steps_error = error
+            aborts, self._running = list(self._running.values()), {}
+        for abort in aborts:
+            abort(error)
+
     def end_step(self, step_id: Hashable, committed: bool) -> None:
         """Run the hooks :meth:`defer` registered for ``step_id`` (in registration order)."""
         with self._lock:
             hooks = self._step_hooks.pop(step_id, ())
+            self._running.pop(step_id, None)
         for on_commit, on_abort in hooks:
             fn = on_commit if committed else on_abort
             if fn is not None:

@@ -69,6 +69,7 @@ def run_step(plan: StepPlan, feed_values: Sequence[Any], txn: StepTransaction, r
     frame = CallFrame(feed_values, plan.num_retvals)
     timings: list[Any] | None = [] if trace else None
     barrier = Barrier(len(plan.partitions), rendezvous, deadline)
+    resources.watch_step(step_id, barrier.abort)  # a closing session cancels the step
     # a deadline the caller set holds between ops too; the default one only bounds waits (reading the
     # clock before every op costs ~60 ns, some 8% of a cheap op)
     ctx = StepContext(txn, resources, step_id, rendezvous, tracing=trace,

@@ -2,17 +2,16 @@
 
 Source: ``tensorflow/python/summary/writer/writer.py`` (``SummaryToEventTransformer``: ``add_summary``,
 ``add_graph``, ``add_run_metadata``, ``add_session_log``) and ``event.proto``. The records are written by
-``tensorboard``'s own ``EventFileWriter`` (TFRecord framing with masked CRC-32C, ``events.out.tfevents.*``
-file names, a background writer thread flushed every ``flush_secs``).
+:class:`~dfcore.summary.event_file.EventFile`, which raises a failed write (a full disk, a file-size limit)
+from the next ``add_*``, ``flush`` or ``close`` with the number of events lost.
 """
 
 import os
 import time
 
-from tensorboard.summary.writer.event_file_writer import EventFileWriter
-
 from .. import errors
 from ..framework.protos import Event, MetaGraphDef, RunMetadata, SessionLog, Summary, TaggedRunMetadata
+from .event_file import EventFile
 
 
 class FileWriter:
@@ -25,6 +24,9 @@ class FileWriter:
         filename_suffix: appended to the event file's name.
     Raises:
         PermissionDeniedError, NotFoundError, ...: ``logdir`` cannot be created or written (naming it).
+        ResourceExhaustedError (full disk), OutOfRangeError (over the file-size limit), ... (by errno, as TF's
+            ``ErrnoToCode``): from ``add_*``, ``flush`` or ``close`` once an event could not be written; the
+            message says how many were lost (:attr:`events_lost`).
     """
 
     def __init__(self, logdir: str, graph=None, max_queue: int = 10, flush_secs: float = 120,
@@ -38,19 +40,27 @@ class FileWriter:
         except OSError as error:
             raise errors.error_from_os_error(error, f"Cannot write event files to {logdir}") from None
         self._options = (max_queue, flush_secs, filename_suffix or "")
-        self._writer = EventFileWriter(logdir, *self._options)
+        self._logdir = logdir
+        self._writer = EventFile(logdir, *self._options)
         self._closed = False
         if graph is not None or graph_def is not None:
             self.add_graph(graph, graph_def=graph_def)
 
     def get_logdir(self) -> str:
-        return self._writer.get_logdir()
+        return self._logdir
+
+    @property
+    def events_lost(self) -> int:
+        """How many added events the current event file could not write (dfcore)."""
+        return self._writer.events_lost
 
     def add_event(self, event: Event) -> None:
         """Write ``event`` (an ``Event`` message) as it is."""
         if self._closed:
             raise RuntimeError("FileWriter is closed; call reopen() before adding events.")
-        self._writer.add_event(event)
+        if not isinstance(event, Event):
+            raise TypeError(f"add_event() expects an Event; got {type(event).__name__}")
+        self._writer.add(event.SerializeToString())
 
     def add_summary(self, summary, global_step=None) -> None:
         """Write a ``Summary`` (the message, or the serialized string a summary op returns) at ``global_step``."""
@@ -111,13 +121,13 @@ class FileWriter:
     def close(self) -> None:
         """Flush, stop the writer thread and close the file (idempotent)."""
         if not self._closed:
-            self._writer.close()
             self._closed = True
+            self._writer.close()
 
     def reopen(self) -> None:
         """After :meth:`close`, start a new event file in the same logdir."""
         if self._closed:
-            self._writer = EventFileWriter(self.get_logdir(), *self._options)
+            self._writer = EventFile(self._logdir, *self._options)
             self._closed = False
 
     def __enter__(self):

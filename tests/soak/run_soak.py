@@ -1,4 +1,5 @@
-"""The chaos soak: train parameter-server and ring all-reduce MPI jobs while a seeded driver breaks them.
+"""The chaos soak: train parameter-server and ring all-reduce MPI jobs, and parameter-server jobs over gRPC
+(:mod:`grpc_kind`: the ps or a worker killed), while a seeded driver breaks them.
 
     python tests/soak/run_soak.py --duration-s 600 --seed 0      (make soak; CI: make soak SOAK_S=120)
 
@@ -6,7 +7,8 @@ Jobs of the two kinds (:mod:`jobs`) run one after the other through ``dfcore.mpi
 with one fault planned by :func:`chaos.plan_fault` (SIGKILL or SIGTERM of a random rank, an exception
 inside an op, a ps killed between its apply and its counters, a worker killed before its push; one
 job in eight runs clean). A job that fails is started again at once from its kind's latest
-checkpoint (that is the recovery); a job that completes hands over to the other kind. After every
+checkpoint (that is the recovery); a job that completes, or that restart whatever its end, hands over
+to the next kind (so that every kind runs within a short soak though most jobs carry a fault). After every
 job the driver checks the invariants (:mod:`invariants`, :mod:`jobs`): the job restored the latest
 checkpoint and ``global_step`` never went backwards; no update applied twice, none lost beyond the
 in-flight ones the mode allows; every new checkpoint restores and holds what it should; no process
@@ -35,6 +37,7 @@ import chaos
 import data_job
 import invariants
 import jobfiles
+from grpc_kind import GrpcJobError, GrpcPSJob
 from jobs import PSJob, RingJob
 
 import dfcore as tf
@@ -66,7 +69,8 @@ class Soak:
     def __init__(self, seed: int, root: str):
         self.rng = random.Random(seed)
         self.seed, self.root = seed, root
-        self.kinds = [KindState(PSJob(), root), KindState(RingJob(seed=seed), root)]
+        self.kinds = [KindState(PSJob(), root), KindState(RingJob(seed=seed), root), KindState(GrpcPSJob(), root)]
+        self.jobs_of = collections.Counter()
         self.injected = collections.Counter()
         self.not_injected = collections.Counter()
         self.recoveries = 0
@@ -81,18 +85,21 @@ class Soak:
     def run(self, duration_s: float) -> None:
         end = time.monotonic() + duration_s
         started = time.monotonic()
-        current = 0
+        current, restarting = 0, False
         while time.monotonic() + MIN_JOB_S < end:
             state = self.kinds[current]
             failed = self.run_one(state)
             print(f"[{time.monotonic() - started:6.1f} s] {self.summary_line()}", flush=True)
-            if not failed:
-                current = 1 - current
+            restarting = failed and not restarting
+            if not restarting:
+                state.pending_fault_at = None  # a recovery is timed by the restart that follows its fault
+                current = (current + 1) % len(self.kinds)
 
     def run_one(self, state: KindState) -> bool:
         """Run one job of ``state``'s kind; True if it failed (the next job recovers it)."""
         kind = state.kind
         self.jobs += 1
+        self.jobs_of[kind.name] += 1
         job_dir = os.path.join(self.root, kind.name, f"job{self.jobs:04d}")
         os.makedirs(job_dir)
         latest = tf.train.latest_checkpoint(state.state_dir)
@@ -131,8 +138,11 @@ class Soak:
             injector = chaos.Injector(job_dir, plan)
             error = None
             try:
-                run_job(kind.program, args=[job_dir], timeout_s=JOB_TIMEOUT_S, progress=False, **kind.layout)
-            except (MPIJobError, DeadlineExceededError) as caught:
+                if hasattr(kind, "run"):  # not an MPI job (grpc_kind)
+                    kind.run(job_dir, JOB_TIMEOUT_S)
+                else:
+                    run_job(kind.program, args=[job_dir], timeout_s=JOB_TIMEOUT_S, progress=False, **kind.layout)
+            except (MPIJobError, DeadlineExceededError, GrpcJobError) as caught:
                 error = caught
             ended_at = time.time()
             injector.stop()
@@ -167,6 +177,7 @@ class Soak:
         for path in checkpoints:
             problems += invariants.checkpoint_restore_problems(path, kind.checkpoint_problems)
             state.checked.add(path)
+        problems += getattr(kind, "job_problems", lambda _: [])(job_dir)
         problems += invariants.leftover_problems(job_dir)
         problems += invariants.thread_problems(self.thread_baseline)
         self.rss.append(invariants.rss_bytes())
@@ -186,7 +197,7 @@ class Soak:
                 ("clean jobs (no fault planned)", str(self.not_injected["none"])),
                 ("fault planned, job ended first", ", ".join(f"{k} {v}" for k, v in sorted(self.not_injected.items())
                                                              if k != "none") or "0"),
-                ("jobs run", str(self.jobs)),
+                ("jobs run", f"{self.jobs} ({', '.join(f'{k} {v}' for k, v in sorted(self.jobs_of.items()))})"),
                 ("jobs Open MPI failed to start (started again)", str(len(self.launch_failures))),
                 ("recoveries (restart from the latest checkpoint)", str(self.recoveries)),
                 ("time to detect, p50 / p99", _percentiles(self.detect_s)),

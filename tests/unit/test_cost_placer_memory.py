@@ -128,5 +128,18 @@ def test_a_bad_memory_limit_is_a_value_error():
     tf.constant(1.0)
     with pytest.raises(ValueError, match=r"memory limit given for '/gpu:9', which matches 0 devices"):
         cost_placer.place(_ops(), _devices(), memory_limit_bytes={"/gpu:9": 10})
-    with pytest.raises(ValueError, match=r"must be >= 0 bytes, got -1"):
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"must be an integer >= 0 \(bytes\), got -1"):
         cost_placer.place(_ops(), _devices(), memory_limit_bytes={"/gpu:0": -1})
+
+
+@pytest.mark.parametrize("limits,message", [
+    ({"/gpu:0": "lots"}, r"memory_limit_bytes\['/gpu:0'\] must be an integer >= 0 \(bytes\), got 'lots'"),
+    ({"/gpu:0": -1}, r"memory_limit_bytes\['/gpu:0'\] must be an integer >= 0 \(bytes\), got -1"),
+    ({"/gpu:0": 1.5e9}, r"must be an integer >= 0 \(bytes\), got 1500000000.0"),
+    ({"/gpu:0": True}, r"must be an integer >= 0 \(bytes\), got True"),
+    ({0: 10}, r"a device name must be a string, got 0"),
+    ([("/gpu:0", 10)], r"memory_limit_bytes must be a mapping of device name to bytes, got list"),
+])
+def test_placement_options_reject_malformed_memory_limits_with_a_typed_error(limits, message):
+    with pytest.raises(tf.errors.InvalidArgumentError, match=message):
+        tf.PlacementOptions("cost_model", memory_limit_bytes=limits)

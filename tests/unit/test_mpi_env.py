@@ -87,7 +87,7 @@ def test_mpiexec_command_flags_per_flavor(monkeypatch, flavor, oversubscribe, lo
     monkeypatch.setattr(env_lib, "mpi_flavor", lambda mpiexec: flavor)
     command = env_lib.mpiexec_command(4, ["-m", "pkg.mod", "--x"], mpiexec="/opt/mpi/bin/mpiexec",
                                       oversubscribe=oversubscribe, loopback=loopback)
-    assert command == ["/opt/mpi/bin/mpiexec", "-n", "4", *flags, sys.executable, "-m", "mpi4py", "-m", "pkg.mod",
+    assert command == ["/opt/mpi/bin/mpiexec", "-n", "4", *flags, sys.executable, env_lib.RANK_MAIN, "-m", "pkg.mod",
                        "--x"]
 
 

@@ -103,6 +103,17 @@ def test_launch_ends_a_job_whose_rank_left_early_and_names_it():
 
 
 @pytest.mark.timeout(60)
+def test_launch_ends_a_job_whose_plain_mpi4py_rank_exits_0_early_within_5_s_naming_it():
+    # the rank never imports dfcore: rank_main notes its departure (before: rc 124 at --timeout)
+    done, _ = launch("--timeout", "20", "-n", "3", program("plain_leave.py"), timeout=40)
+    ended = time.time()
+    assert done.returncode == 1, done.stderr
+    assert "dfcore.launch: rank 1 (/job:worker/replica:0/task:1) ended its program while ranks [0, 2]" in done.stderr
+    left_at = float(re.search(r"left_at=([0-9.]+)", done.stdout).group(1))
+    assert 0 < ended - left_at < 5.0
+
+
+@pytest.mark.timeout(60)
 def test_a_rank_that_calls_os_exit_is_named():
     with pytest.raises(MPIJobError) as caught:
         run_job(program("jobs_leave.py"), ranks=3, args=["os_exit"], timeout_s=40, progress=False)

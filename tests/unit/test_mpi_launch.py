@@ -4,6 +4,8 @@ Reference: the rank layout of docs/architecture.md#transports (jobs in order, ra
 ``TFConfigClusterResolver`` API, and ``tf.import_graph_def`` (names, devices, control inputs kept).
 """
 
+import os
+
 import numpy as np
 import pytest
 
@@ -27,13 +29,14 @@ def test_the_program_starts_at_the_first_word_that_is_not_a_launcher_option(argv
     assert launch.split_argv(argv) == (options, program)
 
 
-def test_the_command_runs_every_rank_under_python_m_mpi4py_with_the_layout(monkeypatch):
+def test_the_command_runs_every_rank_under_rank_main_with_the_layout(monkeypatch):
     monkeypatch.setattr(env_lib, "find_mpiexec", lambda path=None: "/opt/mpi/bin/mpiexec")
     monkeypatch.setattr(env_lib, "mpi_flavor", lambda mpiexec: "openmpi")
     command, env, _ = launch.command_and_env(["--ps", "1", "--workers", "2", "train.py", "--steps", "5"])
     assert command[:3] == ["/opt/mpi/bin/mpiexec", "-n", "3"]
     assert "--oversubscribe" in command
-    assert command[-5:] == ["-m", "mpi4py", "train.py", "--steps", "5"]
+    assert command[-4:] == [env_lib.RANK_MAIN, "train.py", "--steps", "5"]
+    assert os.path.isfile(command[-4]) and command[-4].endswith(os.path.join("dfcore", "mpi", "rank_main.py"))
     assert env[env_lib.CLUSTER_ENV] == '{"ps": 1, "worker": 2}'
     assert env["OMPI_MCA_btl_tcp_if_include"] == "lo" and env["OMPI_MCA_btl"] == "self,sm"
 
@@ -120,7 +123,7 @@ def test_import_graph_def_rebuilds_names_devices_control_inputs_and_values():
 
 
 def test_import_graph_def_rejects_missing_inputs_and_cycles():
-    with pytest.raises(ValueError, match="'x:0', which is not in the GraphDef"):
+    with pytest.raises(ValueError, match="^Node 'y': Unknown input node 'x:0'$"):
         import_nodes(make_graph_def([make_node_def("y", "Identity", ["x:0"], "", {})]), "", tf.Graph())
     loop = make_graph_def([make_node_def("p", "Identity", ["q"], "", {}),
                            make_node_def("q", "Identity", ["p"], "", {})])

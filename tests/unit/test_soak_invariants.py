@@ -20,6 +20,7 @@ sys.path.insert(0, SOAK)
 
 import invariants  # noqa: E402 - tests/soak/ is importable once on sys.path (above)
 import ring_job  # noqa: E402 - as invariants
+from grpc_kind import GrpcPSJob  # noqa: E402 - as invariants
 from jobs import PSJob, RingJob  # noqa: E402 - as invariants
 
 
@@ -118,3 +119,13 @@ def test_checkpoint_step_is_read_from_the_prefix(name):
 
 def test_the_reference_sum_is_numpys():
     assert np.array_equal(ring_job.reference(0, 3, 5), sum(ring_job.contribution(0, r, 5) for r in range(3)))
+
+
+def test_a_grpc_worker_failing_with_an_initialization_error_is_a_violation(tmp_path):
+    kind = GrpcPSJob()
+    assert kind.checkpoint_every == kind.steps_per_job == 100  # one checkpoint per completed job
+    (tmp_path / "error.1").write_text("UnavailableError")  # its ps died: the error it must get
+    assert kind.job_problems(str(tmp_path)) == []
+    (tmp_path / "error.2").write_text("FailedPreconditionError")
+    assert kind.job_problems(str(tmp_path)) == [
+        "worker rank 2 failed with FailedPreconditionError (an initialization error), not UnavailableError"]
