@@ -3,9 +3,9 @@
 Source: ``tensorflow/python/ops/nn_ops.py`` and ``core/kernels/conv_ops.cc`` /
 ``conv_grad_input_ops.cc`` / ``conv_grad_filter_ops.cc`` (TF 1.x); the output size and
 padding of ``SAME``/``VALID`` follow ``core/framework/kernel_shape_util.cc``
-(``GetWindowedOutputSize``). The kernels gather every output position's input window with
-``numpy.lib.stride_tricks.sliding_window_view`` and contract it with the filter (one
-``tensordot``), so a convolution costs one BLAS call, not a Python loop per position.
+(``GetWindowedOutputSize``). Each kernel is one matrix product over the im2col columns of its input
+(:mod:`dfcore.ops.conv_windows`): forward ``im2col(x) @ F``, filter gradient ``im2col(x)^T @ dy``, input
+gradient ``col2im(dy @ F^T)``, with the window geometry and scratch cached per input shape.
 """
 
 import math
@@ -18,6 +18,7 @@ from ..framework.scopes import name_scope
 from ..framework.tensor_shape import TensorShape
 from . import array_ops, common_shapes
 from .array_ops_util import constant_value_as_shape, with_rank
+from .conv_windows import PlanCache, WindowPlan
 from .op_util import apply_op1, convert_same_dtype
 
 __all__ = ["conv2d", "conv2d_backprop_filter", "conv2d_backprop_input"]
@@ -69,28 +70,26 @@ def _geometry(op, input_shape, filter_shape):
     return out_h, out_w, top, left
 
 
-def _padded_size(op, input_shape, filter_shape, out_h, out_w, top, left):
-    """``(height, width)`` of the input zero-padded so that every window of ``op`` fits."""
-    sh, sw = op.get_attr("strides")[1:3]
-    dh, dw = op.get_attr("dilations")[1:3]
-    need_h = (out_h - 1) * sh + (filter_shape[0] - 1) * dh + 1
-    need_w = (out_w - 1) * sw + (filter_shape[1] - 1) * dw + 1
-    return max(need_h, input_shape[1] + top), max(need_w, input_shape[2] + left)
+def _plans(op):
+    """A :class:`~dfcore.ops.conv_windows.PlanCache` of ``op``'s windows, keyed by ``(NHWC input shape,
+    (filter height, filter width))``."""
+    strides, dilations = op.get_attr("strides")[1:3], op.get_attr("dilations")[1:3]
+
+    def make(key):
+        in_shape, (kh, kw) = key
+        out_h, out_w, top, left = _geometry(op, in_shape, (kh, kw))
+        return WindowPlan(in_shape, kh, kw, strides, dilations, out_h, out_w, top, left)
+
+    return PlanCache(make)
 
 
-def _padded(x, op, filter_shape, out_h, out_w, top, left):
-    """``x`` zero-padded so every window of ``op`` fits (rows past the last window are never read)."""
-    height, width = _padded_size(op, x.shape, filter_shape, out_h, out_w, top, left)
-    return np.pad(x, ((0, 0), (top, height - x.shape[1] - top), (left, width - x.shape[2] - left), (0, 0)))
-
-
-def _windows(xp, op, filter_shape, out_h, out_w):
-    """Every output position's input window: ``[N, out_h, out_w, C, kh, kw]`` (a strided view)."""
-    sh, sw = op.get_attr("strides")[1:3]
-    dh, dw = op.get_attr("dilations")[1:3]
-    kh, kw = filter_shape[0], filter_shape[1]
-    view = np.lib.stride_tricks.sliding_window_view(xp, ((kh - 1) * dh + 1, (kw - 1) * dw + 1), axis=(1, 2))
-    return view[:, ::sh, ::sw, :, ::dh, ::dw][:, :out_h, :out_w]
+def _check_backprop(op, plan, x_shape, filter_shape, dy_shape):
+    """Raise TF's ``InvalidArgumentError`` unless the shapes of a backprop op's operands agree."""
+    want = (x_shape[0], plan.out_h, plan.out_w, filter_shape[3])
+    if x_shape[3] != filter_shape[2] or tuple(dy_shape) != want:
+        raise errors.InvalidArgumentError(
+            None, op, f"{op.type}: input {list(x_shape)}, filter {list(filter_shape)} and out_backprop "
+                      f"{list(dy_shape)} do not agree (out_backprop must be {list(want)})")
 
 
 # -- Conv2D ---------------------------------------------------------------------------
@@ -113,13 +112,17 @@ def _conv2d_shape(op):
 
 @registry.RegisterKernel("Conv2D")
 def _conv2d_kernel(op):
+    plans = _plans(op)
+
     def compute(x, f):
         if x.shape[3] != f.shape[2]:
             raise errors.InvalidArgumentError(None, op, f"input and filter must have the same depth: {x.shape[3]} vs "
                                                         f"{f.shape[2]}")
-        out_h, out_w, top, left = _geometry(op, x.shape, f.shape)
-        windows = _windows(_padded(x, op, f.shape, out_h, out_w, top, left), op, f.shape, out_h, out_w)
-        return np.tensordot(windows, f, axes=([4, 5, 3], [0, 1, 2])).astype(x.dtype, copy=False)
+        plan = plans.get((x.shape, f.shape[:2]))
+        channels = f.shape[3]
+        out = np.empty((x.shape[0] * plan.out_h * plan.out_w, channels), x.dtype)
+        plan.matmul_columns(x, f.reshape(-1, channels), out)
+        return out.reshape(x.shape[0], plan.out_h, plan.out_w, channels)
 
     return compute
 
@@ -156,20 +159,15 @@ def _backprop_input_shape(op):
 
 @registry.RegisterKernel("Conv2DBackpropInput")
 def _backprop_input_kernel(op):
-    sh, sw = op.get_attr("strides")[1:3]
-    dh, dw = op.get_attr("dilations")[1:3]
+    plans = _plans(op)
 
     def compute(input_sizes, f, dy):
         shape = tuple(int(d) for d in input_sizes)
-        out_h, out_w, top, left = _geometry(op, shape, f.shape)
-        height, width = _padded_size(op, shape, f.shape, out_h, out_w, top, left)
-        dxp = np.zeros((shape[0], height, width, shape[3]), dtype=dy.dtype)
-        columns = np.tensordot(dy, f, axes=([3], [3]))  # [N, out_h, out_w, kh, kw, C]
-        for i in range(f.shape[0]):
-            for j in range(f.shape[1]):
-                dxp[:, i * dh: i * dh + sh * (out_h - 1) + 1: sh, j * dw: j * dw + sw * (out_w - 1) + 1: sw] += \
-                    columns[:, :, :, i, j]
-        return dxp[:, top: top + shape[1], left: left + shape[2]]
+        plan = plans.get((shape, f.shape[:2]))
+        _check_backprop(op, plan, shape, f.shape, dy.shape)
+        dx = np.zeros(shape, dy.dtype)
+        channels = f.shape[3]
+        return plan.col2im_matmul(dy.reshape(-1, channels), f.reshape(-1, channels).T, dx)
 
     return compute
 
@@ -182,12 +180,14 @@ def _backprop_filter_shape(op):
 
 @registry.RegisterKernel("Conv2DBackpropFilter")
 def _backprop_filter_kernel(op):
+    plans = _plans(op)
+
     def compute(x, filter_sizes, dy):
         shape = tuple(int(d) for d in filter_sizes)
-        out_h, out_w, top, left = _geometry(op, x.shape, shape)
-        windows = _windows(_padded(x, op, shape, out_h, out_w, top, left), op, shape, out_h, out_w)
-        grad = np.tensordot(windows, dy, axes=([0, 1, 2], [0, 1, 2]))  # [C, kh, kw, O]
-        return grad.transpose(1, 2, 0, 3).astype(x.dtype, copy=False)
+        plan = plans.get((x.shape, shape[:2]))
+        _check_backprop(op, plan, x.shape, shape, dy.shape)
+        out = np.empty((shape[0] * shape[1] * shape[2], shape[3]), x.dtype)
+        return plan.columns_t_matmul(x, dy.reshape(-1, shape[3]), out).reshape(shape)
 
     return compute
 
