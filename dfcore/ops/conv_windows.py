@@ -136,7 +136,8 @@ class WindowPlan:
         """``dx`` (zeroed, NHWC ``in_shape``) += col2im(``dy @ weights_t``): an input's gradient, where ``dy`` is
         ``[N·out_h·out_w, O]`` and ``weights_t`` ``[O, kh·kw·C]``."""
         if self.identity:
-            return np.matmul(dy, weights_t, out=dx.reshape(-1, dx.shape[3]))
+            np.matmul(dy, weights_t, out=dx.reshape(-1, dx.shape[3]))
+            return dx
         cols = self._take(dy.dtype, False)
         rows = self.out_h * self.out_w
         try:
