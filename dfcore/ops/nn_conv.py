@@ -94,8 +94,9 @@ def _check_backprop(op, plan, x_shape, filter_shape, dy_shape):
 
 # -- Conv2D ---------------------------------------------------------------------------
 @registry.RegisterShape("Conv2D")
-def _conv2d_shape(op):
-    x, f = op.inputs
+def conv2d_shape(op):
+    """The output of ``Conv2D`` (and of ``_FusedConv2D``, whose third input is its bias), with TF's errors."""
+    x, f = op.inputs[:2]
     common_shapes.require_same_dtype(op)
     xs, fs = with_rank(op, x.shape, 4).as_list(), with_rank(op, f.shape, 4).as_list()
     if xs[3] is not None and fs[2] is not None and xs[3] != fs[2]:
@@ -217,7 +218,8 @@ def _conv2d_grad(op, grad):
 
 # -- cost: 2 flops (multiply, add) per filter tap per output element, as TF's flops registry ---------------
 @registry.RegisterCost("Conv2D")
-def _conv2d_cost(input_shapes, output_shapes, attrs):
+def conv2d_cost(input_shapes, output_shapes, attrs):
+    """``(flops, elements read and written)`` of ``Conv2D`` over its input and output shapes."""
     (n, oh, ow, o), (kh, kw, c, _) = output_shapes[0], input_shapes[1]
     elements = sum(math.prod(s) for s in input_shapes) + math.prod(output_shapes[0])
     return 2 * n * oh * ow * o * kh * kw * c, elements

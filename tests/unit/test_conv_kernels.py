@@ -204,3 +204,51 @@ def test_bias_add_grad_sums_all_but_the_channel_axis(data_format, axes):
             got = sess.run(grad)
     assert got.dtype == np.float32
     np.testing.assert_allclose(got, g.sum(axes, dtype=np.float64), rtol=1e-5, atol=1e-5)
+
+
+# -- _FusedConv2D: the remapper's conv + bias add (+ relu) ---------------------------------------------------
+@pytest.mark.parametrize("activation, use_bias_add", [(True, True), (False, False)])
+def test_fused_conv2d_keeps_forward_values_and_training_steps_bit_for_bit(activation, use_bias_add):
+    """The graph optimizer fuses ``Conv2D`` + bias add (+ ``Relu``) into ``_FusedConv2D`` (TF's remapper.cc):
+    the values and every variable after training steps equal those of the unrewritten graph, bit for bit."""
+    from dfcore.runtime.grappler import no_rewrite_session_config
+
+    rng = np.random.default_rng(11)
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [4, 7, 6, 2])
+        f = tf.Variable(rng.standard_normal((3, 3, 2, 5)).astype(np.float32))
+        b = tf.Variable(rng.standard_normal(5).astype(np.float32))
+        conv = tf.nn.conv2d(x, f, [1, 2, 1, 1], "SAME")
+        hidden = tf.nn.bias_add(conv, b) if use_bias_add else conv + b
+        hidden = tf.nn.relu(hidden) if activation else hidden
+        loss = tf.reduce_sum(tf.square(hidden))
+        train = tf.train.GradientDescentOptimizer(0.01).minimize(loss)
+        feed = {x: rng.standard_normal((4, 7, 6, 2)).astype(np.float32)}
+        results = {}
+        for name, config in (("optimized", None), ("reference", no_rewrite_session_config())):
+            with tf.Session(config=config) as sess:
+                sess.run(tf.global_variables_initializer())
+                trace = [sess.run([hidden, train], feed)[0] for _ in range(3)]
+                results[name] = [*trace, *sess.run([f, b])]
+                if name == "optimized":
+                    ops = {n.op for p in sess.partitions([hidden, train], feed).values() for n in p.nodes}
+    assert "_FusedConv2D" in ops and "Conv2D" not in ops
+    for got, want in zip(results["optimized"], results["reference"]):
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
+def test_fused_conv2d_kernel_reports_a_wrong_bias_length():
+    from dfcore.framework import registry
+    from dfcore.framework.tensor_shape import TensorShape
+    from dfcore.runtime.grappler.graph_item import Node
+
+    node = Node("f", "_FusedConv2D", {"T": tf.float32, "strides": [1, 1, 1, 1], "padding": "VALID",
+                                      "dilations": [1, 1, 1, 1], "data_format": "NHWC", "num_args": 1,
+                                      "fused_ops": ["BiasAdd", "Relu"], "epsilon": 0.0}, "", 0,
+                [(tf.float32, TensorShape([1, 1, 1, 2]))])
+    compute = registry.kernel("_FusedConv2D").build(node)
+    x, f = np.ones((1, 1, 1, 1), np.float32), np.array([[[[1, -3]]]], np.float32)
+    np.testing.assert_array_equal(compute(x, f, np.array([1, 1], np.float32)), [[[[2, 0]]]])
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"as many biases .*\[3\] vs. \[1,1,1,2\]"):
+        compute(x, f, np.ones(3, np.float32))
