@@ -83,17 +83,31 @@ def col2im(dcols, shape):
 
 
 def pool_windows(a):
-    """2×2 stride-2 windows of ``a`` ``[N, H, W, C]`` as ``[N, H/2, W/2, C, 4]``."""
+    """2×2 stride-2 windows of ``a`` ``[N, H, W, C]`` as a view ``[N, H/2, 2, W/2, 2, C]``."""
     n, h, w, c = a.shape
-    return a.reshape(n, h // 2, 2, w // 2, 2, c).transpose(0, 1, 3, 5, 2, 4).reshape(n, h // 2, w // 2, c, 4)
+    return a.reshape(n, h // 2, 2, w // 2, 2, c)
 
 
-def pool_grad(a, dpooled):
-    """Max-pool gradient: each window's gradient to its first maximum (TF's rule)."""
-    n, h, w, c = a.shape
-    windows = np.zeros((n, h // 2, w // 2, c, 4), a.dtype)
-    np.put_along_axis(windows, pool_windows(a).argmax(-1)[..., None], dpooled[..., None], axis=-1)
-    return windows.reshape(n, h // 2, w // 2, c, 2, 2).transpose(0, 1, 4, 2, 5, 3).reshape(a.shape)
+def max_pool(a):
+    """2×2 stride-2 max-pool of ``a`` (the maximum of its four strided quarters)."""
+    return np.maximum(np.maximum(a[:, ::2, ::2], a[:, ::2, 1::2]), np.maximum(a[:, 1::2, ::2], a[:, 1::2, 1::2]))
+
+
+def avg_pool(a):
+    """2×2 stride-2 average-pool of ``a``."""
+    return (a[:, ::2, ::2] + a[:, ::2, 1::2] + a[:, 1::2, ::2] + a[:, 1::2, 1::2]) * np.float32(0.25)
+
+
+def pool_grad(a, pooled, dpooled):
+    """Max-pool gradient: each window's gradient to its first maximum (TF's rule), tap by tap."""
+    windows, dx = pool_windows(a), np.empty_like(a)
+    dwindows, taken = pool_windows(dx), np.zeros(pooled.shape, bool)
+    for i in range(2):
+        for j in range(2):
+            first = (windows[:, :, i, :, j] == pooled) & ~taken
+            taken |= first
+            np.multiply(dpooled, first, out=dwindows[:, :, i, :, j])
+    return dx
 
 
 def numpy_step(params, images, labels, lr=LEARNING_RATE_F32):
@@ -104,8 +118,8 @@ def numpy_step(params, images, labels, lr=LEARNING_RATE_F32):
         cols = columns(x)
         z = (cols @ kernel.reshape(-1, kernel.shape[3])).reshape(*x.shape[:3], -1) + bias
         a = np.maximum(z, 0)
-        layers.append((x, cols, z, a))
-        x = pool_windows(a).max(-1)
+        x = max_pool(a)
+        layers.append((cols, z, a, x))
     pooled_shape, flat = x.shape, x.reshape(len(x), -1)
     w, b = params[-2:]
     logits = flat @ w + b
@@ -120,14 +134,14 @@ def numpy_step(params, images, labels, lr=LEARNING_RATE_F32):
     grads[-2], grads[-1] = flat.T @ dlogits, dlogits.sum(0)
     dpooled = (dlogits @ w.T).reshape(pooled_shape)
     for k in reversed(range(len(FILTERS))):
-        x, cols, z, a = layers[k]
-        dz = pool_grad(a, dpooled) * (z > 0)
+        cols, z, a, pooled = layers[k]
+        dz = pool_grad(a, pooled, dpooled) * (z > 0)
         dz_matrix = dz.reshape(-1, dz.shape[3])
         kernel = params[2 * k]
         grads[2 * k] = (cols.T @ dz_matrix).reshape(kernel.shape)
         grads[2 * k + 1] = dz_matrix.sum(0)
         if k:
-            dpooled = col2im(dz_matrix @ kernel.reshape(-1, kernel.shape[3]).T, x.shape)
+            dpooled = col2im(dz_matrix @ kernel.reshape(-1, kernel.shape[3]).T, layers[k - 1][3].shape)
     for p, g in zip(params, grads):
         p -= lr * g
     return loss
@@ -155,7 +169,7 @@ def kernel_cases(seed=1):
     x1, f1, x2, f2 = rand(BATCH, SIZE, SIZE, 1), rand(3, 3, 1, 16), rand(BATCH, 8, 8, 16), rand(3, 3, 16, 32)
     dy1, dy2, a1, dp1, b16 = rand(BATCH, SIZE, SIZE, 16), rand(BATCH, 8, 8, 32), rand(BATCH, SIZE, SIZE, 16), \
         rand(BATCH, 8, 8, 16), rand(16)
-    p1 = pool_windows(a1).max(-1)
+    p1 = max_pool(a1)
 
     def conv(x, f):
         return (columns(x) @ f.reshape(-1, f.shape[3])).reshape(*x.shape[:3], -1)
@@ -175,10 +189,10 @@ def kernel_cases(seed=1):
          lambda x, s, dy: (columns(x).T @ dy.reshape(-1, 16)).reshape(tuple(s)), gemm(9, BATCH * 256, 16)),
         ("Conv2DBackpropFilter conv2", "Conv2DBackpropFilter", CONV, filter_grad, [x2, _sizes(f2), dy2],
          lambda x, s, dy: (columns(x).T @ dy.reshape(-1, 32)).reshape(tuple(s)), gemm(144, BATCH * 64, 32)),
-        ("MaxPool 2x2/2", "MaxPool", POOL, ("input",), [a1], lambda a: pool_windows(a).max(-1), None),
+        ("MaxPool 2x2/2", "MaxPool", POOL, ("input",), [a1], max_pool, None),
         ("MaxPoolGrad 2x2/2", "MaxPoolGrad", POOL, ("orig_input", "orig_output", "grad"), [a1, p1, dp1],
-         lambda a, p, g: pool_grad(a, g), None),
-        ("AvgPool 2x2/2", "AvgPool", POOL, ("value",), [a1], lambda a: pool_windows(a).mean(-1), None),
+         pool_grad, None),
+        ("AvgPool 2x2/2", "AvgPool", POOL, ("value",), [a1], avg_pool, None),
         ("AvgPoolGrad 2x2/2", "AvgPoolGrad", POOL, ("orig_input_shape", "grad"), [_sizes(a1), dp1],
          lambda s, g: np.repeat(np.repeat(g / 4, 2, axis=1), 2, axis=2), None),
         ("BiasAdd", "BiasAdd", NHWC, ("value", "bias"), [a1, b16], np.add, None),

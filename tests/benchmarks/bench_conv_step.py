@@ -21,7 +21,7 @@ import dfcore
 from dfcore.framework import registry
 from dfcore.ops.op_util import apply_op
 
-KERNEL_ROUNDS, KERNEL_INNER = 15, 10
+KERNEL_ROUNDS, KERNEL_INNER = 21, 10
 STEP_ROUNDS = 31
 TARGET_VS_TF = 1.5
 
