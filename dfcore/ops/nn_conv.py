@@ -1,4 +1,5 @@
-"""``tf.nn.conv2d`` (NHWC) and its two backprop ops, with TF's padding arithmetic.
+"""``tf.nn.conv2d`` (NHWC, or NCHW as TF 2.x's CPU kernels allow) and its two backprop ops, with TF's padding
+arithmetic.
 
 Source: ``tensorflow/python/ops/nn_ops.py`` and ``core/kernels/conv_ops.cc`` /
 ``conv_grad_input_ops.cc`` / ``conv_grad_filter_ops.cc`` (TF 1.x); the output size and
@@ -18,6 +19,7 @@ from ..framework.scopes import name_scope
 from ..framework.tensor_shape import TensorShape
 from . import array_ops, common_shapes
 from .array_ops_util import constant_value_as_shape, with_rank
+from .conv_layout import FORMATS, from_nhwc_shape, layout_kernel, nhwc_shape, spatial
 from .conv_windows import PlanCache, WindowPlan
 from .op_util import apply_op1, convert_same_dtype
 
@@ -49,22 +51,24 @@ def windowed_size(op, in_size, kernel, stride, dilation):
 
 
 def check_window_attrs(op_name, padding, data_format, **windows):
-    """Raise ``ValueError`` naming ``op_name`` unless ``padding`` is SAME/VALID, the format NHWC, and each of
-    ``windows`` (``strides=[1, 2, 2, 1]`` …) four positive ints that leave the batch and depth alone."""
-    if data_format != "NHWC":
-        raise ValueError(f"{op_name}: dfcore supports data_format='NHWC' only, got {data_format!r}")
+    """Raise ``ValueError`` naming ``op_name`` unless ``padding`` is SAME/VALID, the format NHWC or NCHW, and
+    each of ``windows`` (``strides=[1, 2, 2, 1]`` …) four positive ints that leave the batch and depth alone."""
+    if data_format not in FORMATS:
+        raise ValueError(f"{op_name}: data_format must be 'NHWC' or 'NCHW', got {data_format!r}")
     if padding not in ("SAME", "VALID"):
         raise ValueError(f"{op_name}: padding must be 'SAME' or 'VALID', got {padding!r}")
+    form = "[1, 1, h, w]" if data_format == "NCHW" else "[1, h, w, 1]"
     for name, value in windows.items():
-        if len(value) != 4 or value[0] != 1 or value[3] != 1 or min(value) < 1:
-            raise ValueError(f"{op_name}: {name} must be 4 positive ints [1, h, w, 1] (nothing across the batch "
+        if len(value) != 4 or min(value) < 1 or (1, 1) != (value[0], nhwc_shape(value, data_format)[3]):
+            raise ValueError(f"{op_name}: {name} must be 4 positive ints {form} (nothing across the batch "
                              f"or the depth), got {list(value)}")
 
 
 def _geometry(op, input_shape, filter_shape):
     """``(out_h, out_w, pad_top, pad_left)`` of ``op`` for an NHWC input and an HWIO filter."""
-    sh, sw = op.get_attr("strides")[1:3]
-    dh, dw = op.get_attr("dilations")[1:3]
+    data_format = op.get_attr("data_format")
+    sh, sw = spatial(op.get_attr("strides"), data_format)
+    dh, dw = spatial(op.get_attr("dilations"), data_format)
     out_h, top = windowed_size(op, input_shape[1], filter_shape[0], sh, dh)
     out_w, left = windowed_size(op, input_shape[2], filter_shape[1], sw, dw)
     return out_h, out_w, top, left
@@ -73,7 +77,8 @@ def _geometry(op, input_shape, filter_shape):
 def _plans(op):
     """A :class:`~dfcore.ops.conv_windows.PlanCache` of ``op``'s windows, keyed by ``(NHWC input shape,
     (filter height, filter width))``."""
-    strides, dilations = op.get_attr("strides")[1:3], op.get_attr("dilations")[1:3]
+    data_format = op.get_attr("data_format")
+    strides, dilations = spatial(op.get_attr("strides"), data_format), spatial(op.get_attr("dilations"), data_format)
 
     def make(key):
         in_shape, (kh, kw) = key
@@ -98,17 +103,19 @@ def conv2d_shape(op):
     """The output of ``Conv2D`` (and of ``_FusedConv2D``, whose third input is its bias), with TF's errors."""
     x, f = op.inputs[:2]
     common_shapes.require_same_dtype(op)
-    xs, fs = with_rank(op, x.shape, 4).as_list(), with_rank(op, f.shape, 4).as_list()
+    data_format = op.get_attr("data_format")
+    xs = list(nhwc_shape(with_rank(op, x.shape, 4).as_list(), data_format))
+    fs = with_rank(op, f.shape, 4).as_list()
     if xs[3] is not None and fs[2] is not None and xs[3] != fs[2]:
         raise common_shapes.shape_error(op, f"Depth of input ({xs[3]}) is not a multiple of input depth of filter "
                                             f"({fs[2]})" if xs[3] % fs[2] else
                                         f"Depth of input ({xs[3]}) differs from the filter's input depth ({fs[2]}): "
                                         "dfcore has no grouped convolutions")
-    spatial = [None, None]
+    hw = [None, None]
     if None not in (xs[1], xs[2], fs[0], fs[1]):
         out_h, out_w, _, _ = _geometry(op, xs, fs)
-        spatial = [out_h, out_w]
-    return [(x.dtype.base_dtype, TensorShape([xs[0], *spatial, fs[3]]))]
+        hw = [out_h, out_w]
+    return [(x.dtype.base_dtype, TensorShape(from_nhwc_shape([xs[0], *hw, fs[3]], data_format)))]
 
 
 @registry.RegisterKernel("Conv2D")
@@ -125,7 +132,7 @@ def _conv2d_kernel(op):
         plan.matmul_columns(x, f.reshape(-1, channels), out)
         return out.reshape(x.shape[0], plan.out_h, plan.out_w, channels)
 
-    return compute
+    return layout_kernel(("x", "-"), op.get_attr("data_format"), compute)
 
 
 def conv2d(input, filter=None, strides=None, padding=None, use_cudnn_on_gpu=True,
@@ -134,9 +141,11 @@ def conv2d(input, filter=None, strides=None, padding=None, use_cudnn_on_gpu=True
     ``[filter_height, filter_width, in_channels, out_channels]``, float16/32/64.
 
     Output ``[batch, out_height, out_width, out_channels]``: with ``"SAME"`` ``ceil(in / stride)``, with
-    ``"VALID"`` ``ceil((in - (k - 1) * dilation) / stride)`` per spatial dimension.
+    ``"VALID"`` ``ceil((in - (k - 1) * dilation) / stride)`` per spatial dimension. With ``data_format="NCHW"``
+    the input is ``[batch, in_channels, height, width]`` and the output ``[batch, out_channels, ...]``.
     Raises:
-        ValueError: strides or dilations not ``[1, h, w, 1]``, a padding other than SAME/VALID, ``NCHW``.
+        ValueError: strides or dilations not ``[1, h, w, 1]`` (``NCHW``: ``[1, 1, h, w]``), a padding other than
+            SAME/VALID, a data_format other than NHWC/NCHW.
         InvalidArgumentError: ranks other than 4, or input and filter depths that differ (names the op).
     """
     strides, dilations = [int(s) for s in strides], [int(d) for d in dilations]
@@ -170,7 +179,7 @@ def _backprop_input_kernel(op):
         channels = f.shape[3]
         return plan.col2im_matmul(dy.reshape(-1, channels), f.reshape(-1, channels).T, dx)
 
-    return compute
+    return layout_kernel(("shape", "-", "x"), op.get_attr("data_format"), compute)
 
 
 @registry.RegisterShape("Conv2DBackpropFilter")
@@ -190,7 +199,7 @@ def _backprop_filter_kernel(op):
         out = np.empty((shape[0] * shape[1] * shape[2], shape[3]), x.dtype)
         return plan.columns_t_matmul(x, dy.reshape(-1, shape[3]), out).reshape(shape)
 
-    return compute
+    return layout_kernel(("x", "-", "x"), op.get_attr("data_format"), compute, out_is_tensor=False)
 
 
 def conv2d_backprop_input(input_sizes, filter, out_backprop, strides, padding, use_cudnn_on_gpu=True,

@@ -1,4 +1,4 @@
-"""``tf.nn.max_pool`` and ``tf.nn.avg_pool`` (NHWC) and their gradient ops.
+"""``tf.nn.max_pool`` and ``tf.nn.avg_pool`` (NHWC, or NCHW as TF 2.x's CPU kernels allow) and their gradient ops.
 
 Source: ``tensorflow/python/ops/nn_ops.py`` and ``core/kernels/maxpooling_op.cc`` /
 ``avgpooling_op.cc`` (TF 1.x). Windows and ``SAME``/``VALID`` sizes are those of
@@ -15,6 +15,7 @@ from ..framework.scopes import name_scope
 from ..framework.tensor_conversion import convert_to_tensor
 from ..framework.tensor_shape import TensorShape
 from .array_ops_util import with_rank
+from .conv_layout import from_nhwc_shape, layout_kernel, nhwc_shape, spatial
 from .conv_windows import PlanCache, WindowPlan
 from .nn_conv import check_window_attrs, windowed_size
 from .op_util import apply_op1
@@ -24,8 +25,8 @@ __all__ = ["avg_pool", "max_pool"]
 
 def _geometry(op, shape):
     """``(out_h, out_w, top, left, kh, kw, sh, sw)`` of pooling ``op`` over an NHWC ``shape``."""
-    kh, kw = op.get_attr("ksize")[1:3]
-    sh, sw = op.get_attr("strides")[1:3]
+    kh, kw = spatial(op.get_attr("ksize"), op.get_attr("data_format"))
+    sh, sw = spatial(op.get_attr("strides"), op.get_attr("data_format"))
     out_h, top = windowed_size(op, shape[1], kh, sh, 1)
     out_w, left = windowed_size(op, shape[2], kw, sw, 1)
     return out_h, out_w, top, left, kh, kw, sh, sw
@@ -52,12 +53,12 @@ def _lowest(dtype):
 
 def _pool_shape(op):
     x = op.inputs[0]
-    xs = with_rank(op, x.shape, 4).as_list()
-    spatial = [None, None]
+    data_format = op.get_attr("data_format")
+    xs = nhwc_shape(with_rank(op, x.shape, 4).as_list(), data_format)
+    hw = [None, None]
     if None not in xs[1:3]:
-        out_h, out_w = _geometry(op, xs)[:2]
-        spatial = [out_h, out_w]
-    return [(x.dtype.base_dtype, TensorShape([xs[0], *spatial, xs[3]]))]
+        hw = list(_geometry(op, xs)[:2])
+    return [(x.dtype.base_dtype, TensorShape(from_nhwc_shape([xs[0], *hw, xs[3]], data_format)))]
 
 
 def _input_grad(plan, dtype, per_tap):
@@ -86,7 +87,7 @@ def _max_pool_kernel(op):
             np.fmax(part, x[:, irow, icol], out=part)  # NaN is skipped, as TF's CPU kernel does
         return out
 
-    return compute
+    return layout_kernel(("x",), op.get_attr("data_format"), compute)
 
 
 registry.RegisterShape("MaxPoolGrad")(lambda op: [(op.inputs[0].dtype.base_dtype, op.inputs[0].shape)])
@@ -113,7 +114,7 @@ def _max_pool_grad_kernel(op):
 
         return _input_grad(plan, grad.dtype, per_tap)
 
-    return compute
+    return layout_kernel(("x", "x", "x"), op.get_attr("data_format"), compute)
 
 
 @registry.RegisterGradient("MaxPool")
@@ -152,7 +153,7 @@ def _avg_pool_kernel(op):
             total[:, orow, ocol] += x[:, irow, icol]
         return np.divide(total, counts.astype(x.dtype, copy=False), out=total)
 
-    return compute
+    return layout_kernel(("x",), op.get_attr("data_format"), compute)
 
 
 registry.RegisterShape("AvgPoolGrad")(
@@ -175,7 +176,7 @@ def _avg_pool_grad_kernel(op):
 
         return _input_grad(plan, grad.dtype, per_tap)
 
-    return compute
+    return layout_kernel(("shape", "x"), op.get_attr("data_format"), compute)
 
 
 @registry.RegisterGradient("AvgPool")
@@ -199,7 +200,8 @@ def max_pool(value, ksize, strides, padding, data_format="NHWC", name=None):
     ``strides``; output sizes as :func:`~dfcore.ops.nn_conv.conv2d`'s.
 
     Raises:
-        ValueError: ``ksize``/``strides`` not ``[1, h, w, 1]``, a padding other than SAME/VALID, ``NCHW``.
+        ValueError: ``ksize``/``strides`` not ``[1, h, w, 1]`` (``NCHW``: ``[1, 1, h, w]``), a padding other than
+            SAME/VALID, a data_format other than NHWC/NCHW.
         InvalidArgumentError: ``value`` not of rank 4 (names the op).
     """
     return _pool("MaxPool", value, ksize, strides, padding, data_format, name)

@@ -252,3 +252,53 @@ def test_fused_conv2d_kernel_reports_a_wrong_bias_length():
     np.testing.assert_array_equal(compute(x, f, np.array([1, 1], np.float32)), [[[[2, 0]]]])
     with pytest.raises(tf.errors.InvalidArgumentError, match=r"as many biases .*\[3\] vs. \[1,1,1,2\]"):
         compute(x, f, np.ones(3, np.float32))
+
+
+# -- NCHW, which TF 2.x's CPU kernels accept -----------------------------------------------------------------
+NCHW_X = np.arange(2 * 3 * 4 * 5, dtype=np.float32).reshape(2, 3, 4, 5)
+
+
+def test_nchw_conv_and_pools_as_recorded_from_tensorflow():
+    """Recorded with TF 2.21 (tensorflow-cpu, compat.v1 Session): on NCHW_X, conv2d with a ones [2, 2, 3, 4]
+    filter, SAME, gives [2, 4, 4, 5] with out[0, 0, 0] = [276, 288, 300, 312, 159]; max_pool and avg_pool
+    [1, 1, 2, 2]/[1, 1, 2, 2] VALID give [[6, 8], [16, 18]] and [[3, 5], [13, 15]] for image 0, channel 0."""
+    with tf.Graph().as_default():
+        x = tf.constant(NCHW_X)
+        conv = tf.nn.conv2d(x, tf.ones([2, 2, 3, 4]), [1, 1, 1, 1], "SAME", data_format="NCHW")
+        pools = [pool(x, [1, 1, 2, 2], [1, 1, 2, 2], "VALID", data_format="NCHW")
+                 for pool in (tf.nn.max_pool, tf.nn.avg_pool)]
+        assert conv.shape.as_list() == [2, 4, 4, 5] and pools[0].shape.as_list() == [2, 3, 2, 2]
+        with tf.Session() as sess:
+            got_conv, got_max, got_avg = sess.run([conv, *pools])
+    np.testing.assert_array_equal(got_conv[0, 0, 0], [276, 288, 300, 312, 159])
+    np.testing.assert_array_equal(got_max[0, 0], [[6, 8], [16, 18]])
+    np.testing.assert_array_equal(got_avg[0, 0], [[3, 5], [13, 15]])
+
+
+def test_nchw_gradients_are_the_nhwc_ones_transposed():
+    rng = np.random.default_rng(9)
+    x, f = rng.standard_normal((2, 7, 6, 3)), rng.standard_normal((3, 2, 3, 4))
+    values = {}
+    for data_format, strides, ksize in (("NHWC", [1, 2, 1, 1], [1, 3, 2, 1]), ("NCHW", [1, 1, 2, 1], [1, 1, 3, 2])):
+        with tf.Graph().as_default():
+            x_t = tf.constant(x if data_format == "NHWC" else x.transpose(0, 3, 1, 2))
+            f_t = tf.constant(f)
+            conv = tf.nn.conv2d(x_t, f_t, strides, "SAME", data_format=data_format)
+            pooled = tf.nn.max_pool(conv, ksize, strides, "SAME", data_format=data_format)
+            loss = tf.reduce_sum(tf.square(pooled)) + tf.reduce_sum(
+                tf.nn.avg_pool(x_t, ksize, strides, "VALID", data_format=data_format))
+            with tf.Session() as sess:
+                got = sess.run([pooled, *tf.gradients(loss, [x_t, f_t])])
+        if data_format == "NCHW":
+            got = [got[0].transpose(0, 2, 3, 1), got[1].transpose(0, 2, 3, 1), got[2]]
+        values[data_format] = got
+    for a, b in zip(values["NHWC"], values["NCHW"]):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+
+
+def test_nchw_windows_must_leave_batch_and_channels_alone():
+    with tf.Graph().as_default():
+        with pytest.raises(ValueError, match=r"strides must be 4 positive ints \[1, 1, h, w\]"):
+            tf.nn.conv2d(tf.zeros([1, 2, 4, 4]), tf.zeros([2, 2, 2, 1]), [1, 2, 1, 1], "SAME", data_format="NCHW")
+        with pytest.raises(ValueError, match="data_format must be 'NHWC' or 'NCHW', got 'NCWH'"):
+            tf.nn.max_pool(tf.zeros([1, 2, 4, 4]), [1, 1, 2, 2], [1, 1, 2, 2], "SAME", data_format="NCWH")
