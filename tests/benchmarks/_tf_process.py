@@ -4,9 +4,11 @@ The parent (a benchmark) starts this file under TensorFlow's interpreter: ``$DFC
 virtual environment holding ``tensorflow``), else the running interpreter when it can import ``tensorflow``;
 without either, TF's column is left out. The worker reads one JSON request per line on stdin and answers one
 JSON line: ``{"setup": "module:function", "args": [...]}`` imports a module of this folder (one that imports
-no dfcore) and calls the function, which returns ``{name: callable}``; ``{"time": name, "inner": n}`` runs that
-callable ``n`` times and answers the seconds per call, measured inside the worker, so the pipe's round trip
-is not in the figure and the parent can interleave TF's samples with its own.
+no dfcore) and calls the function, which returns ``{name: callable}``; ``{"time": name, "inner": n, "clock":
+c}`` runs that callable ``n`` times and answers the seconds per call on clock ``c`` (``"wall"``:
+``time.perf_counter``; ``"cpu"``: ``time.process_time``, the CPU time of all the process's threads), measured
+inside the worker, so the pipe's round trip is not in the figure and the parent can interleave TF's samples
+with its own. On a loaded machine wall time mostly measures the scheduler; CPU time much less so.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import sys
 import tempfile
 import time
 
+CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
 HERE = pathlib.Path(__file__).resolve().parent
 TF_PYTHON_ENV = "DFCORE_TF_PYTHON"
 
@@ -71,9 +74,10 @@ class TFProcess:
         """Call ``module:function(*args)`` in the worker; returns the names of the callables it made."""
         return self._ask({"setup": target, "args": list(args)})["names"]
 
-    def timer(self, name: str, inner: int = 1):
-        """A callable that runs ``name`` ``inner`` times in the worker and returns the seconds per call."""
-        return lambda: self._ask({"time": name, "inner": inner})["seconds"]
+    def timer(self, name: str, inner: int = 1, clock: str = "wall"):
+        """A callable that runs ``name`` ``inner`` times in the worker and returns the seconds per call on
+        ``clock`` (a key of :data:`CLOCKS`)."""
+        return lambda: self._ask({"time": name, "inner": inner, "clock": clock})["seconds"]
 
     def close(self) -> None:
         """Stop the worker (it exits at the end of its input)."""
@@ -89,15 +93,16 @@ class TFProcess:
         self.close()
 
 
-def timer(fn, inner: int = 1):
-    """A callable that runs ``fn`` ``inner`` times here and returns the seconds per call (as
+def timer(fn, inner: int = 1, clock: str = "wall"):
+    """A callable that runs ``fn`` ``inner`` times here and returns the seconds per call on ``clock`` (as
     :meth:`TFProcess.timer` does in the worker)."""
+    now = CLOCKS[clock]
 
     def timed():
-        start = time.perf_counter()
+        start = now()
         for _ in range(inner):
             fn()
-        return (time.perf_counter() - start) / inner
+        return (now() - start) / inner
 
     return timed
 
@@ -130,11 +135,7 @@ def _serve() -> None:
                 made.update(new)
                 answer: dict = {"names": list(new)}
             else:
-                fn, inner = made[request["time"]], request["inner"]
-                start = time.perf_counter()
-                for _ in range(inner):
-                    fn()
-                answer = {"seconds": (time.perf_counter() - start) / inner}
+                answer = {"seconds": timer(made[request["time"]], request["inner"], request["clock"])()}
         except Exception as error:  # reported to the parent, which raises it
             answer = {"error": f"{type(error).__name__}: {error}"}
         answers.write(json.dumps(answer) + "\n")
