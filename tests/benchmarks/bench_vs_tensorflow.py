@@ -4,7 +4,8 @@ with every rewrite off on both (per-op executor cost; floor: a loop of ``np.add`
 batch). The MLP step and the conv step have their own files (``bench_mlp_step.py``, ``bench_conv_step.py``).
 
 TF runs in a process of its own (:mod:`_tf_process`); each side's sample is timed where it runs and the sides
-alternate round by round. Targets (issue 32; printed, never asserted): dfcore / TF at most 1.0 on both.
+alternate round by round, in wall time and then in CPU time (all threads of each process: much less disturbed
+by a shared machine's load). Targets (issue 32; printed, never asserted): dfcore / TF at most 1.0 on both.
 """
 
 import statistics
@@ -44,21 +45,27 @@ def main():
     assert chain_sess.run(y, feed)[0] == CHAIN_LENGTH
     towers, towers_sess = checked_towers(dfcore)
     params, inputs, labels = make_problem()
-    chain = [timer(lambda: chain_sess.run(y, feed)), timer(lambda: numpy_chain(chain_feed(), one))]
-    step = [timer(towers), timer(lambda: naive_numpy_step(params, inputs, labels))]
+    rows = []
     try:
         if tf is not None:
             tf.setup("_tf_cases:tf_cases")
-            chain.append(tf.timer("tf chain"))
-            step.append(tf.timer("tf towers"))
         with chain_sess, towers_sess:
-            chain_t = interleaved_timers(chain, REPEATS)
-            step_t = interleaved_timers(step, REPEATS)
+            for clock in ("wall", "cpu"):
+                chain = [timer(lambda: chain_sess.run(y, feed), clock=clock),
+                         timer(lambda: numpy_chain(chain_feed(), one), clock=clock)]
+                step = [timer(towers, clock=clock),
+                        timer(lambda: naive_numpy_step(params, inputs, labels), clock=clock)]
+                if tf is not None:
+                    chain.append(tf.timer("tf chain", clock=clock))
+                    step.append(tf.timer("tf towers", clock=clock))
+                rows += _rows(f"{CHAIN_LENGTH}-add chain, rewrites off, per op, {clock} time", 1e6 / CHAIN_LENGTH, "us",
+                              interleaved_timers(chain, REPEATS), tf)
+                rows += _rows(f"MLP step on {TOWERS} CPU towers, {clock} time", 1e3, "ms",
+                              interleaved_timers(step, REPEATS), tf)
     finally:
         if tf is not None:
             tf.close()
-    report(_rows(f"{CHAIN_LENGTH}-add chain, rewrites off, per op", 1e6 / CHAIN_LENGTH, "us", chain_t, tf)
-           + _rows(f"MLP step on {TOWERS} CPU towers", 1e3, "ms", step_t, tf))
+    report(rows)
     print("  after: " + machine_load())
 
 
