@@ -52,7 +52,9 @@ class TFProcess:
         """A worker under :func:`tf_python`, or None (no TensorFlow)."""
         python = tf_python()
         if python is None:
-            cls.why = f"tensorflow not importable here and ${TF_PYTHON_ENV} not set"
+            configured = os.environ.get(TF_PYTHON_ENV)
+            cls.why = (f"${TF_PYTHON_ENV}={configured} does not exist" if configured else
+                       f"tensorflow not importable here and ${TF_PYTHON_ENV} not set")
             return None
         return cls(python)
 

@@ -131,6 +131,8 @@ def main():
         with dfcore_sess:
             dfcore_t, naive_t, prealloc_t, *tf_t = interleaved_timers(timers, REPEATS)
             new_buffers, small_allocs = allocations_per_step(dfcore_step, dfcore_sess)
+            if tf is not None:  # CPU time (all threads of each process): what a shared machine's load disturbs less
+                cpu_t = interleaved_timers([timer(dfcore_step, clock="cpu"), tf.timer("tf step", clock="cpu")], REPEATS)
     finally:
         if tf is not None:
             tf.close()
@@ -148,6 +150,7 @@ def main():
         rows[3:3] = [("TensorFlow compat.v1 Session.run step (1 thread, own process)",
                       statistics.median(tf_t[0]) * 1e3, "ms")]
         rows.append(target_row("dfcore / TensorFlow (paired)", median_ratio(dfcore_t, tf_t[0]), TARGET_VS_TF))
+        rows.append(target_row("dfcore / TensorFlow, CPU time (paired)", median_ratio(*cpu_t), TARGET_VS_TF))
     print(f"MLP {N_IN}-{N_HIDDEN}-{N_OUT}, batch {BATCH}, float32, one SGD step; median of {REPEATS} interleaved "
           f"rounds after warm-up; {machine_load()}" + ("" if tf else f"; no TensorFlow column: {TFProcess.why}"))
     report(rows)
