@@ -1,9 +1,9 @@
 """The conv net of issue 32 (:mod:`_conv_net`): each kernel of its SGD step, then the whole step, in dfcore,
 in plain numpy and in TensorFlow.
 
-Kernels: dfcore's registered kernel called directly (no executor), its plain-numpy reference (im2col + one
-GEMM, reshapes for the pools), the bare GEMM of a convolution's size (the BLAS floor), and TF's kernel
-(an eager ``tf.raw_ops`` call, which adds TF's eager dispatch of a few µs). Step: ``Session.run`` of the
+Kernels (CPU time): dfcore's registered kernel called directly (no executor), its plain-numpy reference
+(im2col + one GEMM, strided quarters for the pools), the bare GEMM of a convolution's size (the BLAS floor),
+and TF's kernel (an eager ``tf.raw_ops`` call, which adds TF's eager dispatch of a few µs). Step: ``Session.run`` of the
 ``tf.layers`` graph in dfcore and in TF's ``compat.v1`` (one intra- and one inter-op thread), and the
 hand-written numpy step (the floor). TF runs in a process of its own (:mod:`_tf_process`); its column is
 left out without it. Each side's sample is timed where it runs and the sides alternate round by round,
@@ -40,7 +40,7 @@ def dfcore_kernel(op_type, attrs, inputs):
 
 
 def kernel_table(tf):
-    """Time every kernel case on each side, interleaved; print a row per kernel."""
+    """Time every kernel case on each side, interleaved, in CPU time; print a row per kernel."""
     cases = kernel_cases()
     if tf is not None:
         tf.setup("_conv_net:tf_kernels")
@@ -48,17 +48,18 @@ def kernel_table(tf):
     for label, op_type, attrs, _, inputs, reference, floor in cases:
         kernel = dfcore_kernel(op_type, attrs, inputs)
         np.testing.assert_allclose(kernel(), reference(*inputs), rtol=1e-4, atol=1e-4, err_msg=label)
-        sides = {"dfcore": timer(kernel, KERNEL_INNER),
-                 "numpy": timer(lambda r=reference, a=inputs: r(*a), KERNEL_INNER)}
+        sides = {"dfcore": timer(kernel, KERNEL_INNER, "cpu"),
+                 "numpy": timer(lambda r=reference, a=inputs: r(*a), KERNEL_INNER, "cpu")}
         if floor is not None:
-            sides["gemm"] = timer(floor, KERNEL_INNER)
+            sides["gemm"] = timer(floor, KERNEL_INNER, "cpu")
         if tf is not None:
-            sides["tf"] = tf.timer(label, KERNEL_INNER)
+            sides["tf"] = tf.timer(label, KERNEL_INNER, "cpu")
         columns.append(list(sides))
         timers.append(list(sides.values()))
     flat = interleaved_timers([t for row in timers for t in row], KERNEL_ROUNDS)
     header = f"  {'kernel':<28}{'dfcore':>9}{'numpy':>9}{'GEMM':>9}{'TF':>9}{'/numpy':>9}{'/TF':>9}"
-    print(f"kernels of the step, µs per call (median of {KERNEL_ROUNDS} interleaved rounds of {KERNEL_INNER} calls)")
+    print(f"kernels of the step, CPU µs per call (median of {KERNEL_ROUNDS} interleaved rounds of {KERNEL_INNER} "
+          "calls; CPU time of all threads of each process)")
     print(header)
     for (label, *_), names in zip(cases, columns):
         samples = dict(zip(names, (flat.pop(0) for _ in names)))
