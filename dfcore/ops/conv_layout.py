@@ -46,3 +46,12 @@ def layout_kernel(roles, data_format, compute, out_is_tensor=True):
         return np.ascontiguousarray(out.transpose(0, 3, 1, 2)) if out_is_tensor else out
 
     return nchw
+
+
+def out_variant(data_format, compute, plain):
+    """The ``RegisterOutKernel`` form of a kernel written as ``compute(empty, *inputs)`` (``empty(shape,
+    dtype)`` makes its output buffer): the device allocator's ``allocate`` as ``empty`` for an NHWC op; an NCHW
+    op runs ``plain``, its registered kernel (the transposes make fresh arrays anyway)."""
+    if data_format == "NCHW":
+        return lambda allocator, *inputs: plain(*inputs)
+    return lambda allocator, *inputs: compute(allocator.allocate, *inputs)

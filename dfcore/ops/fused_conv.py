@@ -27,16 +27,17 @@ from .fused_matmul import FUSED_OPS
 registry.RegisterShape("_FusedConv2D")(nn_conv.conv2d_shape)
 
 
-@registry.RegisterKernel("_FusedConv2D")
-def _fused_conv2d_kernel(op):
+def _fused_compute(op, conv):
+    """``compute(*args, x, f, bias)``: ``conv(*args, x, f)`` (``Conv2D``'s kernel, plain or out=), then the bias
+    and the ReLU in place."""
     fused = tuple(op.get_attr("fused_ops"))
     if fused not in FUSED_OPS:
         raise errors.UnimplementedError(None, op, f"Fusion is not implemented: [{','.join(fused)}]")
     relu = fused == ("BiasAdd", "Relu")
-    conv = registry.kernel("Conv2D").build(op)
 
-    def compute(x, f, bias):
-        out = conv(x, f)
+    def compute(*inputs):
+        *head, bias = inputs
+        out = conv(*head)
         if bias.shape != (out.shape[-1],):
             raise errors.InvalidArgumentError(
                 None, op, f"Must provide as many biases as the last dimension of the input tensor: "
@@ -47,6 +48,17 @@ def _fused_conv2d_kernel(op):
         return out
 
     return compute
+
+
+@registry.RegisterKernel("_FusedConv2D")
+def _fused_conv2d_kernel(op):
+    return _fused_compute(op, registry.kernel("Conv2D").build(op))
+
+
+@registry.RegisterOutKernel("_FusedConv2D")
+def _fused_conv2d_out_kernel(op):
+    """``_FusedConv2D`` writing into a buffer of the device's allocator (bit for bit)."""
+    return _fused_compute(op, registry.out_kernel("Conv2D").factory(op))
 
 
 @registry.RegisterCost("_FusedConv2D")

@@ -19,7 +19,7 @@ from ..framework.scopes import name_scope
 from ..framework.tensor_shape import TensorShape
 from . import array_ops, common_shapes
 from .array_ops_util import constant_value_as_shape, with_rank
-from .conv_layout import FORMATS, from_nhwc_shape, layout_kernel, nhwc_shape, spatial
+from .conv_layout import FORMATS, from_nhwc_shape, layout_kernel, nhwc_shape, out_variant, spatial
 from .conv_windows import PlanCache, WindowPlan
 from .op_util import apply_op1, convert_same_dtype
 
@@ -118,21 +118,33 @@ def conv2d_shape(op):
     return [(x.dtype.base_dtype, TensorShape(from_nhwc_shape([xs[0], *hw, fs[3]], data_format)))]
 
 
-@registry.RegisterKernel("Conv2D")
-def _conv2d_kernel(op):
+def _conv2d_compute(op):
+    """``compute(empty, x, f)`` of ``Conv2D`` in NHWC; ``empty(shape, dtype)`` makes the output buffer."""
     plans = _plans(op)
 
-    def compute(x, f):
+    def compute(empty, x, f):
         if x.shape[3] != f.shape[2]:
             raise errors.InvalidArgumentError(None, op, f"input and filter must have the same depth: {x.shape[3]} vs "
                                                         f"{f.shape[2]}")
         plan = plans.get((x.shape, f.shape[:2]))
         channels = f.shape[3]
-        out = np.empty((x.shape[0] * plan.out_h * plan.out_w, channels), x.dtype)
+        out = empty((x.shape[0] * plan.out_h * plan.out_w, channels), x.dtype)
         plan.matmul_columns(x, f.reshape(-1, channels), out)
         return out.reshape(x.shape[0], plan.out_h, plan.out_w, channels)
 
-    return layout_kernel(("x", "-"), op.get_attr("data_format"), compute)
+    return compute
+
+
+@registry.RegisterKernel("Conv2D")
+def _conv2d_kernel(op):
+    compute = _conv2d_compute(op)
+    return layout_kernel(("x", "-"), op.get_attr("data_format"), lambda x, f: compute(np.empty, x, f))
+
+
+@registry.RegisterOutKernel("Conv2D")
+def _conv2d_out_kernel(op):
+    """``Conv2D`` writing into a buffer of the device's allocator (bit for bit the plain kernel's result)."""
+    return out_variant(op.get_attr("data_format"), _conv2d_compute(op), _conv2d_kernel(op))
 
 
 def conv2d(input, filter=None, strides=None, padding=None, use_cudnn_on_gpu=True,
@@ -167,19 +179,32 @@ def _backprop_input_shape(op):
     return [(op.inputs[1].dtype.base_dtype, sizes if sizes.ndims is not None else TensorShape([None] * 4))]
 
 
-@registry.RegisterKernel("Conv2DBackpropInput")
-def _backprop_input_kernel(op):
+def _backprop_input_compute(op):
+    """``compute(empty, input_sizes, f, dy)`` of ``Conv2DBackpropInput`` in NHWC (``empty`` as in Conv2D's)."""
     plans = _plans(op)
 
-    def compute(input_sizes, f, dy):
+    def compute(empty, input_sizes, f, dy):
         shape = tuple(int(d) for d in input_sizes)
         plan = plans.get((shape, f.shape[:2]))
         _check_backprop(op, plan, shape, f.shape, dy.shape)
-        dx = np.zeros(shape, dy.dtype)
+        dx = empty(shape, dy.dtype)
+        dx.fill(0)
         channels = f.shape[3]
         return plan.col2im_matmul(dy.reshape(-1, channels), f.reshape(-1, channels).T, dx)
 
-    return layout_kernel(("shape", "-", "x"), op.get_attr("data_format"), compute)
+    return compute
+
+
+@registry.RegisterKernel("Conv2DBackpropInput")
+def _backprop_input_kernel(op):
+    compute = _backprop_input_compute(op)
+    return layout_kernel(("shape", "-", "x"), op.get_attr("data_format"), lambda *args: compute(np.empty, *args))
+
+
+@registry.RegisterOutKernel("Conv2DBackpropInput")
+def _backprop_input_out_kernel(op):
+    """``Conv2DBackpropInput`` writing into a buffer of the device's allocator (bit for bit)."""
+    return out_variant(op.get_attr("data_format"), _backprop_input_compute(op), _backprop_input_kernel(op))
 
 
 @registry.RegisterShape("Conv2DBackpropFilter")

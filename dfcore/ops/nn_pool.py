@@ -15,7 +15,7 @@ from ..framework.scopes import name_scope
 from ..framework.tensor_conversion import convert_to_tensor
 from ..framework.tensor_shape import TensorShape
 from .array_ops_util import with_rank
-from .conv_layout import from_nhwc_shape, layout_kernel, nhwc_shape, spatial
+from .conv_layout import from_nhwc_shape, layout_kernel, nhwc_shape, out_variant, spatial
 from .conv_windows import PlanCache, WindowPlan
 from .nn_conv import check_window_attrs, windowed_size
 from .op_util import apply_op1
@@ -61,11 +61,13 @@ def _pool_shape(op):
     return [(x.dtype.base_dtype, TensorShape(from_nhwc_shape([xs[0], *hw, xs[3]], data_format)))]
 
 
-def _input_grad(plan, dtype, per_tap):
-    """The input's gradient ``[N, H, W, C]``: ``per_tap(out_rows, out_cols, in_rows, in_cols, target)`` writes
-    (windows that tile the input) or adds (else) the gradient of one window tap into ``target``, the inputs
-    that tap reads; taps come in row-major window order."""
-    dx = np.empty(plan.in_shape, dtype) if plan.tiles else np.zeros(plan.in_shape, dtype)
+def _input_grad(plan, dtype, per_tap, empty=np.empty):
+    """The input's gradient ``[N, H, W, C]`` in a buffer from ``empty(shape, dtype)``: ``per_tap(out_rows,
+    out_cols, in_rows, in_cols, target)`` writes (windows that tile the input) or adds (else) the gradient of
+    one window tap into ``target``, the inputs that tap reads; taps come in row-major window order."""
+    dx = empty(plan.in_shape, dtype)
+    if not plan.tiles:
+        dx.fill(0)
     for _, _, orow, ocol, irow, icol in plan.taps:
         per_tap(orow, ocol, irow, icol, dx[:, irow, icol])
     return dx
@@ -75,29 +77,42 @@ def _input_grad(plan, dtype, per_tap):
 registry.RegisterShape("MaxPool")(_pool_shape)
 
 
-@registry.RegisterKernel("MaxPool")
-def _max_pool_kernel(op):
+def _max_pool_compute(op):
+    """``compute(empty, x)`` of ``MaxPool`` in NHWC; ``empty(shape, dtype)`` makes the output buffer."""
     plans = _plans(op)
 
-    def compute(x):
+    def compute(empty, x):
         plan = plans.get(x.shape)
-        out = np.full(_out_shape(plan), _lowest(x.dtype), x.dtype)
+        out = empty(_out_shape(plan), x.dtype)
+        out.fill(_lowest(x.dtype))
         for _, _, orow, ocol, irow, icol in plan.taps:
             part = out[:, orow, ocol]
             np.fmax(part, x[:, irow, icol], out=part)  # NaN is skipped, as TF's CPU kernel does
         return out
 
-    return layout_kernel(("x",), op.get_attr("data_format"), compute)
+    return compute
+
+
+@registry.RegisterKernel("MaxPool")
+def _max_pool_kernel(op):
+    compute = _max_pool_compute(op)
+    return layout_kernel(("x",), op.get_attr("data_format"), lambda x: compute(np.empty, x))
+
+
+@registry.RegisterOutKernel("MaxPool")
+def _max_pool_out_kernel(op):
+    """``MaxPool`` writing into a buffer of the device's allocator (bit for bit)."""
+    return out_variant(op.get_attr("data_format"), _max_pool_compute(op), _max_pool_kernel(op))
 
 
 registry.RegisterShape("MaxPoolGrad")(lambda op: [(op.inputs[0].dtype.base_dtype, op.inputs[0].shape)])
 
 
-@registry.RegisterKernel("MaxPoolGrad")
-def _max_pool_grad_kernel(op):
+def _max_pool_grad_compute(op):
+    """``compute(empty, x, y, grad)`` of ``MaxPoolGrad`` in NHWC (``empty`` as in MaxPool's)."""
     plans = _plans(op)
 
-    def compute(x, y, grad):
+    def compute(empty, x, y, grad):
         plan = plans.get(x.shape)
         taken = np.zeros(y.shape, bool)  # windows whose maximum has had its gradient
         hit = np.empty(y.shape, bool)
@@ -112,9 +127,21 @@ def _max_pool_grad_kernel(op):
             else:
                 target += grad[:, orow, ocol] * mask
 
-        return _input_grad(plan, grad.dtype, per_tap)
+        return _input_grad(plan, grad.dtype, per_tap, empty)
 
-    return layout_kernel(("x", "x", "x"), op.get_attr("data_format"), compute)
+    return compute
+
+
+@registry.RegisterKernel("MaxPoolGrad")
+def _max_pool_grad_kernel(op):
+    compute = _max_pool_grad_compute(op)
+    return layout_kernel(("x", "x", "x"), op.get_attr("data_format"), lambda *args: compute(np.empty, *args))
+
+
+@registry.RegisterOutKernel("MaxPoolGrad")
+def _max_pool_grad_out_kernel(op):
+    """``MaxPoolGrad`` writing into a buffer of the device's allocator (bit for bit)."""
+    return out_variant(op.get_attr("data_format"), _max_pool_grad_compute(op), _max_pool_grad_kernel(op))
 
 
 @registry.RegisterGradient("MaxPool")

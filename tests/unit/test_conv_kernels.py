@@ -302,3 +302,60 @@ def test_nchw_windows_must_leave_batch_and_channels_alone():
             tf.nn.conv2d(tf.zeros([1, 2, 4, 4]), tf.zeros([2, 2, 2, 1]), [1, 2, 1, 1], "SAME", data_format="NCHW")
         with pytest.raises(ValueError, match="data_format must be 'NHWC' or 'NCHW', got 'NCWH'"):
             tf.nn.max_pool(tf.zeros([1, 2, 4, 4]), [1, 1, 2, 2], [1, 1, 2, 2], "SAME", data_format="NCWH")
+
+
+# -- out= variants: the same results in buffers of the device's allocator -----------------------------------
+def test_out_kernels_give_the_plain_kernels_bits_in_dirty_pooled_buffers(monkeypatch):
+    from dfcore.framework import registry
+    from dfcore.runtime import allocator as allocator_module
+
+    monkeypatch.setattr(allocator_module, "POOL_MIN_BYTES", 0)  # pool every buffer
+    rng = np.random.default_rng(4)
+    x, f = rng.standard_normal((2, 7, 6, 3)).astype(np.float32), rng.standard_normal((3, 3, 3, 4)).astype(np.float32)
+    with tf.Graph().as_default():
+        conv = tf.nn.conv2d(tf.constant(x), tf.constant(f), [1, 2, 1, 1], "SAME")
+        dy = rng.standard_normal(conv.shape.as_list()).astype(np.float32)
+        dx = tf.nn.conv2d_backprop_input(tf.constant(list(x.shape)), tf.constant(f), tf.constant(dy), [1, 2, 1, 1],
+                                         "SAME")
+        pool = tf.nn.max_pool(tf.constant(x), [1, 3, 2, 1], [1, 2, 2, 1], "SAME")
+        pool_grad = tf.gradients(pool, [x_t := pool.op.inputs[0]], grad_ys=tf.ones_like(pool))[0]
+        ops = [(conv.op, [x, f]), (dx.op, [np.array(x.shape, np.int32), f, dy]), (pool.op, [x])]
+        with tf.Session() as sess:
+            ops.append((pool_grad.op, [x, sess.run(pool), np.ones(pool.shape.as_list(), np.float32)]))
+    assert x_t.op.type == "Const"
+    for op, inputs in ops:
+        plain = registry.kernel(op.type).build(op)(*inputs)
+        allocator = allocator_module.Allocator("cpu")
+        shape = (plain.size // plain.shape[-1], plain.shape[-1]) if op.type == "Conv2D" else plain.shape  # as asked
+        dirty = allocator.allocate(shape, plain.dtype)
+        dirty.fill(np.nan)
+        allocator.deallocate(dirty)
+        got = registry.out_kernel(op.type).factory(op)(allocator, *inputs)
+        assert allocator.stats().reuse_hits == 1, op.type  # the dirty buffer came back, and was overwritten
+        np.testing.assert_array_equal(got.view(np.uint32), plain.view(np.uint32), err_msg=op.type)
+
+
+def test_a_training_step_through_the_out_kernels_keeps_its_bits(monkeypatch):
+    """With every buffer pooled, the executor runs the out= variants (``_FusedConv2D``, ``MaxPool`` and their
+    gradients' ops): the trained variables equal those of the plain kernels bit for bit."""
+    from dfcore.runtime import allocator as allocator_module
+
+    rng = np.random.default_rng(8)
+    x0 = rng.standard_normal((3, 8, 7, 2)).astype(np.float32)
+    results = []
+    for pool_min in (allocator_module.POOL_MIN_BYTES, 0):
+        monkeypatch.setattr(allocator_module, "POOL_MIN_BYTES", pool_min)
+        with tf.Graph().as_default():
+            tf.set_random_seed(1)
+            x = tf.placeholder(tf.float32, [3, 8, 7, 2])
+            hidden = tf.layers.conv2d(x, 4, 3, padding="same", activation=tf.nn.relu)
+            hidden = tf.nn.max_pool(hidden, [1, 2, 2, 1], [1, 2, 2, 1], "SAME")
+            hidden = tf.layers.conv2d(hidden, 3, 2, strides=2, activation=tf.nn.relu)
+            train = tf.train.GradientDescentOptimizer(0.01).minimize(tf.reduce_sum(tf.square(hidden)))
+            with tf.Session() as sess:
+                sess.run(tf.global_variables_initializer())
+                for _ in range(3):
+                    sess.run(train, {x: x0})
+                results.append(sess.run(tf.trainable_variables()))
+    for got, want in zip(*results):
+        np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
