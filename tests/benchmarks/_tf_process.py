@@ -126,7 +126,8 @@ def interleaved_timers(timers, repeats: int, warmup: int = 3) -> list[list[float
 def _serve() -> None:
     """The worker's loop (this file run as a script under TensorFlow's interpreter)."""
     answers = os.fdopen(os.dup(sys.stdout.fileno()), "w")
-    sys.stdout = sys.stderr  # whatever TF prints stays out of the protocol
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # whatever TF prints, in C or Python, stays out of the protocol
+    sys.stdout = sys.stderr
     made: dict = {}
     for line in sys.stdin:
         request = json.loads(line)
