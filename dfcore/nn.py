@@ -1,7 +1,10 @@
 """``tf.nn``: neural-network ops (activations, softmax, cross-entropy, dropout, convolution, pooling,
 normalization, top-k, embeddings, dynamic_rnn and its cells)."""
 
-from .ops import rnn_cell  # tf.nn.rnn_cell.BasicRNNCell …
+from .ops import (
+    fused_conv as _fused_conv,  # noqa: F401 - registers _FusedConv2D (the remapper's)
+    rnn_cell,  # tf.nn.rnn_cell.BasicRNNCell …
+)
 from .ops.embedding_ops import *
 from .ops.nn_batch_norm import *
 from .ops.nn_conv import *

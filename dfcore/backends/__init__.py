@@ -21,12 +21,12 @@ treats an op a device has no kernel for). Values cross backends in one place, :f
 the client's CPU partition.
 
 Numpy-only kernels (honest list; on a non-numpy device they are missing, so the placer keeps them on a CPU, or
-raises TF's error for an explicit request without soft placement): convolution and pooling (``Conv2D`` and its
-backprops, ``MaxPool``, ``AvgPool`` and their grads), ``FusedBatchNorm``/``Grad``, ``LRN``/``Grad``, ``TopKV2``,
-``InTopKV2``, gathers and scatters (``GatherV2``, ``UnsortedSegmentSum``, ``DynamicPartition``,
-``DynamicStitch``), ``Where``, ``Pad``/``PadV2``/``MirrorPad``/``MirrorPadGrad``, ``InvertPermutation``,
-``Cumsum``, ``Multinomial``, ``RandomShuffle``, ``CountUpTo``, ``CheckNumerics``, ``Assert``, linear algebra
-(``MatrixInverse``, ``MatrixDeterminant``, ``Cholesky``...),
+raises TF's error for an explicit request without soft placement): convolution and pooling (``Conv2D``, its
+backprops and ``_FusedConv2D``, ``MaxPool``, ``AvgPool`` and their grads), ``FusedBatchNorm``/``Grad``,
+``LRN``/``Grad``, ``TopKV2``, ``InTopKV2``, gathers and scatters (``GatherV2``, ``UnsortedSegmentSum``,
+``DynamicPartition``, ``DynamicStitch``), ``Where``, ``Pad``/``PadV2``/``MirrorPad``/``MirrorPadGrad``,
+``InvertPermutation``, ``Cumsum``, ``Multinomial``, ``RandomShuffle``, ``CountUpTo``, ``CheckNumerics``, ``Assert``,
+linear algebra (``MatrixInverse``, ``MatrixDeterminant``, ``Cholesky``...),
 strings, parsing and summaries, queues, readers, datasets and iterators, stacks, accumulators and mutexes,
 ``PyFunc``, ``SaveV2``/``RestoreV2``/``MatchingFiles``, ``_Arg``/``_Retval`` (the client's CPU), and the
 allocator's ``out=`` kernels (numpy only, by :attr:`Backend.supports_out`). Every other kernel is an array

@@ -1,11 +1,12 @@
-"""``tf.nn.conv2d`` (NHWC) and its two backprop ops, with TF's padding arithmetic.
+"""``tf.nn.conv2d`` (NHWC, or NCHW as TF 2.x's CPU kernels allow) and its two backprop ops, with TF's padding
+arithmetic.
 
 Source: ``tensorflow/python/ops/nn_ops.py`` and ``core/kernels/conv_ops.cc`` /
 ``conv_grad_input_ops.cc`` / ``conv_grad_filter_ops.cc`` (TF 1.x); the output size and
 padding of ``SAME``/``VALID`` follow ``core/framework/kernel_shape_util.cc``
-(``GetWindowedOutputSize``). The kernels gather every output position's input window with
-``numpy.lib.stride_tricks.sliding_window_view`` and contract it with the filter (one
-``tensordot``), so a convolution costs one BLAS call, not a Python loop per position.
+(``GetWindowedOutputSize``). Each kernel is one matrix product over the im2col columns of its input
+(:mod:`dfcore.ops.conv_windows`): forward ``im2col(x) @ F``, filter gradient ``im2col(x)^T @ dy``, input
+gradient ``col2im(dy @ F^T)``, with the window geometry and scratch cached per input shape.
 """
 
 import math
@@ -18,6 +19,8 @@ from ..framework.scopes import name_scope
 from ..framework.tensor_shape import TensorShape
 from . import array_ops, common_shapes
 from .array_ops_util import constant_value_as_shape, with_rank
+from .conv_layout import FORMATS, from_nhwc_shape, layout_kernel, nhwc_shape, out_variant, spatial
+from .conv_windows import PlanCache, WindowPlan
 from .op_util import apply_op1, convert_same_dtype
 
 __all__ = ["conv2d", "conv2d_backprop_filter", "conv2d_backprop_input"]
@@ -48,80 +51,100 @@ def windowed_size(op, in_size, kernel, stride, dilation):
 
 
 def check_window_attrs(op_name, padding, data_format, **windows):
-    """Raise ``ValueError`` naming ``op_name`` unless ``padding`` is SAME/VALID, the format NHWC, and each of
-    ``windows`` (``strides=[1, 2, 2, 1]`` …) four positive ints that leave the batch and depth alone."""
-    if data_format != "NHWC":
-        raise ValueError(f"{op_name}: dfcore supports data_format='NHWC' only, got {data_format!r}")
+    """Raise ``ValueError`` naming ``op_name`` unless ``padding`` is SAME/VALID, the format NHWC or NCHW, and
+    each of ``windows`` (``strides=[1, 2, 2, 1]`` …) four positive ints that leave the batch and depth alone."""
+    if data_format not in FORMATS:
+        raise ValueError(f"{op_name}: data_format must be 'NHWC' or 'NCHW', got {data_format!r}")
     if padding not in ("SAME", "VALID"):
         raise ValueError(f"{op_name}: padding must be 'SAME' or 'VALID', got {padding!r}")
+    form = "[1, 1, h, w]" if data_format == "NCHW" else "[1, h, w, 1]"
     for name, value in windows.items():
-        if len(value) != 4 or value[0] != 1 or value[3] != 1 or min(value) < 1:
-            raise ValueError(f"{op_name}: {name} must be 4 positive ints [1, h, w, 1] (nothing across the batch "
+        if len(value) != 4 or min(value) < 1 or (1, 1) != (value[0], nhwc_shape(value, data_format)[3]):
+            raise ValueError(f"{op_name}: {name} must be 4 positive ints {form} (nothing across the batch "
                              f"or the depth), got {list(value)}")
 
 
 def _geometry(op, input_shape, filter_shape):
     """``(out_h, out_w, pad_top, pad_left)`` of ``op`` for an NHWC input and an HWIO filter."""
-    sh, sw = op.get_attr("strides")[1:3]
-    dh, dw = op.get_attr("dilations")[1:3]
+    data_format = op.get_attr("data_format")
+    sh, sw = spatial(op.get_attr("strides"), data_format)
+    dh, dw = spatial(op.get_attr("dilations"), data_format)
     out_h, top = windowed_size(op, input_shape[1], filter_shape[0], sh, dh)
     out_w, left = windowed_size(op, input_shape[2], filter_shape[1], sw, dw)
     return out_h, out_w, top, left
 
 
-def _padded_size(op, input_shape, filter_shape, out_h, out_w, top, left):
-    """``(height, width)`` of the input zero-padded so that every window of ``op`` fits."""
-    sh, sw = op.get_attr("strides")[1:3]
-    dh, dw = op.get_attr("dilations")[1:3]
-    need_h = (out_h - 1) * sh + (filter_shape[0] - 1) * dh + 1
-    need_w = (out_w - 1) * sw + (filter_shape[1] - 1) * dw + 1
-    return max(need_h, input_shape[1] + top), max(need_w, input_shape[2] + left)
+def _plans(op):
+    """A :class:`~dfcore.ops.conv_windows.PlanCache` of ``op``'s windows, keyed by ``(NHWC input shape,
+    (filter height, filter width))``."""
+    data_format = op.get_attr("data_format")
+    strides, dilations = spatial(op.get_attr("strides"), data_format), spatial(op.get_attr("dilations"), data_format)
+
+    def make(key):
+        in_shape, (kh, kw) = key
+        out_h, out_w, top, left = _geometry(op, in_shape, (kh, kw))
+        return WindowPlan(in_shape, kh, kw, strides, dilations, out_h, out_w, top, left)
+
+    return PlanCache(make)
 
 
-def _padded(x, op, filter_shape, out_h, out_w, top, left):
-    """``x`` zero-padded so every window of ``op`` fits (rows past the last window are never read)."""
-    height, width = _padded_size(op, x.shape, filter_shape, out_h, out_w, top, left)
-    return np.pad(x, ((0, 0), (top, height - x.shape[1] - top), (left, width - x.shape[2] - left), (0, 0)))
-
-
-def _windows(xp, op, filter_shape, out_h, out_w):
-    """Every output position's input window: ``[N, out_h, out_w, C, kh, kw]`` (a strided view)."""
-    sh, sw = op.get_attr("strides")[1:3]
-    dh, dw = op.get_attr("dilations")[1:3]
-    kh, kw = filter_shape[0], filter_shape[1]
-    view = np.lib.stride_tricks.sliding_window_view(xp, ((kh - 1) * dh + 1, (kw - 1) * dw + 1), axis=(1, 2))
-    return view[:, ::sh, ::sw, :, ::dh, ::dw][:, :out_h, :out_w]
+def _check_backprop(op, plan, x_shape, filter_shape, dy_shape):
+    """Raise TF's ``InvalidArgumentError`` unless the shapes of a backprop op's operands agree."""
+    want = (x_shape[0], plan.out_h, plan.out_w, filter_shape[3])
+    if x_shape[3] != filter_shape[2] or tuple(dy_shape) != want:
+        raise errors.InvalidArgumentError(
+            None, op, f"{op.type}: input {list(x_shape)}, filter {list(filter_shape)} and out_backprop "
+                      f"{list(dy_shape)} do not agree (out_backprop must be {list(want)})")
 
 
 # -- Conv2D ---------------------------------------------------------------------------
 @registry.RegisterShape("Conv2D")
-def _conv2d_shape(op):
-    x, f = op.inputs
+def conv2d_shape(op):
+    """The output of ``Conv2D`` (and of ``_FusedConv2D``, whose third input is its bias), with TF's errors."""
+    x, f = op.inputs[:2]
     common_shapes.require_same_dtype(op)
-    xs, fs = with_rank(op, x.shape, 4).as_list(), with_rank(op, f.shape, 4).as_list()
+    data_format = op.get_attr("data_format")
+    xs = list(nhwc_shape(with_rank(op, x.shape, 4).as_list(), data_format))
+    fs = with_rank(op, f.shape, 4).as_list()
     if xs[3] is not None and fs[2] is not None and xs[3] != fs[2]:
         raise common_shapes.shape_error(op, f"Depth of input ({xs[3]}) is not a multiple of input depth of filter "
                                             f"({fs[2]})" if xs[3] % fs[2] else
                                         f"Depth of input ({xs[3]}) differs from the filter's input depth ({fs[2]}): "
                                         "dfcore has no grouped convolutions")
-    spatial = [None, None]
+    hw = [None, None]
     if None not in (xs[1], xs[2], fs[0], fs[1]):
         out_h, out_w, _, _ = _geometry(op, xs, fs)
-        spatial = [out_h, out_w]
-    return [(x.dtype.base_dtype, TensorShape([xs[0], *spatial, fs[3]]))]
+        hw = [out_h, out_w]
+    return [(x.dtype.base_dtype, TensorShape(from_nhwc_shape([xs[0], *hw, fs[3]], data_format)))]
+
+
+def _conv2d_compute(op):
+    """``compute(empty, x, f)`` of ``Conv2D`` in NHWC; ``empty(shape, dtype)`` makes the output buffer."""
+    plans = _plans(op)
+
+    def compute(empty, x, f):
+        if x.shape[3] != f.shape[2]:
+            raise errors.InvalidArgumentError(None, op, f"input and filter must have the same depth: {x.shape[3]} vs "
+                                                        f"{f.shape[2]}")
+        plan = plans.get((x.shape, f.shape[:2]))
+        channels = f.shape[3]
+        out = empty((x.shape[0] * plan.out_h * plan.out_w, channels), x.dtype)
+        plan.matmul_columns(x, f.reshape(-1, channels), out)
+        return out.reshape(x.shape[0], plan.out_h, plan.out_w, channels)
+
+    return compute
 
 
 @registry.RegisterKernel("Conv2D")
 def _conv2d_kernel(op):
-    def compute(x, f):
-        if x.shape[3] != f.shape[2]:
-            raise errors.InvalidArgumentError(None, op, f"input and filter must have the same depth: {x.shape[3]} vs "
-                                                        f"{f.shape[2]}")
-        out_h, out_w, top, left = _geometry(op, x.shape, f.shape)
-        windows = _windows(_padded(x, op, f.shape, out_h, out_w, top, left), op, f.shape, out_h, out_w)
-        return np.tensordot(windows, f, axes=([4, 5, 3], [0, 1, 2])).astype(x.dtype, copy=False)
+    compute = _conv2d_compute(op)
+    return layout_kernel(("x", "-"), op.get_attr("data_format"), lambda x, f: compute(np.empty, x, f))
 
-    return compute
+
+@registry.RegisterOutKernel("Conv2D")
+def _conv2d_out_kernel(op):
+    """``Conv2D`` writing into a buffer of the device's allocator (bit for bit the plain kernel's result)."""
+    return out_variant(op.get_attr("data_format"), _conv2d_compute(op), _conv2d_kernel(op))
 
 
 def conv2d(input, filter=None, strides=None, padding=None, use_cudnn_on_gpu=True,
@@ -130,9 +153,11 @@ def conv2d(input, filter=None, strides=None, padding=None, use_cudnn_on_gpu=True
     ``[filter_height, filter_width, in_channels, out_channels]``, float16/32/64.
 
     Output ``[batch, out_height, out_width, out_channels]``: with ``"SAME"`` ``ceil(in / stride)``, with
-    ``"VALID"`` ``ceil((in - (k - 1) * dilation) / stride)`` per spatial dimension.
+    ``"VALID"`` ``ceil((in - (k - 1) * dilation) / stride)`` per spatial dimension. With ``data_format="NCHW"``
+    the input is ``[batch, in_channels, height, width]`` and the output ``[batch, out_channels, ...]``.
     Raises:
-        ValueError: strides or dilations not ``[1, h, w, 1]``, a padding other than SAME/VALID, ``NCHW``.
+        ValueError: strides or dilations not ``[1, h, w, 1]`` (``NCHW``: ``[1, 1, h, w]``), a padding other than
+            SAME/VALID, a data_format other than NHWC/NCHW.
         InvalidArgumentError: ranks other than 4, or input and filter depths that differ (names the op).
     """
     strides, dilations = [int(s) for s in strides], [int(d) for d in dilations]
@@ -154,24 +179,32 @@ def _backprop_input_shape(op):
     return [(op.inputs[1].dtype.base_dtype, sizes if sizes.ndims is not None else TensorShape([None] * 4))]
 
 
-@registry.RegisterKernel("Conv2DBackpropInput")
-def _backprop_input_kernel(op):
-    sh, sw = op.get_attr("strides")[1:3]
-    dh, dw = op.get_attr("dilations")[1:3]
+def _backprop_input_compute(op):
+    """``compute(empty, input_sizes, f, dy)`` of ``Conv2DBackpropInput`` in NHWC (``empty`` as in Conv2D's)."""
+    plans = _plans(op)
 
-    def compute(input_sizes, f, dy):
+    def compute(empty, input_sizes, f, dy):
         shape = tuple(int(d) for d in input_sizes)
-        out_h, out_w, top, left = _geometry(op, shape, f.shape)
-        height, width = _padded_size(op, shape, f.shape, out_h, out_w, top, left)
-        dxp = np.zeros((shape[0], height, width, shape[3]), dtype=dy.dtype)
-        columns = np.tensordot(dy, f, axes=([3], [3]))  # [N, out_h, out_w, kh, kw, C]
-        for i in range(f.shape[0]):
-            for j in range(f.shape[1]):
-                dxp[:, i * dh: i * dh + sh * (out_h - 1) + 1: sh, j * dw: j * dw + sw * (out_w - 1) + 1: sw] += \
-                    columns[:, :, :, i, j]
-        return dxp[:, top: top + shape[1], left: left + shape[2]]
+        plan = plans.get((shape, f.shape[:2]))
+        _check_backprop(op, plan, shape, f.shape, dy.shape)
+        dx = empty(shape, dy.dtype)
+        dx.fill(0)
+        channels = f.shape[3]
+        return plan.col2im_matmul(dy.reshape(-1, channels), f.reshape(-1, channels).T, dx)
 
     return compute
+
+
+@registry.RegisterKernel("Conv2DBackpropInput")
+def _backprop_input_kernel(op):
+    compute = _backprop_input_compute(op)
+    return layout_kernel(("shape", "-", "x"), op.get_attr("data_format"), lambda *args: compute(np.empty, *args))
+
+
+@registry.RegisterOutKernel("Conv2DBackpropInput")
+def _backprop_input_out_kernel(op):
+    """``Conv2DBackpropInput`` writing into a buffer of the device's allocator (bit for bit)."""
+    return out_variant(op.get_attr("data_format"), _backprop_input_compute(op), _backprop_input_kernel(op))
 
 
 @registry.RegisterShape("Conv2DBackpropFilter")
@@ -182,14 +215,16 @@ def _backprop_filter_shape(op):
 
 @registry.RegisterKernel("Conv2DBackpropFilter")
 def _backprop_filter_kernel(op):
+    plans = _plans(op)
+
     def compute(x, filter_sizes, dy):
         shape = tuple(int(d) for d in filter_sizes)
-        out_h, out_w, top, left = _geometry(op, x.shape, shape)
-        windows = _windows(_padded(x, op, shape, out_h, out_w, top, left), op, shape, out_h, out_w)
-        grad = np.tensordot(windows, dy, axes=([0, 1, 2], [0, 1, 2]))  # [C, kh, kw, O]
-        return grad.transpose(1, 2, 0, 3).astype(x.dtype, copy=False)
+        plan = plans.get((x.shape, shape[:2]))
+        _check_backprop(op, plan, x.shape, shape, dy.shape)
+        out = np.empty((shape[0] * shape[1] * shape[2], shape[3]), x.dtype)
+        return plan.columns_t_matmul(x, dy.reshape(-1, shape[3]), out).reshape(shape)
 
-    return compute
+    return layout_kernel(("x", "-", "x"), op.get_attr("data_format"), compute, out_is_tensor=False)
 
 
 def conv2d_backprop_input(input_sizes, filter, out_backprop, strides, padding, use_cudnn_on_gpu=True,
@@ -217,7 +252,8 @@ def _conv2d_grad(op, grad):
 
 # -- cost: 2 flops (multiply, add) per filter tap per output element, as TF's flops registry ---------------
 @registry.RegisterCost("Conv2D")
-def _conv2d_cost(input_shapes, output_shapes, attrs):
+def conv2d_cost(input_shapes, output_shapes, attrs):
+    """``(flops, elements read and written)`` of ``Conv2D`` over its input and output shapes."""
     (n, oh, ow, o), (kh, kw, c, _) = output_shapes[0], input_shapes[1]
     elements = sum(math.prod(s) for s in input_shapes) + math.prod(output_shapes[0])
     return 2 * n * oh * ow * o * kh * kw * c, elements

@@ -1,9 +1,11 @@
-"""``tf.nn.max_pool`` and ``tf.nn.avg_pool`` (NHWC) and their gradient ops.
+"""``tf.nn.max_pool`` and ``tf.nn.avg_pool`` (NHWC, or NCHW as TF 2.x's CPU kernels allow) and their gradient ops.
 
 Source: ``tensorflow/python/ops/nn_ops.py`` and ``core/kernels/maxpooling_op.cc`` /
 ``avgpooling_op.cc`` (TF 1.x). Windows and ``SAME``/``VALID`` sizes are those of
 :func:`dfcore.ops.nn_conv.output_size`. ``SAME`` padding never wins a max (it is -inf) and is left
-out of an average's count, as in TF; a max's gradient goes to the first maximum of its window.
+out of an average's count, as in TF; a max's gradient goes to the first maximum of its window (row-major
+order, as TF's). Each kernel makes one pass of a few ufuncs per window tap over the tap rectangles of
+:mod:`dfcore.ops.conv_windows` (cached per input shape): no window is materialized.
 """
 
 import numpy as np
@@ -13,6 +15,8 @@ from ..framework.scopes import name_scope
 from ..framework.tensor_conversion import convert_to_tensor
 from ..framework.tensor_shape import TensorShape
 from .array_ops_util import with_rank
+from .conv_layout import from_nhwc_shape, layout_kernel, nhwc_shape, out_variant, spatial
+from .conv_windows import PlanCache, WindowPlan
 from .nn_conv import check_window_attrs, windowed_size
 from .op_util import apply_op1
 
@@ -21,66 +25,123 @@ __all__ = ["avg_pool", "max_pool"]
 
 def _geometry(op, shape):
     """``(out_h, out_w, top, left, kh, kw, sh, sw)`` of pooling ``op`` over an NHWC ``shape``."""
-    kh, kw = op.get_attr("ksize")[1:3]
-    sh, sw = op.get_attr("strides")[1:3]
+    kh, kw = spatial(op.get_attr("ksize"), op.get_attr("data_format"))
+    sh, sw = spatial(op.get_attr("strides"), op.get_attr("data_format"))
     out_h, top = windowed_size(op, shape[1], kh, sh, 1)
     out_w, left = windowed_size(op, shape[2], kw, sw, 1)
     return out_h, out_w, top, left, kh, kw, sh, sw
 
 
-def _windows(x, op, fill):
-    """``(windows [N, out_h, out_w, C, kh, kw], padded x)``, padded with ``fill``."""
-    out_h, out_w, top, left, kh, kw, sh, sw = _geometry(op, x.shape)
-    height, width = max((out_h - 1) * sh + kh, x.shape[1] + top), max((out_w - 1) * sw + kw, x.shape[2] + left)
-    xp = np.pad(x, ((0, 0), (top, height - x.shape[1] - top), (left, width - x.shape[2] - left), (0, 0)),
-                constant_values=fill)
-    view = np.lib.stride_tricks.sliding_window_view(xp, (kh, kw), axis=(1, 2))
-    return view[:, ::sh, ::sw][:, :out_h, :out_w], xp
+def _plans(op):
+    """A cache of ``op``'s :class:`~dfcore.ops.conv_windows.WindowPlan` by NHWC input shape."""
+
+    def make(shape):
+        out_h, out_w, top, left, kh, kw, sh, sw = _geometry(op, shape)
+        return WindowPlan(shape, kh, kw, (sh, sw), (1, 1), out_h, out_w, top, left)
+
+    return PlanCache(make)
+
+
+def _out_shape(plan):
+    return (plan.in_shape[0], plan.out_h, plan.out_w, plan.in_shape[3])
+
+
+def _lowest(dtype):
+    """The value padding takes in a max: -inf, or an integer dtype's minimum."""
+    return -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
 
 
 def _pool_shape(op):
     x = op.inputs[0]
-    xs = with_rank(op, x.shape, 4).as_list()
-    spatial = [None, None]
+    data_format = op.get_attr("data_format")
+    xs = nhwc_shape(with_rank(op, x.shape, 4).as_list(), data_format)
+    hw = [None, None]
     if None not in xs[1:3]:
-        out_h, out_w = _geometry(op, xs)[:2]
-        spatial = [out_h, out_w]
-    return [(x.dtype.base_dtype, TensorShape([xs[0], *spatial, xs[3]]))]
+        hw = list(_geometry(op, xs)[:2])
+    return [(x.dtype.base_dtype, TensorShape(from_nhwc_shape([xs[0], *hw, xs[3]], data_format)))]
 
 
-def _scatter(op, shape, dtype, per_tap):
-    """The padded-input gradient built from ``per_tap(i, j)`` (``[N, out_h, out_w, C]`` for window tap i, j),
-    cropped to ``shape``."""
-    out_h, out_w, top, left, kh, kw, sh, sw = _geometry(op, shape)
-    height, width = max((out_h - 1) * sh + kh, shape[1] + top), max((out_w - 1) * sw + kw, shape[2] + left)
-    dxp = np.zeros((shape[0], height, width, shape[3]), dtype=dtype)
-    for i in range(kh):
-        for j in range(kw):
-            dxp[:, i: i + sh * (out_h - 1) + 1: sh, j: j + sw * (out_w - 1) + 1: sw] += per_tap(i, j)
-    return dxp[:, top: top + shape[1], left: left + shape[2]]
+def _input_grad(plan, dtype, per_tap, empty=np.empty):
+    """The input's gradient ``[N, H, W, C]`` in a buffer from ``empty(shape, dtype)``: ``per_tap(out_rows,
+    out_cols, in_rows, in_cols, target)`` writes (windows that tile the input) or adds (else) the gradient of
+    one window tap into ``target``, the inputs that tap reads; taps come in row-major window order."""
+    dx = empty(plan.in_shape, dtype)
+    if not plan.tiles:
+        dx.fill(0)
+    for _, _, orow, ocol, irow, icol in plan.taps:
+        per_tap(orow, ocol, irow, icol, dx[:, irow, icol])
+    return dx
 
 
 # -- MaxPool ------------------------------------------------------------------------
 registry.RegisterShape("MaxPool")(_pool_shape)
 
 
+def _max_pool_compute(op):
+    """``compute(empty, x)`` of ``MaxPool`` in NHWC; ``empty(shape, dtype)`` makes the output buffer."""
+    plans = _plans(op)
+
+    def compute(empty, x):
+        plan = plans.get(x.shape)
+        out = empty(_out_shape(plan), x.dtype)
+        out.fill(_lowest(x.dtype))
+        for _, _, orow, ocol, irow, icol in plan.taps:
+            part = out[:, orow, ocol]
+            np.fmax(part, x[:, irow, icol], out=part)  # NaN is skipped, as TF's CPU kernel does
+        return out
+
+    return compute
+
+
 @registry.RegisterKernel("MaxPool")
 def _max_pool_kernel(op):
-    return lambda x: _windows(x, op, -np.inf)[0].max(axis=(4, 5)).astype(x.dtype, copy=False)
+    compute = _max_pool_compute(op)
+    return layout_kernel(("x",), op.get_attr("data_format"), lambda x: compute(np.empty, x))
+
+
+@registry.RegisterOutKernel("MaxPool")
+def _max_pool_out_kernel(op):
+    """``MaxPool`` writing into a buffer of the device's allocator (bit for bit)."""
+    return out_variant(op.get_attr("data_format"), _max_pool_compute(op), _max_pool_kernel(op))
 
 
 registry.RegisterShape("MaxPoolGrad")(lambda op: [(op.inputs[0].dtype.base_dtype, op.inputs[0].shape)])
 
 
-@registry.RegisterKernel("MaxPoolGrad")
-def _max_pool_grad_kernel(op):
-    def compute(x, y, grad):
-        windows = _windows(x, op, -np.inf)[0]
-        n, oh, ow, c, kh, kw = windows.shape
-        first = windows.reshape(n, oh, ow, c, kh * kw).argmax(axis=4)  # the first maximum of each window
-        return _scatter(op, x.shape, grad.dtype, lambda i, j: np.where(first == i * kw + j, grad, 0))
+def _max_pool_grad_compute(op):
+    """``compute(empty, x, y, grad)`` of ``MaxPoolGrad`` in NHWC (``empty`` as in MaxPool's)."""
+    plans = _plans(op)
+
+    def compute(empty, x, y, grad):
+        plan = plans.get(x.shape)
+        taken = np.zeros(y.shape, bool)  # windows whose maximum has had its gradient
+        hit = np.empty(y.shape, bool)
+
+        def per_tap(orow, ocol, irow, icol, target):
+            mask, done = hit[:, orow, ocol], taken[:, orow, ocol]
+            np.equal(x[:, irow, icol], y[:, orow, ocol], out=mask)
+            np.greater(mask, done, out=mask)  # the first maximum of its window only
+            np.logical_or(done, mask, out=done)
+            if plan.tiles:
+                np.multiply(grad[:, orow, ocol], mask, out=target)
+            else:
+                target += grad[:, orow, ocol] * mask
+
+        return _input_grad(plan, grad.dtype, per_tap, empty)
 
     return compute
+
+
+@registry.RegisterKernel("MaxPoolGrad")
+def _max_pool_grad_kernel(op):
+    compute = _max_pool_grad_compute(op)
+    return layout_kernel(("x", "x", "x"), op.get_attr("data_format"), lambda *args: compute(np.empty, *args))
+
+
+@registry.RegisterOutKernel("MaxPoolGrad")
+def _max_pool_grad_out_kernel(op):
+    """``MaxPoolGrad`` writing into a buffer of the device's allocator (bit for bit)."""
+    return out_variant(op.get_attr("data_format"), _max_pool_grad_compute(op), _max_pool_grad_kernel(op))
 
 
 @registry.RegisterGradient("MaxPool")
@@ -93,19 +154,33 @@ def _max_pool_grad(op, grad):
 registry.RegisterShape("AvgPool")(_pool_shape)
 
 
-def _counts(op, shape):
-    """How many real (unpadded) inputs each output's window covers: ``[1, out_h, out_w, 1]``."""
-    ones = np.ones((1, shape[1], shape[2], 1))
-    return _windows(ones, op, 0.0)[0].sum(axis=(4, 5))
+def _avg_plans(op):
+    """A cache of ``(plan, counts)`` by NHWC input shape; ``counts`` ``[1, out_h, out_w, 1]`` (float64) is how
+    many real (unpadded) inputs each window covers, as TF divides by it."""
+    plans = _plans(op)
+
+    def make(shape):
+        plan = plans.get(shape)
+        counts = np.zeros((1, plan.out_h, plan.out_w, 1))
+        for _, _, orow, ocol, _, _ in plan.taps:
+            counts[:, orow, ocol] += 1
+        return plan, counts
+
+    return PlanCache(make)
 
 
 @registry.RegisterKernel("AvgPool")
 def _avg_pool_kernel(op):
-    def compute(x):
-        total = _windows(x, op, 0.0)[0].sum(axis=(4, 5))
-        return (total / _counts(op, x.shape)).astype(x.dtype, copy=False)
+    plans = _avg_plans(op)
 
-    return compute
+    def compute(x):
+        plan, counts = plans.get(x.shape)
+        total = np.zeros(_out_shape(plan), x.dtype)
+        for _, _, orow, ocol, irow, icol in plan.taps:
+            total[:, orow, ocol] += x[:, irow, icol]
+        return np.divide(total, counts.astype(x.dtype, copy=False), out=total)
+
+    return layout_kernel(("x",), op.get_attr("data_format"), compute)
 
 
 registry.RegisterShape("AvgPoolGrad")(
@@ -114,12 +189,21 @@ registry.RegisterShape("AvgPoolGrad")(
 
 @registry.RegisterKernel("AvgPoolGrad")
 def _avg_pool_grad_kernel(op):
-    def compute(input_shape, grad):
-        shape = tuple(int(d) for d in input_shape)
-        share = grad / _counts(op, shape)
-        return _scatter(op, shape, grad.dtype, lambda i, j: share)
+    plans = _avg_plans(op)
 
-    return compute
+    def compute(input_shape, grad):
+        plan, counts = plans.get(tuple(int(d) for d in input_shape))
+        share = grad / counts.astype(grad.dtype, copy=False)
+
+        def per_tap(orow, ocol, irow, icol, target):
+            if plan.tiles:
+                target[...] = share[:, orow, ocol]
+            else:
+                target += share[:, orow, ocol]
+
+        return _input_grad(plan, grad.dtype, per_tap)
+
+    return layout_kernel(("shape", "x"), op.get_attr("data_format"), compute)
 
 
 @registry.RegisterGradient("AvgPool")
@@ -143,7 +227,8 @@ def max_pool(value, ksize, strides, padding, data_format="NHWC", name=None):
     ``strides``; output sizes as :func:`~dfcore.ops.nn_conv.conv2d`'s.
 
     Raises:
-        ValueError: ``ksize``/``strides`` not ``[1, h, w, 1]``, a padding other than SAME/VALID, ``NCHW``.
+        ValueError: ``ksize``/``strides`` not ``[1, h, w, 1]`` (``NCHW``: ``[1, 1, h, w]``), a padding other than
+            SAME/VALID, a data_format other than NHWC/NCHW.
         InvalidArgumentError: ``value`` not of rank 4 (names the op).
     """
     return _pool("MaxPool", value, ksize, strides, padding, data_format, name)

@@ -112,9 +112,8 @@ def _relu_grad(op):
         if type(g) is not np.ndarray or type(y) is not np.ndarray or g.shape != y.shape or not g.shape:
             return plain(g, y)
         mask = np.greater(y, 0, out=allocator.allocate(y.shape, _BOOL))
-        out = allocator.allocate(g.shape, g.dtype)
-        out.fill(0)
-        np.copyto(out, g, where=mask)
+        with np.errstate(invalid="ignore"):  # inf * 0 is NaN, as in TF, without numpy's warning
+            out = np.multiply(g, mask, out=allocator.allocate(g.shape, g.dtype))
         allocator.deallocate(mask)
         return out
 

@@ -4,6 +4,7 @@ Benchmarks print ratios measured side by side in one run; they never assert on t
 """
 
 import contextlib
+import os
 import statistics
 import time
 
@@ -75,6 +76,18 @@ def blas_description():
     pools = [p for p in threadpool_info() if p.get("user_api") == "blas"]
     return "; ".join(f"BLAS: {p.get('internal_api')} {p.get('version')} kernel={p.get('architecture')} "
                      f"threads={p.get('num_threads')}" for p in pools) or "BLAS: none found"
+
+
+def machine_load():
+    """``"load average 1.2 0.9 0.7 (1, 5, 15 min) on 2 CPUs"``: how busy the machine was (ratios drift with it)."""
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f} {five:.2f} {fifteen:.2f} (1, 5, 15 min) on {os.cpu_count()} CPUs"
+
+
+def target_row(label, ratio, target=None):
+    """A :func:`report` row ``ratio <label> (target <= <target>; load <1-min>)`` for ``ratio`` (x)."""
+    goal = f"target <= {target}; " if target is not None else ""
+    return f"ratio {label} ({goal}load {os.getloadavg()[0]:.1f})", ratio, "x"
 
 
 def report(rows):

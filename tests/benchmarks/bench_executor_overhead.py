@@ -8,25 +8,19 @@ as built (TF's no-rewrite test config): with the default optimizations the chain
 import statistics
 
 import numpy as np
+from _tf_cases import CHAIN_LENGTH, build_chain as build_chain_in
 from _timing import interleaved_samples_s, median_ratio, one_blas_thread, report
 
 import dfcore as tf
 from dfcore.runtime.grappler import no_rewrite_session_config
 
-CHAIN_LENGTH = 1000
 REPEATS = 31
 TARGET_RATIO = 2.5
 
 
 def build_chain(length=CHAIN_LENGTH):
     """A graph: placeholder float32 [1] followed by ``length`` ``tf.add(y, 1.0)``; returns (graph, x, y)."""
-    graph = tf.Graph()
-    with graph.as_default():
-        x = tf.placeholder(tf.float32, shape=[1], name="x")
-        y = x
-        for _ in range(length):
-            y = tf.add(y, 1.0)
-    return graph, x, y
+    return build_chain_in(tf, length)
 
 
 def numpy_chain(x0, one, length=CHAIN_LENGTH):

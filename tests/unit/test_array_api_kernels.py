@@ -168,7 +168,7 @@ OTHERS = [
     ("Transpose", _public(tf.transpose), [BATCH, I32V(2, 0, 1)], lambda x, p: x.transpose(2, 0, 1)),
     ("Relu", _op("Relu"), [F32], lambda x: np.maximum(x, 0)),
     ("Relu6", _op("Relu6"), [F32 * 4], lambda x: np.clip(x, 0, 6)),
-    ("ReluGrad", _op("ReluGrad"), [POS, F32], lambda g, y: np.where(y > 0, g, 0)),
+    ("ReluGrad", _op("ReluGrad"), [POS, F32], lambda g, y: g * (y > 0)),
     ("Relu6Grad", _op("Relu6Grad"), [POS, F32 * 4], lambda g, x: np.where((x > 0) & (x < 6), g, 0)),
     ("Softplus", _op("Softplus"), [F64], lambda x: np.log1p(np.exp(x))),
     ("SoftplusGrad", _op("SoftplusGrad"), [POS, F32], lambda g, x: g / (1 + np.exp(-x))),

@@ -149,7 +149,7 @@ def test_plain_report_prints_the_table_then_the_missing_names():
 
 def test_partial_listing_gives_reasons(capsys):
     assert compat_report.main(["--partial", "--namespace", "tf.nn"]) == 0
-    assert "tf.nn.conv2d  data_format='NHWC' only" in capsys.readouterr().out
+    assert "tf.nn.conv2d  use_cudnn_on_gpu is ignored" in capsys.readouterr().out
 
 
 def test_generator_reads_module_golden_files_and_skips_class_files():

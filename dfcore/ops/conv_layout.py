@@ -1,0 +1,57 @@
+"""``data_format`` of the convolution and pooling ops: ``NHWC`` (what the kernels compute in) and ``NCHW``.
+
+Source: TF's ``tensorflow/core/util/tensor_format.h`` (``GetTensorDimIndex``); TF 2.21's CPU kernels accept
+``NCHW`` for ``Conv2D``, its backprops, ``MaxPool`` and ``AvgPool`` in graph mode (checked with tensorflow-cpu
+2.21). dfcore runs an ``NCHW`` op as its ``NHWC`` kernel between two transposes (``strides``, ``dilations``
+and ``ksize`` are read in the op's own layout).
+"""
+
+import numpy as np
+
+FORMATS = ("NHWC", "NCHW")
+
+
+def spatial(values, data_format):
+    """``(height, width)`` entries of a 4-vector (``strides``, ``ksize``, a shape) in ``data_format``."""
+    return tuple(values[2:4]) if data_format == "NCHW" else tuple(values[1:3])
+
+
+def nhwc_shape(shape, data_format):
+    """A 4-D ``shape`` in ``data_format`` as NHWC (a tuple)."""
+    n, *rest = shape
+    return (n, *rest[1:], rest[0]) if data_format == "NCHW" else tuple(shape)
+
+
+def from_nhwc_shape(shape, data_format):
+    """An NHWC 4-D ``shape`` in ``data_format`` (a list)."""
+    return [shape[0], shape[3], shape[1], shape[2]] if data_format == "NCHW" else list(shape)
+
+
+def layout_kernel(roles, data_format, compute, out_is_tensor=True):
+    """``compute`` (an NHWC kernel) made to take and give ``data_format`` arrays: ``roles`` names each input,
+    ``"x"`` a 4-D tensor, ``"shape"`` a 4-vector of sizes, ``"-"`` anything else (a filter); the output is a
+    4-D tensor unless ``out_is_tensor`` is False (a filter's gradient)."""
+    if data_format != "NCHW":
+        return compute
+
+    def convert(role, value):
+        if role == "x":
+            return value.transpose(0, 2, 3, 1)
+        if role == "shape":
+            return np.asarray(nhwc_shape([int(d) for d in value], data_format))
+        return value
+
+    def nchw(*inputs):
+        out = compute(*(convert(role, value) for role, value in zip(roles, inputs)))
+        return np.ascontiguousarray(out.transpose(0, 3, 1, 2)) if out_is_tensor else out
+
+    return nchw
+
+
+def out_variant(data_format, compute, plain):
+    """The ``RegisterOutKernel`` form of a kernel written as ``compute(empty, *inputs)`` (``empty(shape,
+    dtype)`` makes its output buffer): the device allocator's ``allocate`` as ``empty`` for an NHWC op; an NCHW
+    op runs ``plain``, its registered kernel (the transposes make fresh arrays anyway)."""
+    if data_format == "NCHW":
+        return lambda allocator, *inputs: plain(*inputs)
+    return lambda allocator, *inputs: compute(allocator.allocate, *inputs)
