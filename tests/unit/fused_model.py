@@ -1,8 +1,9 @@
 """The small graph of the multi-process optimizer tests (gRPC: tests/unit/test_grpc_optimizer.py; MPI:
-tests/unit/mpi_programs/runtime_between_graph.py): weights and bias on the ps, ``relu(x @ w + b)`` on a worker.
+tests/unit/mpi_programs/runtime_between_graph.py): weights and bias on the ps, ``relu(bias_add(x @ w, b))`` on a
+worker's CPU.
 
-With the graph optimizer on (TF's default config), the master's remapper fuses the worker's ``MatMul``, bias
-``Add`` and ``Relu`` into one ``_FusedMatMul`` named ``hidden`` (TF's ``remapper.cc`` keeps the last node's
+With the graph optimizer on (TF's default config), the master's remapper fuses the worker's ``MatMul``,
+``BiasAdd`` and ``Relu`` into one ``_FusedMatMul`` named ``hidden`` (TF's ``remapper.cc`` keeps the last node's
 name) before partitioning, so the partitions registered with both tasks carry the optimized graph.
 """
 
@@ -22,7 +23,7 @@ def build_fused(worker=0):
         b = tf.Variable(B, name="fused_b")
     with tf.device(f"/job:worker/task:{worker}/device:CPU:0"):
         x = tf.placeholder(tf.float32, [2, 4], name="fused_x")
-        hidden = tf.nn.relu(tf.matmul(x, w) + b, name="hidden")
+        hidden = tf.nn.relu(tf.nn.bias_add(tf.matmul(x, w), b), name="hidden")
     return x, hidden, tf.variables_initializer([w, b])
 
 

@@ -207,14 +207,17 @@ def test_bias_add_grad_sums_all_but_the_channel_axis(data_format, axes):
 
 
 # -- _FusedConv2D: the remapper's conv + bias add (+ relu) ---------------------------------------------------
-@pytest.mark.parametrize("activation, use_bias_add", [(True, True), (False, False)])
-def test_fused_conv2d_keeps_forward_values_and_training_steps_bit_for_bit(activation, use_bias_add):
-    """The graph optimizer fuses ``Conv2D`` + bias add (+ ``Relu``) into ``_FusedConv2D`` (TF's remapper.cc):
-    the values and every variable after training steps equal those of the unrewritten graph, bit for bit."""
+@pytest.mark.parametrize("activation, use_bias_add, device, fused",
+                         [(True, True, "/gpu:0", True), (False, True, "/gpu:0", False), (False, True, "/cpu:0", True),
+                          (True, False, "/cpu:0", False)])
+def test_fused_conv2d_keeps_forward_values_and_training_steps_bit_for_bit(activation, use_bias_add, device, fused):
+    """The graph optimizer fuses ``Conv2D`` + ``BiasAdd`` (+ ``Relu``) into ``_FusedConv2D`` where TF's
+    remapper.cc does (on a CPU; on a GPU only with a Relu; never a plain ``Add``): the values and every variable
+    after training steps equal those of the unrewritten graph, bit for bit."""
     from dfcore.runtime.grappler import no_rewrite_session_config
 
     rng = np.random.default_rng(11)
-    with tf.Graph().as_default():
+    with tf.Graph().as_default(), tf.device(device):
         x = tf.placeholder(tf.float32, [4, 7, 6, 2])
         f = tf.Variable(rng.standard_normal((3, 3, 2, 5)).astype(np.float32))
         b = tf.Variable(rng.standard_normal(5).astype(np.float32))
@@ -232,7 +235,7 @@ def test_fused_conv2d_keeps_forward_values_and_training_steps_bit_for_bit(activa
                 results[name] = [*trace, *sess.run([f, b])]
                 if name == "optimized":
                     ops = {n.op for p in sess.partitions([hidden, train], feed).values() for n in p.nodes}
-    assert "_FusedConv2D" in ops and "Conv2D" not in ops
+    assert ("_FusedConv2D" in ops, "Conv2D" in ops) == (fused, not fused)
     for got, want in zip(results["optimized"], results["reference"]):
         assert got.dtype == want.dtype
         np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))

@@ -178,28 +178,34 @@ def test_identity_and_noop_dependencies_are_bypassed_but_a_device_crossing_ident
     assert nodes["hop"].op == "Identity"  # its producer is on another device
 
 
-def _mlp(seed, activation=True, use_bias_add=False, transpose_b=False):
+def _mlp(seed, activation=True, use_bias_add=False, transpose_b=False, device="/cpu:0"):
     rng = np.random.default_rng(seed)
-    x = tf.placeholder(tf.float32, [8, 5], name="x")
-    labels = tf.placeholder(tf.int32, [8], name="labels")
-    w1 = tf.Variable(rng.standard_normal((4, 5) if transpose_b else (5, 4)).astype(np.float32), name="w1")
-    b1 = tf.Variable(rng.standard_normal(4).astype(np.float32), name="b1")
-    w2 = tf.Variable(rng.standard_normal((4, 3)).astype(np.float32), name="w2")
-    b2 = tf.Variable(rng.standard_normal(3).astype(np.float32), name="b2")
-    product = tf.matmul(x, w1, transpose_b=transpose_b)
-    hidden = tf.nn.bias_add(product, b1) if use_bias_add else product + b1
-    hidden = tf.nn.relu(hidden) if activation else hidden
-    logits = tf.matmul(hidden, w2) + b2
-    loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits))
-    train = tf.train.GradientDescentOptimizer(0.5).minimize(loss)
+    with tf.device(device):
+        x = tf.placeholder(tf.float32, [8, 5], name="x")
+        labels = tf.placeholder(tf.int32, [8], name="labels")
+        w1 = tf.Variable(rng.standard_normal((4, 5) if transpose_b else (5, 4)).astype(np.float32), name="w1")
+        b1 = tf.Variable(rng.standard_normal(4).astype(np.float32), name="b1")
+        w2 = tf.Variable(rng.standard_normal((4, 3)).astype(np.float32), name="w2")
+        b2 = tf.Variable(rng.standard_normal(3).astype(np.float32), name="b2")
+        product = tf.matmul(x, w1, transpose_b=transpose_b)
+        hidden = tf.nn.bias_add(product, b1) if use_bias_add else product + b1
+        hidden = tf.nn.relu(hidden) if activation else hidden
+        logits = tf.matmul(hidden, w2) + b2
+        loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits))
+        train = tf.train.GradientDescentOptimizer(0.5).minimize(loss)
     feed = {x: rng.standard_normal((8, 5)).astype(np.float32), labels: rng.integers(0, 3, 8).astype(np.int32)}
     return train, loss, logits, [w1, b1, w2, b2], feed
 
 
-@pytest.mark.parametrize("activation, use_bias_add, transpose_b",
-                         [(True, False, False), (False, True, False), (True, True, True)])
-def test_fused_matmul_keeps_forward_values_and_training_steps_bit_for_bit(activation, use_bias_add, transpose_b):
-    train, loss, logits, variables, feed = _mlp(7, activation, use_bias_add, transpose_b)
+# TF's remapper.cc fuses a MatMul only on a CPU (IsCpuCompatibleMatMul) and only under a BiasAdd: x @ w + b (an
+# Add) and a MatMul on a GPU stay unfused, the values identical either way.
+@pytest.mark.parametrize("activation, use_bias_add, transpose_b, device, fused",
+                         [(True, True, False, "/cpu:0", True), (False, True, False, "/cpu:0", True),
+                          (True, True, True, "/cpu:0", True), (True, False, False, "/cpu:0", False),
+                          (True, True, False, "/gpu:0", False)])
+def test_fused_matmul_keeps_forward_values_and_training_steps_bit_for_bit(activation, use_bias_add, transpose_b,
+                                                                          device, fused):
+    train, loss, logits, variables, feed = _mlp(7, activation, use_bias_add, transpose_b, device)
     results = {}
     for name, config in (("optimized", None), ("reference", no_rewrite_session_config())):
         with tf.Session(config=config) as sess:
@@ -211,12 +217,32 @@ def test_fused_matmul_keeps_forward_values_and_training_steps_bit_for_bit(activa
     for (got, want) in zip(results["optimized"][0] + [results["optimized"][1]],
                            results["reference"][0] + [results["reference"][1]]):
         _assert_identical(got, want)
-    fused = [n for n in nodes.values() if n.op == "_FusedMatMul"]
-    hidden = next(n for n in fused if n.inputs[1] == "w1/read")
-    expected_ops = ["BiasAdd", "Relu"] if activation else ["BiasAdd"]
-    assert hidden.attrs["fused_ops"] == expected_ops and hidden.attrs["num_args"] == 1
-    assert hidden.attrs["transpose_b"] is transpose_b and hidden.attrs["epsilon"] == 0.0
-    assert hidden.name == ("Relu" if activation else ("BiasAdd" if use_bias_add else "add"))
+    hidden = [n for n in nodes.values() if n.op == "_FusedMatMul" and n.inputs[1] == "w1/read"]
+    assert len(hidden) == int(fused)
+    if fused:
+        expected_ops = ["BiasAdd", "Relu"] if activation else ["BiasAdd"]
+        assert hidden[0].attrs["fused_ops"] == expected_ops and hidden[0].attrs["num_args"] == 1
+        assert hidden[0].attrs["transpose_b"] is transpose_b and hidden[0].attrs["epsilon"] == 0.0
+        assert hidden[0].name == ("Relu" if activation else "BiasAdd")
+
+
+def test_no_fusion_across_a_control_dependency():
+    """TF fuses no pattern whose nodes have control inputs (remapper.cc: HasControlFaninOrFanout)."""
+    with tf.device("/cpu:0"):
+        x = tf.placeholder(tf.float32, [2, 2], name="x")
+        counter = tf.Variable(0.0, name="counter")
+        gate = tf.assign_add(counter, 1.0, name="gate")
+        eye = tf.constant(np.eye(2, dtype=np.float32))
+        with tf.control_dependencies([gate]):
+            product = tf.matmul(x, eye, name="product")
+        out = tf.nn.relu(tf.nn.bias_add(product, tf.constant([1.0, -5.0])), name="out")
+    with tf.Session() as sess:
+        sess.run(counter.initializer)
+        feed = {x: np.ones((2, 2), np.float32)}
+        np.testing.assert_array_equal(sess.run(out, feed), [[2.0, 0.0], [2.0, 0.0]])
+        assert sess.run(counter) == 1.0
+        ops = {n.op for p in sess.partitions([out], feed).values() for n in p.nodes}
+    assert "_FusedMatMul" not in ops and "MatMul" in ops
 
 
 def test_fused_matmul_kernel_reports_a_wrong_bias_length():

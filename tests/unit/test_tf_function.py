@@ -171,11 +171,12 @@ def test_lesson_01_model_the_optimizer_passes_on_a_traced_function():
     layers, width = 3, 8
 
     def mlp(x, weights, biases):
-        scale = tf.sqrt(tf.constant(2.0)) / tf.sqrt(tf.constant(float(width)))
-        h = x
-        for w, b in zip(weights, biases):
-            h = tf.nn.relu(tf.matmul(h, w * scale) + b)
-        return tf.reduce_sum(h * 1.0)
+        with tf.device("/cpu:0"):  # TF's remapper fuses a MatMul only on a CPU, and only under a BiasAdd
+            scale = tf.sqrt(tf.constant(2.0)) / tf.sqrt(tf.constant(float(width)))
+            h = x
+            for w, b in zip(weights, biases):
+                h = tf.nn.relu(tf.nn.bias_add(tf.matmul(h, w * scale), b))
+            return tf.reduce_sum(h * 1.0)
 
     rng = np.random.default_rng(0)
     x0 = rng.standard_normal((4, width)).astype(np.float32)
@@ -192,7 +193,7 @@ def test_lesson_01_model_the_optimizer_passes_on_a_traced_function():
             records = concrete.session.optimizer_records(concrete.fetches, concrete.feed_dict([x0]))
             removed[label] = {r.optimizer: len(r.removed) for r in records if r.iteration == 0}
     assert removed["off"] == {}
-    assert removed["on"]["remapper"] == 2 * layers  # MatMul + Add + Relu -> one _FusedMatMul per layer
+    assert removed["on"]["remapper"] == 2 * layers  # MatMul + BiasAdd + Relu -> one _FusedMatMul per layer
     assert removed["on"]["constant_folding"] == 4  # two Const and two Sqrt: the scale is computed once
 
 

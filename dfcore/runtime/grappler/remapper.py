@@ -1,11 +1,18 @@
 """Remapper: ``MatMul`` or ``Conv2D``, + ``BiasAdd`` (+ ``Relu``), fused into one ``_FusedMatMul``/``_FusedConv2D``.
 
 Source: ``tensorflow/core/grappler/optimizers/remapper.cc`` (``FindContractionWithBias``,
-``FindContractionWithBiasAndActivation``, ``IsBiasSemanticAdd``, ``AddFusedContractionNode``). The pattern:
-a ``MatMul`` or ``Conv2D`` (NHWC) of a floating dtype whose only reader is a bias add — ``BiasAdd`` (NHWC), or
-``Add``/``AddV2`` of a rank-1 tensor as long as the product's last dimension (TF's "bias-semantic add", what
-``x @ W + b`` writes) —
-optionally read only by a ``Relu``; all on one device, the inner nodes neither fetched nor read elsewhere.
+``FindContractionWithBiasAndActivation``, ``IsCpuCompatibleMatMul``, ``IsCpuCompatibleConv2D``,
+``IsGpuCompatible``, ``AddFusedContractionNode``), TF's conditions:
+
+- the root of the pattern is a ``BiasAdd`` (NHWC) whose input 0 is the contraction; a plain ``Add`` of a bias
+  (what ``x @ W + b`` writes) is not fused, as in TF 1.15 (later TF fuses such an ``Add`` only in its MKL
+  builds); optionally a ``Relu`` reads the ``BiasAdd``;
+- the contraction is read only by the ``BiasAdd`` and the ``BiasAdd`` only by the ``Relu``; no node of the
+  pattern has a control input or a control reader; all on one device; the inner nodes are not fetched;
+- the device and dtype allow it (:data:`CONTRACTIONS`): a ``MatMul`` only on a CPU and in ``float32``; a
+  ``Conv2D`` on a CPU in ``float32``/``float64`` and NHWC, or on a GPU in ``float32`` only with a ``Relu`` and a
+  spatial filter (not 1×1, TF's cuDNN condition; dfcore's fused kernel is NHWC only).
+
 The fused node takes the last node's name (what its readers and a fetch ask for) and TF's attrs: ``T``,
 ``num_args`` = 1, ``fused_ops`` (``["BiasAdd"]`` or ``["BiasAdd", "Relu"]``), ``epsilon`` = 0, and the
 contraction's own (``transpose_a``/``transpose_b``; ``strides``, ``padding``, ``dilations``, ``data_format``).
@@ -20,26 +27,42 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ...framework import dtypes
+from ...framework.device import DeviceSpec
 from .graph_item import GraphItem, Input, Node, Output
 
-FLOAT_TYPES = (dtypes.float16, dtypes.float32, dtypes.float64)
-BIAS_ADDS = ("BiasAdd", "Add", "AddV2")
+NHWC = ("NHWC", b"NHWC")
 
 
-def _matmul_attrs(node: Node) -> dict | None:
-    """The fused node's attrs that come from the ``MatMul``."""
+def _device_type(node: Node) -> str | None:
+    return DeviceSpec.from_string(node.device).device_type if node.device else None
+
+
+def _matmul_attrs(node: Node, relu: bool) -> dict | None:
+    """The fused node's attrs from the ``MatMul``, or None where TF does not fuse (``IsCpuCompatibleMatMul``)."""
+    if _device_type(node) != "CPU" or node._outputs[0].dtype != dtypes.float32:
+        return None
     return {"transpose_a": node._attrs.get("transpose_a", False), "transpose_b": node._attrs.get("transpose_b", False)}
 
 
-def _conv2d_attrs(node: Node) -> dict | None:
-    """The fused node's attrs that come from the ``Conv2D``, or None for a layout the fused kernel lacks."""
-    if node._attrs.get("data_format", "NHWC") not in ("NHWC", b"NHWC"):
+def _conv2d_attrs(node: Node, relu: bool) -> dict | None:
+    """The fused node's attrs from the ``Conv2D``, or None where TF (or dfcore's NHWC kernel) does not fuse."""
+    dtype, device = node._outputs[0].dtype, _device_type(node)
+    if node._attrs.get("data_format", "NHWC") not in NHWC:
+        return None
+    if device == "CPU" and dtype in (dtypes.float32, dtypes.float64):
+        pass
+    elif device == "GPU" and dtype == dtypes.float32 and relu:
+        height, width = (node.inputs[1].shape.as_list() + [None, None])[:2] if node.inputs[1].shape.ndims else (1, 1)
+        if height in (None, 1) or width in (None, 1):
+            return None
+    else:
         return None
     return {name: node._attrs[name] for name in ("strides", "padding", "dilations", "data_format")}
 
 
-#: contraction op type -> (fused op type, its own attrs of the fused node, or None: not fusable)
-CONTRACTIONS: dict[str, tuple[str, Callable[[Node], dict | None]]] = {
+#: contraction op type -> (fused op type, its own attrs of the fused node given whether a Relu follows, or None:
+#: TF does not fuse it there)
+CONTRACTIONS: dict[str, tuple[str, Callable[[Node, bool], dict | None]]] = {
     "MatMul": ("_FusedMatMul", _matmul_attrs), "Conv2D": ("_FusedConv2D", _conv2d_attrs)}
 
 
@@ -61,43 +84,33 @@ def _only_reader(item: GraphItem, node: Node, users: dict[str, set[str]]) -> Nod
 
 
 def _bias_of(add: Node, product: Output) -> Input | None:
-    """The bias ``add`` adds to the 2-D ``product``, or None when it is no bias add."""
-    if add.type == "BiasAdd":
-        if add._attrs.get("data_format", "NHWC") not in ("NHWC", b"NHWC") or add.inputs[0] is not product:
-            return None
-        return add.inputs[1]
-    bias = add.inputs[1] if add.inputs[0] is product else add.inputs[0]
-    if bias is product:
+    """The bias of a ``BiasAdd`` (NHWC) whose input 0 is ``product``, or None when ``add`` is no such node."""
+    if add.type != "BiasAdd" or add._attrs.get("data_format", "NHWC") not in NHWC or add.inputs[0] is not product:
         return None
-    columns = product.shape.as_list()[-1] if product.shape.ndims else None
-    if columns is None or bias.shape.ndims != 1 or bias.shape.as_list() != [columns]:
-        return None
-    return bias
+    return add.inputs[1]
 
 
-def _fuse(item: GraphItem, matmul: Node, users: dict[str, set[str]]) -> None:
-    dtype = matmul._outputs[0].dtype
-    fused_type, own_attrs = CONTRACTIONS[matmul.type]
-    attrs = own_attrs(matmul)
-    if dtype not in FLOAT_TYPES or attrs is None:
+def _fuse(item: GraphItem, contraction: Node, users: dict[str, set[str]]) -> None:
+    add = _only_reader(item, contraction, users)
+    if add is None:
         return
-    add = _only_reader(item, matmul, users)
-    if add is None or add.type not in BIAS_ADDS:
+    bias = _bias_of(add, contraction._outputs[0])
+    if bias is None or bias.dtype != contraction._outputs[0].dtype:
         return
-    bias = _bias_of(add, matmul._outputs[0])
-    if bias is None or bias.dtype != dtype or add._outputs[0].shape.as_list() != matmul._outputs[0].shape.as_list():
-        return
-    chain = [matmul, add]
+    chain: list[Node] = [contraction, add]
     relu = _only_reader(item, add, users)
     if relu is not None and relu.type == "Relu":
         chain.append(relu)
+    fused_type, own_attrs = CONTRACTIONS[contraction.type]
+    attrs = own_attrs(contraction, len(chain) == 3)
+    if attrs is None or any(node.control_inputs for node in chain) or item.control_users(chain[-1], users):
+        return
     root = chain[-1]
     fused = Node(root.name, fused_type,
-                 {"T": dtype, **attrs, "num_args": 1, "fused_ops": ["BiasAdd", "Relu"][:len(chain) - 1],
-                  "epsilon": 0.0},
+                 {"T": contraction._outputs[0].dtype, **attrs, "num_args": 1,
+                  "fused_ops": ["BiasAdd", "Relu"][:len(chain) - 1], "epsilon": 0.0},
                  root.device, root._id, [(root._outputs[0].dtype, root._outputs[0].shape)])
-    fused.inputs = [*matmul.inputs, bias]
-    fused.control_inputs = list(dict.fromkeys(c for n in chain for c in n.control_inputs))
+    fused.inputs = [*contraction.inputs, bias]
     for inner in chain[:-1]:
         del item.nodes[inner.name]
     item.replace(root, fused, users)
