@@ -18,10 +18,11 @@ Formulas (SI units: seconds, bytes, FLOP; ``B`` = bandwidth in bytes/s):
   ``2(n−1)·α + 2(n−1)/n · K·β`` — n−1 reduce-scatter and n−1 allgather steps,
   each moving K/n bytes over every link at once.
 * parameter server, n workers, s PS shards: each worker pushes K bytes of gradients
-  and pulls K bytes of parameters, split evenly over the shards; each shard's link
-  carries the workers' messages one at a time. One direction costs
-  ``n · (α + K/(s·B))``; a full-duplex link overlaps push and pull, so a step costs
-  that once (twice on a half-duplex link).
+  and pulls K bytes of parameters, split evenly over the shards; each shard's
+  interface carries the workers' messages one at a time and each worker's interface
+  its own s messages one at a time. One direction costs ``max(n, s) · (α + K/(s·B))``;
+  a full-duplex link overlaps push and pull, so a step costs that once (twice on a
+  half-duplex link).
 """
 
 from __future__ import annotations
@@ -108,6 +109,14 @@ CPU = DeviceProfile("CPU", "CPU", 100e9, 20e9, 16 * 10**9, 1e-6)
 # call overhead). The parameter-server driver's default worker.
 NUMPY_CORE = DeviceProfile("numpy core", "CPU", 10e9, 10e9, 16 * 10**9, 10e-6)
 
+def nic_ports(src_task: str, dst_task: str) -> tuple[str, str]:
+    """The two ends a message between two tasks occupies: the sender's outbound network interface
+    (``"<src task> NIC out"``) and the receiver's inbound one (``"<dst task> NIC in"``), each one message at a
+    time (full duplex: a task sends and receives at once). The one rule for the network; the event-driven
+    simulations (:mod:`dfcore.distribute.ps_simulation`) use it for their task names directly."""
+    return f"{src_task} NIC out", f"{dst_task} NIC in"
+
+
 class MachineProfile:
     """Devices (full names → :class:`DeviceProfile`) and the links between them.
 
@@ -115,12 +124,25 @@ class MachineProfile:
     ``links[(src, dst)]`` if given; between two devices of one task (CPU↔GPU, GPU↔GPU), the
     slower ``host_bus`` of the two devices' profiles (a K20m's PCIe 2.0), or ``intra_task_link``
     (PCIe 3.0 by default) when neither profile names one; ``inter_task_link`` (10 GbE by default)
-    between tasks. ``link_resource(src, dst)`` names the channel a transfer occupies in
-    the simulated clock (one transfer at a time per channel): ``link_resources[(src,
-    dst)]`` if given; within a task one channel per ordered device pair
-    (``"<src> -> <dst>"``, full duplex); between tasks the receiving task's inbound
-    network interface (``"<dst task> NIC in"``), so that, e.g., pushes from many workers
-    to one parameter server queue on its interface.
+    between tasks.
+
+    ``transfer_resources(src, dst)`` is the one definition of what a transfer occupies on the
+    simulated clock (both ends of the link, each one transfer at a time unless
+    :meth:`capacities` says more):
+
+    * between tasks: the sender's ``"<task> NIC out"`` and the receiver's ``"<task> NIC in"``
+      (:func:`nic_ports`);
+    * within a task: each GPU's own bus, ``"<gpu> bus out"`` when it sends and ``"<gpu> bus in"``
+      when it receives (a PCIe x16 link is full duplex), and the host's memory
+      (``"<task> host memory"``) when a CPU device is an end; the host's memory takes
+      ``⌊host memory bandwidth / bus bandwidth⌋`` copies at once (3 for the nominal 20 GB/s host and
+      PCIe 2.0's 6 GB/s);
+    * a pair given in ``links`` (a dedicated NVLink): its own channel ``"<src> -> <dst>"``;
+      ``link_resources[(src, dst)]`` overrides all of these with one named channel.
+
+    Simplifications, stated: a transfer holds each port whole for its duration (no fair sharing of one
+    port's bandwidth between concurrent transfers: they queue); a copy between tasks does not also
+    occupy the GPUs' buses; PCIe switches and NUMA are not modelled.
 
     Device names are canonicalised (``/job:w/replica:0/task:0/gpu:0`` →
     ``/job:w/replica:0/task:0/device:GPU:0``) and must name job, replica, task, type
@@ -139,6 +161,7 @@ class MachineProfile:
         self.link_resources = types.MappingProxyType(_pair_map(link_resources))
         self.intra_task_link = intra_task_link
         self.inter_task_link = inter_task_link
+        self._capacities = types.MappingProxyType(self._host_memory_capacities())
 
     def device(self, name: str) -> DeviceProfile:
         """The :class:`DeviceProfile` of a device name."""
@@ -161,14 +184,36 @@ class MachineProfile:
         buses = [p.host_bus for p in profiles if p is not None and p.host_bus is not None]
         return min(buses, key=lambda bus: bus.bandwidth_Bps) if buses else self.intra_task_link
 
-    def link_resource(self, src: str, dst: str) -> str:
-        """The name of the channel a ``src`` → ``dst`` transfer occupies (see the class doc)."""
+    def transfer_resources(self, src: str, dst: str) -> tuple[str, ...]:
+        """The resources a ``src`` → ``dst`` transfer holds while it runs (see the class doc); () on one device."""
         src, dst = _full_name(src), _full_name(dst)
+        if src == dst:
+            return ()
         if (src, dst) in self.link_resources:
-            return self.link_resources[(src, dst)]
-        if _task_of(src) == _task_of(dst):
-            return f"{src} -> {dst}"
-        return f"{_task_of(dst)} NIC in"
+            return (self.link_resources[(src, dst)],)
+        if (src, dst) in self.links:
+            return (f"{src} -> {dst}",)
+        if _task_of(src) != _task_of(dst):
+            return nic_ports(_task_of(src), _task_of(dst))
+        ends = [f"{_task_of(src)} host memory" if _is_cpu(src) else f"{src} bus out",
+                f"{_task_of(dst)} host memory" if _is_cpu(dst) else f"{dst} bus in"]
+        return tuple(dict.fromkeys(ends))
+
+    def capacities(self) -> Mapping[str, int]:
+        """Resource name → how many transfers may hold it at once, where more than one (a host's memory)."""
+        return self._capacities
+
+    def _host_memory_capacities(self):
+        out = {}
+        for task in sorted({_task_of(d) for d in self.devices}):
+            names = [d for d in self.devices if _task_of(d) == task]
+            hosts = [self.devices[d] for d in names if _is_cpu(d)]
+            if not hosts:
+                continue
+            buses = [self.devices[d].host_bus or self.intra_task_link for d in names if not _is_cpu(d)]
+            fastest = max((b.bandwidth_Bps for b in buses), default=self.intra_task_link.bandwidth_Bps)
+            out[f"{task} host memory"] = max(1, int(min(h.mem_bandwidth_Bps for h in hosts) // fastest))
+        return out
 
     def __repr__(self):
         return f"MachineProfile({', '.join(f'{d}: {p.name}' for d, p in sorted(self.devices.items()))})"
@@ -244,26 +289,28 @@ def ps_sync_time_s(nbytes: float, n_workers: int, link: LinkProfile, n_ps: int =
     """Communication time of one synchronous parameter-server step.
 
     Each of ``n_workers`` pushes its ``nbytes`` of gradients and pulls ``nbytes`` of
-    parameters, split evenly over ``n_ps`` shards; each shard's ``link`` carries one
-    message at a time, so the workers' messages queue: one direction takes
-    ``n_workers · (α + nbytes/(n_ps·B))``. On a ``full_duplex`` link the PS sends back
-    each variable as soon as all workers' gradients for it have arrived, while later
-    variables are still coming in (TCP shares the link among the workers, so the first
-    variables complete early): pull overlaps push and the step costs one direction, an
-    idealised pipelined bound. On a half-duplex link it costs push plus pull, twice
-    that. Linear in ``n_workers``.
+    parameters, split evenly over ``n_ps`` shards, every message holding both ends of its
+    link (:func:`nic_ports`). A shard's inbound interface carries the ``n_workers``
+    pushes of ``nbytes/n_ps`` one at a time, and a worker's outbound interface its
+    ``n_ps`` pushes one at a time, so one direction takes
+    ``max(n_workers, n_ps) · (α + nbytes/(n_ps·B))`` — at least ``max(n_workers·K/(n_ps·B), K/B)``.
+    On a ``full_duplex`` link the PS sends back each variable as soon as all workers'
+    gradients for it have arrived, while later variables are still coming in: pull
+    overlaps push and the step costs one direction, an idealised pipelined bound. On a
+    half-duplex link it costs push plus pull, twice that.
 
     Seeds' example: 300 M float32 parameters (1.2 GB), 10 workers, 1 GB/s → 12 s. The
     seeds' and Baidu's 10.8 s counts 9 senders (one of the 10 GPUs is the reducer):
     ``ps_sync_time_s(1.2e9, 9, ETHERNET_10G)``. Source: Gibiansky, "Bringing HPC
-    Techniques to Deep Learning" (Baidu Research, 2017), naive single-reducer scheme.
+    Techniques to Deep Learning" (Baidu Research, 2017), naive single-reducer scheme;
+    the per-port bound is the α-β model of Thakur, Rabenseifner & Gropp (IJHPCA 2005).
 
     Raises:
         ValueError: ``n_workers < 1`` or ``n_ps < 1``.
     """
     _check_count("n_workers", n_workers)
     _check_count("n_ps", n_ps)
-    one_direction = n_workers * transfer_time_s(nbytes / n_ps, link)
+    one_direction = max(n_workers, n_ps) * transfer_time_s(nbytes / n_ps, link)
     return one_direction if full_duplex else 2 * one_direction
 
 
@@ -288,6 +335,10 @@ def _full_name(name):
         raise ValueError(f"Device name '{name}' must give job, replica, task, type and index, "
                          "e.g. '/job:localhost/replica:0/task:0/device:GPU:0'")
     return spec.to_string()
+
+
+def _is_cpu(name):
+    return DeviceSpec.from_string(name).device_type == "CPU"
 
 
 def _task_of(name):

@@ -80,16 +80,37 @@ def test_links_and_link_resources_can_be_overridden_in_legacy_spelling():
     )
     assert machine.link(GPU0, GPU1) is cm.NVLINK_V100
     assert machine.link(GPU1, GPU0) is cm.PCIE_3_X16
-    assert machine.link_resource(GPU0, GPU1) == "nvlink-0-1"
-    assert machine.link_resource(GPU1, GPU0) == f"{GPU1} -> {GPU0}"
+    assert machine.transfer_resources(GPU0, GPU1) == ("nvlink-0-1",)
+    assert machine.transfer_resources(GPU1, GPU0) == (f"{GPU1} bus out", f"{GPU0} bus in")
+    linked = cm.MachineProfile({GPU0: cm.TESLA_V100, GPU1: cm.TESLA_V100}, links={(GPU0, GPU1): cm.NVLINK_V100})
+    assert linked.transfer_resources(GPU0, GPU1) == (f"{GPU0} -> {GPU1}",)  # a dedicated link: its own channel
 
 
-def test_cross_task_transfers_queue_on_the_receivers_interface():
+def test_cross_task_transfers_hold_the_senders_and_the_receivers_interface():
     machine = cm.MachineProfile({})
     ps = "/job:ps/replica:0/task:0/device:CPU:0"
     w0, w1 = (f"/job:worker/replica:0/task:{i}/device:GPU:0" for i in range(2))
-    assert machine.link_resource(w0, ps) == machine.link_resource(w1, ps) == "/job:ps/replica:0/task:0 NIC in"
-    assert machine.link_resource(ps, w0) != machine.link_resource(ps, w1)
+    assert machine.transfer_resources(w0, ps) == ("/job:worker/replica:0/task:0 NIC out",
+                                                  "/job:ps/replica:0/task:0 NIC in")
+    assert machine.transfer_resources(w1, ps)[1] == machine.transfer_resources(w0, ps)[1]
+    # a broadcast's messages share the sender's outbound port
+    assert machine.transfer_resources(ps, w0)[0] == machine.transfer_resources(ps, w1)[0] == \
+        "/job:ps/replica:0/task:0 NIC out"
+    assert cm.nic_ports("/job:a/replica:0/task:0", "/job:b/replica:0/task:1") == machine.transfer_resources(
+        "/job:a/replica:0/task:0/device:CPU:0", "/job:b/replica:0/task:1/device:CPU:0")
+
+
+def test_transfers_within_a_task_hold_each_gpus_bus_and_the_hosts_memory():
+    machine = cm.default_machine(4)
+    gpus = [f"/job:localhost/replica:0/task:0/device:GPU:{i}" for i in range(4)]
+    assert machine.transfer_resources(gpus[1], gpus[0]) == (f"{gpus[1]} bus out", f"{gpus[0]} bus in")
+    assert machine.transfer_resources(CPU0, gpus[0]) == ("/job:localhost/replica:0/task:0 host memory",
+                                                        f"{gpus[0]} bus in")
+    assert machine.transfer_resources(gpus[2], CPU0) == (f"{gpus[2]} bus out",
+                                                        "/job:localhost/replica:0/task:0 host memory")
+    assert machine.transfer_resources(CPU0, CPU0) == ()
+    # the nominal host's 20 GB/s memory takes three 6 GB/s PCIe 2.0 copies at once
+    assert machine.capacities() == {"/job:localhost/replica:0/task:0 host memory": 3}
 
 
 def test_unknown_and_partial_device_names_are_reported():
@@ -207,7 +228,7 @@ def test_ring_allreduce_formula():
 def test_seeds_parameter_server_numbers():
     # 10 workers push 1.2 GB each through one 1 GB/s PS link: 12 s (+10 latencies),
     # in the seeds' "10-20 s per batch"; push and pull overlap on the full-duplex link.
-    t10 = cm.ps_sync_time_s(MODEL_BYTES, 10, cm.ETHERNET_10G)
+    t10 = cm.ps_sync_time_s(MODEL_BYTES, 10, cm.ETHERNET_10G)  # max(n, s) = 10 messages on the PS's port
     assert 10.0 <= t10 <= 12.001 and t10 == pytest.approx(12.0 + 10 * 50e-6)
     # The seeds' / Baidu's 10.8 s: 10 GPUs, one of them the reducer, 9 senders.
     assert cm.ps_sync_time_s(MODEL_BYTES, 9, cm.ETHERNET_10G) == pytest.approx(10.8, rel=1e-4)
@@ -216,6 +237,13 @@ def test_seeds_parameter_server_numbers():
     # Half-duplex: push then pull; two PS shards halve each message.
     assert cm.ps_sync_time_s(MODEL_BYTES, 10, cm.ETHERNET_10G, full_duplex=False) == pytest.approx(2 * t10)
     assert cm.ps_sync_time_s(MODEL_BYTES, 10, cm.ETHERNET_10G, n_ps=2) == pytest.approx(6.0 + 10 * 50e-6)
+
+
+def test_ps_step_is_bound_by_each_workers_own_interface():
+    # 1 worker, 10 shards: the worker's NIC still sends all 1.2 GB (was 0.12 s: n·(α + K/(s·B)))
+    assert cm.ps_sync_time_s(MODEL_BYTES, 1, cm.ETHERNET_10G, n_ps=10) == pytest.approx(1.2 + 10 * 50e-6)
+    # 2 workers, 4 shards: each worker's 4 messages of 0.3 GB queue on its NIC (was 0.60 s)
+    assert cm.ps_sync_time_s(MODEL_BYTES, 2, cm.ETHERNET_10G, n_ps=4) == pytest.approx(1.2 + 4 * 50e-6)
 
 
 def test_seeds_ring_allreduce_number():

@@ -33,7 +33,7 @@ def _matmul_s(n, flops=K20M_FLOPS):
 
 
 def test_two_independent_matmuls_go_to_two_gpus_at_the_hand_computed_times():
-    n = 2048  # big enough that moving a and b over the K20m's PCIe 2.0 costs less than waiting for GPU:0
+    n = 4096  # big enough that moving a and b over the K20m's PCIe 2.0 costs less than waiting for GPU:0
     a = tf.constant(np.ones((n, n), np.float32), name="a")
     b = tf.constant(np.ones((n, n), np.float32), name="b")
     tf.matmul(a, b, name="mm1")
@@ -43,19 +43,22 @@ def test_two_independent_matmuls_go_to_two_gpus_at_the_hand_computed_times():
     # Constants compute nothing: every device finishes them at 0, so TF's priority order picks GPU:0.
     assert [decisions[c].device for c in "ab"] == [_P + "GPU:0"] * 2
     t_gpu = _matmul_s(n)
-    moved = PCIE_LATENCY_S + n * n * 4 / PCIE_BW  # a and b cross PCIe in parallel
+    moved = PCIE_LATENCY_S + n * n * 4 / PCIE_BW  # one of a, b
+    # a and b both leave through GPU:0's bus and enter through GPU:1's: one after the other (at n = 2048 that
+    # made GPU:1 finish later than waiting for GPU:0)
     mm1 = {c.device: c for c in decisions["mm1"].candidates}
     assert decisions["mm1"].device == _P + "GPU:0"
     assert mm1[_P + "GPU:0"].finish_s == pytest.approx(t_gpu)
     assert mm1[_P + "GPU:1"].transfer_s == pytest.approx(moved)
-    assert mm1[_P + "GPU:1"].finish_s == pytest.approx(moved + t_gpu)
+    assert mm1[_P + "GPU:1"].ready_s == pytest.approx(2 * moved)
+    assert mm1[_P + "GPU:1"].finish_s == pytest.approx(2 * moved + t_gpu)
     mm2 = {c.device: c for c in decisions["mm2"].candidates}
     assert mm2[_P + "GPU:0"].start_s == pytest.approx(t_gpu)  # GPU:0 is busy with mm1
     assert mm2[_P + "GPU:0"].finish_s == pytest.approx(2 * t_gpu)
-    assert mm2[_P + "GPU:1"].finish_s == pytest.approx(moved + t_gpu)
+    assert mm2[_P + "GPU:1"].finish_s == pytest.approx(2 * moved + t_gpu)
     assert decisions["mm2"].device == _P + "GPU:1"
     assert decisions["mm2"].reason == cost_placer.REASON_COST
-    assert placement.estimated_step_s == pytest.approx(moved + t_gpu)
+    assert placement.estimated_step_s == pytest.approx(2 * moved + t_gpu)
     # The winner is the earliest finish among the candidates that fit, for every node.
     for d in placement.decisions():
         assert d.winner.finish_s == min(c.finish_s for c in d.candidates if c.fits)

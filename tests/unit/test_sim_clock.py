@@ -205,7 +205,7 @@ def test_transfers_become_link_tasks_between_producer_and_consumer():
     transfers = [TransferRecord("m0", "add", nbytes), TransferRecord("m0", "id", nbytes)]
     tasks = {t.name: t for t in build_tasks(nodes, transfers, machine)}
     link = tasks[transfer_task_name("m0", "add")]
-    assert link.name == "m0 -> add" and link.resource == f"{GPU0} -> {GPU1}"
+    assert link.name == "m0 -> add" and link.resources == (f"{GPU0} bus out", f"{GPU1} bus in")
     assert link.duration_s == pytest.approx(10e-6 + nbytes / 6e9)  # the K20m's PCIe 2.0 x16
     assert link.deps == ("m0",) and link.priority == 3
     assert tasks["add"].deps == ("m0 -> add",) and tasks["add"].resource == GPU1
@@ -244,3 +244,45 @@ def test_parameter_server_pushes_queue_on_the_ps_interface():
     assert result.start_s["apply"] == pytest.approx(push_s)  # the free grad ops take no time
     assert result.busy_s["/job:ps/replica:0/task:0 NIC in"] == pytest.approx(push_s)
     assert [n for n in result.order if "->" in n] == [f"grad{i} -> apply" for i in range(4)]
+
+
+# -- tasks holding several resources (a transfer holds both ends of its link) -------
+def test_a_transfer_waits_for_both_of_its_ports():
+    # "a" holds the sender's port; "b" wants it and the receiver's: it starts when "a" ends, while "c",
+    # holding only the receiver's port, may not overtake "b" once "b" is ready first (priority order)
+    tasks = [SimTask("a", "x out", 2.0), SimTask("b", ("x out", "y in"), 1.0, priority=0),
+             SimTask("c", "y in", 1.0, priority=1)]
+    result = simulate(tasks)
+    assert result.start_s["b"] == 2.0 and result.end_s["b"] == 3.0
+    assert result.start_s["c"] == 0.0  # "y in" is free while "b" waits for "x out": "c" uses it meanwhile
+    assert result.busy_s["x out"] == 3.0 and result.busy_s["y in"] == 2.0
+
+
+def test_messages_into_one_port_queue_and_a_fan_out_queues_on_the_senders_port():
+    into = [SimTask(f"m{i}", (f"w{i} out", "ps in"), 1.0) for i in range(4)]
+    assert simulate(into).makespan_s == 4.0  # (N-1)·K/B at the receiver's port
+    out = [SimTask(f"m{i}", ("ps out", f"w{i} in"), 1.0) for i in range(4)]
+    assert simulate(out).makespan_s == 4.0  # c·K/B at a broadcaster's port
+    disjoint = [SimTask(f"m{i}", (f"w{i} out", f"w{(i + 1) % 4} in"), 1.0) for i in range(4)]
+    assert simulate(disjoint).makespan_s == 1.0  # a ring step: every port carries one message
+
+
+def test_capacity_lets_several_tasks_hold_a_resource():
+    tasks = [SimTask(f"copy{i}", (f"gpu{i} bus out", "host memory"), 1.0) for i in range(4)]
+    assert simulate(tasks).makespan_s == 4.0
+    result = simulate(tasks, {"host memory": 3})
+    assert result.makespan_s == 2.0 and sorted(result.end_s.values()) == [1.0, 1.0, 1.0, 2.0]
+    assert result.utilization["host memory"] == pytest.approx(4.0 / (2.0 * 3))
+    with pytest.raises(ValueError, match="capacities must be >= 1"):
+        simulate(tasks, {"host memory": 0})
+
+
+def test_port_book_reserves_every_port_of_a_transfer():
+    from dfcore.runtime.sim_clock import PortBook
+    book = PortBook({"mem": 2})
+    assert book.reserve(("a out", "b in"), 0.0, 1.0) == (0.0, 1.0)
+    assert book.reserve(("c out", "b in"), 0.5, 1.0) == (1.0, 2.0)  # b's inbound port is busy until 1.0
+    assert book.reserve(("a out", "d in"), 0.0, 1.0) == (1.0, 2.0)  # a's outbound port likewise
+    trial = book.copy()
+    assert trial.reserve(("mem",), 0.0, 3.0) == (0.0, 3.0) and trial.reserve(("mem",), 0.0, 3.0) == (0.0, 3.0)
+    assert trial.earliest(("mem",), 0.0) == 3.0 and book.earliest(("mem",), 0.0) == 0.0  # the copy is separate
