@@ -34,6 +34,9 @@ class SessionResources:
         self._step_hooks = {}
         self._allocators: dict[str, Allocator] = {}
         self._closed = False
+        #: the session's hardware profiles (a :class:`~dfcore.runtime.cost_model.MachineProfile`) for what
+        #: its ops simulate (an in-graph collective's time); None where the owner sets none
+        self.machine: Any = None
 
     def variable_key(self, name: str, device: str) -> str:
         """The store key of variable ``name`` on ``device``: the name (a local session is one task)."""

@@ -286,3 +286,22 @@ def test_port_book_reserves_every_port_of_a_transfer():
     trial = book.copy()
     assert trial.reserve(("mem",), 0.0, 3.0) == (0.0, 3.0) and trial.reserve(("mem",), 0.0, 3.0) == (0.0, 3.0)
     assert trial.earliest(("mem",), 0.0) == 3.0 and book.earliest(("mem",), 0.0) == 0.0  # the copy is separate
+
+
+def test_copies_into_one_host_or_one_gpu_share_its_memory_or_its_bus():
+    machine = cm.default_machine(4)
+    nbytes = 60 * 10**6
+    gpus = [PREFIX + f"GPU:{i}" for i in range(4)]
+    # 4 × 60 MB GPU → CPU: the 20 GB/s host memory takes three 6 GB/s copies at once, so 2 rounds of 10 ms
+    nodes = [NodeRecord(f"out{i}", g, cm.OpCost(0, 0)) for i, g in enumerate(gpus)]
+    nodes += [NodeRecord(f"in{i}", CPU0, cm.OpCost(0, 0)) for i in range(4)]
+    copies = [TransferRecord(f"out{i}", f"in{i}", nbytes) for i in range(4)]
+    one = cm.transfer_time_s(nbytes, cm.PCIE_2_X16)
+    result = simulate_step(nodes, copies, machine)
+    assert result.makespan_s == pytest.approx(2 * one)
+    assert result.makespan_s >= 4 * nbytes / cm.CPU.mem_bandwidth_Bps  # never faster than the host's memory
+    # GPU1 → GPU0 and CPU → GPU0: both enter through GPU0's one PCIe x16 link, one after the other
+    nodes = [NodeRecord("g1", gpus[1], cm.OpCost(0, 0)), NodeRecord("c", CPU0, cm.OpCost(0, 0)),
+             NodeRecord("r1", gpus[0], cm.OpCost(0, 0)), NodeRecord("r2", gpus[0], cm.OpCost(0, 0))]
+    result = simulate_step(nodes, [TransferRecord("g1", "r1", nbytes), TransferRecord("c", "r2", nbytes)], machine)
+    assert result.makespan_s == pytest.approx(2 * one)
