@@ -47,6 +47,8 @@ class MapDataset(Dataset):
         super().__init__(nest.indices(self._fn.output_structure), self._fn.output_types, self._fn.output_shapes,
                          (input_dataset,))
         self._input = input_dataset
+        #: the parallelism asked for (``AUTOTUNE`` stays ``AUTOTUNE``: the simulated clock resolves it itself)
+        self.num_parallel_calls = num_parallel_calls
         self._parallel = (os.cpu_count() or 1) if num_parallel_calls == AUTOTUNE else (num_parallel_calls or 1)
 
     @property

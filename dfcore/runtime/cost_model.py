@@ -2,8 +2,9 @@
 
 Source: TF whitepaper (2015) §3.2.1 (a cost model estimates op times and transfer
 costs per device) and TF's ``core/grappler/costs/op_level_cost_estimator.cc``
-(roofline: an op is bound by compute or by memory). Numbers are datasheet figures
-for fp32; what is nominal says so.
+(roofline: an op is bound by compute or by memory). The devices and links are those of
+:mod:`dfcore.runtime.hardware_profiles`: achieved rates, each a datasheet's fp32 peak
+times a named efficiency; what is nominal says so.
 
 Formulas (SI units: seconds, bytes, FLOP; ``B`` = bandwidth in bytes/s):
 
@@ -28,7 +29,6 @@ Formulas (SI units: seconds, bytes, FLOP; ``B`` = bandwidth in bytes/s):
 from __future__ import annotations
 
 import dataclasses
-import math
 import types
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -36,32 +36,32 @@ from typing import Any
 from ..framework import registry
 from ..framework.device import DeviceSpec
 from ..ops import op_costs
-
-
-@dataclasses.dataclass(frozen=True)
-class LinkProfile:
-    """A link between two devices: bandwidth (bytes/s, may be ``math.inf``) and latency (s)."""
-
-    name: str
-    bandwidth_Bps: float
-    latency_s: float
-
-
-@dataclasses.dataclass(frozen=True)
-class DeviceProfile:
-    """A device's speed: peak fp32 FLOP/s, memory bandwidth (bytes/s), memory size
-    (bytes) and the fixed cost of launching one op (s). ``name`` is what the placement
-    log prints (``name: Tesla K20m``); ``device_type`` is ``"CPU"`` or ``"GPU"``. ``host_bus``:
-    the link the board sits on (a GPU's PCIe generation), which copies to and from it cross
-    inside one task unless the machine names another link; None for the host itself."""
-
-    name: str
-    device_type: str
-    flops_per_s: float
-    mem_bandwidth_Bps: float
-    memory_bytes: int
-    launch_overhead_s: float
-    host_bus: LinkProfile | None = None
+from .hardware_profiles import (  # noqa: F401  (the profiles are the cost model's API too)
+    A100_40GB,
+    A100_80GB,
+    CPU,
+    ETHERNET_10G,
+    ETHERNET_25G,
+    ETHERNET_100G,
+    GPUS,
+    H100,
+    H200,
+    INFINIBAND_HDR,
+    LOOPBACK,
+    NUMPY_CORE,
+    NVLINK_A100,
+    NVLINK_H100,
+    NVLINK_V100,
+    PCIE_2_X16,
+    PCIE_3_X16,
+    PCIE_4_X16,
+    PCIE_5_X16,
+    TESLA_K20M,
+    TESLA_V100,
+    TESLA_V100_32GB,
+    DeviceProfile,
+    LinkProfile,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,42 +72,6 @@ class OpCost:
     bytes_accessed: int
 
 
-# PCI-SIG PCIe 3.0 base spec: 8 GT/s × 16 lanes with 128b/130b coding = 15.75 GB/s per
-# direction; ~12 GB/s is what NVIDIA's CUDA bandwidthTest reaches with pinned memory.
-# 10 µs is a nominal per-copy latency (cudaMemcpy setup and DMA start).
-PCIE_3_X16 = LinkProfile("PCIe 3.0 x16", 12e9, 10e-6)
-# PCI-SIG PCIe 2.0 base spec: 5 GT/s × 16 lanes with 8b/10b coding = 8 GB/s per direction; about
-# 6 GB/s is what CUDA's bandwidthTest reaches with pinned memory on Gen2 boards such as the Tesla K20
-# (NVIDIA's "Tesla K20 GPU Accelerator" board specification: PCI Express Gen2 x16). Same nominal latency.
-PCIE_2_X16 = LinkProfile("PCIe 2.0 x16", 6e9, 10e-6)
-# NVIDIA Tesla V100 datasheet: NVLink 300 GB/s total (six links, both directions),
-# i.e. 150 GB/s each way; 5 µs nominal latency.
-NVLINK_V100 = LinkProfile("NVLink (V100)", 150e9, 5e-6)
-# IEEE 802.3ae 10GBASE: 10 Gbit/s = 1.25 GB/s line rate; 1 GB/s after protocol overhead,
-# the figure of the seeds' parameter-server example; 50 µs nominal TCP latency.
-ETHERNET_10G = LinkProfile("10 Gigabit Ethernet", 1e9, 50e-6)
-# Same device: no copy.
-LOOPBACK = LinkProfile("loopback", math.inf, 0.0)
-
-# NVIDIA Tesla K20 / K20X board specification and "Tesla K20 GPU Accelerator" datasheet
-# (2012): K20m 3.52 TFLOP/s single precision, 208 GB/s GDDR5, 5 GB, PCI Express Gen2 x16. The launch
-# overhead (5 µs, typical CUDA kernel launch latency) is nominal for every GPU here.
-TESLA_K20M = DeviceProfile("Tesla K20m", "GPU", 3.52e12, 208e9, 5 * 10**9, 5e-6, PCIE_2_X16)
-# NVIDIA Tesla V100 datasheet (2017), SXM2: 15.7 TFLOP/s fp32, 900 GB/s HBM2, 16 GB, PCIe Gen3 x16 to the host.
-TESLA_V100 = DeviceProfile("Tesla V100-SXM2-16GB", "GPU", 15.7e12, 900e9, 16 * 10**9, 5e-6, PCIE_3_X16)
-# The same datasheet's 32 GB board: same speeds, twice the memory.
-TESLA_V100_32GB = DeviceProfile("Tesla V100-SXM2-32GB", "GPU", 15.7e12, 900e9, 32 * 10**9, 5e-6, PCIE_3_X16)
-# NVIDIA H100 Tensor Core GPU datasheet (2022), SXM5: 67 TFLOP/s fp32, 3.35 TB/s HBM3, 80 GB. The name is
-# the one the CUDA driver reports for that board (and device_set's description uses).
-H100 = DeviceProfile("NVIDIA H100 80GB HBM3", "GPU", 67e12, 3.35e12, 80 * 10**9, 5e-6)
-# NVIDIA H200 Tensor Core GPU datasheet (2024), SXM: 67 TFLOP/s fp32, 4.8 TB/s HBM3e, 141 GB; the driver's name.
-H200 = DeviceProfile("NVIDIA H200", "GPU", 67e12, 4.8e12, 141 * 10**9, 5e-6)
-# Nominal modest host, not a datasheet figure: 100 GFLOP/s, 20 GB/s, 16 GB, 1 µs per op.
-CPU = DeviceProfile("CPU", "CPU", 100e9, 20e9, 16 * 10**9, 1e-6)
-# Nominal, not a datasheet figure: one host core running numpy kernels as dfcore does:
-# ~10 GFLOP/s on small matrices, 10 GB/s, ~10 µs to dispatch one op (Python and numpy
-# call overhead). The parameter-server driver's default worker.
-NUMPY_CORE = DeviceProfile("numpy core", "CPU", 10e9, 10e9, 16 * 10**9, 10e-6)
 
 def nic_ports(src_task: str, dst_task: str) -> tuple[str, str]:
     """The two ends a message between two tasks occupies: the sender's outbound network interface
@@ -121,7 +85,8 @@ class MachineProfile:
     """Devices (full names → :class:`DeviceProfile`) and the links between them.
 
     ``link(src, dst)`` is, in order: :data:`LOOPBACK` for the same device; the entry
-    ``links[(src, dst)]`` if given; between two devices of one task (CPU↔GPU, GPU↔GPU), the
+    ``links[(src, dst)]`` if given; between two GPUs of one task that both have a ``peer_link``
+    (NVLink), the slower of the two; between two devices of one task (CPU↔GPU, GPU↔GPU), the
     slower ``host_bus`` of the two devices' profiles (a K20m's PCIe 2.0), or ``intra_task_link``
     (PCIe 3.0 by default) when neither profile names one; ``inter_task_link`` (10 GbE by default)
     between tasks.
@@ -132,7 +97,9 @@ class MachineProfile:
 
     * between tasks: the sender's ``"<task> NIC out"`` and the receiver's ``"<task> NIC in"``
       (:func:`nic_ports`);
-    * within a task: each GPU's own bus, ``"<gpu> bus out"`` when it sends and ``"<gpu> bus in"``
+    * between two GPUs of one task over NVLink: each GPU's NVLink ports, ``"<gpu> NVLink out"`` and
+      ``"<gpu> NVLink in"``;
+    * otherwise within a task: each GPU's own bus, ``"<gpu> bus out"`` when it sends and ``"<gpu> bus in"``
       when it receives (a PCIe x16 link is full duplex), and the host's memory
       (``"<task> host memory"``) when a CPU device is an end; the host's memory takes
       ``⌊host memory bandwidth / bus bandwidth⌋`` copies at once (3 for the nominal 20 GB/s host and
@@ -180,6 +147,9 @@ class MachineProfile:
             return self.links[(src, dst)]
         if _task_of(src) != _task_of(dst):
             return self.inter_task_link
+        peers = self._peer_links(src, dst)
+        if peers:
+            return min(peers, key=lambda link: link.bandwidth_Bps)
         profiles = [self.devices.get(name) for name in (src, dst)]
         buses = [p.host_bus for p in profiles if p is not None and p.host_bus is not None]
         return min(buses, key=lambda bus: bus.bandwidth_Bps) if buses else self.intra_task_link
@@ -195,9 +165,16 @@ class MachineProfile:
             return (f"{src} -> {dst}",)
         if _task_of(src) != _task_of(dst):
             return nic_ports(_task_of(src), _task_of(dst))
+        if self._peer_links(src, dst):
+            return f"{src} NVLink out", f"{dst} NVLink in"
         ends = [f"{_task_of(src)} host memory" if _is_cpu(src) else f"{src} bus out",
                 f"{_task_of(dst)} host memory" if _is_cpu(dst) else f"{dst} bus in"]
         return tuple(dict.fromkeys(ends))
+
+    def _peer_links(self, src, dst):
+        """The two devices' ``peer_link`` s when both have one (NVLink between them), else ()."""
+        links = [getattr(self.devices.get(name), "peer_link", None) for name in (src, dst)]
+        return tuple(links) if all(link is not None for link in links) else ()
 
     def capacities(self) -> Mapping[str, int]:
         """Resource name → how many transfers may hold it at once, where more than one (a host's memory)."""

@@ -41,8 +41,6 @@ from .step_stats import AllocatorMemoryUsed, NodeExecStats, StepStats, StepStats
 if TYPE_CHECKING:
     from .step_plan import StepPlan
 
-_PROFILES = {p.name: p for p in (cost_model.TESLA_K20M, cost_model.TESLA_V100, cost_model.TESLA_V100_32GB,
-                                  cost_model.H100, cost_model.H200)}
 # _Arg: a fed value
 _ALIASING = frozenset(("Identity", "Reshape", "StopGradient", "VariableV2", "Const", "_Send", "_Arg"))
 
@@ -51,7 +49,7 @@ def machine_for(device_set: DeviceSet) -> cost_model.MachineProfile:
     """A :class:`~dfcore.runtime.cost_model.MachineProfile` for the devices of a session."""
     devices = {}
     for device in device_set.devices:
-        devices[device.name] = cost_model.CPU if device.device_type == "CPU" else _PROFILES.get(
+        devices[device.name] = cost_model.CPU if device.device_type == "CPU" else cost_model.GPUS.get(
             device.profile_name, cost_model.TESLA_K20M)
     return cost_model.MachineProfile(devices)
 

@@ -125,11 +125,11 @@ def test_measured_bubble_follows_the_flow_shop_model(pipelined):
     path and lets no op of one micro-batch overlap the next one's transfer; the simulated clock overlaps a
     little more, so the measured bubble is at most 0.02 below the model. The model gives every hand-off a link
     of its own, while on the clock a forward activation and a backward gradient that cross one GPU's bus at
-    once queue (both ends of every transfer are held), so the measured bubble may exceed it slightly (0.002)."""
+    once queue (both ends of every transfer are held), so the measured bubble may exceed it slightly (0.005)."""
     bubbles = [pipelined[m].bubble for m in (1, 2, 4, 8)]
     for m, report in pipelined.items():
         assert report.bubble >= predicted_bubble(4, m) - 1e-9  # unequal stages and transfers only add idle time
-        assert report.flow_shop_bubble - 0.02 <= report.bubble <= report.flow_shop_bubble + 0.002, m
+        assert report.flow_shop_bubble - 0.02 <= report.bubble <= report.flow_shop_bubble + 0.005, m
     assert bubbles == sorted(bubbles, reverse=True) and bubbles[-1] < bubbles[0] - 0.3
 
 

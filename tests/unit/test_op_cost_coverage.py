@@ -63,10 +63,11 @@ def test_batch_matmul_counts_two_flops_per_term(adj_x, adj_y):
     cost = cm.op_cost("BatchMatMul", [a, c], [(b, m, n)], 4, {"adj_x": adj_x, "adj_y": adj_y})
     assert cost.flops == 2 * b * m * k * n
     assert cost.bytes_accessed == 4 * (b * m * k + b * k * n + b * m * n)
-    # the figure: 8 × 512³ on a K20m is compute bound, 2.1e9 flops in ~615 µs (was 2.1e6, 126 µs)
+    # 8 × 512³ on a K20m is compute bound: 2.1e9 flops, 615 µs at the datasheet's peak, 768 µs at the profile's
+    # achieved 80 % of it (was 2.1e6 flops by the default cost: 126 µs)
     big = cm.op_cost("BatchMatMul", [(8, 512, 512)] * 2, [(8, 512, 512)])
     assert big.flops == 2 * 8 * 512 ** 3
-    assert cm.op_time_s(big, cm.TESLA_K20M) == pytest.approx(5e-6 + 2 * 8 * 512 ** 3 / 3.52e12)
+    assert cm.op_time_s(big, cm.TESLA_K20M) == pytest.approx(5e-6 + 2 * 8 * 512 ** 3 / (0.8 * 3.52e12))
 
 
 def test_a_batched_matmul_built_through_the_api_carries_its_attrs():

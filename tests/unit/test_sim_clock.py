@@ -219,7 +219,7 @@ def test_transfers_become_link_tasks_between_producer_and_consumer():
 def test_link_override_and_record_errors():
     machine = cm.default_machine()
     nodes = [NodeRecord("a", GPU0, cm.OpCost(0, 0)), NodeRecord("b", GPU1, cm.OpCost(0, 0))]
-    (task,) = [t for t in build_tasks(nodes, [TransferRecord("a", "b", 150e9, cm.NVLINK_V100)], machine)
+    (task,) = [t for t in build_tasks(nodes, [TransferRecord("a", "b", 135e9, cm.NVLINK_V100)], machine)
                if t.name == "a -> b"]
     assert task.duration_s == pytest.approx(1.0 + 5e-6)
     with pytest.raises(ValueError, match="names unknown node 'c'"):

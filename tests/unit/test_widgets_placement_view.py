@@ -36,13 +36,13 @@ def test_view_structure_and_kernel_free_step_through():
     assert pairs == {(view.play, "value", view.slider, "value"), (view.slider, "value", view.stack, "selected_index")}
     assert view.devices == [_P + "CPU:0", _P + "GPU:0", _P + "GPU:1"]
     # mm2 on GPU:1: a then b cross the K20m's PCIe 2.0, one after the other through GPU:0's bus out and GPU:1's
-    # bus in (2 × (10 µs + 64 MiB / 6 GB/s) = 22.4 ms), then 5 µs + 2·4096³ / 3.52 TFLOP/s = 39.0 ms: 61.4 ms,
-    # against 78.1 ms after mm1 on GPU:0
-    assert repr(view) == "<PlacementView: 4 nodes on 3 devices, estimated step 61.4 ms>"
+    # bus in (2 × (10 µs + 64 MiB / 6 GB/s) = 22.4 ms), then 5 µs + 2·4096³ / (0.8 · 3.52 TFLOP/s) = 48.8 ms: 71.2 ms,
+    # against 97.6 ms after mm1 on GPU:0
+    assert repr(view) == "<PlacementView: 4 nodes on 3 devices, estimated step 71.2 ms>"
     # frame k captions node k's candidates and the winner
     frame = view.stack.children[3].value
     assert "node 3: mm2 (MatMul, static cost) finishes at" in frame and "→ GPU:1 (cost model: earliest" in frame
-    assert "all 4 nodes placed: the last finishes at 61.4 ms" in view.stack.children[4].value
+    assert "all 4 nodes placed: the last finishes at 71.2 ms" in view.stack.children[4].value
 
 
 def test_frames_grow_the_lanes_node_by_node_and_draw_the_candidates_as_ghosts():
@@ -53,7 +53,7 @@ def test_frames_grow_the_lanes_node_by_node_and_draw_the_candidates_as_ghosts():
     assert solid == [0, 0, 3, 4, 2]
     third = frame_svg(decisions, 3, devices, 1e-3)
     assert third.count('stroke-dasharray="4,2"') == 2  # the two losing candidates of mm2 are dashed
-    assert "★ 61.4 ms" in third  # the winner's finish
+    assert "★ 71.2 ms" in third  # the winner's finish
     assert third.count("inputs arrive over the link") == 2  # a and b live on GPU:0: CPU and GPU:1 receive them
     assert third.startswith("<svg") and third.endswith("</svg>")
 
@@ -64,7 +64,7 @@ def test_rows_mark_the_winner_the_transfers_and_the_infeasible_devices():
     rows = decision_rows(placement.decisions(), devices)
     mm2 = rows[3]
     assert mm2[:4] == (3, "mm2", "MatMul", "static")
-    assert mm2[5] == "78.1 ms" and mm2[6].startswith("★ 61.4 ms (+11.2 ms in)")  # the longer of the two inputs
+    assert mm2[5] == "97.6 ms" and mm2[6].startswith("★ 71.2 ms (+11.2 ms in)")  # the longer of the two inputs
     assert "GPU:1" in mm2[7] and mm2[8] == cost_placer.REASON_COST
     with tf.Graph().as_default():
         with tf.device("/gpu:1"):
