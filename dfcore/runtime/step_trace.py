@@ -93,7 +93,7 @@ def build_step_stats(plan: StepPlan, result: StepResult, machine: cost_model.Mac
     base_perf = timings[0].start_s if timings else 0.0
     base_wall_us = time.time() * 1e6 - (time.perf_counter() - base_perf) * 1e6
     collector = StepStatsCollector()
-    wall_start = {}
+    wall_start: dict[str, int] = {}
     for t in timings:
         _, partition = by_device[t.device]
         node = partition.nodes[t.index]
