@@ -86,10 +86,10 @@ class MachineProfile:
 
     ``link(src, dst)`` is, in order: :data:`LOOPBACK` for the same device; the entry
     ``links[(src, dst)]`` if given; between two GPUs of one task that both have a ``peer_link``
-    (NVLink), the slower of the two; between two devices of one task (CPU↔GPU, GPU↔GPU), the
-    slower ``host_bus`` of the two devices' profiles (a K20m's PCIe 2.0), or ``intra_task_link``
-    (PCIe 3.0 by default) when neither profile names one; ``inter_task_link`` (10 GbE by default)
-    between tasks.
+    (NVLink), the slower of the two, unless the machine was given an ``intra_task_link``; between two
+    devices of one task (CPU↔GPU, GPU↔GPU), the slower ``host_bus`` of the two devices' profiles (a
+    K20m's PCIe 2.0), or ``intra_task_link`` (PCIe 3.0 by default) when neither profile names one;
+    ``inter_task_link`` (10 GbE by default) between tasks.
 
     ``transfer_resources(src, dst)`` is the one definition of what a transfer occupies on the
     simulated clock (both ends of the link, each one transfer at a time unless
@@ -122,11 +122,12 @@ class MachineProfile:
 
     def __init__(self, devices: Mapping[str, DeviceProfile], links: Mapping[tuple[str, str], LinkProfile] | None = None,
                  link_resources: Mapping[tuple[str, str], str] | None = None,
-                 intra_task_link: LinkProfile = PCIE_3_X16, inter_task_link: LinkProfile = ETHERNET_10G) -> None:
+                 intra_task_link: LinkProfile | None = None, inter_task_link: LinkProfile = ETHERNET_10G) -> None:
         self.devices = types.MappingProxyType({_full_name(d): p for d, p in devices.items()})
         self.links = types.MappingProxyType(_pair_map(links))
         self.link_resources = types.MappingProxyType(_pair_map(link_resources))
-        self.intra_task_link = intra_task_link
+        self._use_peer_links = intra_task_link is None
+        self.intra_task_link = PCIE_3_X16 if intra_task_link is None else intra_task_link
         self.inter_task_link = inter_task_link
         self._capacities = types.MappingProxyType(self._host_memory_capacities())
 
@@ -174,7 +175,7 @@ class MachineProfile:
     def _peer_links(self, src, dst):
         """The two devices' ``peer_link`` s when both have one (NVLink between them), else ()."""
         links = [getattr(self.devices.get(name), "peer_link", None) for name in (src, dst)]
-        return tuple(links) if all(link is not None for link in links) else ()
+        return tuple(links) if self._use_peer_links and all(link is not None for link in links) else ()
 
     def capacities(self) -> Mapping[str, int]:
         """Resource name → how many transfers may hold it at once, where more than one (a host's memory)."""

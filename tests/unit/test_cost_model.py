@@ -89,6 +89,10 @@ def test_default_link_rules():
     h100 = cm.MachineProfile({CPU0: cm.CPU, GPU0: cm.H100, GPU1: cm.H100})
     assert h100.link(CPU0, GPU0) is cm.PCIE_5_X16 and h100.link(GPU0, GPU1) is cm.NVLINK_H100
     assert h100.transfer_resources(GPU0, GPU1) == (f"{GPU0} NVLink out", f"{GPU1} NVLink in")
+    # a machine given an intra-task link joins its GPUs by it, NVLink boards or not (what-ifs over the link)
+    pcie = cm.MachineProfile({GPU0: dataclasses.replace(cm.H100, host_bus=None), GPU1: cm.H100},
+                             intra_task_link=cm.PCIE_3_X16)
+    assert pcie.link(GPU0, GPU1) is cm.PCIE_5_X16 and pcie.transfer_resources(GPU0, GPU1)[0] == f"{GPU0} bus out"
     assert machine.link(worker, ps) is cm.ETHERNET_10G
     assert machine.link(GPU0, worker) is cm.ETHERNET_10G
 
