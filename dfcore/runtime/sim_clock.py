@@ -101,9 +101,9 @@ def simulate(tasks: Iterable[SimTask], capacities: Mapping[str, int] | None = No
         :class:`SimResult`.
 
     Raises:
-        ValueError: duplicate task names, a duration that is negative or not finite, a
-            dependency on an unknown task, a dependency cycle (the cycle is named), or a
-            capacity below 1.
+        ValueError: duplicate task names, a duration that is negative or not finite, a task
+            holding no resource, a dependency on an unknown task, a dependency cycle (the
+            cycle is named), or a capacity below 1.
     """
     by_name = _index(tasks)
     capacity = dict(capacities or {})
@@ -344,6 +344,8 @@ def _index(tasks):
             raise ValueError(f"Two SimTasks are named '{task.name}'")
         if not (math.isfinite(task.duration_s) and task.duration_s >= 0):
             raise ValueError(f"SimTask '{task.name}' has duration_s={task.duration_s!r}; it must be finite and >= 0")
+        if not task.resources:
+            raise ValueError(f"SimTask '{task.name}' holds no resource; give it at least one")
         by_name[task.name] = task
     return by_name
 

@@ -275,6 +275,8 @@ def test_capacity_lets_several_tasks_hold_a_resource():
     assert result.utilization["host memory"] == pytest.approx(4.0 / (2.0 * 3))
     with pytest.raises(ValueError, match="capacities must be >= 1"):
         simulate(tasks, {"host memory": 0})
+    with pytest.raises(ValueError, match="SimTask 'x' holds no resource"):
+        simulate([SimTask("x", (), 1.0)])
 
 
 def test_port_book_reserves_every_port_of_a_transfer():
