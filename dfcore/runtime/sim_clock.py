@@ -121,6 +121,7 @@ def simulate(tasks: Iterable[SimTask], capacities: Mapping[str, int] | None = No
 
     ready: dict[str, list[tuple[int, str]]] = {}  # resource -> heap of (priority, name); a task is in each of its
     in_use: dict[str, int] = {}
+    dirty: set[str] = set()  # resources freed or given a ready task since the last start pass
     events: list[tuple[float, str]] = []  # heap of (end_s, name)
     start_s: dict[str, float] = {}
     end_s: dict[str, float] = {}
@@ -141,11 +142,17 @@ def simulate(tasks: Iterable[SimTask], capacities: Mapping[str, int] | None = No
             return
         for resource in task.resources:
             heapq.heappush(ready.setdefault(resource, []), (task.priority, name))
+            dirty.add(resource)
 
     def first_startable(resource):
         """The smallest ready task on ``resource`` whose resources are all free (None if none); drops
         entries of tasks already started through another resource."""
-        queue, skipped, found = ready[resource], [], None
+        queue = ready[resource]
+        while queue and queue[0][1] in start_s:
+            heapq.heappop(queue)
+        if not queue or all(free(r) for r in by_name[queue[0][1]].resources):
+            return queue[0] if queue else None
+        skipped, found = [], None  # the smallest waits for another resource: look further
         while queue:
             entry = heapq.heappop(queue)
             if entry[1] in start_s:
@@ -159,20 +166,33 @@ def simulate(tasks: Iterable[SimTask], capacities: Mapping[str, int] | None = No
         return found
 
     def start_ready():
-        while True:
-            best = None
-            for resource in [r for r, q in ready.items() if q and free(r)]:
+        """Start ready tasks, smallest first, until none can: a task that can start now holds a resource that was
+        freed or given a ready task since the last pass (else it could have started then), so only those resources
+        offer candidates; a candidate is re-checked when popped (starts only take slots away)."""
+        candidates: list[tuple[tuple[int, str], str]] = []
+
+        def offer(resource):
+            if ready.get(resource) and free(resource):
                 entry = first_startable(resource)
-                if entry is not None and (best is None or entry < best):
-                    best = entry
-            if best is None:
-                return
-            name = best[1]
+                if entry is not None:
+                    heapq.heappush(candidates, (entry, resource))
+
+        for resource in sorted(dirty):
+            offer(resource)
+        dirty.clear()
+        while candidates:
+            (_, name), resource = heapq.heappop(candidates)
+            task = by_name[name]
+            if name in start_s or not all(free(r) for r in task.resources):
+                offer(resource)
+                continue
             start_s[name] = now
-            end_s[name] = now + by_name[name].duration_s
-            for resource in by_name[name].resources:
-                in_use[resource] = in_use.get(resource, 0) + 1
+            end_s[name] = now + task.duration_s
+            for r in task.resources:
+                in_use[r] = in_use.get(r, 0) + 1
             heapq.heappush(events, (end_s[name], name))
+            for r in task.resources:
+                offer(r)
 
     for name in sorted(n for n, count in pending.items() if count == 0):
         release(name)
@@ -189,6 +209,7 @@ def simulate(tasks: Iterable[SimTask], capacities: Mapping[str, int] | None = No
             if task.duration_s > 0:
                 for resource in task.resources:
                     in_use[resource] -= 1
+                    dirty.add(resource)
                     busy_s[resource] = busy_s.get(resource, 0.0) + task.duration_s
             for waiter in dependents[name]:
                 pending[waiter] -= 1
