@@ -21,8 +21,13 @@ The model, per map call ``k`` (``B`` calls per batch, ``P`` map threads, calls i
 ``feed_dict`` is the same model with one client thread preparing each batch (``P = 1``, no prefetch,
 ``stage="client"``; the host's wait is then a ``FeedDict`` node); queue runners are ``num_threads`` map
 threads and a buffer of ``capacity / batch`` batches (``stage="QueueRunner"``; the wait is a
-``QueueDequeueManyV2``). With prefetch ``K``, a map of ``m`` per batch and a step of ``s`` reach a period of
-``max(m, s)``; without, ``m + s``.
+``QueueDequeueManyV2``). With prefetch ``K``, a map of ``m`` per batch, a copy of ``c`` and a step of ``s``
+reach a period of ``max(m, c + s)`` (the copy and the step run one after the other on the step's side of the
+buffer); without, ``m + c + s``.
+
+Simulated time depends only on the program and the simulated hardware: a map's ``AUTOTUNE``
+parallelism resolves to :data:`AUTOTUNE_MAP_THREADS` (8, the cores of the nominal simulated host), never
+to the cores of the machine running the simulation (real execution still uses that machine's cores).
 """
 
 from __future__ import annotations
@@ -35,6 +40,8 @@ from ..runtime.cost_model import LinkProfile
 from .pipeline_run import TRAIN_STEP, LaneRecorder, PipelineRun, lane_device, occupancy_series
 
 HOST = "/job:localhost/replica:0/task:0/device:CPU:0"
+#: map threads an ``AUTOTUNE`` map gets on the simulated clock (the nominal simulated host's cores)
+AUTOTUNE_MAP_THREADS = 8
 ACCELERATOR = "/job:localhost/replica:0/task:0/device:GPU:0"
 
 
@@ -85,12 +92,14 @@ class PipelineSpec:
 def spec_of(dataset: Any, step_s: float, batch_bytes: int = 0, **kwargs: Any) -> PipelineSpec:
     """The :class:`PipelineSpec` of a ``tf.data`` pipeline: its (first) ``map``'s simulated cost and
     threads, its ``batch`` size (map calls per batch when the map comes before the batch), its
-    outermost ``prefetch`` buffer (AUTOTUNE: 2); ``kwargs`` go to :class:`PipelineSpec`.
+    outermost ``prefetch`` buffer (AUTOTUNE: 2; an AUTOTUNE map: :data:`AUTOTUNE_MAP_THREADS` threads);
+    ``kwargs`` go to :class:`PipelineSpec`.
 
     Raises:
         ValueError: the pipeline has no ``map`` or no ``batch``.
     """
     from .batching import BatchDataset
+    from .dataset_ops import AUTOTUNE
     from .prefetch import AUTOTUNE_BUFFER, PrefetchDataset
     from .transformations import MapDataset
 
@@ -108,7 +117,8 @@ def spec_of(dataset: Any, step_s: float, batch_bytes: int = 0, **kwargs: Any) ->
     prefetch = next((d for d in chain if isinstance(d, PrefetchDataset)), None)
     buffer = 0 if prefetch is None else int(prefetch._buffer_size)
     buffer = AUTOTUNE_BUFFER if buffer < 0 else buffer
-    return PipelineSpec(mapped.simulated_cost_s, size if maps[0] > batches[0] else 1, mapped._parallel, buffer,
+    threads = AUTOTUNE_MAP_THREADS if mapped.num_parallel_calls == AUTOTUNE else mapped._parallel
+    return PipelineSpec(mapped.simulated_cost_s, size if maps[0] > batches[0] else 1, threads, buffer,
                         step_s, batch_bytes, **kwargs)
 
 

@@ -59,13 +59,14 @@ class MapDataset(Dataset):
         super().__init__(nest.indices(self._fn.output_structure), self._fn.output_types, self._fn.output_shapes,
                          (input_dataset,))
         self._input = input_dataset
-        self._num_parallel_calls = num_parallel_calls
+        #: the parallelism asked for (``AUTOTUNE`` stays ``AUTOTUNE``: the simulated clock resolves it itself)
+        self.num_parallel_calls = num_parallel_calls
         self._parallel = (os.cpu_count() or 1) if num_parallel_calls == AUTOTUNE else (num_parallel_calls or 1)
 
     def _check(self, run) -> None:
         super()._check(run)
-        if self._num_parallel_calls is not None:
-            check_positive(run, self._num_parallel_calls, "num_parallel_calls must be greater than zero.",
+        if self.num_parallel_calls is not None:
+            check_positive(run, self.num_parallel_calls, "num_parallel_calls must be greater than zero.",
                            autotune=True)
 
     @property
@@ -299,14 +300,14 @@ class InterleaveDataset(Dataset):
                          (cycle_length, block_length, num_parallel_calls))
         self._input = input_dataset
         self._cycle_length, self._block_length = cycle_length, block_length
-        self._num_parallel_calls = num_parallel_calls
+        self.num_parallel_calls = num_parallel_calls
 
     def _check(self, run) -> None:
         super()._check(run)
         check_positive(run, self._cycle_length, "cycle_length must be greater than zero.", autotune=True)
         check_positive(run, self._block_length, "block_length must be greater than zero.")
-        if self._num_parallel_calls is not None:
-            check_positive(run, self._num_parallel_calls, "num_parallel_calls must be greater than zero.",
+        if self.num_parallel_calls is not None:
+            check_positive(run, self.num_parallel_calls, "num_parallel_calls must be greater than zero.",
                            autotune=True)
 
     def _open(self, run, element):

@@ -4,25 +4,30 @@ Source: the simulated clock (docs/architecture.md#the-simulated-clock) and Thaku
 "Optimization of Collective Communication Operations in MPICH", IJHPCA 19(1), 2005 (the α-β-γ model).
 
 **Replay** (:func:`simulate_schedule`): every message of a
-:class:`~dfcore.distribute.schedules.Schedule` is a transfer task on the machine's link
-channel between the two devices (``latency + bytes/bandwidth``, one at a time per
-channel); every reduction is an op on the receiving device (an elementwise op reading
+:class:`~dfcore.distribute.schedules.Schedule` is a transfer task holding both ends of
+its link, as :meth:`~dfcore.runtime.cost_model.MachineProfile.transfer_resources` says
+(``latency + bytes/bandwidth``; the sender's outbound and the receiver's inbound port,
+one message at a time each); every reduction is an op on the receiving device (an elementwise op reading
 two and writing one chunk, roofline time of :mod:`dfcore.runtime.cost_model`); a
 message waits for the last write of the chunks it sends, a reduction for its message
 and the receiver's last write. So the replay pipelines whatever the data dependencies
 allow, and ties break by schedule order (deterministic).
 
 **Prediction** (:func:`predicted_time_s`), with T(b) = α + b·β the time of a b-byte
-message, γ(b) the time to reduce b bytes on a device, K the bytes per rank, and
-"serial" when the machine queues two senders' messages into one device on one channel
-(a network interface) — then c messages into one device take c·T, else T:
+message, γ(b) the time to reduce b bytes on a device, K the bytes per rank,
+"serial" when two senders' messages into one device share a port (its NIC in, its bus
+in) — then c messages into one device take c·T, else T — and "fan-out" when one
+device's messages to two others share a port (its NIC out, its bus out) — then c
+messages out of one device take c·T, else T:
 
 * ring: ``2(N−1)·α + 2(N−1)/N·K·β + (N−1)·γ(K/N)`` (S = ``num_subchunks`` > 1 adds
   S−1 more α per step);
 * reduce_to_one: ``max((N−1)·T(K) + γ(K), T(K) + (N−1)·γ(K))`` when serial, else
-  ``T(K) + (N−1)·γ(K)``, plus the broadcast ``T(K)``;
+  ``T(K) + (N−1)·γ(K)``, plus the broadcast ``(N−1)·T(K)`` on fan-out, else ``T(K)``
+  (the root's port carries (N−1)·K each way: Thakur, Rabenseifner & Gropp's linear
+  scheme);
 * tree: per reduce round with at most c children per parent ``max(c·T + γ, T + c·γ)``
-  (serial) or ``T + c·γ``, plus one ``T(K)`` per broadcast round;
+  (serial) or ``T + c·γ``, plus per broadcast round ``c·T`` (fan-out) or ``T``;
 * recursive halving-doubling (p = 2^⌊log2 N⌋): fold ``T(K) + γ(K)`` if N > p, then
   ``Σ_k T(K/2^(k+1)) + γ(K/2^(k+1))`` halving and ``Σ_k T(K/2^(k+1))`` doubling over
   k < log2 p, then unfold ``T(K)``;
@@ -91,7 +96,7 @@ def build_sim_tasks(schedule: schedules.Schedule, devices: Sequence[str], machin
         src, dst = devices[step.src], devices[step.dst]
         name = f"message{k:06d}"
         deps = {last[(step.src, c)] for c in step.chunks if (step.src, c) in last}
-        tasks.append(sim_clock.SimTask(name, machine.link_resource(src, dst),
+        tasks.append(sim_clock.SimTask(name, machine.transfer_resources(src, dst),
                                        cost_model.transfer_time_s(nbytes, machine.link(src, dst)), sorted(deps), k))
         if step.op == "reduce":
             add = f"reduce{k:06d}"
@@ -110,7 +115,8 @@ def build_sim_tasks(schedule: schedules.Schedule, devices: Sequence[str], machin
 def simulate_schedule(schedule: schedules.Schedule, devices: Sequence[str], machine: cost_model.MachineProfile,
                       itemsize: int, reduction: str = "sum", fusion_bytes: int | None = None) -> sim_clock.SimResult:
     """:class:`~dfcore.runtime.sim_clock.SimResult` of :func:`build_sim_tasks` (same arguments)."""
-    return sim_clock.simulate(build_sim_tasks(schedule, devices, machine, itemsize, reduction, fusion_bytes))
+    return sim_clock.simulate(build_sim_tasks(schedule, devices, machine, itemsize, reduction, fusion_bytes),
+                              machine.capacities())
 
 
 @functools.lru_cache(maxsize=256)
@@ -136,7 +142,9 @@ def predicted_time_s(algorithm: str, num_elements: int, itemsize: int, devices: 
     if n == 1:
         return _scale_s(num_elements * itemsize, itemsize, device) if reduction == "mean" else 0.0
     link = machine.link(devices[0], devices[1])
-    serial = n > 2 and machine.link_resource(devices[1], devices[0]) == machine.link_resource(devices[2], devices[0])
+    ports = machine.transfer_resources
+    serial = n > 2 and bool(set(ports(devices[1], devices[0])) & set(ports(devices[2], devices[0])))
+    fan_out = n > 2 and bool(set(ports(devices[0], devices[1])) & set(ports(devices[0], devices[2])))
     k = num_elements * itemsize
 
     def t(b):
@@ -148,17 +156,21 @@ def predicted_time_s(algorithm: str, num_elements: int, itemsize: int, devices: 
     def gather(count, b):
         return max(count * t(b) + g(b), t(b) + count * g(b)) if serial else t(b) + count * g(b)
 
+    def scatter(count, b):
+        return count * t(b) if fan_out else t(b)
+
     if algorithm == "ring":
         piece = k / n
         total = 2 * (n - 1) * (num_subchunks * link.latency_s + piece / link.bandwidth_Bps) + (n - 1) * g(piece)
         owned = piece
     elif algorithm == "reduce_to_one":
-        total, owned = gather(n - 1, k) + t(k), k
+        total, owned = gather(n - 1, k) + scatter(n - 1, k), k
     elif algorithm == "tree":
         total, owned = 0.0, k
         for depth in range(schedules.tree_depth(n - 1), 0, -1):
             parents = [(r - 1) // 2 for r in range(n) if schedules.tree_depth(r) == depth]
-            total += gather(max(parents.count(p) for p in set(parents)), k) + t(k)
+            children = max(parents.count(p) for p in set(parents))
+            total += gather(children, k) + scatter(children, k)
     else:
         p = 1 << (n.bit_length() - 1)
         total = 2 * t(k) + g(k) if n > p else 0.0

@@ -21,6 +21,11 @@ the step: the first arriver watches the rendezvous, and the step's abort (anothe
 partition's error, or the step deadline) fails every waiting participant.
 With ``FULL_TRACE`` each instance's :class:`~dfcore.distribute.trace.CollectiveTrace`
 goes to ``RunMetadata.collective_traces``.
+
+Simulated clock: the op computes nothing of its own (cost 0); a traced step replays the instance's
+schedule (:meth:`CollectiveInstance.replay`, :func:`~dfcore.distribute.collective_cost.build_sim_tasks`) on
+the session's machine as part of the step, every first message waiting for every participant's input
+(:mod:`dfcore.runtime.step_collectives`).
 """
 
 from __future__ import annotations
@@ -38,9 +43,10 @@ from ..framework.device import DeviceSpec
 from ..framework.tensor import Tensor
 from ..ops import common_shapes, math_dtypes
 from ..ops.op_util import graph_of
+from ..runtime import cost_model, sim_clock
 from ..runtime.rendezvous import create_key
-from . import schedules
-from .all_reduce import all_reduce
+from . import collective_cost, schedules
+from .all_reduce import all_reduce, canonical_devices
 from .all_reduce_arrays import is_device_array
 
 if TYPE_CHECKING:
@@ -112,6 +118,12 @@ def _check_group(tensors):
             explicit[where] = i
 
 
+@registry.RegisterCost("CollectiveAllReduce")
+def _cost(input_shapes, output_shapes, attrs):
+    """No compute of its own: the collective's messages and reductions are replayed on the step's clock."""
+    return 0, 0
+
+
 @registry.RegisterShape("CollectiveAllReduce")
 def _shape(op):
     math_dtypes.check_input(op, 0, math_dtypes.FLOAT, "input")
@@ -151,6 +163,9 @@ class CollectiveInstance:
         self.settings = settings
         self.name = f"collective/g{key[0]}/i{key[1]}"
         self.trace = None
+        self.devices: tuple[str, ...] = ()  # by rank, once the collective ran
+        self._schedule: schedules.Schedule | None = None
+        self._itemsize = 0
         self._lock = threading.Lock()
         self._arrived: dict[int, tuple[str | None, Any, Callable[..., None]]] = {}  # rank -> (device, value, done)
         self._error = None
@@ -193,8 +208,8 @@ class CollectiveInstance:
         devices = [self._arrived[r][0] for r in ranks]
         values = _common_arrays([self._arrived[r][1] for r in ranks])
         try:
-            result = all_reduce(values, devices, rendezvous=ctx.rendezvous, trace=ctx.tracing,
-                                        name=self.name, **self.settings)
+            result = all_reduce(values, devices, rendezvous=ctx.rendezvous, trace=ctx.tracing, name=self.name,
+                                machine=getattr(ctx.resources, "machine", None), **self.settings)
         except (ValueError, TypeError) as error:
             self._fail(errors.InvalidArgumentError(None, None, f"{self.name}: {error}"))
             return
@@ -206,8 +221,28 @@ class CollectiveInstance:
                 return
             self._finished = True
             self.trace = result.trace
+            self.devices = canonical_devices(devices, len(devices))
+            self._schedule = schedules.build_schedule(self.settings["algorithm"], len(ranks), int(values[0].size),
+                                                      self.settings["num_subchunks"], self.settings["convention"])
+            self._itemsize = int(values[0].dtype.itemsize)
         for r, output in zip(ranks, result.outputs):
             self._arrived[r][2](None, output)
+
+
+    def replay(self, machine: cost_model.MachineProfile
+               ) -> tuple[list[sim_clock.SimTask], list[tuple[str, str, str, int]]]:
+        """The collective's schedule on ``machine``'s clock: its tasks
+        (:func:`~dfcore.distribute.collective_cost.build_sim_tasks`, names as there) and its messages
+        ``(task name, src device, dst device, bytes)``; ``([], [])`` before it ran (or when it failed)."""
+        schedule = self._schedule
+        if schedule is None:
+            return [], []
+        reduction = self.settings["reduction"]
+        tasks = collective_cost.build_sim_tasks(schedule, self.devices, machine, self._itemsize, reduction)
+        messages = [(f"message{k:06d}", self.devices[step.src], self.devices[step.dst],
+                     (step.element_range[1] - step.element_range[0]) * self._itemsize)
+                    for k, step in enumerate(schedule.steps) if isinstance(step, schedules.Message)]
+        return tasks, messages
 
 
 def _common_arrays(values: list[Any]) -> list[Any]:

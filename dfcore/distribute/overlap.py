@@ -144,7 +144,7 @@ def overlapped_all_reduce(per_device_grads: Sequence[Sequence[Any]], backward_s:
                                      ready + previous, tasks)
         bucket_tasks.append((ready, names))
         previous = sinks
-    sim = sim_clock.simulate(tasks)
+    sim = sim_clock.simulate(tasks, machine.capacities())
     spans = tuple(BucketSpan(b, group, sum(arrays[0][j].nbytes for j in group),
                              max(sim.end_s[r] for r in ready), min(sim.start_s[n] for n in names),
                              max(sim.end_s[n] for n in names))
@@ -179,7 +179,7 @@ def _bucket_tasks(b, group, grads, devices, machine, algorithm, reduction, after
     raw = collective_cost.build_sim_tasks(schedule, devices, machine, itemsize, reduction, fusion_bytes)
     prefix = f"bucket{b:04d}/"
     comm = {device: f"{device} comm" for device in devices}
-    renamed = [sim_clock.SimTask(prefix + t.name, comm.get(t.resource, t.resource), t.duration_s,
+    renamed = [sim_clock.SimTask(prefix + t.name, tuple(comm.get(r, r) for r in t.resources), t.duration_s,
                                  [prefix + d for d in t.deps] or list(after), t.priority) for t in raw]
     used = {d for t in raw for d in t.deps}
     tasks.extend(renamed)

@@ -146,9 +146,11 @@ class StepCosts:
 
     @property
     def pull_s(self) -> float:
-        """One pull: the requests to every ps task go out together and the replies share the worker's inbound
-        link, so one latency plus all the bytes over the bandwidth (not one message after another)."""
-        return cost_model.transfer_time_s(sum(self.bytes_per_ps), self.link)
+        """One uncontended pull: a message from every ps task, one after another through the worker's inbound
+        interface (:func:`~dfcore.runtime.cost_model.nic_ports`), so one latency per ps task plus all the bytes
+        over the bandwidth; contention with other workers is the simulation's
+        (:mod:`~dfcore.distribute.ps_simulation`)."""
+        return sum(cost_model.transfer_time_s(nbytes, self.link) for nbytes in self.bytes_per_ps)
 
 
 def step_costs(model: WorkerModel, config: ModelConfig,

@@ -7,12 +7,15 @@ discipline is its :mod:`~dfcore.distribute.ps_modes` module's; this driver only 
 
 ``start`` (the worker passed its discipline's gate; its session reads the ps variables and
 computes its gradient at this instant) → ``push`` (after pull time + compute time × speed
-factor; the pulls from the ps tasks go out together and share the worker's inbound link, so a
-pull takes one latency + all the bytes / bandwidth; the push waits for each ps task's inbound
-link, one message at a time, in request order) → ``arrive`` (the discipline's push: applied,
+factor) → ``arrive`` (the discipline's push: applied,
 accumulated or dropped; then the chief applies every aggregated update that is complete) → the
 worker waits at its gate again.
-Waiting workers are re-checked, in the order they began to wait, whenever a gradient
+Every message holds both ends of its link (:func:`~dfcore.runtime.cost_model.nic_ports`), reserved in
+request order on a :class:`~dfcore.runtime.sim_clock.PortBook`: a pull from ps task j holds j's outbound
+interface and the worker's inbound one, so the pulls of many workers queue on a ps's outbound interface and
+one worker's pulls from several ps tasks queue on its own; a push to ps task j holds the worker's outbound
+interface and j's inbound one, so a worker's pushes go out one after another and many workers' pushes queue
+at a ps. Waiting workers are re-checked, in the order they began to wait, whenever a gradient
 arrives. Events are ordered by (time, kind: arrivals before pushes before starts, worker
 index), never by thread timing, so a run is the same every time, bit for bit. Transfer time
 = latency + bytes / bandwidth of the inter-task link (cost model); the ps's own apply time is
@@ -26,7 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .. import errors
-from ..runtime import cost_model
+from ..runtime import cost_model, sim_clock
 from ..runtime.config import RunOptions
 from .ps_modes import DISCIPLINES
 from .staleness import FaultRecord, PhaseRecord, UpdateRecord
@@ -62,7 +65,7 @@ class SimulatedRun:
         self.wait_s = [0.0] * n
         self.pending: dict[int, dict[str, Any]] = {}  # worker -> computed gradient awaiting its push
         self.to_apply: list[tuple[int, dict[str, Any]]] = []  # (worker, gradient) the chief applies later
-        self.nic_free: dict[str, float] = {}
+        self.ports = sim_clock.PortBook()
         self.events: list[tuple[Any, ...]] = []  # heap
         self.seq = 0
         self.updates: list[UpdateRecord] = []
@@ -116,7 +119,10 @@ class SimulatedRun:
         values = model.session.run([model.loss, model.global_step, *extra, *model.grads], {model.x: xb, model.y: yb},
                                    options=_OK_OPTIONS)
         t0 = self.time_s
-        pull_end = t0 + self.costs.pull_s
+        pull_end = t0
+        for j, nbytes in enumerate(self.costs.bytes_per_ps):
+            seconds = cost_model.transfer_time_s(nbytes, self.costs.link)
+            pull_end = max(pull_end, self.ports.reserve(cost_model.nic_ports(_ps(j), _worker(w)), t0, seconds)[1])
         compute_end = pull_end + self.costs.compute_s * self.speed(w, self.clock[w])
         self.phases.append(PhaseRecord(_worker(w), "pull", t0, pull_end, self.clock[w]))
         self.phases.append(PhaseRecord(_worker(w), "compute", pull_end, compute_end, self.clock[w]))
@@ -129,12 +135,9 @@ class SimulatedRun:
     def _push(self, w: int) -> None:
         arrival = self.time_s
         for j, nbytes in enumerate(self.costs.bytes_per_ps):
-            nic = f"/job:ps/replica:0/task:{j} NIC in"
-            start = max(self.time_s, self.nic_free.get(nic, 0.0))
-            end = start + cost_model.transfer_time_s(nbytes, self.costs.link)
-            self.nic_free[nic] = end
-            self.phases.append(PhaseRecord(f"/job:ps/replica:0/task:{j}", "recv", start, end,
-                                           self.pending[w]["step"], f"worker {w}"))
+            start, end = self.ports.reserve(cost_model.nic_ports(_worker(w), _ps(j)), self.time_s,
+                                            cost_model.transfer_time_s(nbytes, self.costs.link))
+            self.phases.append(PhaseRecord(_ps(j), "recv", start, end, self.pending[w]["step"], f"worker {w}"))
             arrival = max(arrival, end)
         self.phases.append(PhaseRecord(_worker(w), "push", self.time_s, arrival, self.pending[w]["step"]))
         self._schedule(arrival, _ARRIVE, w)
@@ -214,3 +217,7 @@ class SimulatedRun:
 
 def _worker(w: int) -> str:
     return f"/job:worker/replica:0/task:{w}"
+
+
+def _ps(j: int) -> str:
+    return f"/job:ps/replica:0/task:{j}"

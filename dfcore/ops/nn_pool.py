@@ -248,3 +248,13 @@ def _pool_cost(input_shapes, output_shapes, attrs):
 
 registry.RegisterCost("MaxPool")(_pool_cost)
 registry.RegisterCost("AvgPool")(_pool_cost)
+
+
+def _pool_grad_cost(input_shapes, output_shapes, attrs):
+    """The forward pool's count: each window tap of each gradient element routed back once."""
+    flops, _ = _pool_cost(input_shapes[-1:], input_shapes[-1:], attrs)
+    return flops, sum(int(np.prod(s)) for s in (*input_shapes, *output_shapes))
+
+
+registry.RegisterCost("MaxPoolGrad")(_pool_grad_cost)
+registry.RegisterCost("AvgPoolGrad")(_pool_grad_cost)

@@ -35,11 +35,20 @@ elements accessed by every op below except the bookkeeping ones, which access 0)
 * ``SparseSoftmaxCrossEntropyWithLogits`` on b×c logits, b labels: 6·b·c + b =
   softmax 5 + backprop 1 per logit, one log per row.
 * ``L2Loss``: 3·|x| − 1 (TF's implementation: square, sum, halve).
-* ``Assign``: 0 flops (a copy), ``IO`` elements.
+* ``Assign`` and the element moves of :data:`MOVES` (``ConcatV2``, ``Split``,
+  ``Transpose``, ``GatherV2``, ``Fill``, a queue's enqueue, …): 0 flops (a copy), ``IO`` elements.
+* ``AccumulateNV2``: as ``AddN``. ``All``, ``Any``: reductions. ``Cumsum``: |input|.
+  ``UnsortedSegmentSum``: |data| (one add per element summed); ``InTopKV2`` on b×c
+  predictions: b·c (one compare per prediction).
+* ``BatchMatMul`` (``adj_x``, ``adj_y``), batch b of m×k by k×n: 2·b·m·k·n.
+* ``MatrixInverse`` of b n×n matrices: 2·b·n³ (LU with partial pivoting 2n³/3, then the
+  inverse from the factors 4n³/3; Golub & Van Loan, *Matrix Computations*, 4th ed.,
+  §3.2 and §3.4); ``MatrixDeterminant``: 2·b·n³/3 (the LU only).
+* ``MaxPoolGrad``, ``AvgPoolGrad``: the pool's cost (:mod:`dfcore.ops.nn_pool`).
 * bookkeeping (:data:`BOOKKEEPING`: ``Identity``, ``Reshape``, ``Const``, …): 0 and 0.
 
 Op types with no registered function get the cost model's fallback: one flop per
-output element, ``IO`` elements.
+output element, ``IO`` elements (a test keeps every registered op type off it).
 """
 
 import math
@@ -67,9 +76,32 @@ FLOPS_PER_ELEMENT = {
     "ApplyFtrl": 20, "ApplyFtrlV2": 23,
     # gradient kernels of the ops above
     "ReluGrad": 1, "TanhGrad": 3, "SigmoidGrad": 3, "RsqrtGrad": 4,
+    # more elementwise ops the lessons and examples run, one op per element each (a compare-and-select, a
+    # rounding, a logical op, a conversion); CheckNumerics tests every element once
+    "Ceil": 1, "Floor": 1, "Round": 1, "FloorMod": 1, "Log1p": 1, "Select": 1, "Cast": 1, "CheckNumerics": 1,
+    "LogicalAnd": 1, "LogicalOr": 1, "LogicalNot": 1, "Relu6": 1, "Relu6Grad": 1, "LeakyRelu": 1,
+    "LeakyReluGrad": 1, "Elu": 1, "EluGrad": 1,
+    "Softplus": 2, "SoftplusGrad": 3,  # log(1 + exp x): exp, log1p; its gradient g · sigmoid(x)
+    # random generators, nominal ops per sample: one uniform draw (Philox counter, scaled); a normal by
+    # Box-Muller (two uniforms, log, sqrt, cos); a truncated normal redraws ~5% more
+    "RandomUniform": 1, "RandomUniformInt": 1, "RandomStandardNormal": 4, "TruncatedNormal": 5,
 }
 
-REDUCTIONS = ("Sum", "Max", "Min", "Prod", "ArgMax", "ArgMin", "BiasAddGrad")
+# Ops that only move elements (gather, slice, concatenate, fill, permute): 0 flops, ``IO`` elements.
+MOVES = (
+    "ConcatV2", "Split", "SplitV", "Pack", "Unpack", "Tile", "Slice", "StridedSlice", "StridedSliceGrad",
+    "Transpose", "GatherV2", "OneHot", "Pad", "PadV2", "MirrorPad", "MirrorPadGrad", "Fill", "ZerosLike",
+    "OnesLike", "Where", "InvertPermutation", "Range", "RandomShuffle", "Multinomial",
+    # a queue's or accumulator's enqueue and dequeue copy the elements in or out; a checkpoint write and an
+    # example parse touch each element once; a Python function's work is unknown to the model: its
+    # inputs and outputs are what it is charged
+    "QueueEnqueueV2", "QueueEnqueueManyV2", "QueueDequeueV2", "QueueDequeueManyV2", "QueueDequeueUpToV2",
+    "AccumulatorApplyGradient", "AccumulatorTakeGradient", "StackPushV2", "StackPopV2", "IteratorGetNext",
+    "ReaderReadV2", "ReaderReadUpToV2", "SaveV2", "ParseExample", "ParseSingleExample", "PyFunc",
+    "PyFuncStateless",
+)
+
+REDUCTIONS = ("Sum", "Max", "Min", "Prod", "ArgMax", "ArgMin", "BiasAddGrad", "All", "Any")
 
 # Ops that move no data and compute nothing: views, graph plumbing, state handles.
 BOOKKEEPING = (
@@ -77,6 +109,17 @@ BOOKKEEPING = (
     "PlaceholderWithDefault", "VariableV2", "IsVariableInitialized", "BroadcastGradientArgs",
     "_Send", "_Recv",  # their cost is the transfer, which the simulated clock charges to the link
     "_Arg", "_Retval",  # a feed or fetch taken from or put in the step's call frame
+    "ExpandDims", "Squeeze", "Rank", "Size", "ShapeN", "ConcatOffset", "ReducedShape",  # views and shape math
+    # control flow routes a value to a frame or a branch without touching it (TF's executor forwards it)
+    "Switch", "RefSwitch", "Merge", "Enter", "Exit", "NextIteration", "LoopCond", "ControlTrigger", "Assert",
+    # handles to state and host-side bookkeeping: queues, accumulators, mutexes, stacks, iterators, readers
+    "FIFOQueueV2", "PaddingFIFOQueueV2", "RandomShuffleQueueV2", "QueueCloseV2", "QueueSizeV2",
+    "ConditionalAccumulator", "AccumulatorNumAccumulated", "AccumulatorSetGlobalStep", "MutexV2", "MutexLock",
+    "ConsumeMutexLock", "StackV2", "IteratorV2", "MakeIterator", "OneShotIterator", "IteratorToStringHandle",
+    "IteratorFromStringHandleV2", "IdentityReaderV2", "TFRecordReaderV2", "WholeFileReaderV2",
+    "ReaderNumRecordsProducedV2", "ReaderNumWorkUnitsCompletedV2", "ReaderResetV2", "MatchingFiles", "CountUpTo",
+    # summaries are serialised on the host after the step's math (not on a device's clock)
+    "ScalarSummary", "HistogramSummary", "ImageSummary", "MergeSummary", "TensorSummaryV2",
 )
 
 
@@ -116,9 +159,42 @@ def _fused_matmul_cost(input_shapes, output_shapes, attrs):
     return flops + fused, elements + num_elements(input_shapes[2])
 
 
-@registry.RegisterCost("AddN")
 def _add_n_cost(input_shapes, output_shapes, attrs):
     return (len(input_shapes) - 1) * num_elements(output_shapes[0]), io_elements(input_shapes, output_shapes)
+
+
+registry.RegisterCost("AddN")(_add_n_cost)
+registry.RegisterCost("AccumulateNV2")(_add_n_cost)
+
+
+@registry.RegisterCost("BatchMatMul")
+def _batch_matmul_cost(input_shapes, output_shapes, attrs):
+    a, b = input_shapes[0], input_shapes[1]
+    m, k = (a[-1], a[-2]) if attrs.get("adj_x") else (a[-2], a[-1])
+    n = b[-2] if attrs.get("adj_y") else b[-1]
+    batch = num_elements(output_shapes[0][:-2])
+    return 2 * batch * m * k * n, io_elements(input_shapes, output_shapes)
+
+
+def _lu_cost(multiplier_thirds):
+    def cost(input_shapes, output_shapes, attrs):
+        shape = input_shapes[0]
+        n = shape[-1]
+        return multiplier_thirds * num_elements(shape[:-2]) * n ** 3 // 3, io_elements(input_shapes, output_shapes)
+
+    return cost
+
+
+registry.RegisterCost("MatrixInverse")(_lu_cost(6))
+registry.RegisterCost("MatrixDeterminant")(_lu_cost(2))
+
+
+def _per_input_element_cost(input_shapes, output_shapes, attrs):
+    return num_elements(input_shapes[0]), io_elements(input_shapes, output_shapes)
+
+
+for _op_type in ("Cumsum", "UnsortedSegmentSum", "InTopKV2"):
+    registry.RegisterCost(_op_type)(_per_input_element_cost)
 
 
 def _reduction_cost(input_shapes, output_shapes, attrs):
@@ -160,9 +236,12 @@ def _l2_loss_cost(input_shapes, output_shapes, attrs):
     return max(3 * num_elements(input_shapes[0]) - 1, 0), io_elements(input_shapes, output_shapes)
 
 
-@registry.RegisterCost("Assign")
-def _assign_cost(input_shapes, output_shapes, attrs):
+def _move_cost(input_shapes, output_shapes, attrs):
     return 0, io_elements(input_shapes, output_shapes)
+
+
+for _op_type in ("Assign", *MOVES):
+    registry.RegisterCost(_op_type)(_move_cost)
 
 
 def _free(input_shapes, output_shapes, attrs):

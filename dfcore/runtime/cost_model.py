@@ -2,8 +2,9 @@
 
 Source: TF whitepaper (2015) §3.2.1 (a cost model estimates op times and transfer
 costs per device) and TF's ``core/grappler/costs/op_level_cost_estimator.cc``
-(roofline: an op is bound by compute or by memory). Numbers are datasheet figures
-for fp32; what is nominal says so.
+(roofline: an op is bound by compute or by memory). The devices and links are those of
+:mod:`dfcore.runtime.hardware_profiles`: achieved rates, each a datasheet's fp32 peak
+times a named efficiency; what is nominal says so.
 
 Formulas (SI units: seconds, bytes, FLOP; ``B`` = bandwidth in bytes/s):
 
@@ -18,16 +19,16 @@ Formulas (SI units: seconds, bytes, FLOP; ``B`` = bandwidth in bytes/s):
   ``2(n−1)·α + 2(n−1)/n · K·β`` — n−1 reduce-scatter and n−1 allgather steps,
   each moving K/n bytes over every link at once.
 * parameter server, n workers, s PS shards: each worker pushes K bytes of gradients
-  and pulls K bytes of parameters, split evenly over the shards; each shard's link
-  carries the workers' messages one at a time. One direction costs
-  ``n · (α + K/(s·B))``; a full-duplex link overlaps push and pull, so a step costs
-  that once (twice on a half-duplex link).
+  and pulls K bytes of parameters, split evenly over the shards; each shard's
+  interface carries the workers' messages one at a time and each worker's interface
+  its own s messages one at a time. One direction costs ``max(n, s) · (α + K/(s·B))``;
+  a full-duplex link overlaps push and pull, so a step costs that once (twice on a
+  half-duplex link).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
 import types
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -35,32 +36,32 @@ from typing import Any
 from ..framework import registry
 from ..framework.device import DeviceSpec
 from ..ops import op_costs
-
-
-@dataclasses.dataclass(frozen=True)
-class LinkProfile:
-    """A link between two devices: bandwidth (bytes/s, may be ``math.inf``) and latency (s)."""
-
-    name: str
-    bandwidth_Bps: float
-    latency_s: float
-
-
-@dataclasses.dataclass(frozen=True)
-class DeviceProfile:
-    """A device's speed: peak fp32 FLOP/s, memory bandwidth (bytes/s), memory size
-    (bytes) and the fixed cost of launching one op (s). ``name`` is what the placement
-    log prints (``name: Tesla K20m``); ``device_type`` is ``"CPU"`` or ``"GPU"``. ``host_bus``:
-    the link the board sits on (a GPU's PCIe generation), which copies to and from it cross
-    inside one task unless the machine names another link; None for the host itself."""
-
-    name: str
-    device_type: str
-    flops_per_s: float
-    mem_bandwidth_Bps: float
-    memory_bytes: int
-    launch_overhead_s: float
-    host_bus: LinkProfile | None = None
+from .hardware_profiles import (  # noqa: F401  (the profiles are the cost model's API too)
+    A100_40GB,
+    A100_80GB,
+    CPU,
+    ETHERNET_10G,
+    ETHERNET_25G,
+    ETHERNET_100G,
+    GPUS,
+    H100,
+    H200,
+    INFINIBAND_HDR,
+    LOOPBACK,
+    NUMPY_CORE,
+    NVLINK_A100,
+    NVLINK_H100,
+    NVLINK_V100,
+    PCIE_2_X16,
+    PCIE_3_X16,
+    PCIE_4_X16,
+    PCIE_5_X16,
+    TESLA_K20M,
+    TESLA_V100,
+    TESLA_V100_32GB,
+    DeviceProfile,
+    LinkProfile,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,56 +72,44 @@ class OpCost:
     bytes_accessed: int
 
 
-# PCI-SIG PCIe 3.0 base spec: 8 GT/s × 16 lanes with 128b/130b coding = 15.75 GB/s per
-# direction; ~12 GB/s is what NVIDIA's CUDA bandwidthTest reaches with pinned memory.
-# 10 µs is a nominal per-copy latency (cudaMemcpy setup and DMA start).
-PCIE_3_X16 = LinkProfile("PCIe 3.0 x16", 12e9, 10e-6)
-# PCI-SIG PCIe 2.0 base spec: 5 GT/s × 16 lanes with 8b/10b coding = 8 GB/s per direction; about
-# 6 GB/s is what CUDA's bandwidthTest reaches with pinned memory on Gen2 boards such as the Tesla K20
-# (NVIDIA's "Tesla K20 GPU Accelerator" board specification: PCI Express Gen2 x16). Same nominal latency.
-PCIE_2_X16 = LinkProfile("PCIe 2.0 x16", 6e9, 10e-6)
-# NVIDIA Tesla V100 datasheet: NVLink 300 GB/s total (six links, both directions),
-# i.e. 150 GB/s each way; 5 µs nominal latency.
-NVLINK_V100 = LinkProfile("NVLink (V100)", 150e9, 5e-6)
-# IEEE 802.3ae 10GBASE: 10 Gbit/s = 1.25 GB/s line rate; 1 GB/s after protocol overhead,
-# the figure of the seeds' parameter-server example; 50 µs nominal TCP latency.
-ETHERNET_10G = LinkProfile("10 Gigabit Ethernet", 1e9, 50e-6)
-# Same device: no copy.
-LOOPBACK = LinkProfile("loopback", math.inf, 0.0)
 
-# NVIDIA Tesla K20 / K20X board specification and "Tesla K20 GPU Accelerator" datasheet
-# (2012): K20m 3.52 TFLOP/s single precision, 208 GB/s GDDR5, 5 GB, PCI Express Gen2 x16. The launch
-# overhead (5 µs, typical CUDA kernel launch latency) is nominal for every GPU here.
-TESLA_K20M = DeviceProfile("Tesla K20m", "GPU", 3.52e12, 208e9, 5 * 10**9, 5e-6, PCIE_2_X16)
-# NVIDIA Tesla V100 datasheet (2017), SXM2: 15.7 TFLOP/s fp32, 900 GB/s HBM2, 16 GB, PCIe Gen3 x16 to the host.
-TESLA_V100 = DeviceProfile("Tesla V100-SXM2-16GB", "GPU", 15.7e12, 900e9, 16 * 10**9, 5e-6, PCIE_3_X16)
-# The same datasheet's 32 GB board: same speeds, twice the memory.
-TESLA_V100_32GB = DeviceProfile("Tesla V100-SXM2-32GB", "GPU", 15.7e12, 900e9, 32 * 10**9, 5e-6, PCIE_3_X16)
-# NVIDIA H100 Tensor Core GPU datasheet (2022), SXM5: 67 TFLOP/s fp32, 3.35 TB/s HBM3, 80 GB. The name is
-# the one the CUDA driver reports for that board (and device_set's description uses).
-H100 = DeviceProfile("NVIDIA H100 80GB HBM3", "GPU", 67e12, 3.35e12, 80 * 10**9, 5e-6)
-# NVIDIA H200 Tensor Core GPU datasheet (2024), SXM: 67 TFLOP/s fp32, 4.8 TB/s HBM3e, 141 GB; the driver's name.
-H200 = DeviceProfile("NVIDIA H200", "GPU", 67e12, 4.8e12, 141 * 10**9, 5e-6)
-# Nominal modest host, not a datasheet figure: 100 GFLOP/s, 20 GB/s, 16 GB, 1 µs per op.
-CPU = DeviceProfile("CPU", "CPU", 100e9, 20e9, 16 * 10**9, 1e-6)
-# Nominal, not a datasheet figure: one host core running numpy kernels as dfcore does:
-# ~10 GFLOP/s on small matrices, 10 GB/s, ~10 µs to dispatch one op (Python and numpy
-# call overhead). The parameter-server driver's default worker.
-NUMPY_CORE = DeviceProfile("numpy core", "CPU", 10e9, 10e9, 16 * 10**9, 10e-6)
+def nic_ports(src_task: str, dst_task: str) -> tuple[str, str]:
+    """The two ends a message between two tasks occupies: the sender's outbound network interface
+    (``"<src task> NIC out"``) and the receiver's inbound one (``"<dst task> NIC in"``), each one message at a
+    time (full duplex: a task sends and receives at once). The one rule for the network; the event-driven
+    simulations (:mod:`dfcore.distribute.ps_simulation`) use it for their task names directly."""
+    return f"{src_task} NIC out", f"{dst_task} NIC in"
+
 
 class MachineProfile:
     """Devices (full names → :class:`DeviceProfile`) and the links between them.
 
     ``link(src, dst)`` is, in order: :data:`LOOPBACK` for the same device; the entry
-    ``links[(src, dst)]`` if given; between two devices of one task (CPU↔GPU, GPU↔GPU), the
-    slower ``host_bus`` of the two devices' profiles (a K20m's PCIe 2.0), or ``intra_task_link``
-    (PCIe 3.0 by default) when neither profile names one; ``inter_task_link`` (10 GbE by default)
-    between tasks. ``link_resource(src, dst)`` names the channel a transfer occupies in
-    the simulated clock (one transfer at a time per channel): ``link_resources[(src,
-    dst)]`` if given; within a task one channel per ordered device pair
-    (``"<src> -> <dst>"``, full duplex); between tasks the receiving task's inbound
-    network interface (``"<dst task> NIC in"``), so that, e.g., pushes from many workers
-    to one parameter server queue on its interface.
+    ``links[(src, dst)]`` if given; between two GPUs of one task that both have a ``peer_link``
+    (NVLink), the slower of the two, unless the machine was given an ``intra_task_link``; between two
+    devices of one task (CPU↔GPU, GPU↔GPU), the slower ``host_bus`` of the two devices' profiles (a
+    K20m's PCIe 2.0), or ``intra_task_link`` (PCIe 3.0 by default) when neither profile names one;
+    ``inter_task_link`` (10 GbE by default) between tasks.
+
+    ``transfer_resources(src, dst)`` is the one definition of what a transfer occupies on the
+    simulated clock (both ends of the link, each one transfer at a time unless
+    :meth:`capacities` says more):
+
+    * between tasks: the sender's ``"<task> NIC out"`` and the receiver's ``"<task> NIC in"``
+      (:func:`nic_ports`);
+    * between two GPUs of one task over NVLink: each GPU's NVLink ports, ``"<gpu> NVLink out"`` and
+      ``"<gpu> NVLink in"``;
+    * otherwise within a task: each GPU's own bus, ``"<gpu> bus out"`` when it sends and ``"<gpu> bus in"``
+      when it receives (a PCIe x16 link is full duplex), and the host's memory
+      (``"<task> host memory"``) when a CPU device is an end; the host's memory takes
+      ``⌊host memory bandwidth / bus bandwidth⌋`` copies at once (3 for the nominal 20 GB/s host and
+      PCIe 2.0's 6 GB/s);
+    * a pair given in ``links`` (a dedicated NVLink): its own channel ``"<src> -> <dst>"``;
+      ``link_resources[(src, dst)]`` overrides all of these with one named channel.
+
+    Simplifications, stated: a transfer holds each port whole for its duration (no fair sharing of one
+    port's bandwidth between concurrent transfers: they queue); a copy between tasks does not also
+    occupy the GPUs' buses; PCIe switches and NUMA are not modelled.
 
     Device names are canonicalised (``/job:w/replica:0/task:0/gpu:0`` →
     ``/job:w/replica:0/task:0/device:GPU:0``) and must name job, replica, task, type
@@ -133,12 +122,14 @@ class MachineProfile:
 
     def __init__(self, devices: Mapping[str, DeviceProfile], links: Mapping[tuple[str, str], LinkProfile] | None = None,
                  link_resources: Mapping[tuple[str, str], str] | None = None,
-                 intra_task_link: LinkProfile = PCIE_3_X16, inter_task_link: LinkProfile = ETHERNET_10G) -> None:
+                 intra_task_link: LinkProfile | None = None, inter_task_link: LinkProfile = ETHERNET_10G) -> None:
         self.devices = types.MappingProxyType({_full_name(d): p for d, p in devices.items()})
         self.links = types.MappingProxyType(_pair_map(links))
         self.link_resources = types.MappingProxyType(_pair_map(link_resources))
-        self.intra_task_link = intra_task_link
+        self._use_peer_links = intra_task_link is None
+        self.intra_task_link = PCIE_3_X16 if intra_task_link is None else intra_task_link
         self.inter_task_link = inter_task_link
+        self._capacities = types.MappingProxyType(self._host_memory_capacities())
 
     def device(self, name: str) -> DeviceProfile:
         """The :class:`DeviceProfile` of a device name."""
@@ -157,18 +148,50 @@ class MachineProfile:
             return self.links[(src, dst)]
         if _task_of(src) != _task_of(dst):
             return self.inter_task_link
+        peers = self._peer_links(src, dst)
+        if peers:
+            return min(peers, key=lambda link: link.bandwidth_Bps)
         profiles = [self.devices.get(name) for name in (src, dst)]
         buses = [p.host_bus for p in profiles if p is not None and p.host_bus is not None]
         return min(buses, key=lambda bus: bus.bandwidth_Bps) if buses else self.intra_task_link
 
-    def link_resource(self, src: str, dst: str) -> str:
-        """The name of the channel a ``src`` → ``dst`` transfer occupies (see the class doc)."""
+    def transfer_resources(self, src: str, dst: str) -> tuple[str, ...]:
+        """The resources a ``src`` → ``dst`` transfer holds while it runs (see the class doc); () on one device."""
         src, dst = _full_name(src), _full_name(dst)
+        if src == dst:
+            return ()
         if (src, dst) in self.link_resources:
-            return self.link_resources[(src, dst)]
-        if _task_of(src) == _task_of(dst):
-            return f"{src} -> {dst}"
-        return f"{_task_of(dst)} NIC in"
+            return (self.link_resources[(src, dst)],)
+        if (src, dst) in self.links:
+            return (f"{src} -> {dst}",)
+        if _task_of(src) != _task_of(dst):
+            return nic_ports(_task_of(src), _task_of(dst))
+        if self._peer_links(src, dst):
+            return f"{src} NVLink out", f"{dst} NVLink in"
+        ends = [f"{_task_of(src)} host memory" if _is_cpu(src) else f"{src} bus out",
+                f"{_task_of(dst)} host memory" if _is_cpu(dst) else f"{dst} bus in"]
+        return tuple(dict.fromkeys(ends))
+
+    def _peer_links(self, src, dst):
+        """The two devices' ``peer_link`` s when both have one (NVLink between them), else ()."""
+        links = [getattr(self.devices.get(name), "peer_link", None) for name in (src, dst)]
+        return tuple(links) if self._use_peer_links and all(link is not None for link in links) else ()
+
+    def capacities(self) -> Mapping[str, int]:
+        """Resource name → how many transfers may hold it at once, where more than one (a host's memory)."""
+        return self._capacities
+
+    def _host_memory_capacities(self):
+        out = {}
+        for task in sorted({_task_of(d) for d in self.devices}):
+            names = [d for d in self.devices if _task_of(d) == task]
+            hosts = [self.devices[d] for d in names if _is_cpu(d)]
+            if not hosts:
+                continue
+            buses = [self.devices[d].host_bus or self.intra_task_link for d in names if not _is_cpu(d)]
+            fastest = max((b.bandwidth_Bps for b in buses), default=self.intra_task_link.bandwidth_Bps)
+            out[f"{task} host memory"] = max(1, int(min(h.mem_bandwidth_Bps for h in hosts) // fastest))
+        return out
 
     def __repr__(self):
         return f"MachineProfile({', '.join(f'{d}: {p.name}' for d, p in sorted(self.devices.items()))})"
@@ -244,26 +267,28 @@ def ps_sync_time_s(nbytes: float, n_workers: int, link: LinkProfile, n_ps: int =
     """Communication time of one synchronous parameter-server step.
 
     Each of ``n_workers`` pushes its ``nbytes`` of gradients and pulls ``nbytes`` of
-    parameters, split evenly over ``n_ps`` shards; each shard's ``link`` carries one
-    message at a time, so the workers' messages queue: one direction takes
-    ``n_workers · (α + nbytes/(n_ps·B))``. On a ``full_duplex`` link the PS sends back
-    each variable as soon as all workers' gradients for it have arrived, while later
-    variables are still coming in (TCP shares the link among the workers, so the first
-    variables complete early): pull overlaps push and the step costs one direction, an
-    idealised pipelined bound. On a half-duplex link it costs push plus pull, twice
-    that. Linear in ``n_workers``.
+    parameters, split evenly over ``n_ps`` shards, every message holding both ends of its
+    link (:func:`nic_ports`). A shard's inbound interface carries the ``n_workers``
+    pushes of ``nbytes/n_ps`` one at a time, and a worker's outbound interface its
+    ``n_ps`` pushes one at a time, so one direction takes
+    ``max(n_workers, n_ps) · (α + nbytes/(n_ps·B))`` — at least ``max(n_workers·K/(n_ps·B), K/B)``.
+    On a ``full_duplex`` link the PS sends back each variable as soon as all workers'
+    gradients for it have arrived, while later variables are still coming in: pull
+    overlaps push and the step costs one direction, an idealised pipelined bound. On a
+    half-duplex link it costs push plus pull, twice that.
 
     Seeds' example: 300 M float32 parameters (1.2 GB), 10 workers, 1 GB/s → 12 s. The
     seeds' and Baidu's 10.8 s counts 9 senders (one of the 10 GPUs is the reducer):
     ``ps_sync_time_s(1.2e9, 9, ETHERNET_10G)``. Source: Gibiansky, "Bringing HPC
-    Techniques to Deep Learning" (Baidu Research, 2017), naive single-reducer scheme.
+    Techniques to Deep Learning" (Baidu Research, 2017), naive single-reducer scheme;
+    the per-port bound is the α-β model of Thakur, Rabenseifner & Gropp (IJHPCA 2005).
 
     Raises:
         ValueError: ``n_workers < 1`` or ``n_ps < 1``.
     """
     _check_count("n_workers", n_workers)
     _check_count("n_ps", n_ps)
-    one_direction = n_workers * transfer_time_s(nbytes / n_ps, link)
+    one_direction = max(n_workers, n_ps) * transfer_time_s(nbytes / n_ps, link)
     return one_direction if full_duplex else 2 * one_direction
 
 
@@ -288,6 +313,10 @@ def _full_name(name):
         raise ValueError(f"Device name '{name}' must give job, replica, task, type and index, "
                          "e.g. '/job:localhost/replica:0/task:0/device:GPU:0'")
     return spec.to_string()
+
+
+def _is_cpu(name):
+    return DeviceSpec.from_string(name).device_type == "CPU"
 
 
 def _task_of(name):

@@ -15,9 +15,11 @@ the API; a loop's back edge, ``NextIteration`` → ``Merge``, is ignored):
    assigned device, explicit requests merged over colocation groups (``_class``, reference edges), the device
    types with a kernel for every member, soft placement; they give each node its feasible devices;
 2. a node whose group is already placed goes with it; otherwise, for each feasible device ``d``:
-   ``ready = max over inputs (arrival on d)``, where an input on another device arrives
-   ``transfer_time_s(bytes, link(src, d))`` after its producer finishes (inputs cross their links in
-   parallel; a tensor sent to ``d`` once is there for its later consumers); ``start = max(ready,
+   ``ready = max over inputs (arrival on d)``, where an input on another device crosses its link in
+   ``transfer_time_s(bytes, link(src, d))`` once its producer has finished and both ends of the link are
+   free (the ports of :meth:`~dfcore.runtime.cost_model.MachineProfile.transfer_resources`, the simulated
+   clock's one rule: two inputs into ``d`` over one bus queue, inputs over separate links cross in parallel;
+   a tensor sent to ``d`` once is there for its later consumers); ``start = max(ready,
    available[d])``; ``finish = start + compute_s(node, d)``; a device without the memory the node (and its
    group) needs is not a candidate; control-flow ops are free here, as in TF: the partitioner moves a
    ``Switch``/``Exit`` to its data input's device and an ``Enter``/``NextIteration`` to its consumer's
@@ -42,7 +44,7 @@ import dataclasses
 from collections.abc import Iterable, Mapping
 
 from ..framework.operation import Operation
-from . import cost_model, placer
+from . import cost_model, placer, sim_clock
 from .device_set import DeviceSet
 from .placement_costs import CostTable
 from .placement_memory import MemoryLedger, memory_limits
@@ -140,8 +142,7 @@ def place(ops: Iterable[Operation], device_set: DeviceSet, allow_soft_placement:
     ops, groups = placer.hard_constraints(ops, device_set, allow_soft_placement)
     names = [d.name for d in device_set.prioritized_devices()]
     ledger = MemoryLedger(costs, memory_limits(costs, names, memory_limit_bytes))
-    links = {(s, d): costs.machine.link(s, d) for s in names for d in names}
-    sim = _Simulation(costs, links, ledger)
+    sim = _Simulation(costs, ledger)
     chosen: dict[Operation, str] = {}
     decisions, records = [], []
     for step, op in enumerate(ops):
@@ -178,32 +179,23 @@ def _reason(op, group, feasible):
 
 
 class _Simulation:
-    """Device availability, node finishes and tensor arrivals of the simulated execution so far."""
+    """Device availability, node finishes, tensor arrivals and busy link ports of the simulated execution so far."""
 
-    def __init__(self, costs, links, ledger):
-        self.costs, self.links, self.ledger = costs, links, ledger
+    def __init__(self, costs, ledger):
+        self.costs, self.ledger = costs, ledger
         self.available: dict[str, float] = {}
         self.finish: dict[Operation, float] = {}
         self.arrival: dict[tuple[object, str], float] = {}
+        self.ports = sim_clock.PortBook(costs.machine.capacities())
 
     def candidates(self, op, feasible, pending, chosen):
         """A :class:`Candidate` per device of ``feasible``."""
-        inputs = [(t, chosen[t.op], self.finish[t.op], self.ledger.tensor_bytes(t))
-                  for t in op.inputs if t.op in chosen]  # not yet placed: a loop's back edge, or outside the set
         after = max((self.finish.get(c, 0.0) for c in op.control_inputs), default=0.0)
         out = []
         for device in feasible:
-            ready = after
-            transfer = 0.0
-            for t, src, done, nbytes in inputs:
-                if src != device:
-                    at = self.arrival.get((t, device))
-                    if at is None:
-                        moved = cost_model.transfer_time_s(nbytes, self.links[(src, device)])
-                        transfer = max(transfer, moved)
-                        done += moved
-                    else:
-                        done = at
+            ready, transfer = after, 0.0
+            for done, moved in self._arrivals(op, device, chosen, self.ports.copy()).values():
+                transfer = max(transfer, moved)
                 ready = max(ready, done)
             start = max(ready, self.available.get(device, 0.0))
             compute = self.costs.compute_s(op, device)
@@ -211,13 +203,30 @@ class _Simulation:
             out.append(Candidate(device, ready, transfer, start, compute, start + compute, free, need, need <= free))
         return out
 
-    def commit(self, op, winner, pending, chosen):
-        device = winner.device
+    def _arrivals(self, op, device, chosen, book):
+        """``{tensor: (arrival on device, transfer time)}`` of ``op``'s placed inputs, reserving the transfers
+        still to make on ``book`` in input order (inputs not yet placed — a loop's back edge, or outside the
+        set — are left out)."""
+        out = {}
         for t in op.inputs:
             src = chosen.get(t.op)
-            if src is not None and src != device and (t, device) not in self.arrival:
-                moved = cost_model.transfer_time_s(self.ledger.tensor_bytes(t), self.links[(src, device)])
-                self.arrival[(t, device)] = self.finish[t.op] + moved
+            if src is None or t in out:
+                continue
+            if src == device:
+                out[t] = (self.finish[t.op], 0.0)
+            elif (t, device) in self.arrival:
+                out[t] = (self.arrival[(t, device)], 0.0)
+            else:
+                moved = cost_model.transfer_time_s(self.ledger.tensor_bytes(t), self.costs.machine.link(src, device))
+                _, end = book.reserve(self.costs.machine.transfer_resources(src, device), self.finish[t.op], moved)
+                out[t] = (end, moved)
+        return out
+
+    def commit(self, op, winner, pending, chosen):
+        device = winner.device
+        for t, (done, moved) in self._arrivals(op, device, chosen, self.ports).items():
+            if moved > 0 or (chosen[t.op] != device and (t, device) not in self.arrival):
+                self.arrival[(t, device)] = done
         self.ledger.commit(pending, device, chosen)
         self.finish[op] = winner.finish_s
         if winner.compute_s > 0:

@@ -45,7 +45,7 @@ from .session_resources import SessionResources
 from .session_steps import StepsInFlight, closed_error, interrupted_error
 from .session_targets import bind_target
 from .step_plan import StepPlan
-from .step_trace import fill_run_metadata
+from .step_trace import fill_run_metadata, machine_for
 from .thread_pools import InterOpPool, SessionThreadPools
 from .variable_store import VariableStore
 
@@ -82,6 +82,7 @@ class BaseSession:
             self._variables = VariableStore()
             self._resources = SessionResources()
             self._device_set = DeviceSet.from_config(self._config)
+            self._resources.machine = machine_for(self._device_set)
         else:
             self._variables = self._binding.variable_store
             self._resources = self._binding.resources

@@ -36,6 +36,9 @@ class SessionResources:
         self._closed = False
         self._running: dict[Hashable, Callable[[errors.OpError], Any]] = {}
         self._steps_error: errors.OpError | None = None
+        #: the session's hardware profiles (a :class:`~dfcore.runtime.cost_model.MachineProfile`) for what
+        #: its ops simulate (an in-graph collective's time); None where the owner sets none
+        self.machine: Any = None
 
     def variable_key(self, name: str, device: str) -> str:
         """The store key of variable ``name`` on ``device``: the name (a local session is one task)."""

@@ -5,7 +5,11 @@ Source: TF's ``DirectSession::RunInternal`` (``output_partition_graphs``, the
 the executors' :class:`~dfcore.runtime.executor.NodeTiming` records. Simulated times
 come from replaying the step on the session's hardware profiles
 (:func:`~dfcore.runtime.sim_clock.simulate_step`): each executed node costs its
-roofline time on its device, each ``_Send``→``_Recv`` pair a transfer on its link.
+roofline time on its device, each ``_Send``→``_Recv`` pair a transfer on its link, each
+in-graph collective its own schedule's messages and reductions
+(:mod:`~dfcore.runtime.step_collectives`); each collective message is recorded as a
+``_Send`` on its sender and a ``_Recv`` on its receiver (labels ``<instance>/message…``),
+so timelines draw it on its link like any transfer.
 
 Memory (per device, one allocator as TF names them: ``cpu``, ``GPU_0_bfc``): every
 output a node produces is allocated when the node ends and freed when its last
@@ -25,7 +29,7 @@ from .. import backends
 from ..framework import registry
 from ..framework.device import DeviceSpec
 from ..ops import op_costs
-from . import cost_model, sim_clock, step_stats
+from . import cost_model, sim_clock, step_collectives, step_stats
 from .config import ConfigProto, RunMetadata, RunOptions, StepRecords, attach_step_records, forget_step_records
 from .control_flow_executor import frame_id_of
 from .cost_graph import cost_graph
@@ -37,8 +41,6 @@ from .step_stats import AllocatorMemoryUsed, NodeExecStats, StepStats, StepStats
 if TYPE_CHECKING:
     from .step_plan import StepPlan
 
-_PROFILES = {p.name: p for p in (cost_model.TESLA_K20M, cost_model.TESLA_V100, cost_model.TESLA_V100_32GB,
-                                  cost_model.H100, cost_model.H200)}
 # _Arg: a fed value
 _ALIASING = frozenset(("Identity", "Reshape", "StopGradient", "VariableV2", "Const", "_Send", "_Arg"))
 
@@ -47,7 +49,7 @@ def machine_for(device_set: DeviceSet) -> cost_model.MachineProfile:
     """A :class:`~dfcore.runtime.cost_model.MachineProfile` for the devices of a session."""
     devices = {}
     for device in device_set.devices:
-        devices[device.name] = cost_model.CPU if device.device_type == "CPU" else _PROFILES.get(
+        devices[device.name] = cost_model.CPU if device.device_type == "CPU" else cost_model.GPUS.get(
             device.profile_name, cost_model.TESLA_K20M)
     return cost_model.MachineProfile(devices)
 
@@ -87,16 +89,18 @@ def build_step_stats(plan: StepPlan, result: StepResult, machine: cost_model.Mac
     """A :class:`~dfcore.runtime.step_stats.StepStats` of one traced step (wall + simulated)."""
     by_device = {p.device: (i, p) for i, p in enumerate(plan.partitions)}
     timings = sorted(result.timings or (), key=lambda t: (t.start_s, t.device, t.index))
-    sim = _simulate(plan, result, machine)
+    sim, messages = _simulate(plan, result, machine)
     base_perf = timings[0].start_s if timings else 0.0
     base_wall_us = time.time() * 1e6 - (time.perf_counter() - base_perf) * 1e6
     collector = StepStatsCollector()
+    wall_start: dict[str, int] = {}
     for t in timings:
         _, partition = by_device[t.device]
         node = partition.nodes[t.index]
         # on a real GPU the measured time is the GPU's (CUDA events around the node's kernels), as TF's tracer
         measured_s = t.kernel_timer.elapsed_s() if t.kernel_timer is not None else t.end_s - t.start_s
         duration_us = max(0, int(round(measured_s * 1e6)))
+        wall_start.setdefault(t.device, int(base_wall_us + (t.start_s - base_perf) * 1e6))
         collector.record(t.device, NodeExecStats(
             node_name=node.name, op_type=node.op_type,
             all_start_micros=int(base_wall_us + (t.start_s - base_perf) * 1e6),
@@ -105,6 +109,8 @@ def build_step_stats(plan: StepPlan, result: StepResult, machine: cost_model.Mac
             timeline_label=step_stats.iteration_label(node.label, t.frame_iter),
             sim_start_micros=int(round(sim.start_s[step_stats.instance_name(node.name, t.frame_iter)] * 1e6)),
             sim_end_micros=int(round(sim.end_s[step_stats.instance_name(node.name, t.frame_iter)] * 1e6))))
+    for m in messages:
+        _record_message(collector, m, sim, wall_start)
     for device, (i, partition) in by_device.items():
         for memory in _memory(device, partition, result.executors[i], timings, machine, allow_growth,
                               getattr(result, "allocator_stats", {}).get(device)):
@@ -112,9 +118,26 @@ def build_step_stats(plan: StepPlan, result: StepResult, machine: cost_model.Mac
     return collector.finalize()
 
 
+def _record_message(collector, message, sim, wall_start):
+    """A collective's message as a ``_Send`` (posted when the message starts) on its sender and a ``_Recv``
+    (from its start to its end) on its receiver, on the simulated clock; no wall time of its own."""
+    start_us = int(round(sim.start_s[message.task] * 1e6))
+    end_us = int(round(sim.end_s[message.task] * 1e6))
+    ends = ((message.src_device, "_Send", message.dst_device, start_us, ()),
+            (message.dst_device, "_Recv", message.src_device, end_us, (message.nbytes,)))
+    for device, op_type, peer, sim_end, output in ends:
+        name = f"{message.task}/{op_type[1:].lower()}"
+        collector.record(device, NodeExecStats(
+            node_name=name, op_type=op_type, all_start_micros=wall_start.get(device, 0), op_start_rel_micros=0,
+            op_end_rel_micros=0, all_end_rel_micros=0, thread_id=0, output_bytes=output,
+            timeline_label=step_stats.timeline_label(name, op_type, tensor_name=message.task, peer_device=peer),
+            sim_start_micros=start_us, sim_end_micros=sim_end))
+
+
 def _simulate(plan, result, machine):
+    """``(SimResult, collective messages)`` of a traced step."""
     if plan.partitions and plan.partitions[0].control_flow is not None:
-        return _simulate_iterations(plan, result, machine)
+        return _simulate_iterations(plan, result, machine), []
     sends = {}
     for partition in plan.partitions:
         for node in partition.nodes:
@@ -132,7 +155,8 @@ def _simulate(plan, result, machine):
                 send = sends.get(rendezvous_key(node.source))
                 if send is not None:
                     transfers.append(sim_clock.TransferRecord(send.name, node.name, _nbytes(values[node.out_slot])))
-    return sim_clock.simulate_step(records, transfers, machine)
+    records, extra, messages = step_collectives.add_collectives(plan, result.collectives, machine, records)
+    return sim_clock.simulate_step(records, transfers, machine, extra), messages
 
 
 def _simulate_iterations(plan, result, machine):

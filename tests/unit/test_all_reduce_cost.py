@@ -47,8 +47,10 @@ def test_runtime_result_reports_simulated_predicted_and_wall_time():
 def test_ps_vs_ring_reproduces_the_seeds_numbers():
     points = {p.num_workers: p for p in ps_vs_ring_curve(workers=[2, 10, 20, 32])}
     ten = points[10]
-    assert 10.0 <= ten.ps_simulated_s <= 12.5
-    assert ten.ps_simulated_s == pytest.approx(ten.ps_formula_s, rel=0.03)
+    # the PS's inbound port carries 10 × 1.2 GB (12 s, the formula's pipelined bound); the last of the
+    # 10 parts then goes back out through its outbound port to 10 workers: + 10 × 0.12 GB = 1.2 s
+    assert ten.ps_simulated_s >= ten.ps_formula_s
+    assert ten.ps_simulated_s == pytest.approx(ten.ps_formula_s + 1.2, rel=0.01)
     assert ten.ring_simulated_s == pytest.approx(2.16, abs=0.05)
     assert ten.ring_simulated_s == pytest.approx(ten.ring_formula_s, rel=0.02)
     # PS grows linearly with the workers, the ring stays flat

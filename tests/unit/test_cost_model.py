@@ -20,20 +20,37 @@ MODEL_BYTES = 300_000_000 * 4
 
 
 # -- profiles ---------------------------------------------------------------------
-def test_device_profiles_carry_the_datasheet_figures():
+def test_device_profiles_carry_the_datasheet_figures_times_the_named_efficiencies():
+    from dfcore.runtime import hardware_profiles as hw
+    assert (hw.COMPUTE_EFFICIENCY, hw.MEMORY_EFFICIENCY) == (0.8, 0.8)
     k20m, v100 = cm.TESLA_K20M, cm.TESLA_V100
-    assert (k20m.name, k20m.flops_per_s, k20m.mem_bandwidth_Bps) == ("Tesla K20m", 3.52e12, 208e9)
-    assert cm.TESLA_K20M.memory_bytes == 5_000_000_000
-    assert (v100.flops_per_s, v100.mem_bandwidth_Bps, v100.memory_bytes) == (15.7e12, 900e9, 16e9)
-    assert (cm.H100.flops_per_s, cm.H100.mem_bandwidth_Bps, cm.H100.memory_bytes) == (67e12, 3.35e12, 80e9)
+    assert (k20m.name, k20m.flops_per_s, k20m.mem_bandwidth_Bps) == ("Tesla K20m", 3.52e12 * 0.8, 208e9 * 0.8)
+    assert cm.TESLA_K20M.memory_bytes == 5_000_000_000 and k20m.host_bus is cm.PCIE_2_X16
+    assert (v100.flops_per_s, v100.mem_bandwidth_Bps, v100.memory_bytes) == (15.7e12 * 0.8, 900e9 * 0.8, 16e9)
+    assert (v100.host_bus, v100.peer_link) == (cm.PCIE_3_X16, cm.NVLINK_V100)
+    assert (cm.A100_40GB.flops_per_s, cm.A100_40GB.mem_bandwidth_Bps) == (19.5e12 * 0.8, 1555e9 * 0.8)
+    assert (cm.A100_80GB.host_bus, cm.A100_80GB.peer_link) == (cm.PCIE_4_X16, cm.NVLINK_A100)
+    assert (cm.H100.flops_per_s, cm.H100.mem_bandwidth_Bps, cm.H100.memory_bytes) == (67e12 * 0.8, 3.35e12 * 0.8,
+                                                                                      80e9)
+    for board in (cm.H100, cm.H200):
+        assert (board.host_bus, board.peer_link) == (cm.PCIE_5_X16, cm.NVLINK_H100)
     assert [p.device_type for p in (cm.TESLA_K20M, cm.TESLA_V100, cm.H100, cm.CPU)] == ["GPU", "GPU", "GPU", "CPU"]
     assert cm.CPU.flops_per_s < cm.TESLA_K20M.flops_per_s < cm.TESLA_V100.flops_per_s < cm.H100.flops_per_s
 
 
-def test_link_profiles():
-    assert (cm.PCIE_3_X16.bandwidth_Bps, cm.PCIE_3_X16.latency_s) == (12e9, 10e-6)
-    assert (cm.NVLINK_V100.bandwidth_Bps, cm.NVLINK_V100.latency_s) == (150e9, 5e-6)
+def test_link_profiles_are_the_line_rates_times_the_named_efficiencies():
+    # per direction, after line coding: PCIe x16 Gen2-5 8, 15.75, 31.5, 63 GB/s, at 75 % (bandwidthTest: 6 of 8)
+    assert [link.bandwidth_Bps for link in (cm.PCIE_2_X16, cm.PCIE_3_X16, cm.PCIE_4_X16, cm.PCIE_5_X16)] == \
+        pytest.approx([6e9, 11.8125e9, 23.625e9, 47.25e9])
+    assert cm.PCIE_3_X16.latency_s == 10e-6
+    # NVLink 2/3/4: 150, 300, 450 GB/s each way (300, 600, 900 GB/s aggregate), at 90 %
+    assert [link.bandwidth_Bps for link in (cm.NVLINK_V100, cm.NVLINK_A100, cm.NVLINK_H100)] == \
+        pytest.approx([135e9, 270e9, 405e9])
+    assert cm.NVLINK_V100.latency_s == 5e-6
+    # Ethernet at 80 % of the line rate: 10 GbE is the seeds' 1 GB/s
     assert (cm.ETHERNET_10G.bandwidth_Bps, cm.ETHERNET_10G.latency_s) == (1e9, 50e-6)
+    assert (cm.ETHERNET_25G.bandwidth_Bps, cm.ETHERNET_100G.bandwidth_Bps) == (2.5e9, 10e9)
+    assert cm.INFINIBAND_HDR.bandwidth_Bps == pytest.approx(22.5e9)
     assert cm.LOOPBACK.bandwidth_Bps == math.inf and cm.LOOPBACK.latency_s == 0.0
 
 
@@ -66,8 +83,16 @@ def test_default_link_rules():
     v100 = cm.MachineProfile({CPU0: cm.CPU, GPU0: cm.TESLA_V100, GPU1: cm.TESLA_K20M})
     assert v100.link(CPU0, GPU0) is cm.PCIE_3_X16
     assert v100.link(GPU0, GPU1) is cm.PCIE_2_X16  # the slower bus of the two boards
-    h100 = cm.MachineProfile({CPU0: cm.CPU, GPU0: cm.H100}, intra_task_link=cm.NVLINK_V100)
-    assert h100.link(CPU0, GPU0) is cm.NVLINK_V100  # no bus in the profile: the machine's intra-task link
+    mine = cm.DeviceProfile("My GPU", "GPU", 1e12, 1e11, 2**30, 0.0)
+    custom = cm.MachineProfile({CPU0: cm.CPU, GPU0: mine}, intra_task_link=cm.NVLINK_V100)
+    assert custom.link(CPU0, GPU0) is cm.NVLINK_V100  # no bus in the profile: the machine's intra-task link
+    h100 = cm.MachineProfile({CPU0: cm.CPU, GPU0: cm.H100, GPU1: cm.H100})
+    assert h100.link(CPU0, GPU0) is cm.PCIE_5_X16 and h100.link(GPU0, GPU1) is cm.NVLINK_H100
+    assert h100.transfer_resources(GPU0, GPU1) == (f"{GPU0} NVLink out", f"{GPU1} NVLink in")
+    # a machine given an intra-task link joins its GPUs by it, NVLink boards or not (what-ifs over the link)
+    pcie = cm.MachineProfile({GPU0: dataclasses.replace(cm.H100, host_bus=None), GPU1: cm.H100},
+                             intra_task_link=cm.PCIE_3_X16)
+    assert pcie.link(GPU0, GPU1) is cm.PCIE_5_X16 and pcie.transfer_resources(GPU0, GPU1)[0] == f"{GPU0} bus out"
     assert machine.link(worker, ps) is cm.ETHERNET_10G
     assert machine.link(GPU0, worker) is cm.ETHERNET_10G
 
@@ -79,17 +104,38 @@ def test_links_and_link_resources_can_be_overridden_in_legacy_spelling():
         link_resources={(GPU0, GPU1): "nvlink-0-1"},
     )
     assert machine.link(GPU0, GPU1) is cm.NVLINK_V100
-    assert machine.link(GPU1, GPU0) is cm.PCIE_3_X16
-    assert machine.link_resource(GPU0, GPU1) == "nvlink-0-1"
-    assert machine.link_resource(GPU1, GPU0) == f"{GPU1} -> {GPU0}"
+    assert machine.link(GPU1, GPU0) is cm.NVLINK_V100  # the boards' own NVLink
+    assert machine.transfer_resources(GPU0, GPU1) == ("nvlink-0-1",)
+    assert machine.transfer_resources(GPU1, GPU0) == (f"{GPU1} NVLink out", f"{GPU0} NVLink in")
+    linked = cm.MachineProfile({GPU0: cm.TESLA_K20M, GPU1: cm.TESLA_K20M}, links={(GPU0, GPU1): cm.NVLINK_V100})
+    assert linked.transfer_resources(GPU0, GPU1) == (f"{GPU0} -> {GPU1}",)  # a dedicated link: its own channel
 
 
-def test_cross_task_transfers_queue_on_the_receivers_interface():
+def test_cross_task_transfers_hold_the_senders_and_the_receivers_interface():
     machine = cm.MachineProfile({})
     ps = "/job:ps/replica:0/task:0/device:CPU:0"
     w0, w1 = (f"/job:worker/replica:0/task:{i}/device:GPU:0" for i in range(2))
-    assert machine.link_resource(w0, ps) == machine.link_resource(w1, ps) == "/job:ps/replica:0/task:0 NIC in"
-    assert machine.link_resource(ps, w0) != machine.link_resource(ps, w1)
+    assert machine.transfer_resources(w0, ps) == ("/job:worker/replica:0/task:0 NIC out",
+                                                  "/job:ps/replica:0/task:0 NIC in")
+    assert machine.transfer_resources(w1, ps)[1] == machine.transfer_resources(w0, ps)[1]
+    # a broadcast's messages share the sender's outbound port
+    assert machine.transfer_resources(ps, w0)[0] == machine.transfer_resources(ps, w1)[0] == \
+        "/job:ps/replica:0/task:0 NIC out"
+    assert cm.nic_ports("/job:a/replica:0/task:0", "/job:b/replica:0/task:1") == machine.transfer_resources(
+        "/job:a/replica:0/task:0/device:CPU:0", "/job:b/replica:0/task:1/device:CPU:0")
+
+
+def test_transfers_within_a_task_hold_each_gpus_bus_and_the_hosts_memory():
+    machine = cm.default_machine(4)
+    gpus = [f"/job:localhost/replica:0/task:0/device:GPU:{i}" for i in range(4)]
+    assert machine.transfer_resources(gpus[1], gpus[0]) == (f"{gpus[1]} bus out", f"{gpus[0]} bus in")
+    assert machine.transfer_resources(CPU0, gpus[0]) == ("/job:localhost/replica:0/task:0 host memory",
+                                                        f"{gpus[0]} bus in")
+    assert machine.transfer_resources(gpus[2], CPU0) == (f"{gpus[2]} bus out",
+                                                        "/job:localhost/replica:0/task:0 host memory")
+    assert machine.transfer_resources(CPU0, CPU0) == ()
+    # the nominal host's 20 GB/s memory takes three 6 GB/s PCIe 2.0 copies at once
+    assert machine.capacities() == {"/job:localhost/replica:0/task:0 host memory": 3}
 
 
 def test_unknown_and_partial_device_names_are_reported():
@@ -182,17 +228,17 @@ def test_op_cost_needs_known_shapes():
 def test_op_time_is_the_roofline():
     # 1024^3 matmul: 2.1 GFLOP vs 12.6 MB: compute-bound on a K20m.
     big = cm.op_cost("MatMul", [(1024, 1024)] * 2, [(1024, 1024)])
-    assert cm.op_time_s(big, cm.TESLA_K20M) == pytest.approx(5e-6 + 2 * 1024**3 / 3.52e12)
+    assert cm.op_time_s(big, cm.TESLA_K20M) == pytest.approx(5e-6 + 2 * 1024**3 / (0.8 * 3.52e12))  # achieved
     # Adding two 1M-element vectors: 1 MFLOP vs 12 MB: memory-bound.
     add = cm.op_cost("Add", [(10**6,), (10**6,)], [(10**6,)])
-    assert cm.op_time_s(add, cm.TESLA_K20M) == pytest.approx(5e-6 + 12e6 / 208e9)
+    assert cm.op_time_s(add, cm.TESLA_K20M) == pytest.approx(5e-6 + 12e6 / (0.8 * 208e9))
     assert cm.op_time_s(cm.OpCost(0, 0), cm.CPU) == 0.0  # graph plumbing launches nothing
     assert cm.op_time_s(cm.OpCost(1, 0), cm.CPU) == pytest.approx(cm.CPU.launch_overhead_s + 1 / 100e9)
     assert cm.op_time_s(big, cm.H100) < cm.op_time_s(big, cm.TESLA_V100) < cm.op_time_s(big, cm.TESLA_K20M)
 
 
 def test_transfer_time_is_latency_plus_bytes_over_bandwidth():
-    assert cm.transfer_time_s(12e6, cm.PCIE_3_X16) == pytest.approx(10e-6 + 1e-3)
+    assert cm.transfer_time_s(11.8125e6, cm.PCIE_3_X16) == pytest.approx(10e-6 + 1e-3)
     assert cm.transfer_time_s(MODEL_BYTES, cm.ETHERNET_10G) == pytest.approx(1.2 + 50e-6)
     assert cm.transfer_time_s(MODEL_BYTES, cm.LOOPBACK) == 0.0
 
@@ -207,7 +253,7 @@ def test_ring_allreduce_formula():
 def test_seeds_parameter_server_numbers():
     # 10 workers push 1.2 GB each through one 1 GB/s PS link: 12 s (+10 latencies),
     # in the seeds' "10-20 s per batch"; push and pull overlap on the full-duplex link.
-    t10 = cm.ps_sync_time_s(MODEL_BYTES, 10, cm.ETHERNET_10G)
+    t10 = cm.ps_sync_time_s(MODEL_BYTES, 10, cm.ETHERNET_10G)  # max(n, s) = 10 messages on the PS's port
     assert 10.0 <= t10 <= 12.001 and t10 == pytest.approx(12.0 + 10 * 50e-6)
     # The seeds' / Baidu's 10.8 s: 10 GPUs, one of them the reducer, 9 senders.
     assert cm.ps_sync_time_s(MODEL_BYTES, 9, cm.ETHERNET_10G) == pytest.approx(10.8, rel=1e-4)
@@ -216,6 +262,13 @@ def test_seeds_parameter_server_numbers():
     # Half-duplex: push then pull; two PS shards halve each message.
     assert cm.ps_sync_time_s(MODEL_BYTES, 10, cm.ETHERNET_10G, full_duplex=False) == pytest.approx(2 * t10)
     assert cm.ps_sync_time_s(MODEL_BYTES, 10, cm.ETHERNET_10G, n_ps=2) == pytest.approx(6.0 + 10 * 50e-6)
+
+
+def test_ps_step_is_bound_by_each_workers_own_interface():
+    # 1 worker, 10 shards: the worker's NIC still sends all 1.2 GB (was 0.12 s: n·(α + K/(s·B)))
+    assert cm.ps_sync_time_s(MODEL_BYTES, 1, cm.ETHERNET_10G, n_ps=10) == pytest.approx(1.2 + 10 * 50e-6)
+    # 2 workers, 4 shards: each worker's 4 messages of 0.3 GB queue on its NIC (was 0.60 s)
+    assert cm.ps_sync_time_s(MODEL_BYTES, 2, cm.ETHERNET_10G, n_ps=4) == pytest.approx(1.2 + 4 * 50e-6)
 
 
 def test_seeds_ring_allreduce_number():

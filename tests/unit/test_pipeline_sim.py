@@ -132,6 +132,26 @@ def test_spec_of_a_tf_data_pipeline():
         ps.spec_of(tf.data.Dataset.from_tensor_slices(x).batch(8), step_s=0.01)
 
 
+@pytest.mark.parametrize("cores", [2, 64])
+def test_autotune_resolves_to_the_simulated_hosts_threads_whatever_the_machine(monkeypatch, cores):
+    monkeypatch.setattr("os.cpu_count", lambda: cores)
+    x = np.zeros((64, 16), np.float32)
+    ds = tf.data.Dataset.from_tensor_slices(x).map(lambda v: v * 2.0, tf.data.experimental.AUTOTUNE,
+                                                   simulated_cost_s=0.001).batch(8).prefetch(1)
+    spec = ps.spec_of(ds, step_s=0.0005)
+    assert spec.num_parallel_calls == ps.AUTOTUNE_MAP_THREADS == 8
+    # 8 calls of 1 ms per batch on 8 threads: 1 ms a batch, slower than the 0.5 ms step: the map sets the period
+    assert ps.simulate_pipeline(spec, 6).period_us == 1000
+
+
+def test_prefetch_period_is_the_slower_of_the_map_and_the_copy_plus_the_step():
+    link = cost_model.LinkProfile("test link", 1e9, 0.0)
+    fast_map = run(1 * MS, 3 * MS, prefetch=1, accelerator=GPU, batch_bytes=2_000_000, link=link)
+    assert fast_map.period_us == pytest.approx(3000 + 2000)  # max(m, c + s) = c + s: the copy counts
+    slow_map = run(6 * MS, 3 * MS, prefetch=1, accelerator=GPU, batch_bytes=2_000_000, link=link)
+    assert slow_map.period_us == pytest.approx(6000)  # max(m, c + s) = m
+
+
 def test_a_map_without_a_given_cost_gets_the_cost_models_estimate():
     x = np.zeros((10, 32, 32), np.float32)
     ds = tf.data.Dataset.from_tensor_slices(x).map(lambda v: tf.matmul(v, v))

@@ -220,9 +220,10 @@ def test_argument_errors():
 
 # -- parameters over several ps tasks -------------------------------------------------------------------------
 
-def test_pulls_from_several_ps_tasks_travel_together():
-    """A pull asks every ps task at once and the replies share the worker's inbound link: one latency plus all
-    the bytes over the bandwidth (not one message after another); each push goes to its ps task's own link."""
+def test_pulls_and_pushes_queue_on_the_workers_own_interface():
+    """Every message holds both ends of its link: a pull's replies from the ps tasks come in one after another
+    through the worker's inbound interface, its pushes go out one after another through its outbound one
+    (cost_model.nic_ports), so each direction costs one latency per ps task plus all the bytes / bandwidth."""
     config = ModelConfig("async", 2, 1, 1, 0, 0.1, 64, 32, 0, "round_robin", None)
     spec, ps_servers, workers = start_cluster(config)
     try:
@@ -234,8 +235,8 @@ def test_pulls_from_several_ps_tasks_travel_together():
             s.stop()
     link = cost_model.ETHERNET_10G
     assert len(costs.bytes_per_ps) == 2 and sum(costs.bytes_per_ps) == (64 * 64 + 64 + 64 * 10 + 10) * 4
-    assert costs.pull_s == link.latency_s + sum(costs.bytes_per_ps) / link.bandwidth_Bps
-    push = max(cost_model.transfer_time_s(b, link) for b in costs.bytes_per_ps)
+    assert costs.pull_s == pytest.approx(2 * link.latency_s + sum(costs.bytes_per_ps) / link.bandwidth_Bps)
+    push = sum(cost_model.transfer_time_s(b, link) for b in costs.bytes_per_ps)
     record = ps.train(mode="async", num_workers=1, num_ps=2, steps=5, eval_every=0)
     assert record.sim_time_s == pytest.approx(5 * (costs.pull_s + costs.compute_s + push), rel=1e-9)
 

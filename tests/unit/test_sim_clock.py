@@ -205,7 +205,7 @@ def test_transfers_become_link_tasks_between_producer_and_consumer():
     transfers = [TransferRecord("m0", "add", nbytes), TransferRecord("m0", "id", nbytes)]
     tasks = {t.name: t for t in build_tasks(nodes, transfers, machine)}
     link = tasks[transfer_task_name("m0", "add")]
-    assert link.name == "m0 -> add" and link.resource == f"{GPU0} -> {GPU1}"
+    assert link.name == "m0 -> add" and link.resources == (f"{GPU0} bus out", f"{GPU1} bus in")
     assert link.duration_s == pytest.approx(10e-6 + nbytes / 6e9)  # the K20m's PCIe 2.0 x16
     assert link.deps == ("m0",) and link.priority == 3
     assert tasks["add"].deps == ("m0 -> add",) and tasks["add"].resource == GPU1
@@ -219,7 +219,7 @@ def test_transfers_become_link_tasks_between_producer_and_consumer():
 def test_link_override_and_record_errors():
     machine = cm.default_machine()
     nodes = [NodeRecord("a", GPU0, cm.OpCost(0, 0)), NodeRecord("b", GPU1, cm.OpCost(0, 0))]
-    (task,) = [t for t in build_tasks(nodes, [TransferRecord("a", "b", 150e9, cm.NVLINK_V100)], machine)
+    (task,) = [t for t in build_tasks(nodes, [TransferRecord("a", "b", 135e9, cm.NVLINK_V100)], machine)
                if t.name == "a -> b"]
     assert task.duration_s == pytest.approx(1.0 + 5e-6)
     with pytest.raises(ValueError, match="names unknown node 'c'"):
@@ -244,3 +244,66 @@ def test_parameter_server_pushes_queue_on_the_ps_interface():
     assert result.start_s["apply"] == pytest.approx(push_s)  # the free grad ops take no time
     assert result.busy_s["/job:ps/replica:0/task:0 NIC in"] == pytest.approx(push_s)
     assert [n for n in result.order if "->" in n] == [f"grad{i} -> apply" for i in range(4)]
+
+
+# -- tasks holding several resources (a transfer holds both ends of its link) -------
+def test_a_transfer_waits_for_both_of_its_ports():
+    # "a" holds the sender's port; "b" wants it and the receiver's: it starts when "a" ends, while "c",
+    # holding only the receiver's port, may not overtake "b" once "b" is ready first (priority order)
+    tasks = [SimTask("a", "x out", 2.0), SimTask("b", ("x out", "y in"), 1.0, priority=0),
+             SimTask("c", "y in", 1.0, priority=1)]
+    result = simulate(tasks)
+    assert result.start_s["b"] == 2.0 and result.end_s["b"] == 3.0
+    assert result.start_s["c"] == 0.0  # "y in" is free while "b" waits for "x out": "c" uses it meanwhile
+    assert result.busy_s["x out"] == 3.0 and result.busy_s["y in"] == 2.0
+
+
+def test_messages_into_one_port_queue_and_a_fan_out_queues_on_the_senders_port():
+    into = [SimTask(f"m{i}", (f"w{i} out", "ps in"), 1.0) for i in range(4)]
+    assert simulate(into).makespan_s == 4.0  # (N-1)·K/B at the receiver's port
+    out = [SimTask(f"m{i}", ("ps out", f"w{i} in"), 1.0) for i in range(4)]
+    assert simulate(out).makespan_s == 4.0  # c·K/B at a broadcaster's port
+    disjoint = [SimTask(f"m{i}", (f"w{i} out", f"w{(i + 1) % 4} in"), 1.0) for i in range(4)]
+    assert simulate(disjoint).makespan_s == 1.0  # a ring step: every port carries one message
+
+
+def test_capacity_lets_several_tasks_hold_a_resource():
+    tasks = [SimTask(f"copy{i}", (f"gpu{i} bus out", "host memory"), 1.0) for i in range(4)]
+    assert simulate(tasks).makespan_s == 4.0
+    result = simulate(tasks, {"host memory": 3})
+    assert result.makespan_s == 2.0 and sorted(result.end_s.values()) == [1.0, 1.0, 1.0, 2.0]
+    assert result.utilization["host memory"] == pytest.approx(4.0 / (2.0 * 3))
+    with pytest.raises(ValueError, match="capacities must be >= 1"):
+        simulate(tasks, {"host memory": 0})
+    with pytest.raises(ValueError, match="SimTask 'x' holds no resource"):
+        simulate([SimTask("x", (), 1.0)])
+
+
+def test_port_book_reserves_every_port_of_a_transfer():
+    from dfcore.runtime.sim_clock import PortBook
+    book = PortBook({"mem": 2})
+    assert book.reserve(("a out", "b in"), 0.0, 1.0) == (0.0, 1.0)
+    assert book.reserve(("c out", "b in"), 0.5, 1.0) == (1.0, 2.0)  # b's inbound port is busy until 1.0
+    assert book.reserve(("a out", "d in"), 0.0, 1.0) == (1.0, 2.0)  # a's outbound port likewise
+    trial = book.copy()
+    assert trial.reserve(("mem",), 0.0, 3.0) == (0.0, 3.0) and trial.reserve(("mem",), 0.0, 3.0) == (0.0, 3.0)
+    assert trial.earliest(("mem",), 0.0) == 3.0 and book.earliest(("mem",), 0.0) == 0.0  # the copy is separate
+
+
+def test_copies_into_one_host_or_one_gpu_share_its_memory_or_its_bus():
+    machine = cm.default_machine(4)
+    nbytes = 60 * 10**6
+    gpus = [PREFIX + f"GPU:{i}" for i in range(4)]
+    # 4 × 60 MB GPU → CPU: the 20 GB/s host memory takes three 6 GB/s copies at once, so 2 rounds of 10 ms
+    nodes = [NodeRecord(f"out{i}", g, cm.OpCost(0, 0)) for i, g in enumerate(gpus)]
+    nodes += [NodeRecord(f"in{i}", CPU0, cm.OpCost(0, 0)) for i in range(4)]
+    copies = [TransferRecord(f"out{i}", f"in{i}", nbytes) for i in range(4)]
+    one = cm.transfer_time_s(nbytes, cm.PCIE_2_X16)
+    result = simulate_step(nodes, copies, machine)
+    assert result.makespan_s == pytest.approx(2 * one)
+    assert result.makespan_s >= 4 * nbytes / cm.CPU.mem_bandwidth_Bps  # never faster than the host's memory
+    # GPU1 → GPU0 and CPU → GPU0: both enter through GPU0's one PCIe x16 link, one after the other
+    nodes = [NodeRecord("g1", gpus[1], cm.OpCost(0, 0)), NodeRecord("c", CPU0, cm.OpCost(0, 0)),
+             NodeRecord("r1", gpus[0], cm.OpCost(0, 0)), NodeRecord("r2", gpus[0], cm.OpCost(0, 0))]
+    result = simulate_step(nodes, [TransferRecord("g1", "r1", nbytes), TransferRecord("c", "r2", nbytes)], machine)
+    assert result.makespan_s == pytest.approx(2 * one)

@@ -17,9 +17,9 @@ _P = "/job:localhost/replica:0/task:0/device:"
 
 
 def two_matmuls():
-    """Two independent 2048² matmuls of two constants on CPU:0 + GPU:0 + GPU:1: the second goes to GPU:1."""
-    a = tf.constant(np.ones((2048, 2048), np.float32), name="a")
-    b = tf.constant(np.ones((2048, 2048), np.float32), name="b")
+    """Two independent 4096² matmuls of two constants on CPU:0 + GPU:0 + GPU:1: the second goes to GPU:1."""
+    a = tf.constant(np.ones((4096, 4096), np.float32), name="a")
+    b = tf.constant(np.ones((4096, 4096), np.float32), name="b")
     tf.matmul(a, b, name="mm1")
     tf.matmul(a, b, name="mm2")
     devices = DeviceSet.from_config(tf.ConfigProto(device_count={"CPU": 1, "GPU": 2}))
@@ -35,13 +35,14 @@ def test_view_structure_and_kernel_free_step_through():
     pairs = {(lk.source[0], lk.source[1], lk.target[0], lk.target[1]) for lk in view.links}
     assert pairs == {(view.play, "value", view.slider, "value"), (view.slider, "value", view.stack, "selected_index")}
     assert view.devices == [_P + "CPU:0", _P + "GPU:0", _P + "GPU:1"]
-    # mm2 on GPU:1: a and b cross the K20m's PCIe 2.0 (10 µs + 16 MiB / 6 GB/s = 2.8 ms), then 5 µs + 2·2048³ / 3.52
-    # TFLOP/s = 4.9 ms: 7.7 ms, against 9.8 ms after mm1 on GPU:0
-    assert repr(view) == "<PlacementView: 4 nodes on 3 devices, estimated step 7.7 ms>"
+    # mm2 on GPU:1: a then b cross the K20m's PCIe 2.0, one after the other through GPU:0's bus out and GPU:1's
+    # bus in (2 × (10 µs + 64 MiB / 6 GB/s) = 22.4 ms), then 5 µs + 2·4096³ / (0.8 · 3.52 TFLOP/s) = 48.8 ms: 71.2 ms,
+    # against 97.6 ms after mm1 on GPU:0
+    assert repr(view) == "<PlacementView: 4 nodes on 3 devices, estimated step 71.2 ms>"
     # frame k captions node k's candidates and the winner
     frame = view.stack.children[3].value
     assert "node 3: mm2 (MatMul, static cost) finishes at" in frame and "→ GPU:1 (cost model: earliest" in frame
-    assert "all 4 nodes placed: the last finishes at 7.7 ms" in view.stack.children[4].value
+    assert "all 4 nodes placed: the last finishes at 71.2 ms" in view.stack.children[4].value
 
 
 def test_frames_grow_the_lanes_node_by_node_and_draw_the_candidates_as_ghosts():
@@ -52,7 +53,7 @@ def test_frames_grow_the_lanes_node_by_node_and_draw_the_candidates_as_ghosts():
     assert solid == [0, 0, 3, 4, 2]
     third = frame_svg(decisions, 3, devices, 1e-3)
     assert third.count('stroke-dasharray="4,2"') == 2  # the two losing candidates of mm2 are dashed
-    assert "★ 7.7 ms" in third  # the winner's finish
+    assert "★ 71.2 ms" in third  # the winner's finish
     assert third.count("inputs arrive over the link") == 2  # a and b live on GPU:0: CPU and GPU:1 receive them
     assert third.startswith("<svg") and third.endswith("</svg>")
 
@@ -63,7 +64,7 @@ def test_rows_mark_the_winner_the_transfers_and_the_infeasible_devices():
     rows = decision_rows(placement.decisions(), devices)
     mm2 = rows[3]
     assert mm2[:4] == (3, "mm2", "MatMul", "static")
-    assert mm2[5] == "9.8 ms" and mm2[6].startswith("★ 7.7 ms (+2.8 ms in)")
+    assert mm2[5] == "97.6 ms" and mm2[6].startswith("★ 71.2 ms (+11.2 ms in)")  # the longer of the two inputs
     assert "GPU:1" in mm2[7] and mm2[8] == cost_placer.REASON_COST
     with tf.Graph().as_default():
         with tf.device("/gpu:1"):
