@@ -2,7 +2,7 @@
 normalization, top-k, embeddings, dynamic_rnn and its cells)."""
 
 from .ops import (
-    fused_conv as _fused_conv,  # noqa: F401 - registers _FusedConv2D (the remapper's)
+    fused_conv as _fused_conv,  # registers _FusedConv2D (the remapper's)
     rnn_cell,  # tf.nn.rnn_cell.BasicRNNCell …
 )
 from .ops.embedding_ops import *

@@ -149,7 +149,7 @@ class FunctionPlan:
             inputs = [values[t] for t in step.inputs]
             try:
                 result = compute(*inputs)
-            except Exception as error:  # noqa: BLE001 - the executor's conversion, in one place
+            except Exception as error:  # the executor's conversion, in one place
                 raise kernel_error(error, step.node, inputs, _DEVICE) from error
             if len(step.outputs) == 1:
                 values[step.outputs[0]] = result

@@ -52,7 +52,7 @@ class WorkerPool:
                 continue
             try:
                 future.set_result(fn(*args))
-            except BaseException as error:  # noqa: BLE001 - handed to whoever waits on the future
+            except BaseException as error:  # handed to whoever waits on the future
                 future.set_exception(error)
 
 

@@ -29,7 +29,7 @@ def main():
     note, env = _load("departure_note"), _load("env")
     note.install(lambda: env.launcher_rank() or 0)
     sys.path[0] = os.getcwd()  # as under `python -m mpi4py`: not this file's directory
-    from mpi4py.run import main as run_rank  # noqa: PLC0415 - after the note, which must precede MPI's exit
+    from mpi4py.run import main as run_rank  # after the note, which must precede MPI's exit
 
     run_rank()
 

@@ -43,7 +43,7 @@ class EventFile:
         name = f"events.out.tfevents.{int(time.time()):010d}.{socket.gethostname()}.{os.getpid()}.{next(_UIDS)}"
         self.path = os.path.join(logdir, name + filename_suffix)
         try:
-            self._file = open(self.path, "wb", buffering=0)  # noqa: SIM115 - closed by close()
+            self._file = open(self.path, "wb", buffering=0)  # closed by close()
         except OSError as error:
             raise errors.error_from_os_error(error, f"Cannot create event file {self.path}") from None
         self._records = RecordWriter(self)

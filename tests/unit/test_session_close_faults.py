@@ -21,7 +21,7 @@ def _loop(sess, op, outcomes, started):
     while True:
         try:
             sess.run(op)
-        except Exception as error:  # noqa: BLE001 - recorded and checked by the test
+        except Exception as error:  # recorded and checked by the test
             outcomes.append(error)
             if isinstance(error, RuntimeError) and not isinstance(error, tf.errors.OpError):
                 return
