@@ -14,7 +14,7 @@ import time
 import numpy as np
 import pytest
 from grpc_cluster import Cluster, cluster_dict
-from grpc_model import build_model, feed_values
+from grpc_model import MODELS, build_model, feed_values
 
 import dfcore as tf
 from dfcore.transport import SERVERS_ENV, grpc_enabled
@@ -23,19 +23,20 @@ from dfcore.transport.grpc_server import free_ports
 pytestmark = pytest.mark.timeout(120)
 
 
-def in_process_reference():
-    """The model's losses and final weights run in one process (dfcore's in-process cluster)."""
+def in_process_reference(name="sgd"):
+    """The model ``name``'s losses and final weights run in one process (dfcore's in-process cluster)."""
     cluster = tf.train.ClusterSpec(cluster_dict())
     servers = [tf.train.Server(cluster, job_name=job, task_index=0) for job in ("ps", "worker")]
     try:
         with tf.Graph().as_default():
-            model = build_model()
+            model = MODELS[name]()
             with tf.Session(servers[1].target) as sess:
                 sess.run(model["init"])
                 losses = []
                 for step in range(3):
-                    losses.append(sess.run(model["loss"], {model["x"]: feed_values(step)}).item())
-                    sess.run(model["train"], {model["x"]: feed_values(step)})
+                    feed = {model["x"]: feed_values(step, model["shape"])}
+                    losses.append(sess.run(model["loss"], feed).item())
+                    sess.run(model["train"], feed)
                 return losses, sess.run(model["w"])
     finally:
         for server in servers:
@@ -52,6 +53,17 @@ def test_a_worker_process_runs_steps_on_the_ps_process_as_in_one_process():
     # step stats of both tasks come back in RunMetadata
     assert {d.split("/device:")[0] for d in result["devices"]} == {"/job:ps/replica:0/task:0",
                                                                   "/job:worker/replica:0/task:0"}
+
+
+def test_a_between_graph_adam_mlp_of_mnist_size_trains_over_grpc_as_in_one_process():
+    # issue 26: the ps rejected the folded Fill (a Const keeping the Fill's name) of a [784,100] Adam slot
+    with Cluster(cluster_dict()) as cluster:
+        cluster.start("ps", 0, "serve").ready()
+        result = cluster.start("worker", 0, "model", "adam").ready().json_line(60)
+    losses, w = in_process_reference("adam")
+    np.testing.assert_allclose(result["losses"], losses, rtol=1e-5)
+    np.testing.assert_allclose(result["w"], w, rtol=1e-5, atol=1e-6)
+    assert losses[2] < losses[0]  # it trains
 
 
 def test_a_session_in_another_process_attaches_by_address(monkeypatch):
