@@ -14,7 +14,6 @@ import signal
 import sys
 import time
 
-os.environ["DFCORE_SERVERS"] = "grpc"
 faulthandler.register(signal.SIGUSR1)  # a hung test can ask a task for its stacks
 
 import dfcore as tf  # noqa: E402
