@@ -3,14 +3,17 @@
 Source: ``tensorflow/python/training/server_lib.py`` (API, argument checks and error
 wording) and TF's distributed glossary (cluster, job, task, server, target).
 
-By default a :class:`Server` runs its task *inside this process*: it registers the task in
-the process-wide registry of :mod:`dfcore.distribute.cluster_runtime` and listens on
-no socket at all (docs/architecture.md#transports); with ``DFCORE_SERVERS=grpc`` it listens with gRPC on its
-address, as TensorFlow's does (:mod:`dfcore.transport.grpc_server`). ``server.target`` (``"grpc://<address>"``) is what
-``tf.Session(target=...)`` takes to run on the whole cluster: every task contributes
-its devices (``/job:<job>/replica:0/task:<t>/device:CPU:0``, plus the GPUs of its
-``config``), and variables and queues live in the state of the task they are placed on,
-shared by every session on the cluster (see the runtime module). Another package may register a
+A :class:`Server` runs its task *inside this process*: it registers the task in the process-wide registry of
+:mod:`dfcore.distribute.cluster_runtime`, where sessions of this process reach it directly (several servers in
+one process make a cluster, as a lesson builds one); and, as TensorFlow's does, it listens with gRPC on its
+address when that address is a loopback one (``localhost``, ``127.0.0.1``; :mod:`dfcore.transport`), so that
+other processes reach it (nothing listens for another host's name, ``ps0.example.com:2222``: such a task lives in
+this process only; ``DFCORE_SERVERS=in_process`` keeps every server off the network). ``server.target``
+(``"grpc://<address>"``) is what ``tf.Session(target=...)`` takes to run on the whole cluster: every task
+contributes its devices (``/job:<job>/replica:0/task:<t>/device:CPU:0``, plus the GPUs of its ``config``), and
+variables and queues live in the state of the task they are placed on, shared by every session on the cluster
+(see the runtime module; docs/architecture.md#transports). A :class:`TaskListener` (``dfcore.transport``
+registers one) serves a registered task to other processes. Another package may register a
 :class:`TaskBackend` (``dfcore.mpi`` does, for the ranks of an MPI job; ``dfcore.transport`` for gRPC): a
 server whose backend says it is active starts, stops and joins through it instead.
 """
@@ -50,6 +53,25 @@ _BACKENDS: list[TaskBackend] = []
 def register_task_backend(backend: TaskBackend) -> None:
     """Add ``backend``; a server uses the first registered backend that is active (else the in-process registry)."""
     _BACKENDS.append(backend)
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskListener:
+    """What else serves a task of the in-process registry: ``start(server)`` (after its registration) serves it to
+    other processes where it can (``dfcore.transport``: a gRPC server on a loopback address), ``stop(server)``
+    ends that, ``local_address()`` is a fresh address for ``create_local_server``."""
+
+    start: Callable[[Server], None]
+    stop: Callable[[Server], None]
+    local_address: Callable[[], str]
+
+
+_LISTENERS: list[TaskListener] = []
+
+
+def register_task_listener(listener: TaskListener) -> None:
+    """Add ``listener``: every server of the in-process registry is also served by it."""
+    _LISTENERS.append(listener)
 
 
 def _active_backend() -> TaskBackend | None:
@@ -213,7 +235,7 @@ class Server:
             or a :class:`ServerDef`.
         job_name, task_index: this server's task; may be left out when the cluster has one
             job / the job one task (TF's rule).
-        protocol: ``"grpc"`` (in-process: recorded, nothing listens; with ``DFCORE_SERVERS=grpc``: a gRPC
+        protocol: ``"grpc"`` (a gRPC server on a loopback address, see above; with ``DFCORE_SERVERS=grpc``: a gRPC
             server on the host and port the cluster gives this task); ``"grpc+mpi"`` (TF's name) inside an MPI
             job: a gRPC server for control, tensors between the job's tasks over MPI.
         config: a ``ConfigProto`` whose ``device_count`` gives the task's devices
@@ -246,6 +268,8 @@ class Server:
         backend = _active_backend()
         if backend is not None and backend.local_address is not None:
             address = backend.local_address()
+        elif backend is None and _LISTENERS:
+            address = _LISTENERS[0].local_address()
         else:
             address = f"localhost:{next(_LOCAL_PORTS)}"
         return Server({"localhost": [address]}, protocol="grpc", config=config, start=start)
@@ -292,6 +316,12 @@ class Server:
                 self._backend = backend
             else:
                 cluster_runtime.start_task(self)
+                try:
+                    for listener in _LISTENERS:
+                        listener.start(self)
+                except BaseException:
+                    cluster_runtime.stop_task(self, "its address could not be listened on")
+                    raise
             self._started = True
 
     def join(self, timeout_s: float | None = None) -> None:
@@ -317,6 +347,8 @@ class Server:
                 return
             self._stopped.set()
             if self._started and self._backend is None:
+                for listener in _LISTENERS:
+                    listener.stop(self)
                 cluster_runtime.stop_task(self, reason)
             elif self._started and self._backend is not None and self._backend.stop is not None:
                 self._backend.stop(self)

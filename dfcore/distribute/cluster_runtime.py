@@ -291,6 +291,21 @@ def serves(target: str) -> bool:
         return address in _ADDRESSES
 
 
+def serves_session(target: str, device_filters: Iterable[str] = ()) -> bool:
+    """True when a session on ``target`` can run in this process alone: an in-process server has that address, and
+    every task the session uses (those passing ``device_filters``) has had a server here (a stopped one is down:
+    its steps fail with ``UnavailableError``). Otherwise a session waits for the tasks elsewhere, over gRPC."""
+    address = target[len("grpc://"):] if target.startswith("grpc://") else target
+    with _LOCK:
+        entry = _ADDRESSES.get(address)
+    if entry is None:
+        return False
+    cluster, task = entry
+    with cluster._lock:
+        started = set(cluster._servers)
+    return all(name in started for name in cluster.task_names() if passes_device_filters(name, device_filters, task))
+
+
 def cluster_of(server: Server) -> InProcessCluster | None:
     """The :class:`InProcessCluster` a running ``server`` belongs to (None once it stopped)."""
     with _LOCK:

@@ -4,8 +4,9 @@ Source: ``tensorflow/core/framework/*.proto`` and ``tensorflow/core/protobuf/*.p
 into ``tensorboard.compat.proto.*_pb2`` (wire-compatible with TensorFlow's, without TensorFlow).
 The exceptions are the messages ``tensorboard`` lacks — ``tensorflow/core/example/{feature,example}.proto``
 (``tf.train.Example`` & co) and ``core/protobuf/queue_runner.proto`` (``QueueRunnerDef``, with the
-``error.Code`` enum): dfcore keeps its own ``.proto`` files of them (TF's packages, names and field
-numbers) in :mod:`dfcore.framework.tf_protos`, compiled by ``make protos``.
+``error.Code`` enum): dfcore keeps its own ``.proto`` files of them (TF's names and field numbers, in a package
+of dfcore's own, ``dfcore.tensorflow``, so that TensorFlow can be imported beside dfcore) in
+:mod:`dfcore.framework.tf_protos`, compiled by ``make protos``.
 This is the one module that names where TF's messages come from; everything else imports them from here.
 """
 

@@ -14,7 +14,7 @@ tensors pass no gradient. Backward ops are named ``gradients/<op>_grad/...``. A
 import collections
 import contextlib
 
-from ..framework import registry
+from ..framework import dtypes, registry
 from ..framework.tensor_conversion import convert_to_tensor
 from . import array_ops, math_ops, while_grad
 from .op_util import graph_of
@@ -61,6 +61,16 @@ def _as_list(value):
     return [value]
 
 
+def _default_grad_y(y, index):
+    """Ones of ``y``'s shape, as TF's ``Fill(Shape(y), 1)`` named ``grad_ys_<index>``: the shape is a constant when
+    static (else a ``Shape`` op, placed with ``y``), so ``y`` itself is not copied to the gradients' device."""
+    if y.shape.is_fully_defined():
+        dims = array_ops.constant_op.constant(y.shape.as_list(), dtypes.int32, name="Shape")
+    else:
+        dims = array_ops.shape(y)
+    return array_ops.fill(dims, array_ops.constant_op.constant(1, y.dtype.base_dtype), name=f"grad_ys_{index}")
+
+
 def _backprop(graph, ys, xs, grad_ys, stops, boundary=frozenset(), colocate=False):
     """The gradient walk; ``boundary``: ops whose inputs are not followed (a loop body's inputs); ``colocate``:
     see ``colocate_gradients_with_ops``."""
@@ -76,7 +86,7 @@ def _backprop(graph, ys, xs, grad_ys, stops, boundary=frozenset(), colocate=Fals
     for y, grad_y in zip(ys, grad_ys):
         if grad_y is None:
             with _maybe_colocate_with(graph, y.op, colocate):
-                grad_y = array_ops.ones_like(y, name=f"grad_ys_{len(grads)}")
+                grad_y = _default_grad_y(y, len(grads))
         grads[y].append(convert_to_tensor(grad_y, dtype=y.dtype.base_dtype))
     ready = collections.deque(sorted({_producer(y, loops) for y in ys if pending[_producer(y, loops)] == 0},
                                      key=lambda op: op._id))

@@ -11,11 +11,14 @@ from ..framework.tensor_shape import TensorShape
 from . import array_ops, math_ops
 
 
-def unbroadcast(grad, x):
+def unbroadcast(grad, x, other=None):
     """Sum ``grad`` over the axes along which ``x`` was broadcast, and reshape to x's shape.
 
-    Static shapes decide the axes when both are fully known; otherwise the
-    ``BroadcastGradientArgs`` op computes them at run time (as TF does).
+    Static shapes decide the axes when both are fully known, or, given the op's ``other`` operand, when the
+    ranks and the dims that matter are known (TF's ``SmartBroadcastGradientArgs``: ``x`` is broadcast along an
+    axis where its dim is 1, or missing, and the other's is not 1); otherwise the ``BroadcastGradientArgs`` op
+    computes them at run time (as TF does). Static axes need no ``Shape`` of the operands (a copy of a shape
+    between devices, where an operand lives on another one).
     """
     xs, gs = x.shape, grad.shape
     if xs.is_fully_defined() and gs.is_fully_defined():
@@ -26,9 +29,34 @@ def unbroadcast(grad, x):
         axes = list(range(lead)) + [lead + i for i, d in enumerate(x_dims) if d == 1 and g_dims[lead + i] != 1]
         summed = math_ops.reduce_sum(grad, axes, keepdims=False) if axes else grad
         return array_ops.reshape(summed, x_dims)
+    axes = None if other is None else _broadcast_axes(xs, other.shape)
+    if axes is not None:
+        if not axes and xs.ndims >= other.shape.ndims:
+            return grad
+        summed = math_ops.reduce_sum(grad, axes, keepdims=True) if axes else grad
+        return array_ops.reshape(summed, xs.as_list() if xs.is_fully_defined() else array_ops.shape(x))
     sx, sg = array_ops.shape(x), array_ops.shape(grad)
     rx, _ = broadcast_gradient_args(sx, sg)
     return array_ops.reshape(math_ops.reduce_sum(grad, rx), sx)
+
+
+def _broadcast_axes(x_shape, y_shape):
+    """The axes (of the broadcast result) along which an operand of ``x_shape`` was broadcast against one of
+    ``y_shape``, from static shapes; None when an unknown dim leaves it open."""
+    if x_shape.ndims is None or y_shape.ndims is None:
+        return None
+    rank = max(x_shape.ndims, y_shape.ndims)
+    x_dims = [1] * (rank - x_shape.ndims) + x_shape.as_list()
+    y_dims = [1] * (rank - y_shape.ndims) + y_shape.as_list()
+    axes = []
+    for axis, (x_dim, y_dim) in enumerate(zip(x_dims, y_dims)):
+        if x_dim == 1 and y_dim != 1:
+            axes.append(axis)
+        elif y_dim == 1 and x_dim != 1:
+            continue  # the other operand was broadcast here
+        elif x_dim is None or y_dim is None:
+            return None
+    return axes
 
 
 def broadcast_gradient_args(s0, s1, name=None):
@@ -68,19 +96,19 @@ registry.NotDifferentiable("BroadcastGradientArgs")
 @registry.RegisterGradient("Add")
 def _add_grad(op, grad):
     x, y = op.inputs
-    return unbroadcast(grad, x), unbroadcast(grad, y)
+    return unbroadcast(grad, x, y), unbroadcast(grad, y, x)
 
 
 @registry.RegisterGradient("Sub")
 def _sub_grad(op, grad):
     x, y = op.inputs
-    return unbroadcast(grad, x), unbroadcast(math_ops.negative(grad), y)
+    return unbroadcast(grad, x, y), unbroadcast(math_ops.negative(grad), y, x)
 
 
 @registry.RegisterGradient("Mul")
 def _mul_grad(op, grad):
     x, y = op.inputs
-    return unbroadcast(math_ops.multiply(grad, y), x), unbroadcast(math_ops.multiply(x, grad), y)
+    return unbroadcast(math_ops.multiply(grad, y), x, y), unbroadcast(math_ops.multiply(x, grad), y, x)
 
 
 @registry.RegisterGradient("RealDiv")
@@ -88,7 +116,7 @@ def _real_div_grad(op, grad):
     x, y = op.inputs
     gx = math_ops.realdiv(grad, y)
     gy = math_ops.multiply(grad, math_ops.realdiv(math_ops.realdiv(math_ops.negative(x), y), y))
-    return unbroadcast(gx, x), unbroadcast(gy, y)
+    return unbroadcast(gx, x, y), unbroadcast(gy, y, x)
 
 
 def _select_grad(op, grad, x_wins):
@@ -96,7 +124,7 @@ def _select_grad(op, grad, x_wins):
     x, y = op.inputs
     gx = math_ops.multiply(grad, math_ops.cast(x_wins(x, y), grad.dtype))
     gy = math_ops.subtract(grad, gx)
-    return unbroadcast(gx, x), unbroadcast(gy, y)
+    return unbroadcast(gx, x, y), unbroadcast(gy, y, x)
 
 
 @registry.RegisterGradient("Maximum")
@@ -118,21 +146,21 @@ def _pow_grad(op, grad):
     positive = math_ops.cast(math_ops.greater(x, 0), x.dtype)
     log_x = math_ops.log(math_ops.maximum(x, math_ops.subtract(1, positive)))
     gy = math_ops.multiply(math_ops.multiply(grad, z), log_x)
-    return unbroadcast(gx, x), unbroadcast(gy, y)
+    return unbroadcast(gx, x, y), unbroadcast(gy, y, x)
 
 
 @registry.RegisterGradient("SquaredDifference")
 def _squared_difference_grad(op, grad):
     x, y = op.inputs
     gx = math_ops.multiply(math_ops.scalar_mul(2.0, grad), math_ops.subtract(x, y))
-    return unbroadcast(gx, x), unbroadcast(math_ops.negative(gx), y)
+    return unbroadcast(gx, x, y), unbroadcast(math_ops.negative(gx), y, x)
 
 
 @registry.RegisterGradient("FloorMod")
 def _floor_mod_grad(op, grad):
     x, y = op.inputs
     gy = math_ops.multiply(grad, math_ops.negative(math_ops.floordiv(x, y)))
-    return unbroadcast(grad, x), unbroadcast(gy, y)
+    return unbroadcast(grad, x, y), unbroadcast(gy, y, x)
 
 
 # -- unary --------------------------------------------------------------------------

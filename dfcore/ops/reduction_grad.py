@@ -8,7 +8,8 @@ axes) so it broadcasts against the reduction's input.
 import numpy as np
 
 from ..framework import dtypes, registry
-from . import array_ops, math_ops
+from . import array_ops, constant_op, math_ops
+from .array_ops_layout import tile
 from .op_util import apply_op1
 
 
@@ -55,23 +56,47 @@ registry.NotDifferentiable("ReducedShape")
 
 @registry.RegisterGradient("Sum")
 def _sum_grad(op, grad):
-    x = op.inputs[0]
+    """The reduced gradient tiled back over the reduced axes (TF's ``_SumGrad``): only the input's *shape* is
+    used, a constant when static, else a ``Shape`` op (TF's placer puts shape metadata with its input), so a sum
+    computed on another device costs no copy of its input. A reduction of every axis of an input of known rank
+    tiles ``reshape(grad, [1] * rank)`` by that shape (TF's fast path)."""
+    return _tiled(op, grad)[0], None
+
+
+def _tiled(op, grad):
+    """``(Sum's input gradient, the input's Shape op or None when static)``."""
+    x, axes = op.inputs
+    axes_value, rank = array_ops.constant_value(axes), x.shape.ndims
+    if rank is not None and axes_value is not None and sorted(
+            {int(a) % max(rank, 1) for a in np.reshape(axes_value, -1)}) == list(range(rank)):
+        input_shape = None if x.shape.is_fully_defined() else array_ops.shape(x)
+        multiples = constant_op.constant(x.shape.as_list(), dtypes.int32) if input_shape is None else input_shape
+        return tile(array_ops.reshape(grad, [1] * rank), multiples), input_shape
     expanded = restore_reduced_dims(grad, op)
-    return math_ops.multiply(expanded, array_ops.ones_like(x)), None
+    kept = expanded.shape.as_list() if expanded.shape.ndims is not None else None
+    if x.shape.is_fully_defined() and kept is not None and None not in kept:
+        multiples = constant_op.constant([d // max(k, 1) for d, k in zip(x.shape.as_list(), kept)], dtypes.int32)
+        return tile(expanded, multiples), None
+    with x.graph.colocate_with(x.op):  # as TF: the tile multiples are computed beside the input's shape
+        input_shape = array_ops.shape(x)
+        multiples = math_ops.floordiv(input_shape, math_ops.maximum(reduced_shape(input_shape, axes), 1))
+    return tile(expanded, multiples), input_shape
 
 
 @registry.RegisterGradient("Mean")
 def _mean_grad(op, grad):
-    """Sum's gradient divided by the number of elements averaged (static when shapes are known)."""
+    """Sum's gradient divided by the number of elements averaged into each output: a constant when the shapes
+    are static, else ``prod(shape(x)) // max(prod(shape(y)), 1)`` from the ``Shape`` ops (placed with ``x`` and
+    ``y``; Sum's gradient shares the first) (TF's ``_MeanGrad``)."""
     x, y = op.inputs[0], op.outputs[0]
-    sum_grad = _sum_grad(op, grad)[0]
+    sum_grad, input_shape = _tiled(op, grad)
     in_size, out_size = x.shape.num_elements(), y.shape.num_elements()
     if in_size is not None and out_size is not None:
-        factor = np.asarray(in_size // max(out_size, 1), dtype=grad.dtype.as_numpy_dtype)
+        factor = constant_op.constant(in_size // max(out_size, 1), sum_grad.dtype)
     else:
-        in_size = math_ops.reduce_prod(array_ops.shape(x))
+        in_size = math_ops.reduce_prod(array_ops.shape(x) if input_shape is None else input_shape)
         out_size = math_ops.maximum(math_ops.reduce_prod(array_ops.shape(y)), 1)
-        factor = math_ops.cast(math_ops.floordiv(in_size, out_size), grad.dtype)
+        factor = math_ops.cast(math_ops.floordiv(in_size, out_size), sum_grad.dtype)
     return math_ops.realdiv(sum_grad, factor), None
 
 

@@ -6,7 +6,11 @@ Source: TF's ``FunctionCallFrame`` (``core/framework/function.cc``), the ``_Arg`
 executors as the frame's arguments and takes its fetches back as the frame's return
 values: an ``_Arg`` node (attr ``index``) outputs argument ``index``, a ``_Retval`` node
 stores its input as return value ``index``. Nothing goes through the rendezvous, so
-a feed or fetch costs no rendezvous key and no copy. ``partial_run`` keeps the
+a feed or fetch costs no rendezvous key and no copy. A fetched reference (a ``VariableV2`` fetched as is, no
+``Identity``) is read when the step has finished, from the step's transaction: the value at the end of the step,
+as TF 1.x's fetch of a ref reads the buffer the step's ``Assign`` s updated in place (``_, step =
+sess.run([train_op, global_step])`` gives the incremented step); a ``read_value()``/``tf.identity(v)`` stays
+the value its op read. ``partial_run`` keeps the
 client-terminated ``_Recv``/``_Send`` path (:mod:`dfcore.runtime.partial_run`).
 """
 
@@ -51,10 +55,22 @@ class CallFrame:
         self._set[index] = True
 
     def retval(self, index: int) -> Any:
-        """Return value ``index`` of the finished step."""
+        """Return value ``index`` of the finished step (a fetched reference read now, at the step's end)."""
         if not self._set[index]:
             raise errors.InvalidArgumentError(None, None, f"Retval[{index}] does not have value")
-        return self._retvals[index]
+        value = self._retvals[index]
+        if isinstance(value, _EndOfStepRead):
+            return value.txn.read(value.ref)
+        return value
+
+
+class _EndOfStepRead:
+    """A fetched reference, read from the step's transaction when the step has finished."""
+
+    __slots__ = ("ref", "txn")
+
+    def __init__(self, txn: Any, ref: VarRef) -> None:
+        self.txn, self.ref = txn, ref
 
 
 @registry.RegisterKernel("_Arg", needs_context=True)
@@ -68,8 +84,9 @@ def _retval_kernel(node):
     index = node.get_attr("index")
 
     def compute(ctx, value):
-        if isinstance(value, VarRef):  # a fetched reference is read when the _Retval runs, as a _Send reads it
-            value = ctx.txn.read(value)
+        if isinstance(value, VarRef):  # checked now (an uninitialized one fails this op), read at the step's end
+            ctx.txn.read(value)
+            value = _EndOfStepRead(ctx.txn, value)
         ctx.call_frame.set_retval(index, value)
 
     return compute

@@ -4,8 +4,8 @@ Source: ``tensorflow/python/training/moving_averages.py``. ``apply(var_list)``
 creates, per variable ``v``, a non-trainable shadow ``v/ExponentialMovingAverage``
 (colocated with ``v``, initialized to ``v``'s initial value, or to zeros for a
 Tensor), adds ``v`` to ``MOVING_AVERAGE_VARIABLES``, and returns one op
-updating every shadow: ``shadow -= (1 - decay) * (shadow - v)``, computed and
-assigned on the shadow's device, grouped by ``tf.group`` (one ``NoOp`` on the shadows'
+updating every shadow: ``shadow -= (1 - decay) * (shadow - v)``, computed on the caller's
+device and assigned on the shadow's, grouped by ``tf.group`` (one ``NoOp`` on the shadows'
 device when they share one). With ``num_updates`` the decay is
 ``min(decay, (1 + num_updates) / (10 + num_updates))``, on the caller's device.
 """
@@ -21,9 +21,10 @@ from . import slot_creator
 def assign_moving_average(variable, value, decay, zero_debias=True, name=None):
     """Stage ``variable -= (variable - value) * (1 - decay)``; returns the update's output.
 
-    Placement as TF 1.15's graph mode (the default strategy's ``update`` colocates with
-    ``variable``): ``1 - decay`` (and its cast) follow the caller's device scope; the
-    ``Sub``, ``Mul`` and ``AssignSub`` are colocated with ``variable``. With ``zero_debias``
+    Placement as TF's graph mode (the default strategy's ``update`` runs the update in the caller's
+    device scope): ``1 - decay``, the ``Sub`` and the ``Mul`` follow the caller's device scope; only
+    the ``AssignSub`` is colocated with ``variable`` (TF colocates an op writing a ref with its variable;
+    TF 1.15's default strategy colocated the whole update, TF 2's graph mode does not). With ``zero_debias``
     ``variable`` is instead assigned ``biased / (1 - decay^t)``, ``biased`` being the same
     average started at zero and ``t`` a count of updates (variables ``<variable>/biased`` and
     ``<variable>/local_step``, colocated with it). A Variable ``value`` is read here,
@@ -42,8 +43,9 @@ def assign_moving_average(variable, value, decay, zero_debias=True, name=None):
                 value = value.read_value()
         if zero_debias:
             return _zero_debias(variable, value, decay, scope)
-        with graph.colocate_with(variable.op):
-            return state_ops.assign_sub(variable, (variable - value) * decay, name=scope)
+        update_delta = (variable - value) * decay
+        with graph.colocate_with(variable.op):  # TF's graph colocates an op that writes a ref with its variable
+            return state_ops.assign_sub(variable, update_delta, name=scope)
 
 
 def _zero_debias(unbiased_var, value, one_minus_decay, scope):
@@ -53,11 +55,15 @@ def _zero_debias(unbiased_var, value, one_minus_decay, scope):
     biased = slot_creator.create_zeros_slot(unbiased_var, "biased")
     local_step = slot_creator.create_slot(
         unbiased_var, lambda: convert_to_tensor(0, dtype=dtype, name="zeros"), "local_step")
+    biased_delta = (biased - value) * one_minus_decay
+    one = convert_to_tensor(1, dtype=dtype)
+    with graph.colocate_with(unbiased_var.op):  # the writes of refs, with their variables (as TF's graph)
+        update_biased = state_ops.assign_sub(biased, biased_delta)
+        update_local_step = local_step.assign_add(one)
+    bias_factor = 1 - math_ops.pow(1.0 - one_minus_decay, update_local_step)
+    unbiased = update_biased / bias_factor
     with graph.colocate_with(unbiased_var.op):
-        update_biased = state_ops.assign_sub(biased, (biased - value) * one_minus_decay)
-        update_local_step = local_step.assign_add(convert_to_tensor(1, dtype=dtype))
-        bias_factor = 1 - math_ops.pow(1.0 - one_minus_decay, update_local_step)
-        return state_ops.assign(unbiased_var, update_biased / bias_factor, name=scope)
+        return state_ops.assign(unbiased_var, unbiased, name=scope)
 
 
 class ExponentialMovingAverage:

@@ -14,19 +14,21 @@
   :mod:`~dfcore.transport.grpc_mpi` (``protocol="grpc+mpi"``: gRPC for control, MPI for tensors).
 """
 
+import ipaddress
 import json
 import os
 import sys
 
 from .. import errors
 from ..distribute import cluster_runtime
-from ..distribute.cluster import TaskBackend, register_task_backend
+from ..distribute.cluster import TaskBackend, TaskListener, register_task_backend, register_task_listener
 from ..runtime import session_targets
 
-#: The environment variable choosing where ``tf.train.Server`` runs its task: ``grpc`` (a real gRPC server in
-#: this process, as TensorFlow; see :mod:`dfcore.transport.grpc_server`) or ``in_process`` (dfcore's in-process
-#: cluster, where a lesson runs every task in one kernel). Unset: gRPC when ``TF_CONFIG`` names a cluster (a
-#: task started as TensorFlow's are), in-process otherwise.
+#: The environment variable for special cases of ``tf.train.Server``. Unset (the default): a server joins this
+#: process's in-process cluster and, on a loopback address, also listens there with gRPC (:func:`listens`), as
+#: TensorFlow's does; with a ``TF_CONFIG`` naming a cluster (a task started as TensorFlow's are), it is a gRPC
+#: server only, on the host its address names. ``in_process``: nothing listens (a notebook or test that must stay
+#: off the network). ``grpc``: gRPC only, as with ``TF_CONFIG`` (dfcore's launcher sets it).
 SERVERS_ENV = "DFCORE_SERVERS"
 
 
@@ -43,6 +45,31 @@ def grpc_enabled() -> bool:
     return isinstance(tf_config, dict) and bool(tf_config.get("cluster"))
 
 
+def listens(server) -> bool:
+    """True when an in-process ``server`` also listens with gRPC: its address's host is a loopback one (nothing
+    listens beyond loopback unless a cluster's processes are started as TF's, with ``TF_CONFIG``) and
+    ``DFCORE_SERVERS`` is not ``in_process``."""
+    if os.environ.get(SERVERS_ENV, "").strip().lower() == "in_process":
+        return False
+    host = server.address.rpartition(":")[0].strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _listen(server):
+    if listens(server):
+        _grpc_server().start_task(server, state=cluster_runtime.cluster_of(server))
+
+
+def _stop_listening(server):
+    if f"{__name__}.grpc_server" in sys.modules:
+        _grpc_server().stop_task(server)
+
+
 def _grpc_server():
     # imported on first use, so that `import dfcore` does not load grpcio
     from . import grpc_server
@@ -55,6 +82,8 @@ def _resolve(target, config):
     binds it), else the master of a cluster listening at that address (a notebook attaching by address)."""
     if not target.startswith("grpc://"):
         return None
+    if cluster_runtime.serves_session(target, config.device_filters if config is not None else ()):
+        return None  # every task it uses is in this process: the in-process cluster runs it
     if grpc_enabled() or f"{__name__}.grpc_server" in sys.modules:
         binding = _grpc_server().resolve(target, config)
         if binding is not None:
@@ -66,8 +95,8 @@ def _resolve(target, config):
     except errors.UnavailableError as error:
         raise errors.UnavailableError(
             None, None, f"No in-process server is running at {target}, and no gRPC server answered there "
-            f"({error.message}). Start a tf.train.Server for that address in this process, or a task listening "
-            f"there (DFCORE_SERVERS=grpc or TF_CONFIG in its environment, or python -m dfcore.launch --grpc)."
+            f"({error.message}). Start a tf.train.Server for that address in this process or in another one (a "
+            f"server listens on its loopback address), or the cluster's tasks with python -m dfcore.launch --grpc."
         ) from None
 
 
@@ -75,4 +104,5 @@ register_task_backend(TaskBackend(grpc_enabled, lambda server: _grpc_server().st
                                   lambda timeout_s: _grpc_server().join(timeout_s),
                                   lambda server: _grpc_server().stop_task(server),
                                   lambda: _grpc_server().local_address()))
+register_task_listener(TaskListener(_listen, _stop_listening, lambda: _grpc_server().local_address()))
 session_targets.register_target_resolver(_resolve, first=True)

@@ -1,11 +1,11 @@
 """``tf.train.Server`` over gRPC: a task listening on its ``ClusterSpec`` address, in its own process.
 
 Source: TF's ``GrpcServer`` (``core/distributed_runtime/rpc/grpc_server_lib.cc``) and
-``python/training/server_lib.py``. With ``DFCORE_SERVERS=grpc`` in the environment (the gRPC
-launcher sets it; a notebook may set it before starting a server) ``tf.train.Server`` starts its
-task here rather than in the process's in-process registry: a gRPC server on the host and port the
-``ClusterSpec`` names (a ``localhost`` address listens on loopback only), serving TF's
-WorkerService and MasterService. ``Session(server.target)`` in that process, and
+``python/training/server_lib.py``. A ``tf.train.Server`` on a loopback address listens here as well as
+joining the process's in-process cluster (whose state its task shares: :func:`start_task`'s ``state``); with
+``TF_CONFIG`` naming a cluster or ``DFCORE_SERVERS=grpc`` (the gRPC launcher sets both) it starts its task here
+only. Either way: a gRPC server on the host and port the ``ClusterSpec`` names (a ``localhost`` address listens
+on loopback only), serving TF's WorkerService and MasterService. ``Session(server.target)`` in that process, and
 ``Session("grpc://host:port")`` in any process, then run steps across the cluster with the runtime
 of :mod:`dfcore.transport` (the master is the task the target names).
 """
@@ -32,13 +32,16 @@ _LOCK = threading.Lock()
 _CHANGED = threading.Condition(_LOCK)
 
 
-def start_task(server: Server, tensors: Any = None) -> TaskRuntime:
+def start_task(server: Server, tensors: Any = None, state: Any = None) -> TaskRuntime:
     """Listen on ``server``'s address and serve its task; its runtime.
 
     Args:
         server: the ``tf.train.Server`` (``protocol`` checked by it: ``"grpc"``, or ``"grpc+mpi"`` in an MPI job).
         tensors: for ``"grpc+mpi"``, the MPI job's transport (:mod:`dfcore.mpi.transport`), which then carries
             the tensors between tasks (:class:`~dfcore.transport.grpc_mpi.GrpcMpiTransport`).
+        state: the task's variables and resources when it is also a task of this process's in-process cluster
+            (its :class:`~dfcore.distribute.cluster_runtime.InProcessCluster`, shared with that cluster's
+            sessions); None: a state of its own.
     Raises:
         UnknownError: the address cannot be listened on (TF's ``Could not start gRPC server``).
         InvalidArgumentError: ``tensors`` numbers the tasks unlike the ``ClusterSpec``.
@@ -55,7 +58,7 @@ def start_task(server: Server, tensors: Any = None) -> TaskRuntime:
     from .grpc_master import MasterService
 
     MasterService(transport).install()
-    runtime = TaskRuntime(transport, server, start=False)
+    runtime = TaskRuntime(transport, server, start=False, state=state)
     _install_worker_session_methods(runtime)
     transport.start()
     with _CHANGED:

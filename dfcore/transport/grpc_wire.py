@@ -31,6 +31,8 @@ from .seam import error_from_wire, error_to_wire
 from .service import ValueSummary
 
 WORKER_SERVICE = "tensorflow.grpc.WorkerService"
+# the attrs carrying the outputs of a partition node the graph optimizer made (partition_to_proto)
+_OUTPUT_TYPES, _OUTPUT_SHAPES = "_output_types", "_output_shapes"
 MASTER_SERVICE = "tensorflow.grpc.MasterService"
 
 
@@ -117,14 +119,19 @@ def device_from_proto(proto: device_attributes_pb2.DeviceAttributes) -> Device:
 
 def partition_to_proto(partition: tuple[str, list]) -> GraphDef:
     """A partition's records (:func:`~dfcore.transport.service.wire_partition`) as the GraphDef TF registers:
-    each node with its device; the op it came from in ``experimental_debug_info.original_node_names``."""
+    each node with its device; the op it came from in ``experimental_debug_info.original_node_names``, or, for a
+    node the graph optimizer made, its outputs in the attrs ``_output_types`` and ``_output_shapes`` (TF's name
+    for the shapes a node's outputs have, as a ``GraphDef`` written with ``add_shapes=True`` carry them)."""
     _, records = partition
     graph = GraphDef()
     for name, op, inputs, device, attrs, original in records:
         node = graph.node.add(name=name, op=op, input=list(inputs), device=device)
+        if original is not None and not isinstance(original, str):
+            attrs = {**attrs, _OUTPUT_TYPES: [dtype for dtype, _ in original],
+                     _OUTPUT_SHAPES: [shape for _, shape in original]}
         for key, value in attrs.items():
             node.attr[key].CopyFrom(to_attr_value(value))
-        if original is not None:
+        if isinstance(original, str):
             node.experimental_debug_info.original_node_names.append(original)
     return graph
 
@@ -132,9 +139,12 @@ def partition_to_proto(partition: tuple[str, list]) -> GraphDef:
 def partition_from_proto(device: str, graph: GraphDef) -> tuple[str, list]:
     records = []
     for node in graph.node:
-        original = node.experimental_debug_info.original_node_names
-        records.append((node.name, node.op, tuple(node.input), node.device,
-                        {key: _attr(value) for key, value in node.attr.items()}, original[0] if original else None))
+        names = node.experimental_debug_info.original_node_names
+        attrs = {key: _attr(value) for key, value in node.attr.items()}
+        original = names[0] if names else None
+        if _OUTPUT_TYPES in attrs:
+            original = tuple(zip(attrs.pop(_OUTPUT_TYPES), attrs.pop(_OUTPUT_SHAPES, ()), strict=True))
+        records.append((node.name, node.op, tuple(node.input), node.device, attrs, original))
     return device, records
 
 

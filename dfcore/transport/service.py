@@ -23,10 +23,12 @@ from .. import errors
 from ..distribute.cluster_runtime import ClusterResources, ClusterVariableStore, TaskResources
 from ..framework import graph as graph_lib
 from ..framework.importer import import_nodes
+from ..framework.operation import Operation
 from ..runtime.cancellation import Deadline
 from ..runtime.control_flow_executor import make_executor
 from ..runtime.control_flow_info import has_control_flow
 from ..runtime.executor import StepContext, inline_runner
+from ..runtime.grappler.graph_item import Node
 from ..runtime.partition import PartitionGraph, PartitionNode
 from ..runtime.partition_compiler import compile_partition
 
@@ -58,10 +60,24 @@ class ValueSummary:
 
 
 def wire_partition(partition_graph):
-    """A :class:`PartitionGraph` as plain records (its ops referenced by name) for a message."""
-    return partition_graph.device, [(n.name, n.op, n.inputs, n.device, n.attrs,
-                                     None if n.original is None else n.original.name)
+    """A :class:`PartitionGraph` as plain records for a message: each node's original op referenced by name, or,
+    for a node the graph optimizer made (a folded ``Const`` that keeps the name of the ``Fill`` it replaces), its
+    output ``(dtype, shape)`` pairs, from which the receiving task rebuilds it (:func:`_original`)."""
+    return partition_graph.device, [(n.name, n.op, n.inputs, n.device, n.attrs, _wire_original(n.original))
                                     for n in partition_graph.nodes]
+
+
+def _wire_original(original):
+    if original is None or isinstance(original, Operation):
+        return None if original is None else original.name
+    return tuple((t.dtype, t.shape) for t in original.outputs)
+
+
+def _original(ops, name, op_type, attrs, device, original):
+    """The op a wired record runs: the graph's op of that name, a rebuilt optimizer-made node, or None."""
+    if original is None or isinstance(original, str):
+        return None if original is None else ops[original]
+    return Node(name, op_type, attrs, device, 0, original)
 
 
 class WorkerService:
@@ -101,7 +117,7 @@ class WorkerService:
                 None, None, f"Task {source} registered a partition of graph {graph_key} without sending that graph")
         device, records = partition
         nodes = tuple(PartitionNode(name, op, tuple(inputs), node_device, attrs,
-                                    None if original is None else ops[original])
+                                    _original(ops, name, op, attrs, node_device, original))
                       for name, op, inputs, node_device, attrs, original in records)
         # a step with control flow runs every partition on the control-flow executor (dead tensors cross tasks)
         compiled = compile_partition(PartitionGraph(device, nodes), has_control_flow([op.type for op in ops.values()]))

@@ -33,14 +33,16 @@ class TaskRuntime:
         transport: a :class:`~dfcore.transport.seam.Transport` (not yet started).
         server: the ``tf.train.Server`` of this task (its ``config`` gives the task's devices).
         start: start the transport now (False: the caller adds its own handlers first, then starts it).
+        state: the task's state (variables keyed by ``(task, name)``, resources), shared with this process's
+            in-process cluster when the server is also one of its tasks; None: a new :class:`TaskState`.
     """
 
-    def __init__(self, transport, server, start=True):
+    def __init__(self, transport, server, start=True, state=None):
         self.transport = transport
         self.layout = transport.layout
         self.rank = transport.rank
         self.server = server
-        self.state = TaskState()
+        self.state = TaskState() if state is None else state
         self.steps = StepTable(transport)
         job, task = self.layout.task_of_rank(self.rank)
         self.devices = DeviceSet.from_config(server.config, job=job, task=task).devices

@@ -28,7 +28,9 @@ class Task:
 
     def __init__(self, cluster, job, index, mode, *args):
         self.name = f"{job}:{index}"
-        env = dict(os.environ, DFCORE_SERVERS="grpc", PYTHONUNBUFFERED="1")
+        env = dict(os.environ, PYTHONUNBUFFERED="1")  # servers listen on their loopback addresses by default
+        env.pop("DFCORE_SERVERS", None)
+        env.pop("TF_CONFIG", None)
         self.process = subprocess.Popen([sys.executable, PROGRAM, json.dumps(cluster), job, str(index), mode,
                                          *map(str, args)],
                                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)

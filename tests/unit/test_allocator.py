@@ -185,7 +185,8 @@ def test_an_sgd_step_allocates_no_new_buffer_after_warm_up_and_keeps_its_bits():
         after = [a.stats() for a in _device_allocators(sess)]
         values = sess.run(variables)
     assert sum(a.new_buffers - b.new_buffers for a, b in zip(after, before)) == 0
-    assert sum(a.reuse_hits - b.reuse_hits for a, b in zip(after, before)) >= 5 * 20  # every output reused
+    # every output reused: 18 per step (the gradients of the biases reduce over static axes: no shape ops)
+    assert sum(a.reuse_hits - b.reuse_hits for a, b in zip(after, before)) >= 5 * 18
     saved = dict(registry._OUT_KERNELS)
     registry._OUT_KERNELS.clear()
     try:

@@ -69,9 +69,9 @@ def test_cluster_spec_errors_use_tf_wording():
 
 # -- Server -----------------------------------------------------------------------
 def test_server_target_and_inferred_job_and_task():
-    server = tf.train.Server({"local": ["localhost:7001"]}, config=CPU_ONLY)
+    server = tf.train.Server({"local": ["local.example.com:7001"]}, config=CPU_ONLY)  # nothing listens for it
     try:
-        assert server.target == "grpc://localhost:7001"
+        assert server.target == "grpc://local.example.com:7001"
         assert isinstance(server.server_def, ServerDef)
         assert (server.server_def.job_name, server.server_def.task_index) == ("local", 0)
         assert server.is_running

@@ -14,28 +14,30 @@ import time
 import numpy as np
 import pytest
 from grpc_cluster import Cluster, cluster_dict
-from grpc_model import build_model, feed_values
+from grpc_model import MODELS, build_model, feed_values
 
 import dfcore as tf
-from dfcore.transport import SERVERS_ENV, grpc_enabled
+from dfcore.distribute import cluster_runtime
+from dfcore.transport import SERVERS_ENV, grpc_enabled, listens
 from dfcore.transport.grpc_server import free_ports
 
 pytestmark = pytest.mark.timeout(120)
 
 
-def in_process_reference():
-    """The model's losses and final weights run in one process (dfcore's in-process cluster)."""
+def in_process_reference(name="sgd"):
+    """The model ``name``'s losses and final weights run in one process (dfcore's in-process cluster)."""
     cluster = tf.train.ClusterSpec(cluster_dict())
     servers = [tf.train.Server(cluster, job_name=job, task_index=0) for job in ("ps", "worker")]
     try:
         with tf.Graph().as_default():
-            model = build_model()
+            model = MODELS[name]()
             with tf.Session(servers[1].target) as sess:
                 sess.run(model["init"])
                 losses = []
                 for step in range(3):
-                    losses.append(sess.run(model["loss"], {model["x"]: feed_values(step)}).item())
-                    sess.run(model["train"], {model["x"]: feed_values(step)})
+                    feed = {model["x"]: feed_values(step, model["shape"])}
+                    losses.append(sess.run(model["loss"], feed).item())
+                    sess.run(model["train"], feed)
                 return losses, sess.run(model["w"])
     finally:
         for server in servers:
@@ -52,6 +54,17 @@ def test_a_worker_process_runs_steps_on_the_ps_process_as_in_one_process():
     # step stats of both tasks come back in RunMetadata
     assert {d.split("/device:")[0] for d in result["devices"]} == {"/job:ps/replica:0/task:0",
                                                                   "/job:worker/replica:0/task:0"}
+
+
+def test_a_between_graph_adam_mlp_of_mnist_size_trains_over_grpc_as_in_one_process():
+    # issue 26: the ps rejected the folded Fill (a Const keeping the Fill's name) of a [784,100] Adam slot
+    with Cluster(cluster_dict()) as cluster:
+        cluster.start("ps", 0, "serve").ready()
+        result = cluster.start("worker", 0, "model", "adam").ready().json_line(60)
+    losses, w = in_process_reference("adam")
+    np.testing.assert_allclose(result["losses"], losses, rtol=1e-5)
+    np.testing.assert_allclose(result["w"], w, rtol=1e-5, atol=1e-6)
+    assert losses[2] < losses[0]  # it trains
 
 
 def test_a_session_in_another_process_attaches_by_address(monkeypatch):
@@ -84,20 +97,25 @@ def test_a_session_in_another_process_attaches_by_address(monkeypatch):
     assert metadata.step_stats.dev_stats, "the master's RunMetadata comes back to the client"
 
 
-def test_servers_listen_with_grpc_when_asked_or_when_tf_config_names_a_cluster(monkeypatch):
+def test_servers_listen_on_loopback_addresses_as_tfs_do_and_tf_config_makes_them_grpc_only(monkeypatch):
     monkeypatch.delenv(SERVERS_ENV, raising=False)
     monkeypatch.delenv("TF_CONFIG", raising=False)
-    assert not grpc_enabled()  # a lesson's servers share one kernel
+    assert not grpc_enabled()  # a lesson's servers share one kernel's in-process cluster...
+    port = free_ports(1)[0]
+    for address in (f"localhost:{port}", f"127.0.0.1:{port}", f"[::1]:{port}"):
+        assert listens(tf.train.Server({"worker": [address]}, start=False)), address  # ...and listen
+    lesson = tf.train.Server({"ps": ["ps0.example.com:2222"]}, start=False)
+    assert not listens(lesson)  # another host's name: nothing to listen on here (the task stays in this process)
+    monkeypatch.setenv(SERVERS_ENV, "in_process")
+    assert not listens(tf.train.Server({"worker": [f"localhost:{port}"]}, start=False))
     tf_config = json.dumps({"cluster": {"worker": ["localhost:2222"]}, "task": {"type": "worker", "index": 0}})
     monkeypatch.setenv("TF_CONFIG", tf_config)
-    assert grpc_enabled()  # a task started as TensorFlow's are
-    monkeypatch.setenv(SERVERS_ENV, "in_process")
     assert not grpc_enabled()
+    monkeypatch.delenv(SERVERS_ENV)
+    assert grpc_enabled()  # a task started as TensorFlow's are: a gRPC server only
     monkeypatch.setenv(SERVERS_ENV, "grpc")
     monkeypatch.setenv("TF_CONFIG", "{not json")
     assert grpc_enabled()
-    monkeypatch.delenv(SERVERS_ENV)
-    assert not grpc_enabled()
 
 
 def test_an_address_nothing_serves_is_unavailable_with_both_reasons(monkeypatch):
@@ -109,7 +127,8 @@ def test_an_address_nothing_serves_is_unavailable_with_both_reasons(monkeypatch)
 
 
 def test_server_target_and_local_server_listen_on_loopback(monkeypatch):
-    monkeypatch.setenv(SERVERS_ENV, "grpc")
+    monkeypatch.delenv(SERVERS_ENV, raising=False)
+    monkeypatch.delenv("TF_CONFIG", raising=False)
     server = tf.train.Server.create_local_server()
     try:
         host, port = server.target[len("grpc://"):].rsplit(":", 1)
@@ -137,7 +156,8 @@ def _host_ips():
 
 
 def test_a_taken_address_is_refused_in_tfs_words(monkeypatch):
-    monkeypatch.setenv(SERVERS_ENV, "grpc")
+    monkeypatch.delenv(SERVERS_ENV, raising=False)
+    monkeypatch.delenv("TF_CONFIG", raising=False)
     port = free_ports(1)[0]
     holder = socket.socket()
     holder.bind(("127.0.0.1", port))
@@ -145,6 +165,7 @@ def test_a_taken_address_is_refused_in_tfs_words(monkeypatch):
     try:
         with pytest.raises(tf.errors.UnknownError, match="Could not start gRPC server"):
             tf.train.Server({"worker": [f"127.0.0.1:{port}"]}, job_name="worker", task_index=0)
+        assert not cluster_runtime.serves(f"127.0.0.1:{port}")  # nor is the task left in the in-process cluster
     finally:
         holder.close()
 

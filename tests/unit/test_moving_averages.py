@@ -133,9 +133,12 @@ def test_a_global_step_num_updates_is_read_after_the_train_op_it_depends_on():
         np.testing.assert_allclose(sess.run(ema.average(x)), decay * INIT + (1 - decay) * (INIT - 1), rtol=1e-7)
 
 
-def test_apply_places_the_update_with_each_shadow_as_tf_1_15():
-    """Hand-built from TF 1.15's moving_averages.py: ``1 - decay`` on the caller's device; the read, ``sub``,
-    ``mul`` and ``AssignSub`` with the shadow (colocated with its variable); ``group`` one NoOp per device."""
+def test_apply_places_the_update_arithmetic_on_the_callers_device_as_tf():
+    """Recorded with TF 2.21's compat.v1 (ref variables; w on CPU:1, b on CPU:2, apply() under CPU:0 of three
+    CPUs, partition_graphs): ``1 - decay``, ``sub`` and ``mul`` on the caller's device, each ``AssignSub`` with
+    its shadow (colocated with its variable), ``group`` one NoOp per device and one on the caller's. (TF 1.15's
+    default strategy colocated the whole update with the shadow; TF 2's does not.) dfcore's own read of the
+    variable (``AssignMovingAvg/read``, TF reads ``w/read``) stays with the variable."""
     with tf.device("/gpu:0"):
         w = tf.Variable([1.0, 2.0], name="w")
     with tf.device("/gpu:1"):
@@ -159,11 +162,11 @@ def test_apply_places_the_update_with_each_shadow_as_tf_1_15():
     assert got == {
         s + "decay": ("Const", cpu),
         s + "AssignMovingAvg/sub/x": ("Const", cpu), s + "AssignMovingAvg/sub": ("Sub", cpu),
-        s + "AssignMovingAvg/read": ("Identity", gpu0), s + "AssignMovingAvg/sub_1": ("Sub", gpu0),
-        s + "AssignMovingAvg/mul": ("Mul", gpu0), s + "AssignMovingAvg": ("AssignSub", gpu0),
+        s + "AssignMovingAvg/read": ("Identity", gpu0), s + "AssignMovingAvg/sub_1": ("Sub", cpu),
+        s + "AssignMovingAvg/mul": ("Mul", cpu), s + "AssignMovingAvg": ("AssignSub", gpu0),
         s + "AssignMovingAvg_1/sub/x": ("Const", cpu), s + "AssignMovingAvg_1/sub": ("Sub", cpu),
-        s + "AssignMovingAvg_1/read": ("Identity", gpu1), s + "AssignMovingAvg_1/sub_1": ("Sub", gpu1),
-        s + "AssignMovingAvg_1/mul": ("Mul", gpu1), s + "AssignMovingAvg_1": ("AssignSub", gpu1),
+        s + "AssignMovingAvg_1/read": ("Identity", gpu1), s + "AssignMovingAvg_1/sub_1": ("Sub", cpu),
+        s + "AssignMovingAvg_1/mul": ("Mul", cpu), s + "AssignMovingAvg_1": ("AssignSub", gpu1),
         s + "NoOp": ("NoOp", gpu0), s + "NoOp_1": ("NoOp", gpu1), "ExponentialMovingAverage": ("NoOp", cpu),
     }
     assert graph.get_operation_by_name(s + "AssignMovingAvg").colocation_groups == ["loc:@w"]

@@ -24,13 +24,13 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n2dfcore/framework/tf_protos/device_attributes.proto\x12\ntensorflow\"\xc6\x01\n\x10\x44\x65viceAttributes\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65vice_type\x18\x02 \x01(\t\x12\x14\n\x0cmemory_limit\x18\x04 \x01(\x03\x12\x13\n\x0bincarnation\x18\x06 \x01(\x06\x12\x1c\n\x14physical_device_desc\x18\x07 \x01(\t\x12\x15\n\rxla_global_id\x18\x08 \x01(\x03\x12\x15\n\x0cprofile_name\x18\xe8\x07 \x01(\t\x12\x12\n\tsimulated\x18\xe9\x07 \x01(\x08J\x04\x08\x05\x10\x06\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n2dfcore/framework/tf_protos/device_attributes.proto\x12\x11\x64\x66\x63ore.tensorflow\"\xc6\x01\n\x10\x44\x65viceAttributes\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65vice_type\x18\x02 \x01(\t\x12\x14\n\x0cmemory_limit\x18\x04 \x01(\x03\x12\x13\n\x0bincarnation\x18\x06 \x01(\x06\x12\x1c\n\x14physical_device_desc\x18\x07 \x01(\t\x12\x15\n\rxla_global_id\x18\x08 \x01(\x03\x12\x15\n\x0cprofile_name\x18\xe8\x07 \x01(\t\x12\x12\n\tsimulated\x18\xe9\x07 \x01(\x08J\x04\x08\x05\x10\x06\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'dfcore.framework.tf_protos.device_attributes_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_DEVICEATTRIBUTES']._serialized_start=67
-  _globals['_DEVICEATTRIBUTES']._serialized_end=265
+  _globals['_DEVICEATTRIBUTES']._serialized_start=74
+  _globals['_DEVICEATTRIBUTES']._serialized_end=272
 # @@protoc_insertion_point(module_scope)

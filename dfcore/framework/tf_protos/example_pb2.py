@@ -25,15 +25,15 @@ _sym_db = _symbol_database.Default()
 from dfcore.framework.tf_protos import feature_pb2 as dfcore_dot_framework_dot_tf__protos_dot_feature__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n(dfcore/framework/tf_protos/example.proto\x12\ntensorflow\x1a(dfcore/framework/tf_protos/feature.proto\"1\n\x07\x45xample\x12&\n\x08\x66\x65\x61tures\x18\x01 \x01(\x0b\x32\x14.tensorflow.Features\"i\n\x0fSequenceExample\x12%\n\x07\x63ontext\x18\x01 \x01(\x0b\x32\x14.tensorflow.Features\x12/\n\rfeature_lists\x18\x02 \x01(\x0b\x32\x18.tensorflow.FeatureListsb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n(dfcore/framework/tf_protos/example.proto\x12\x11\x64\x66\x63ore.tensorflow\x1a(dfcore/framework/tf_protos/feature.proto\"8\n\x07\x45xample\x12-\n\x08\x66\x65\x61tures\x18\x01 \x01(\x0b\x32\x1b.dfcore.tensorflow.Features\"w\n\x0fSequenceExample\x12,\n\x07\x63ontext\x18\x01 \x01(\x0b\x32\x1b.dfcore.tensorflow.Features\x12\x36\n\rfeature_lists\x18\x02 \x01(\x0b\x32\x1f.dfcore.tensorflow.FeatureListsb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'dfcore.framework.tf_protos.example_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_EXAMPLE']._serialized_start=98
-  _globals['_EXAMPLE']._serialized_end=147
-  _globals['_SEQUENCEEXAMPLE']._serialized_start=149
-  _globals['_SEQUENCEEXAMPLE']._serialized_end=254
+  _globals['_EXAMPLE']._serialized_start=105
+  _globals['_EXAMPLE']._serialized_end=161
+  _globals['_SEQUENCEEXAMPLE']._serialized_start=163
+  _globals['_SEQUENCEEXAMPLE']._serialized_end=282
 # @@protoc_insertion_point(module_scope)

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n(dfcore/framework/tf_protos/feature.proto\x12\ntensorflow\"\x1a\n\tBytesList\x12\r\n\x05value\x18\x01 \x03(\x0c\"\x1e\n\tFloatList\x12\x11\n\x05value\x18\x01 \x03(\x02\x42\x02\x10\x01\"\x1e\n\tInt64List\x12\x11\n\x05value\x18\x01 \x03(\x03\x42\x02\x10\x01\"\x98\x01\n\x07\x46\x65\x61ture\x12+\n\nbytes_list\x18\x01 \x01(\x0b\x32\x15.tensorflow.BytesListH\x00\x12+\n\nfloat_list\x18\x02 \x01(\x0b\x32\x15.tensorflow.FloatListH\x00\x12+\n\nint64_list\x18\x03 \x01(\x0b\x32\x15.tensorflow.Int64ListH\x00\x42\x06\n\x04kind\"\x83\x01\n\x08\x46\x65\x61tures\x12\x32\n\x07\x66\x65\x61ture\x18\x01 \x03(\x0b\x32!.tensorflow.Features.FeatureEntry\x1a\x43\n\x0c\x46\x65\x61tureEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\"\n\x05value\x18\x02 \x01(\x0b\x32\x13.tensorflow.Feature:\x02\x38\x01\"3\n\x0b\x46\x65\x61tureList\x12$\n\x07\x66\x65\x61ture\x18\x01 \x03(\x0b\x32\x13.tensorflow.Feature\"\x9c\x01\n\x0c\x46\x65\x61tureLists\x12?\n\x0c\x66\x65\x61ture_list\x18\x01 \x03(\x0b\x32).tensorflow.FeatureLists.FeatureListEntry\x1aK\n\x10\x46\x65\x61tureListEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12&\n\x05value\x18\x02 \x01(\x0b\x32\x17.tensorflow.FeatureList:\x02\x38\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n(dfcore/framework/tf_protos/feature.proto\x12\x11\x64\x66\x63ore.tensorflow\"\x1a\n\tBytesList\x12\r\n\x05value\x18\x01 \x03(\x0c\"\x1e\n\tFloatList\x12\x11\n\x05value\x18\x01 \x03(\x02\x42\x02\x10\x01\"\x1e\n\tInt64List\x12\x11\n\x05value\x18\x01 \x03(\x03\x42\x02\x10\x01\"\xad\x01\n\x07\x46\x65\x61ture\x12\x32\n\nbytes_list\x18\x01 \x01(\x0b\x32\x1c.dfcore.tensorflow.BytesListH\x00\x12\x32\n\nfloat_list\x18\x02 \x01(\x0b\x32\x1c.dfcore.tensorflow.FloatListH\x00\x12\x32\n\nint64_list\x18\x03 \x01(\x0b\x32\x1c.dfcore.tensorflow.Int64ListH\x00\x42\x06\n\x04kind\"\x91\x01\n\x08\x46\x65\x61tures\x12\x39\n\x07\x66\x65\x61ture\x18\x01 \x03(\x0b\x32(.dfcore.tensorflow.Features.FeatureEntry\x1aJ\n\x0c\x46\x65\x61tureEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12)\n\x05value\x18\x02 \x01(\x0b\x32\x1a.dfcore.tensorflow.Feature:\x02\x38\x01\":\n\x0b\x46\x65\x61tureList\x12+\n\x07\x66\x65\x61ture\x18\x01 \x03(\x0b\x32\x1a.dfcore.tensorflow.Feature\"\xaa\x01\n\x0c\x46\x65\x61tureLists\x12\x46\n\x0c\x66\x65\x61ture_list\x18\x01 \x03(\x0b\x32\x30.dfcore.tensorflow.FeatureLists.FeatureListEntry\x1aR\n\x10\x46\x65\x61tureListEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12-\n\x05value\x18\x02 \x01(\x0b\x32\x1e.dfcore.tensorflow.FeatureList:\x02\x38\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -39,22 +39,22 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_FEATURES_FEATUREENTRY']._serialized_options = b'8\001'
   _globals['_FEATURELISTS_FEATURELISTENTRY']._loaded_options = None
   _globals['_FEATURELISTS_FEATURELISTENTRY']._serialized_options = b'8\001'
-  _globals['_BYTESLIST']._serialized_start=56
-  _globals['_BYTESLIST']._serialized_end=82
-  _globals['_FLOATLIST']._serialized_start=84
-  _globals['_FLOATLIST']._serialized_end=114
-  _globals['_INT64LIST']._serialized_start=116
-  _globals['_INT64LIST']._serialized_end=146
-  _globals['_FEATURE']._serialized_start=149
-  _globals['_FEATURE']._serialized_end=301
-  _globals['_FEATURES']._serialized_start=304
-  _globals['_FEATURES']._serialized_end=435
-  _globals['_FEATURES_FEATUREENTRY']._serialized_start=368
-  _globals['_FEATURES_FEATUREENTRY']._serialized_end=435
-  _globals['_FEATURELIST']._serialized_start=437
-  _globals['_FEATURELIST']._serialized_end=488
-  _globals['_FEATURELISTS']._serialized_start=491
-  _globals['_FEATURELISTS']._serialized_end=647
-  _globals['_FEATURELISTS_FEATURELISTENTRY']._serialized_start=572
-  _globals['_FEATURELISTS_FEATURELISTENTRY']._serialized_end=647
+  _globals['_BYTESLIST']._serialized_start=63
+  _globals['_BYTESLIST']._serialized_end=89
+  _globals['_FLOATLIST']._serialized_start=91
+  _globals['_FLOATLIST']._serialized_end=121
+  _globals['_INT64LIST']._serialized_start=123
+  _globals['_INT64LIST']._serialized_end=153
+  _globals['_FEATURE']._serialized_start=156
+  _globals['_FEATURE']._serialized_end=329
+  _globals['_FEATURES']._serialized_start=332
+  _globals['_FEATURES']._serialized_end=477
+  _globals['_FEATURES_FEATUREENTRY']._serialized_start=403
+  _globals['_FEATURES_FEATUREENTRY']._serialized_end=477
+  _globals['_FEATURELIST']._serialized_start=479
+  _globals['_FEATURELIST']._serialized_end=537
+  _globals['_FEATURELISTS']._serialized_start=540
+  _globals['_FEATURELISTS']._serialized_end=710
+  _globals['_FEATURELISTS_FEATURELISTENTRY']._serialized_start=628
+  _globals['_FEATURELISTS_FEATURELISTENTRY']._serialized_end=710
 # @@protoc_insertion_point(module_scope)

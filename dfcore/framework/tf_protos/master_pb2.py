@@ -28,35 +28,35 @@ from dfcore.framework.tf_protos import device_attributes_pb2 as dfcore_dot_frame
 from dfcore.framework.tf_protos import worker_pb2 as dfcore_dot_framework_dot_tf__protos_dot_worker__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\'dfcore/framework/tf_protos/master.proto\x12\ntensorflow\x1a%tensorboard/compat/proto/config.proto\x1a$tensorboard/compat/proto/graph.proto\x1a\x32\x64\x66\x63ore/framework/tf_protos/device_attributes.proto\x1a\'dfcore/framework/tf_protos/worker.proto\"z\n\x14\x43reateSessionRequest\x12(\n\tgraph_def\x18\x01 \x01(\x0b\x32\x15.tensorboard.GraphDef\x12(\n\x06\x63onfig\x18\x02 \x01(\x0b\x32\x18.tensorboard.ConfigProto\x12\x0e\n\x06target\x18\x03 \x01(\t\"F\n\x15\x43reateSessionResponse\x12\x16\n\x0esession_handle\x18\x01 \x01(\t\x12\x15\n\rgraph_version\x18\x02 \x01(\x03\"w\n\x14\x45xtendSessionRequest\x12\x16\n\x0esession_handle\x18\x01 \x01(\t\x12(\n\tgraph_def\x18\x02 \x01(\x0b\x32\x15.tensorboard.GraphDef\x12\x1d\n\x15\x63urrent_graph_version\x18\x03 \x01(\x03\"2\n\x15\x45xtendSessionResponse\x12\x19\n\x11new_graph_version\x18\x04 \x01(\x03\"\xf4\x01\n\x0eRunStepRequest\x12\x16\n\x0esession_handle\x18\x01 \x01(\t\x12*\n\x04\x66\x65\x65\x64\x18\x02 \x03(\x0b\x32\x1c.tensorflow.NamedTensorProto\x12\r\n\x05\x66\x65tch\x18\x03 \x03(\t\x12\x0e\n\x06target\x18\x04 \x03(\t\x12(\n\x07options\x18\x05 \x01(\x0b\x32\x17.tensorboard.RunOptions\x12\x1a\n\x12partial_run_handle\x18\x06 \x01(\t\x12%\n\x1dstore_errors_in_response_body\x18\x07 \x01(\x08\x12\x12\n\nrequest_id\x18\x08 \x01(\x03\"k\n\x0fRunStepResponse\x12,\n\x06tensor\x18\x01 \x03(\x0b\x32\x1c.tensorflow.NamedTensorProto\x12*\n\x08metadata\x18\x02 \x01(\x0b\x32\x18.tensorboard.RunMetadata\"-\n\x13\x43loseSessionRequest\x12\x16\n\x0esession_handle\x18\x01 \x01(\t\"\x16\n\x14\x43loseSessionResponse\"9\n\x0cResetRequest\x12\x11\n\tcontainer\x18\x01 \x03(\t\x12\x16\n\x0e\x64\x65vice_filters\x18\x02 \x03(\t\"\x0f\n\rResetResponse\",\n\x12ListDevicesRequest\x12\x16\n\x0esession_handle\x18\x01 \x01(\t\"~\n\x13ListDevicesResponse\x12\x32\n\x0clocal_device\x18\x01 \x03(\x0b\x32\x1c.tensorflow.DeviceAttributes\x12\x33\n\rremote_device\x18\x02 \x03(\x0b\x32\x1c.tensorflow.DeviceAttributesb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\'dfcore/framework/tf_protos/master.proto\x12\x11\x64\x66\x63ore.tensorflow\x1a%tensorboard/compat/proto/config.proto\x1a$tensorboard/compat/proto/graph.proto\x1a\x32\x64\x66\x63ore/framework/tf_protos/device_attributes.proto\x1a\'dfcore/framework/tf_protos/worker.proto\"z\n\x14\x43reateSessionRequest\x12(\n\tgraph_def\x18\x01 \x01(\x0b\x32\x15.tensorboard.GraphDef\x12(\n\x06\x63onfig\x18\x02 \x01(\x0b\x32\x18.tensorboard.ConfigProto\x12\x0e\n\x06target\x18\x03 \x01(\t\"F\n\x15\x43reateSessionResponse\x12\x16\n\x0esession_handle\x18\x01 \x01(\t\x12\x15\n\rgraph_version\x18\x02 \x01(\x03\"w\n\x14\x45xtendSessionRequest\x12\x16\n\x0esession_handle\x18\x01 \x01(\t\x12(\n\tgraph_def\x18\x02 \x01(\x0b\x32\x15.tensorboard.GraphDef\x12\x1d\n\x15\x63urrent_graph_version\x18\x03 \x01(\x03\"2\n\x15\x45xtendSessionResponse\x12\x19\n\x11new_graph_version\x18\x04 \x01(\x03\"\xfb\x01\n\x0eRunStepRequest\x12\x16\n\x0esession_handle\x18\x01 \x01(\t\x12\x31\n\x04\x66\x65\x65\x64\x18\x02 \x03(\x0b\x32#.dfcore.tensorflow.NamedTensorProto\x12\r\n\x05\x66\x65tch\x18\x03 \x03(\t\x12\x0e\n\x06target\x18\x04 \x03(\t\x12(\n\x07options\x18\x05 \x01(\x0b\x32\x17.tensorboard.RunOptions\x12\x1a\n\x12partial_run_handle\x18\x06 \x01(\t\x12%\n\x1dstore_errors_in_response_body\x18\x07 \x01(\x08\x12\x12\n\nrequest_id\x18\x08 \x01(\x03\"r\n\x0fRunStepResponse\x12\x33\n\x06tensor\x18\x01 \x03(\x0b\x32#.dfcore.tensorflow.NamedTensorProto\x12*\n\x08metadata\x18\x02 \x01(\x0b\x32\x18.tensorboard.RunMetadata\"-\n\x13\x43loseSessionRequest\x12\x16\n\x0esession_handle\x18\x01 \x01(\t\"\x16\n\x14\x43loseSessionResponse\"9\n\x0cResetRequest\x12\x11\n\tcontainer\x18\x01 \x03(\t\x12\x16\n\x0e\x64\x65vice_filters\x18\x02 \x03(\t\"\x0f\n\rResetResponse\",\n\x12ListDevicesRequest\x12\x16\n\x0esession_handle\x18\x01 \x01(\t\"\x8c\x01\n\x13ListDevicesResponse\x12\x39\n\x0clocal_device\x18\x01 \x03(\x0b\x32#.dfcore.tensorflow.DeviceAttributes\x12:\n\rremote_device\x18\x02 \x03(\x0b\x32#.dfcore.tensorflow.DeviceAttributesb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'dfcore.framework.tf_protos.master_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_CREATESESSIONREQUEST']._serialized_start=225
-  _globals['_CREATESESSIONREQUEST']._serialized_end=347
-  _globals['_CREATESESSIONRESPONSE']._serialized_start=349
-  _globals['_CREATESESSIONRESPONSE']._serialized_end=419
-  _globals['_EXTENDSESSIONREQUEST']._serialized_start=421
-  _globals['_EXTENDSESSIONREQUEST']._serialized_end=540
-  _globals['_EXTENDSESSIONRESPONSE']._serialized_start=542
-  _globals['_EXTENDSESSIONRESPONSE']._serialized_end=592
-  _globals['_RUNSTEPREQUEST']._serialized_start=595
-  _globals['_RUNSTEPREQUEST']._serialized_end=839
-  _globals['_RUNSTEPRESPONSE']._serialized_start=841
-  _globals['_RUNSTEPRESPONSE']._serialized_end=948
-  _globals['_CLOSESESSIONREQUEST']._serialized_start=950
-  _globals['_CLOSESESSIONREQUEST']._serialized_end=995
-  _globals['_CLOSESESSIONRESPONSE']._serialized_start=997
-  _globals['_CLOSESESSIONRESPONSE']._serialized_end=1019
-  _globals['_RESETREQUEST']._serialized_start=1021
-  _globals['_RESETREQUEST']._serialized_end=1078
-  _globals['_RESETRESPONSE']._serialized_start=1080
-  _globals['_RESETRESPONSE']._serialized_end=1095
-  _globals['_LISTDEVICESREQUEST']._serialized_start=1097
-  _globals['_LISTDEVICESREQUEST']._serialized_end=1141
-  _globals['_LISTDEVICESRESPONSE']._serialized_start=1143
-  _globals['_LISTDEVICESRESPONSE']._serialized_end=1269
+  _globals['_CREATESESSIONREQUEST']._serialized_start=232
+  _globals['_CREATESESSIONREQUEST']._serialized_end=354
+  _globals['_CREATESESSIONRESPONSE']._serialized_start=356
+  _globals['_CREATESESSIONRESPONSE']._serialized_end=426
+  _globals['_EXTENDSESSIONREQUEST']._serialized_start=428
+  _globals['_EXTENDSESSIONREQUEST']._serialized_end=547
+  _globals['_EXTENDSESSIONRESPONSE']._serialized_start=549
+  _globals['_EXTENDSESSIONRESPONSE']._serialized_end=599
+  _globals['_RUNSTEPREQUEST']._serialized_start=602
+  _globals['_RUNSTEPREQUEST']._serialized_end=853
+  _globals['_RUNSTEPRESPONSE']._serialized_start=855
+  _globals['_RUNSTEPRESPONSE']._serialized_end=969
+  _globals['_CLOSESESSIONREQUEST']._serialized_start=971
+  _globals['_CLOSESESSIONREQUEST']._serialized_end=1016
+  _globals['_CLOSESESSIONRESPONSE']._serialized_start=1018
+  _globals['_CLOSESESSIONRESPONSE']._serialized_end=1040
+  _globals['_RESETREQUEST']._serialized_start=1042
+  _globals['_RESETREQUEST']._serialized_end=1099
+  _globals['_RESETRESPONSE']._serialized_start=1101
+  _globals['_RESETRESPONSE']._serialized_end=1116
+  _globals['_LISTDEVICESREQUEST']._serialized_start=1118
+  _globals['_LISTDEVICESREQUEST']._serialized_end=1162
+  _globals['_LISTDEVICESRESPONSE']._serialized_start=1165
+  _globals['_LISTDEVICESRESPONSE']._serialized_end=1305
 # @@protoc_insertion_point(module_scope)

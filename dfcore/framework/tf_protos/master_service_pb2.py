@@ -25,13 +25,13 @@ _sym_db = _symbol_database.Default()
 from dfcore.framework.tf_protos import master_pb2 as dfcore_dot_framework_dot_tf__protos_dot_master__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n/dfcore/framework/tf_protos/master_service.proto\x12\x0ftensorflow.grpc\x1a\'dfcore/framework/tf_protos/master.proto2\xe0\x03\n\rMasterService\x12T\n\rCreateSession\x12 .tensorflow.CreateSessionRequest\x1a!.tensorflow.CreateSessionResponse\x12T\n\rExtendSession\x12 .tensorflow.ExtendSessionRequest\x1a!.tensorflow.ExtendSessionResponse\x12\x42\n\x07RunStep\x12\x1a.tensorflow.RunStepRequest\x1a\x1b.tensorflow.RunStepResponse\x12Q\n\x0c\x43loseSession\x12\x1f.tensorflow.CloseSessionRequest\x1a .tensorflow.CloseSessionResponse\x12N\n\x0bListDevices\x12\x1e.tensorflow.ListDevicesRequest\x1a\x1f.tensorflow.ListDevicesResponse\x12<\n\x05Reset\x12\x18.tensorflow.ResetRequest\x1a\x19.tensorflow.ResetResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n/dfcore/framework/tf_protos/master_service.proto\x12\x16\x64\x66\x63ore.tensorflow.grpc\x1a\'dfcore/framework/tf_protos/master.proto2\xb4\x04\n\rMasterService\x12\x62\n\rCreateSession\x12\'.dfcore.tensorflow.CreateSessionRequest\x1a(.dfcore.tensorflow.CreateSessionResponse\x12\x62\n\rExtendSession\x12\'.dfcore.tensorflow.ExtendSessionRequest\x1a(.dfcore.tensorflow.ExtendSessionResponse\x12P\n\x07RunStep\x12!.dfcore.tensorflow.RunStepRequest\x1a\".dfcore.tensorflow.RunStepResponse\x12_\n\x0c\x43loseSession\x12&.dfcore.tensorflow.CloseSessionRequest\x1a\'.dfcore.tensorflow.CloseSessionResponse\x12\\\n\x0bListDevices\x12%.dfcore.tensorflow.ListDevicesRequest\x1a&.dfcore.tensorflow.ListDevicesResponse\x12J\n\x05Reset\x12\x1f.dfcore.tensorflow.ResetRequest\x1a .dfcore.tensorflow.ResetResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'dfcore.framework.tf_protos.master_service_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_MASTERSERVICE']._serialized_start=110
-  _globals['_MASTERSERVICE']._serialized_end=590
+  _globals['_MASTERSERVICE']._serialized_start=117
+  _globals['_MASTERSERVICE']._serialized_end=681
 # @@protoc_insertion_point(module_scope)

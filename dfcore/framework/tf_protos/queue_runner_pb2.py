@@ -25,13 +25,13 @@ _sym_db = _symbol_database.Default()
 from dfcore.framework.tf_protos import error_codes_pb2 as dfcore_dot_framework_dot_tf__protos_dot_error__codes__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n-dfcore/framework/tf_protos/queue_runner.proto\x12\ntensorflow\x1a,dfcore/framework/tf_protos/error_codes.proto\"\xaa\x01\n\x0eQueueRunnerDef\x12\x12\n\nqueue_name\x18\x01 \x01(\t\x12\x17\n\x0f\x65nqueue_op_name\x18\x02 \x03(\t\x12\x15\n\rclose_op_name\x18\x03 \x01(\t\x12\x16\n\x0e\x63\x61ncel_op_name\x18\x04 \x01(\t\x12<\n\x1cqueue_closed_exception_types\x18\x05 \x03(\x0e\x32\x16.tensorflow.error.Codeb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n-dfcore/framework/tf_protos/queue_runner.proto\x12\x11\x64\x66\x63ore.tensorflow\x1a,dfcore/framework/tf_protos/error_codes.proto\"\xb1\x01\n\x0eQueueRunnerDef\x12\x12\n\nqueue_name\x18\x01 \x01(\t\x12\x17\n\x0f\x65nqueue_op_name\x18\x02 \x03(\t\x12\x15\n\rclose_op_name\x18\x03 \x01(\t\x12\x16\n\x0e\x63\x61ncel_op_name\x18\x04 \x01(\t\x12\x43\n\x1cqueue_closed_exception_types\x18\x05 \x03(\x0e\x32\x1d.dfcore.tensorflow.error.Codeb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'dfcore.framework.tf_protos.queue_runner_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_QUEUERUNNERDEF']._serialized_start=108
-  _globals['_QUEUERUNNERDEF']._serialized_end=278
+  _globals['_QUEUERUNNERDEF']._serialized_start=115
+  _globals['_QUEUERUNNERDEF']._serialized_end=292
 # @@protoc_insertion_point(module_scope)

@@ -26,13 +26,13 @@ from tensorboard.compat.proto import cluster_pb2 as tensorboard_dot_compat_dot_p
 from tensorboard.compat.proto import config_pb2 as tensorboard_dot_compat_dot_proto_dot_config__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n2dfcore/framework/tf_protos/tensorflow_server.proto\x12\ntensorflow\x1a&tensorboard/compat/proto/cluster.proto\x1a%tensorboard/compat/proto/config.proto\"\xb5\x01\n\tServerDef\x12(\n\x07\x63luster\x18\x01 \x01(\x0b\x32\x17.tensorboard.ClusterDef\x12\x10\n\x08job_name\x18\x02 \x01(\t\x12\x12\n\ntask_index\x18\x03 \x01(\x05\x12\x38\n\x16\x64\x65\x66\x61ult_session_config\x18\x04 \x01(\x0b\x32\x18.tensorboard.ConfigProto\x12\x10\n\x08protocol\x18\x05 \x01(\t\x12\x0c\n\x04port\x18\x06 \x01(\x05\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n2dfcore/framework/tf_protos/tensorflow_server.proto\x12\x11\x64\x66\x63ore.tensorflow\x1a&tensorboard/compat/proto/cluster.proto\x1a%tensorboard/compat/proto/config.proto\"\xb5\x01\n\tServerDef\x12(\n\x07\x63luster\x18\x01 \x01(\x0b\x32\x17.tensorboard.ClusterDef\x12\x10\n\x08job_name\x18\x02 \x01(\t\x12\x12\n\ntask_index\x18\x03 \x01(\x05\x12\x38\n\x16\x64\x65\x66\x61ult_session_config\x18\x04 \x01(\x0b\x32\x18.tensorboard.ConfigProto\x12\x10\n\x08protocol\x18\x05 \x01(\t\x12\x0c\n\x04port\x18\x06 \x01(\x05\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'dfcore.framework.tf_protos.tensorflow_server_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_SERVERDEF']._serialized_start=146
-  _globals['_SERVERDEF']._serialized_end=327
+  _globals['_SERVERDEF']._serialized_start=153
+  _globals['_SERVERDEF']._serialized_end=334
 # @@protoc_insertion_point(module_scope)

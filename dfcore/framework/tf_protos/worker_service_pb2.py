@@ -25,13 +25,13 @@ _sym_db = _symbol_database.Default()
 from dfcore.framework.tf_protos import worker_pb2 as dfcore_dot_framework_dot_tf__protos_dot_worker__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n/dfcore/framework/tf_protos/worker_service.proto\x12\x0ftensorflow.grpc\x1a\'dfcore/framework/tf_protos/worker.proto2\x8c\x06\n\rWorkerService\x12H\n\tGetStatus\x12\x1c.tensorflow.GetStatusRequest\x1a\x1d.tensorflow.GetStatusResponse\x12\x66\n\x13\x43reateWorkerSession\x12&.tensorflow.CreateWorkerSessionRequest\x1a\'.tensorflow.CreateWorkerSessionResponse\x12\x66\n\x13\x44\x65leteWorkerSession\x12&.tensorflow.DeleteWorkerSessionRequest\x1a\'.tensorflow.DeleteWorkerSessionResponse\x12T\n\rRegisterGraph\x12 .tensorflow.RegisterGraphRequest\x1a!.tensorflow.RegisterGraphResponse\x12Z\n\x0f\x44\x65registerGraph\x12\".tensorflow.DeregisterGraphRequest\x1a#.tensorflow.DeregisterGraphResponse\x12\x45\n\x08RunGraph\x12\x1b.tensorflow.RunGraphRequest\x1a\x1c.tensorflow.RunGraphResponse\x12Q\n\x0c\x43leanupGraph\x12\x1f.tensorflow.CleanupGraphRequest\x1a .tensorflow.CleanupGraphResponse\x12K\n\nRecvTensor\x12\x1d.tensorflow.RecvTensorRequest\x1a\x1e.tensorflow.RecvTensorResponse\x12H\n\tAbortStep\x12\x1c.tensorflow.AbortStepRequest\x1a\x1d.tensorflow.AbortStepResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n/dfcore/framework/tf_protos/worker_service.proto\x12\x16\x64\x66\x63ore.tensorflow.grpc\x1a\'dfcore/framework/tf_protos/worker.proto2\x8a\x07\n\rWorkerService\x12V\n\tGetStatus\x12#.dfcore.tensorflow.GetStatusRequest\x1a$.dfcore.tensorflow.GetStatusResponse\x12t\n\x13\x43reateWorkerSession\x12-.dfcore.tensorflow.CreateWorkerSessionRequest\x1a..dfcore.tensorflow.CreateWorkerSessionResponse\x12t\n\x13\x44\x65leteWorkerSession\x12-.dfcore.tensorflow.DeleteWorkerSessionRequest\x1a..dfcore.tensorflow.DeleteWorkerSessionResponse\x12\x62\n\rRegisterGraph\x12\'.dfcore.tensorflow.RegisterGraphRequest\x1a(.dfcore.tensorflow.RegisterGraphResponse\x12h\n\x0f\x44\x65registerGraph\x12).dfcore.tensorflow.DeregisterGraphRequest\x1a*.dfcore.tensorflow.DeregisterGraphResponse\x12S\n\x08RunGraph\x12\".dfcore.tensorflow.RunGraphRequest\x1a#.dfcore.tensorflow.RunGraphResponse\x12_\n\x0c\x43leanupGraph\x12&.dfcore.tensorflow.CleanupGraphRequest\x1a\'.dfcore.tensorflow.CleanupGraphResponse\x12Y\n\nRecvTensor\x12$.dfcore.tensorflow.RecvTensorRequest\x1a%.dfcore.tensorflow.RecvTensorResponse\x12V\n\tAbortStep\x12#.dfcore.tensorflow.AbortStepRequest\x1a$.dfcore.tensorflow.AbortStepResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'dfcore.framework.tf_protos.worker_service_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_WORKERSERVICE']._serialized_start=110
-  _globals['_WORKERSERVICE']._serialized_end=890
+  _globals['_WORKERSERVICE']._serialized_start=117
+  _globals['_WORKERSERVICE']._serialized_end=1023
 # @@protoc_insertion_point(module_scope)

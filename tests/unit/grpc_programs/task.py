@@ -1,9 +1,10 @@
 """One task of tests/unit/test_grpc_*.py, as its own process: ``task.py CLUSTER_JSON JOB INDEX MODE [ARG [ARG2]]``.
 
-Modes: ``serve`` (start the server, say ``ready``, join), ``model`` (a worker running the shared model's steps
-and printing their results as JSON), ``train`` (a worker training until killed or failing, one line per step),
-``in_graph`` (the chief of a graph with ops on worker 1: steps until one fails, which it prints), ``mts`` (a chief
-counting steps under MonitoredTrainingSession, checkpointing to ARG every step, until global_step reaches ARG2).
+Modes: ``serve`` (start the server, say ``ready``, join), ``model`` (a worker running the steps of the shared
+model ARG, default ``sgd``, of ``grpc_model.MODELS`` and printing their results as JSON), ``train`` (a worker
+training until killed or failing, one line per step), ``in_graph`` (the chief of a graph with ops on worker 1:
+steps until one fails, which it prints), ``mts`` (a chief counting steps under MonitoredTrainingSession,
+checkpointing to ARG every step, until global_step reaches ARG2).
 """
 
 import faulthandler
@@ -13,13 +14,12 @@ import signal
 import sys
 import time
 
-os.environ["DFCORE_SERVERS"] = "grpc"
 faulthandler.register(signal.SIGUSR1)  # a hung test can ask a task for its stacks
 
 import dfcore as tf  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from grpc_model import build_model, feed_values  # noqa: E402
+from grpc_model import MODELS, feed_values  # noqa: E402
 
 
 def run_until_error(sess, fetch):
@@ -44,13 +44,14 @@ def main():
         server.join()
         return
     if mode == "model":
-        model = build_model()
+        model = MODELS[sys.argv[5] if len(sys.argv) > 5 else "sgd"]()
         with tf.Session(server.target) as sess:
             sess.run(model["init"])
             results = []
             for step in range(3):
-                results.append(sess.run(model["loss"], {model["x"]: feed_values(step)}).item())
-                sess.run(model["train"], {model["x"]: feed_values(step)})
+                feed = {model["x"]: feed_values(step, model["shape"])}
+                results.append(sess.run(model["loss"], feed).item())
+                sess.run(model["train"], feed)
             options = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
             metadata = tf.RunMetadata()
             final = sess.run(model["w"], options=options, run_metadata=metadata)
