@@ -5,7 +5,7 @@ Prints ``registered`` and the full names, or the error protobuf raised."""
 
 from google.protobuf import descriptor_pb2, descriptor_pool
 
-import dfcore  # noqa: F401
+import dfcore  # imported first, on purpose
 import dfcore.transport.grpc_server  # noqa: F401  (dfcore's gRPC messages too)
 from dfcore.framework.protos import BytesList
 
