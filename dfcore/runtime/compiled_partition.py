@@ -15,6 +15,8 @@ import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from .straight_line import StraightLine, straight_line
+
 
 class CompiledNode:
     """One node of a compiled partition.
@@ -68,6 +70,8 @@ class CompiledPartition:
         self.num_slots = len(initial_values)
         self.num_scheduled = num_scheduled
         self.roots = [i for i, node in enumerate(nodes) if node.pending == 0 and not node.preset]
+        self._straight: StraightLine | None = None
+        self._steps = 0  # steps that asked for the straight-line form (it is generated for the second)
         # TF's executor knows how many edges read each output: a slot is dropped once they all ran. ``owned``
         # marks the slots that may hold an allocator buffer, given back then (see the Executor): an out=
         # kernel's or a _Recv's output, a variable's value (its buffer is retired at commit, if no slot holds
@@ -95,6 +99,16 @@ class CompiledPartition:
             if node.compute_out is not None:
                 node.unread = tuple(s for s in range(node.out_slot, node.out_slot + node.num_outputs)
                                     if self.slot_uses[s] == 0)
+
+
+    def straight_line(self) -> StraightLine | None:
+        """The partition as one generated function (:mod:`dfcore.runtime.straight_line`), or None: not
+        qualifying, or asked for the first time (a plan run once does not pay for generating it)."""
+        if self._straight is None and self._steps < 2:
+            self._steps += 1
+            if self._steps == 2:
+                self._straight = straight_line(self)
+        return self._straight
 
 
 def _gatherer(slots):
