@@ -17,6 +17,8 @@ from typing import Any
 
 from .straight_line import StraightLine, straight_line
 
+STRAIGHT_LINE_STEP = 10  # the step of a partition that first runs its generated function
+
 
 class CompiledNode:
     """One node of a compiled partition.
@@ -71,7 +73,7 @@ class CompiledPartition:
         self.num_scheduled = num_scheduled
         self.roots = [i for i, node in enumerate(nodes) if node.pending == 0 and not node.preset]
         self._straight: StraightLine | None = None
-        self._steps = 0  # steps that asked for the straight-line form (it is generated for the second)
+        self._steps = 0  # steps that asked for the straight-line form (it is generated at STRAIGHT_LINE_STEP)
         # TF's executor knows how many edges read each output: a slot is dropped once they all ran. ``owned``
         # marks the slots that may hold an allocator buffer, given back then (see the Executor): an out=
         # kernel's or a _Recv's output, a variable's value (its buffer is retired at commit, if no slot holds
@@ -103,10 +105,11 @@ class CompiledPartition:
 
     def straight_line(self) -> StraightLine | None:
         """The partition as one generated function (:mod:`dfcore.runtime.straight_line`), or None: not
-        qualifying, or asked for the first time (a plan run once does not pay for generating it)."""
-        if self._straight is None and self._steps < 2:
+        qualifying, or asked fewer than :data:`STRAIGHT_LINE_STEP` times (generating costs ~30 loop steps
+        of the partition, measured: a plan run a few times does not pay for it)."""
+        if self._straight is None and self._steps < STRAIGHT_LINE_STEP:
             self._steps += 1
-            if self._steps == 2:
+            if self._steps == STRAIGHT_LINE_STEP:
                 self._straight = straight_line(self)
         return self._straight
 

@@ -30,7 +30,7 @@ Source: TF's ``common_runtime/executor.cc`` (``ExecutorState``) and the whitepap
 * an interrupt (``KeyboardInterrupt``) while a loop runs on the calling thread ends the
   step with ``CancelledError`` and propagates (see :mod:`dfcore.runtime.step`).
 
-From its second step, a partition of synchronous nodes runs as one generated function in this loop's order
+After a few steps, a partition of synchronous nodes runs as one generated function in this loop's order
 (:mod:`dfcore.runtime.straight_line`), unless the step is traced or has a caller-set deadline.
 
 A partition holding control flow (``Switch``/``Merge``/``Enter``/``Exit``/``NextIteration``) runs on
