@@ -109,7 +109,7 @@ class CompiledPartition:
         of the partition, measured: a plan run a few times does not pay for it)."""
         if self._straight is None and self._steps < STRAIGHT_LINE_STEP:
             self._steps += 1
-            if self._steps == STRAIGHT_LINE_STEP:
+            if self._steps >= STRAIGHT_LINE_STEP:  # (two steps of the plan at once may both generate it)
                 self._straight = straight_line(self)
         return self._straight
 
