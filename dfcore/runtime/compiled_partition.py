@@ -15,6 +15,10 @@ import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from .straight_line import StraightLine, straight_line
+
+STRAIGHT_LINE_STEP = 10  # the step of a partition that first runs its generated function
+
 
 class CompiledNode:
     """One node of a compiled partition.
@@ -68,6 +72,8 @@ class CompiledPartition:
         self.num_slots = len(initial_values)
         self.num_scheduled = num_scheduled
         self.roots = [i for i, node in enumerate(nodes) if node.pending == 0 and not node.preset]
+        self._straight: StraightLine | None = None
+        self._steps = 0  # steps that asked for the straight-line form (it is generated at STRAIGHT_LINE_STEP)
         # TF's executor knows how many edges read each output: a slot is dropped once they all ran. ``owned``
         # marks the slots that may hold an allocator buffer, given back then (see the Executor): an out=
         # kernel's or a _Recv's output, a variable's value (its buffer is retired at commit, if no slot holds
@@ -95,6 +101,17 @@ class CompiledPartition:
             if node.compute_out is not None:
                 node.unread = tuple(s for s in range(node.out_slot, node.out_slot + node.num_outputs)
                                     if self.slot_uses[s] == 0)
+
+
+    def straight_line(self) -> StraightLine | None:
+        """The partition as one generated function (:mod:`dfcore.runtime.straight_line`), or None: not
+        qualifying, or asked fewer than :data:`STRAIGHT_LINE_STEP` times (generating costs ~30 loop steps
+        of the partition, measured: a plan run a few times does not pay for it)."""
+        if self._straight is None and self._steps < STRAIGHT_LINE_STEP:
+            self._steps += 1
+            if self._steps >= STRAIGHT_LINE_STEP:  # (two steps of the plan at once may both generate it)
+                self._straight = straight_line(self)
+        return self._straight
 
 
 def _gatherer(slots):

@@ -30,6 +30,9 @@ Source: TF's ``common_runtime/executor.cc`` (``ExecutorState``) and the whitepap
 * an interrupt (``KeyboardInterrupt``) while a loop runs on the calling thread ends the
   step with ``CancelledError`` and propagates (see :mod:`dfcore.runtime.step`).
 
+After a few steps, a partition of synchronous nodes runs as one generated function in this loop's order
+(:mod:`dfcore.runtime.straight_line`), unless the step is traced or has a caller-set deadline.
+
 A partition holding control flow (``Switch``/``Merge``/``Enter``/``Exit``/``NextIteration``) runs on
 :class:`~dfcore.runtime.control_flow_executor.ControlFlowExecutor` instead (frames, iterations, dead
 tensors); :func:`~dfcore.runtime.control_flow_executor.make_executor` picks.
@@ -192,6 +195,9 @@ class Executor(StepRun):
         self._async_start: dict[int, float] = {}
         resources = ctx.resources
         self._allocator = resources.allocator(ctx.device) if hasattr(resources, "allocator") else None
+        # a traced step and a caller's deadline need the loop's per-node checks
+        self._straight = (partition.straight_line() if timings is None and ctx.deadline is None
+                          and self._allocator is not None else None)
         # a traced step keeps every value for its records: it drops and recycles nothing
         self._uses = None
         if self._allocator is not None and timings is None:
@@ -219,6 +225,9 @@ class Executor(StepRun):
         self._runner(self._run_loop)
 
     def _loop(self):
+        if self._straight is not None:
+            self._run_straight_line(self._straight)
+            return
         remaining = self._remaining
         try:
             ready = self._ready
@@ -306,6 +315,25 @@ class Executor(StepRun):
         except BaseException as interrupt:  # Ctrl-C on the calling thread: cancel the step, let it propagate
             self._finish(cancelled_error(interrupt))
             raise
+
+    def _run_straight_line(self, straight):
+        """Run the partition's generated function (no async node: nothing else wakes this executor)."""
+        values, ctx = self.values, self._ctx
+        try:
+            allocator = self._allocator
+            if ctx.rendezvous.abort_status is not None or straight.run(
+                    values, ctx, ctx.rendezvous, allocator, allocator.deallocate) is not None:
+                self._finish(self._stop_error())
+                return
+        except Exception as error:  # noqa: BLE001 - as in _loop
+            node = self._partition.nodes[straight.failed_node(error.__traceback__)]
+            self._finish(kernel_error(error, node, node.gather(values), ctx.device))
+            return
+        except BaseException as interrupt:  # Ctrl-C on the calling thread, as in _loop
+            self._finish(cancelled_error(interrupt))
+            raise
+        self._remaining = 0
+        self._finish(None)
 
     def _complete_async(self, index, node, values):
         """Store an async node's value; False (and the step finished) if it failed."""

@@ -145,11 +145,13 @@ def _client_keys(client):
 def _pooled(partitions, graphs, pool_threads):
     if len(partitions) < 2:
         return frozenset()
-    heavy = [i for i, graph in enumerate(graphs) if _estimated_flops(graph) >= POOL_MIN_FLOPS]
+    heavy = [i for i, graph in enumerate(graphs) if _holds_real_work(graph)]
     return frozenset(heavy[1:]) if len(heavy) >= 2 else frozenset()
 
 
-def _estimated_flops(graph):
+def _holds_real_work(graph):
+    """Whether the ops of ``graph`` with static shapes add up to :data:`POOL_MIN_FLOPS` (summed only until
+    they do: a big partition is not costed to its end)."""
     total = 0
     for node in graph.nodes:
         op = node.original
@@ -162,4 +164,6 @@ def _estimated_flops(graph):
         size = dtypes.as_dtype(op.outputs[0].dtype).size if op.outputs else 4
         total += cost_model.op_cost(op.type, [s.as_list() for s in shapes_in], [s.as_list() for s in shapes_out],
                                     size, op.attrs).flops
-    return total
+        if total >= POOL_MIN_FLOPS:
+            return True
+    return False

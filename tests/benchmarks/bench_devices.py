@@ -2,7 +2,8 @@
 
 (a) Two independent 2000×2000 float32 matmuls on ``GPU:0`` and ``GPU:1`` (simulated
 devices, numpy kernels), ``inter_op_parallelism_threads=2`` vs ``1``, BLAS pinned to
-one thread: the speed-up of running the two partitions on two threads (target ≥ 1.8×).
+one thread: the speed-up of running the two partitions on two threads (target ≥ 1.8×). Each session has its
+own pool (``use_per_session_threads``): TF's global pool would take the first session's size for both.
 (b) One training step of the digits MLP (batch 64) on 4 towers (4 simulated GPUs,
 variables on the CPU, gradients averaged) vs the same step on one device.
 Ratios of paired, interleaved samples; never a pass/fail on time.
@@ -31,7 +32,10 @@ def two_matmuls_step(threads):
                 a = tf.constant(rng.standard_normal((2000, 2000)).astype(np.float32))
                 products.append(tf.matmul(a, a).op)
         step = tf.group(*products)
-    sess = tf.Session(graph=graph, config=tf.ConfigProto(inter_op_parallelism_threads=threads))
+    # its own pool: without use_per_session_threads the first session of the process sizes one global pool that
+    # every later session shares (TF's rule), so the 2-thread session would run on the 1-thread session's pool
+    config = tf.ConfigProto(inter_op_parallelism_threads=threads, use_per_session_threads=True)
+    sess = tf.Session(graph=graph, config=config)
     sess.run(step)
     return (lambda: sess.run(step)), sess
 

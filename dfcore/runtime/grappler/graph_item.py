@@ -10,6 +10,8 @@ the partitioner ask of an Operation (``name``, ``type``, ``attrs``, ``get_attr``
 
 A node's data inputs are :class:`Output` handles of other nodes, or the user's fed
 :class:`~dfcore.framework.tensor.Tensor` itself (a feed is never a constant, and the partitioner recognises it).
+Passes give a node new ``inputs`` / ``control_inputs`` lists and never change a list in place: the
+meta-optimizer's records keep the lists of each pass's graph as they were.
 """
 
 from __future__ import annotations
@@ -52,7 +54,8 @@ class Node:
     node it replaces, so producers still come first).
     """
 
-    __slots__ = ("name", "type", "_attrs", "inputs", "control_inputs", "device", "original", "_id", "_outputs")
+    __slots__ = ("name", "type", "_attrs", "inputs", "control_inputs", "device", "original", "_id", "_outputs",
+                 "_stateful")
 
     def __init__(self, name: str, op_type: str, attrs: Mapping[str, Any], device: str, node_id: int,
                  output_specs: Sequence[tuple[Any, TensorShape]], original: Operation | None = None) -> None:
@@ -61,6 +64,7 @@ class Node:
         self.inputs: list[Input] = []
         self.control_inputs: list[Node] = []
         self._outputs = [Output(self, i, dtype, shape) for i, (dtype, shape) in enumerate(output_specs)]
+        self._stateful: bool | None = None  # is_stateful's answer, once asked
 
     @classmethod
     def from_op(cls, op: Operation, device: str) -> Node:
@@ -88,8 +92,7 @@ class Node:
     @property
     def input_strings(self) -> list[str]:
         """NodeDef ``input`` strings: ``"src"``, ``"src:1"``, ``"^ctrl"``."""
-        names = [t.op.name if t.value_index == 0 else t.name for t in self.inputs]
-        return names + [f"^{c.name}" for c in self.control_inputs]
+        return input_strings(self.inputs, self.control_inputs)
 
     @property
     def node_def(self) -> NodeDef:
@@ -99,10 +102,21 @@ class Node:
         return f"<Node '{self.name}' type={self.type}>"
 
 
+def input_strings(inputs: Sequence[Input], control_inputs: Sequence[Node]) -> list[str]:
+    """NodeDef ``input`` strings of a node's ``inputs`` and ``control_inputs`` (a node's name never changes)."""
+    names = [t.op.name if t.value_index == 0 else t.name for t in inputs]
+    return names + [f"^{c.name}" for c in control_inputs]
+
+
 def is_stateful(node: Node) -> bool:
-    """Stateful (or otherwise unsafe to move) nodes: never folded, merged, fused or removed."""
-    return registry.is_stateful(node.type) or any(t.dtype.is_ref for t in node.inputs) or any(
-        t.dtype.is_ref for t in node._outputs)
+    """Stateful (or otherwise unsafe to move) nodes: never folded, merged, fused or removed. Asked once per
+    node (each pass's prune asks again): a rewrite rewires an input only to an output of the same dtype, so
+    whether a node reads or makes a reference never changes."""
+    stateful = node._stateful
+    if stateful is None:
+        stateful = node._stateful = registry.is_stateful(node.type) or any(
+            t.dtype.is_ref for t in node.inputs) or any(t.dtype.is_ref for t in node._outputs)
+    return stateful
 
 
 class GraphItem:

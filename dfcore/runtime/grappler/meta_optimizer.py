@@ -33,7 +33,7 @@ from ...framework.protos import ConfigProto, OptimizerOptions
 from ...framework.tensor import Tensor
 from ..control_flow_info import has_control_flow
 from . import arithmetic_optimizer, common_subgraph_elimination, constant_folding, dependency_optimizer, remapper
-from .graph_item import GraphItem, Node
+from .graph_item import GraphItem, Node, input_strings
 
 DEFAULT_MIN_GRAPH_NODES = 4  # meta_optimizer.cc kDefaultMinGraphNodes
 DEFAULT_ITERATIONS = 2  # meta_optimizer.cc kDefaultNumberOfIterations
@@ -80,6 +80,49 @@ PASSES: tuple[GraphPass, ...] = (
 )
 
 
+class GraphState:
+    """A graph as one pass left it: per node, producers first, its name, op, the op it runs, its input lists
+    and device, captured without building a string (passes never change an input list in place, see
+    :mod:`~dfcore.runtime.grappler.graph_item`); :meth:`snapshot` spells it out when asked."""
+
+    __slots__ = ("_entries", "_by_name", "_snapshot")
+
+    def __init__(self, item: GraphItem) -> None:
+        self._entries = [(n.name, n.type, n.original, n.inputs, n.control_inputs, n.device) for n in item.ordered()]
+        self._by_name = {entry[0]: entry for entry in self._entries}
+        self._snapshot: tuple[tuple[str, str, tuple[str, ...], str], ...] | None = None
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def names(self) -> Any:
+        return self._by_name.keys()
+
+    def snapshot(self) -> tuple[tuple[str, str, tuple[str, ...], str], ...]:
+        """``(name, op, inputs, device)`` per node, producers first."""
+        if self._snapshot is None:
+            self._snapshot = tuple((name, op_type, tuple(input_strings(inputs, controls)), device)
+                                   for name, op_type, _, inputs, controls, device in self._entries)
+        return self._snapshot
+
+    def rewritten(self, later: GraphState) -> list[str]:
+        """Names in both states whose op, kernel source or input strings differ in ``later``."""
+        found = []
+        for name, (_, op_type, original, inputs, controls, _) in self._by_name.items():
+            other = later._by_name.get(name)
+            if other is None:
+                continue
+            _, later_type, later_original, later_inputs, later_controls, _ = other
+            if inputs is later_inputs and controls is later_controls:  # the same lists: no string to spell out
+                changed = op_type != later_type or original is not later_original
+            else:
+                changed = op_type != later_type or original is not later_original or (
+                    input_strings(inputs, controls) != input_strings(later_inputs, later_controls))
+            if changed:
+                found.append(name)
+        return found
+
+
 @dataclasses.dataclass(frozen=True)
 class PassRecord:
     """What one pass did to one run signature's graph.
@@ -88,7 +131,7 @@ class PassRecord:
     ``nodes_before``/``nodes_after``: node counts; ``removed``/``added``: node names gone / new;
     ``rewritten``: names kept whose op, attrs or inputs changed; ``graph_before``/``graph``: the graph before
     and after the pass as ``(name, op, inputs, device)`` per node, producers first (what a before/after view
-    draws).
+    draws; spelled out when first read).
     """
 
     optimizer: str
@@ -98,8 +141,16 @@ class PassRecord:
     removed: tuple[str, ...]
     added: tuple[str, ...]
     rewritten: tuple[str, ...]
-    graph_before: tuple[tuple[str, str, tuple[str, ...], str], ...]
-    graph: tuple[tuple[str, str, tuple[str, ...], str], ...]
+    state_before: GraphState = dataclasses.field(repr=False, compare=False)
+    state_after: GraphState = dataclasses.field(repr=False, compare=False)
+
+    @property
+    def graph_before(self) -> tuple[tuple[str, str, tuple[str, ...], str], ...]:
+        return self.state_before.snapshot()
+
+    @property
+    def graph(self) -> tuple[tuple[str, str, tuple[str, ...], str], ...]:
+        return self.state_after.snapshot()
 
     @property
     def changed(self) -> bool:
@@ -132,30 +183,28 @@ def optimize(ops: Sequence[Operation], placement: Any, feeds: Sequence[Tensor], 
     if len(item) < min_nodes:
         grappler = []
     records: list[PassRecord] = []
+    state = GraphState(item)  # the graph after the last pass: the next pass's "before" (one snapshot per pass)
     for iteration in range(rewrite.meta_optimizer_iterations or DEFAULT_ITERATIONS):
         if len(item) < min_nodes:
             break
-        records.extend(_run(p, item, iteration) for p in grappler)
-    records.extend(_run(p, item, -1) for p in passes if p.classic)
+        for graph_pass in grappler:
+            record, state = _run(graph_pass, item, iteration, state)
+            records.append(record)
+    for graph_pass in passes:
+        if graph_pass.classic:
+            record, state = _run(graph_pass, item, -1, state)
+            records.append(record)
     nodes = tuple(item.ordered())
     return OptimizedGraph(nodes, {n: n.device for n in nodes}, tuple(item.fetch_outputs()), tuple(records))
 
 
-def _run(graph_pass: GraphPass, item: GraphItem, iteration: int) -> PassRecord:
-    before = {n.name: _signature(n) for n in item}
-    graph_before = _snapshot(item)
+def _run(graph_pass: GraphPass, item: GraphItem, iteration: int, before: GraphState) -> tuple[PassRecord, GraphState]:
+    """Run one pass and prune; its record, and the graph's state after it (``before``: the state before it)."""
     graph_pass.run(item)
     item.prune()
-    after = {n.name: _signature(n) for n in item}
-    return PassRecord(graph_pass.name, iteration, len(before), len(after),
-                      tuple(sorted(before.keys() - after.keys())), tuple(sorted(after.keys() - before.keys())),
-                      tuple(sorted(k for k in before.keys() & after.keys() if before[k] != after[k])),
-                      graph_before, _snapshot(item))
-
-
-def _signature(node: Node) -> tuple[Any, ...]:
-    return node.type, id(node.original), tuple(node.input_strings)
-
-
-def _snapshot(item: GraphItem) -> tuple[tuple[str, str, tuple[str, ...], str], ...]:
-    return tuple((n.name, n.type, tuple(n.input_strings), n.device) for n in item.ordered())
+    after = GraphState(item)
+    names_before, names_after = before.names(), after.names()
+    record = PassRecord(graph_pass.name, iteration, len(before), len(after),
+                        tuple(sorted(names_before - names_after)), tuple(sorted(names_after - names_before)),
+                        tuple(sorted(before.rewritten(after))), before, after)
+    return record, after

@@ -1,0 +1,116 @@
+"""A partition with a static schedule run as one generated Python function: one line per node, no queue.
+
+Source: TF's executor runs expensive kernels through its ready queue and inexpensive ones inline
+(``common_runtime/executor.cc``, ``inline_ready``); for a partition whose every node is synchronous, the
+order is fixed before the step, so dfcore writes it down once: the order the executor's loop would take, as
+straight-line code, each line calling the node's kernel on the step's value slots,
+
+    v[7] = k3(v[2], v[5])
+
+then checking the step's abort status (the executor's "stop before the next op"). The pending counts, the
+ready queue and the per-node branches of :class:`~dfcore.runtime.executor.Executor` are gone; the values and
+the kernels are the same, so the results are too.
+
+A partition qualifies when it holds no asynchronous node (``_Recv``, collectives, queue waits) and no control
+flow; the executor uses the function only when the step is not traced, has no caller-set deadline (both are
+checked per node by the executor's loop) and the device has an allocator (``out=`` kernels write into its
+buffers, and a slot that may hold one is given back after its last reader, as the loop's use counts do; see
+:mod:`dfcore.runtime.compiled_partition`). A kernel's exception
+leaves the function; its line number names the node that raised (:func:`failed_node`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .compiled_partition import CompiledPartition
+
+
+class StraightLine:
+    """The generated function of one partition and the node behind each of its lines.
+
+    ``run(values, ctx, rendezvous, allocator, deallocate)`` runs every scheduled node in order and returns
+    None, or the index of the node it stopped before when the step's rendezvous was aborted; ``out=`` kernels
+    take their buffers from ``allocator``, and each slot that may hold one of its buffers goes back through
+    ``deallocate`` after its last reader in that order (as the executor's use counts do).
+    """
+
+    __slots__ = ("run", "_node_at_line")
+
+    def __init__(self, run: Callable[..., int | None], node_at_line: dict[int, int]) -> None:
+        self.run = run
+        self._node_at_line = node_at_line
+
+    def failed_node(self, traceback: TracebackType | None) -> int | None:
+        """The index of the node whose kernel raised, from the exception's ``traceback`` (None: not here)."""
+        code = self.run.__code__
+        while traceback is not None:
+            if traceback.tb_frame.f_code is code:
+                return self._node_at_line.get(traceback.tb_lineno)
+            traceback = traceback.tb_next
+        return None
+
+
+def straight_line(partition: CompiledPartition) -> StraightLine | None:
+    """The generated function of ``partition``, or None when it does not qualify (module docstring)."""
+    if partition.control_flow is not None or partition.device_context is not None:
+        return None
+    scheduled = [(i, partition.nodes[i]) for i in _topological(partition)]
+    if not scheduled or any(node.is_async for _, node in scheduled):
+        return None
+    last_reader = {}  # slot -> position of the last node reading it: the slot is given back after that node
+    for position, (_, node) in enumerate(scheduled):
+        for slot in node.releases:
+            last_reader[slot] = position
+    lines = ["def run(v, ctx, rendezvous, allocator, deallocate):"]
+    kernels: dict[str, Any] = {}
+    node_at_line = {}
+    for position, (i, node) in enumerate(scheduled):
+        inputs = [f"v[{s}]" for s in node.in_slots]
+        if node.compute_out is not None:
+            kernels[f"k{i}"] = node.compute_out
+            args = ["ctx"] * node.needs_context + ["allocator"] + inputs
+        else:
+            kernels[f"k{i}"] = node.compute
+            args = ["ctx"] * node.needs_context + inputs
+        call = f"k{i}({', '.join(args)})"
+        if node.num_outputs == 1:
+            call = f"v[{node.out_slot}] = {call}"
+        elif node.num_outputs:
+            call = f"v[{node.out_slot}:{node.out_slot + node.num_outputs}] = {call}"
+        node_at_line[len(lines) + 1] = i
+        lines.append("    " + call)
+        for slot in sorted({s for s in node.releases if last_reader[s] == position} | set(node.unread)):
+            lines.append(f"    t = v[{slot}]; v[{slot}] = None; deallocate(t); t = None")
+        if position + 1 < len(scheduled):
+            lines.append(f"    if rendezvous.abort_status is not None: return {scheduled[position + 1][0]}")
+    namespace: dict[str, Any] = dict(kernels)
+    exec(compile("\n".join(lines) + "\n", f"<straight line of {partition.device}>", "exec"), namespace)  # noqa: S102
+    return StraightLine(namespace["run"], node_at_line)
+
+
+def _topological(partition: CompiledPartition) -> list[int]:
+    """The order the executor's loop runs the scheduled nodes of a partition without async nodes in (its ready
+    stack, the first consumer made ready run next): the same order, so stateful ops without a dependency
+    between them (a read and an update of one variable) meet as they do in the loop, step after step."""
+    nodes = partition.nodes
+    pending = [node.pending for node in nodes]
+    ready = list(partition.roots)
+    order: list[int] = []
+    index = None
+    while index is not None or ready:
+        if index is None:
+            index = ready.pop()
+        order.append(index)
+        consumers, index = nodes[index].consumers, None
+        for consumer in consumers:
+            pending[consumer] -= 1
+            if pending[consumer] == 0:
+                if index is None:
+                    index = consumer
+                else:
+                    ready.append(consumer)
+    return order
