@@ -325,7 +325,7 @@ class Executor(StepRun):
                     values, ctx, ctx.rendezvous, allocator, allocator.deallocate) is not None:
                 self._finish(self._stop_error())
                 return
-        except Exception as error:  # noqa: BLE001 - as in _loop
+        except Exception as error:  # as in _loop
             node = self._partition.nodes[straight.failed_node(error.__traceback__)]
             self._finish(kernel_error(error, node, node.gather(values), ctx.device))
             return

@@ -88,7 +88,7 @@ def straight_line(partition: CompiledPartition) -> StraightLine | None:
         if position + 1 < len(scheduled):
             lines.append(f"    if rendezvous.abort_status is not None: return {scheduled[position + 1][0]}")
     namespace: dict[str, Any] = dict(kernels)
-    exec(compile("\n".join(lines) + "\n", f"<straight line of {partition.device}>", "exec"), namespace)  # noqa: S102
+    exec(compile("\n".join(lines) + "\n", f"<straight line of {partition.device}>", "exec"), namespace)
     return StraightLine(namespace["run"], node_at_line)
 
 
