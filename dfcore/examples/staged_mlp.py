@@ -32,15 +32,13 @@ DEFAULT_LAYERS = (64, 256, 256, 256, 256, 256, 256, 256, 256, 256, 10)
 
 
 @dataclasses.dataclass(frozen=True)
-class StagedMLP:
-    """The graph of one placement of the staged MLP.
+class DigitsMLP:
+    """What every MLP graph of the model-parallel examples has.
 
     Attributes:
         graph: its ``tf.Graph``; ``x`` (float ``[batch_size, 64]``) and ``y`` (int64 ``[batch_size]``) its inputs.
-        stages: one list of ``(weights, biases)`` variables per stage.
-        stage_devices: the device each stage asked for (None: no ``tf.device``, the placer decides).
-        micro_batches: M; ``loss`` the batch's mean cross-entropy (sum of the M micro-batch losses).
-        grads_and_vars: the accumulated gradients (summed over the micro-batches) and their variables.
+        loss: the batch's mean cross-entropy.
+        grads_and_vars: the gradients of ``loss`` and their variables.
         train_op: one Adam (or plain SGD) update from ``grads_and_vars``; ``init`` the initializer.
         x_eval, y_eval, accuracy: a whole-batch forward pass for evaluation (any batch size).
     """
@@ -48,9 +46,6 @@ class StagedMLP:
     graph: Any
     x: Any
     y: Any
-    stages: tuple[tuple[tuple[Any, Any], ...], ...]
-    stage_devices: tuple[str | None, ...]
-    micro_batches: int
     loss: Any
     grads_and_vars: tuple[tuple[Any, Any], ...]
     train_op: Any
@@ -58,6 +53,22 @@ class StagedMLP:
     x_eval: Any
     y_eval: Any
     accuracy: Any
+
+
+@dataclasses.dataclass(frozen=True)
+class StagedMLP(DigitsMLP):
+    """The graph of one placement of the staged MLP (:class:`DigitsMLP`, its ``loss`` the sum of the M
+    micro-batch losses and its gradients summed over the micro-batches), and:
+
+    Attributes:
+        stages: one list of ``(weights, biases)`` variables per stage.
+        stage_devices: the device each stage asked for (None: no ``tf.device``, the placer decides).
+        micro_batches: M.
+    """
+
+    stages: tuple[tuple[tuple[Any, Any], ...], ...] = ()
+    stage_devices: tuple[str | None, ...] = ()
+    micro_batches: int = 1
 
     @property
     def variables(self) -> list[Any]:
@@ -108,9 +119,8 @@ def build_staged_mlp(stage_devices: Sequence[str | None], micro_batches: int = 1
     graph = tf.Graph()
     with graph.as_default():
         tf.set_random_seed(seed)
+        x, y = digits_inputs(batch_size, layers[0], dtype)
         with tf.device("/cpu:0"):
-            x = tf.placeholder(dtype, [batch_size, layers[0]], name="x")
-            y = tf.placeholder(tf.int64, [batch_size], name="y")
             x_parts = tf.split(x, micro_batches) if micro_batches > 1 else [x]
             y_parts = tf.split(y, micro_batches) if micro_batches > 1 else [y]
         stages = []
@@ -131,8 +141,8 @@ def build_staged_mlp(stage_devices: Sequence[str | None], micro_batches: int = 1
         train_op = opt.apply_gradients(grads_and_vars)
         x_eval, y_eval, accuracy = eval_accuracy(lambda h: forward(h, stages, devices), layers[0], dtype)
         init = tf.global_variables_initializer()
-    return StagedMLP(graph, x, y, tuple(stages), devices, micro_batches, loss, tuple(grads_and_vars), train_op,
-                     init, x_eval, y_eval, accuracy)
+    return StagedMLP(graph, x, y, loss, tuple(grads_and_vars), train_op, init, x_eval, y_eval, accuracy,
+                     stages=tuple(stages), stage_devices=devices, micro_batches=micro_batches)
 
 
 def make_optimizer(optimizer: str, learning_rate: float) -> Any:
@@ -151,6 +161,12 @@ def initial_weights(index: int, fan_in: int, fan_out: int, seed: int, dtype: Any
     """Layer ``index``'s initial ``[fan_in, fan_out]`` weights: He's truncated normal (stddev √(2/fan-in)),
     op seed ``seed + index``, so every model built with one graph seed starts from the same weights."""
     return tf.truncated_normal([fan_in, fan_out], stddev=math.sqrt(2.0 / fan_in), seed=seed + index, dtype=dtype)
+
+
+def digits_inputs(batch_size: int, width: int, dtype: Any = tf.float32) -> tuple[Any, Any]:
+    """The training placeholders on ``/cpu:0``: ``x`` (``[batch_size, width]``) and ``y`` (int64 ``[batch_size]``)."""
+    with tf.device("/cpu:0"):
+        return tf.placeholder(dtype, [batch_size, width], name="x"), tf.placeholder(tf.int64, [batch_size], name="y")
 
 
 def eval_accuracy(logits_of: Any, width: int, dtype: Any = tf.float32) -> tuple[Any, Any, Any]:

@@ -30,7 +30,15 @@ from typing import Any
 
 import dfcore as tf
 from dfcore.distribute.all_reduce_graph import build_ring_all_reduce
-from dfcore.examples.staged_mlp import DEFAULT_LAYERS, eval_accuracy, forward, initial_weights, make_optimizer
+from dfcore.examples.staged_mlp import (
+    DEFAULT_LAYERS,
+    DigitsMLP,
+    digits_inputs,
+    eval_accuracy,
+    forward,
+    initial_weights,
+    make_optimizer,
+)
 
 SPLITS = ("column", "row")
 
@@ -140,30 +148,18 @@ def split_layer(index: int, kind: str, fan_in: int, fan_out: int, devices: Seque
 
 
 @dataclasses.dataclass(frozen=True)
-class TensorParallelMLP:
-    """The digits MLP with every layer's weights split over the devices (Megatron blocks).
+class TensorParallelMLP(DigitsMLP):
+    """The digits MLP with every layer's weights split over the devices in Megatron blocks
+    (:class:`~dfcore.examples.staged_mlp.DigitsMLP`; its evaluation pass runs unsplit on ``/gpu:0``), and:
 
     Attributes:
-        graph: its ``tf.Graph``; ``x`` (float ``[batch_size, layers[0]]``) and ``y`` (int64 ``[batch_size]``).
         devices: the N devices; ``layers``: one :class:`SplitLayer` per layer, column and row alternating.
-        logits: ``[batch_size, classes]`` on the first device; ``loss`` the mean cross-entropy there.
-        grads_and_vars, train_op, init: the gradients (each with its variable), one optimizer update, initializer.
-        x_eval, y_eval, accuracy: the unsplit forward pass on ``/gpu:0`` for evaluation (any batch size).
+        logits: ``[batch_size, classes]`` on the first device (``loss`` is computed there).
     """
 
-    graph: Any
-    x: Any
-    y: Any
-    devices: tuple[str, ...]
-    layers: tuple[SplitLayer, ...]
-    logits: Any
-    loss: Any
-    grads_and_vars: tuple[tuple[Any, Any], ...]
-    train_op: Any
-    init: Any
-    x_eval: Any
-    y_eval: Any
-    accuracy: Any
+    devices: tuple[str, ...] = ()
+    layers: tuple[SplitLayer, ...] = ()
+    logits: Any = None
 
     @property
     def variables(self) -> list[Any]:
@@ -191,9 +187,7 @@ def build_tensor_parallel_mlp(num_gpus: int = 4, batch_size: int = 64, layers: S
     graph = tf.Graph()
     with graph.as_default():
         tf.set_random_seed(seed)
-        with tf.device("/cpu:0"):
-            x = tf.placeholder(dtype, [batch_size, layers[0]], name="x")
-            y = tf.placeholder(tf.int64, [batch_size], name="y")
+        x, y = digits_inputs(batch_size, layers[0], dtype)
         split = tuple(split_layer(i, SPLITS[i % 2], layers[i], layers[i + 1], devices, seed, dtype)
                       for i in range(len(layers) - 1))
         h = [x] * num_gpus
@@ -215,8 +209,8 @@ def build_tensor_parallel_mlp(num_gpus: int = 4, batch_size: int = 64, layers: S
             stages = [[layer.joined() for layer in split]]
             x_eval, y_eval, accuracy = eval_accuracy(lambda t: forward(t, stages, devices[:1]), layers[0], dtype)
         init = tf.global_variables_initializer()
-    return TensorParallelMLP(graph, x, y, tuple(devices), split, logits, loss, grads_and_vars, train_op, init,
-                             x_eval, y_eval, accuracy)
+    return TensorParallelMLP(graph, x, y, loss, grads_and_vars, train_op, init, x_eval, y_eval, accuracy,
+                             devices=tuple(devices), layers=split, logits=logits)
 
 
 def column_parallel_matmul_per_device(inputs: Sequence[Any], layer: SplitLayer) -> list[Any]:
