@@ -110,10 +110,10 @@ def test_tensor_split_moves_more_bytes_than_the_layer_split():
 
 
 def test_cli_split_tensor_prints_the_comparison_and_the_accuracy(capsys):
-    mp.main(["--split", "tensor", "--epochs", "1", "--no-progress", "--layers", ",".join(map(str, SMALL))])
+    mp.main(["--split", "tensor", "--no-progress", "--layers", ",".join(map(str, SMALL))])
     out = capsys.readouterr().out
     for num_gpus in (2, 4):
         assert f"tensor  split on {num_gpus} GPUs" in out and f"by_hand split on {num_gpus} GPUs" in out
         assert f"bytes per step on {num_gpus} GPUs: tensor/layer = " in out
     accuracy = float(out.rsplit("test_accuracy=", 1)[1])
-    assert 0.1 < accuracy <= 1.0
+    assert accuracy >= 0.95  # Megatron's MLP block 64-256-10 on 4 GPUs, 8 epochs, seed 0 (0.9722 when written)
