@@ -18,6 +18,11 @@ With ``--micro-batches M`` the hand placement runs GPipe's schedule (:mod:`~dfco
 the bubble, the share of the N stage devices' time they sit idle within the pipeline, is printed predicted
 ``(N − 1) / (M + N − 1)`` (Huang et al., GPipe, NeurIPS 2019, §2.2) and measured on the simulated timeline.
 
+With ``--split tensor`` it splits every layer's *weights* over the GPUs instead (Megatron-LM's column and row
+splits, :mod:`~dfcore.examples.tensor_parallel`): it prints one traced step of the tensor and the layer split on
+2 and 4 GPUs (bytes that crossed devices, ``_Send``/``_Recv`` pairs), then trains Megatron's MLP block split over
+4 GPUs and prints ``test_accuracy=<value>``.
+
 Every session runs the graph as built (TF's no-rewrite test config, :func:`session_config`): the placements
 are compared on the nodes the model builds, without the graph optimizer's fusions.
 """
