@@ -164,7 +164,11 @@ class TensorParallelMLP(DigitsMLP):
     @property
     def variables(self) -> list[Any]:
         """Every weight and bias slice, layer by layer."""
-        return [v for layer in self.layers for v in (*layer.weights, *layer.biases)]
+        return _slices(self.layers)
+
+
+def _slices(layers):
+    return [v for layer in layers for v in (*layer.weights, *layer.biases)]
 
 
 def build_tensor_parallel_mlp(num_gpus: int = 4, batch_size: int = 64, layers: Sequence[int] = DEFAULT_LAYERS,
@@ -201,7 +205,7 @@ def build_tensor_parallel_mlp(num_gpus: int = 4, batch_size: int = 64, layers: S
         logits = h[0]
         with tf.device(devices[0]), tf.name_scope("loss"):
             loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
-        variables = [v for layer in split for v in (*layer.weights, *layer.biases)]
+        variables = _slices(split)
         grads = tf.gradients(loss, variables, colocate_gradients_with_ops=True)
         grads_and_vars = tuple(zip(grads, variables))
         train_op = opt.apply_gradients(grads_and_vars)
