@@ -32,15 +32,13 @@ DEFAULT_LAYERS = (64, 256, 256, 256, 256, 256, 256, 256, 256, 256, 10)
 
 
 @dataclasses.dataclass(frozen=True)
-class StagedMLP:
-    """The graph of one placement of the staged MLP.
+class DigitsMLP:
+    """What every MLP graph of the model-parallel examples has.
 
     Attributes:
         graph: its ``tf.Graph``; ``x`` (float ``[batch_size, 64]``) and ``y`` (int64 ``[batch_size]``) its inputs.
-        stages: one list of ``(weights, biases)`` variables per stage.
-        stage_devices: the device each stage asked for (None: no ``tf.device``, the placer decides).
-        micro_batches: M; ``loss`` the batch's mean cross-entropy (sum of the M micro-batch losses).
-        grads_and_vars: the accumulated gradients (summed over the micro-batches) and their variables.
+        loss: the batch's mean cross-entropy.
+        grads_and_vars: the gradients of ``loss`` and their variables.
         train_op: one Adam (or plain SGD) update from ``grads_and_vars``; ``init`` the initializer.
         x_eval, y_eval, accuracy: a whole-batch forward pass for evaluation (any batch size).
     """
@@ -48,9 +46,6 @@ class StagedMLP:
     graph: Any
     x: Any
     y: Any
-    stages: tuple[tuple[tuple[Any, Any], ...], ...]
-    stage_devices: tuple[str | None, ...]
-    micro_batches: int
     loss: Any
     grads_and_vars: tuple[tuple[Any, Any], ...]
     train_op: Any
@@ -58,6 +53,22 @@ class StagedMLP:
     x_eval: Any
     y_eval: Any
     accuracy: Any
+
+
+@dataclasses.dataclass(frozen=True)
+class StagedMLP(DigitsMLP):
+    """The graph of one placement of the staged MLP (:class:`DigitsMLP`, its ``loss`` the sum of the M
+    micro-batch losses and its gradients summed over the micro-batches), and:
+
+    Attributes:
+        stages: one list of ``(weights, biases)`` variables per stage.
+        stage_devices: the device each stage asked for (None: no ``tf.device``, the placer decides).
+        micro_batches: M.
+    """
+
+    stages: tuple[tuple[tuple[Any, Any], ...], ...] = ()
+    stage_devices: tuple[str | None, ...] = ()
+    micro_batches: int = 1
 
     @property
     def variables(self) -> list[Any]:
@@ -102,16 +113,14 @@ def build_staged_mlp(stage_devices: Sequence[str | None], micro_batches: int = 1
     """
     if micro_batches < 1 or batch_size % micro_batches:
         raise ValueError(f"micro_batches {micro_batches} must be a positive divisor of batch_size {batch_size}")
-    if optimizer not in ("adam", "sgd"):
-        raise ValueError(f"optimizer must be 'adam' or 'sgd', got {optimizer!r}")
+    opt = make_optimizer(optimizer, learning_rate)
     devices = tuple(stage_devices)
     cuts = split_layers(len(layers) - 1, len(devices))
     graph = tf.Graph()
     with graph.as_default():
         tf.set_random_seed(seed)
+        x, y = digits_inputs(batch_size, layers[0], dtype)
         with tf.device("/cpu:0"):
-            x = tf.placeholder(dtype, [batch_size, layers[0]], name="x")
-            y = tf.placeholder(tf.int64, [batch_size], name="y")
             x_parts = tf.split(x, micro_batches) if micro_batches > 1 else [x]
             y_parts = tf.split(y, micro_batches) if micro_batches > 1 else [y]
         stages = []
@@ -121,7 +130,7 @@ def build_staged_mlp(stage_devices: Sequence[str | None], micro_batches: int = 1
         losses = []
         for m in range(micro_batches):
             with tf.name_scope(f"micro_{m}"):
-                logits = _forward(x_parts[m], stages, devices)
+                logits = forward(x_parts[m], stages, devices)
                 with tf.device(devices[-1]), tf.name_scope("loss"):
                     xent = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y_parts[m], logits=logits)
                     losses.append(tf.reduce_sum(xent) / float(batch_size))
@@ -129,21 +138,49 @@ def build_staged_mlp(stage_devices: Sequence[str | None], micro_batches: int = 1
             loss = tf.add_n(losses, name="loss") if micro_batches > 1 else tf.identity(losses[0], name="loss")
         variables = [v for stage in stages for layer in stage for v in layer]
         grads_and_vars = list(zip(_accumulated_gradients(losses, loss, variables, devices[-1]), variables))
-        opt = (tf.train.AdamOptimizer(learning_rate) if optimizer == "adam"
-               else tf.train.GradientDescentOptimizer(learning_rate))
         train_op = opt.apply_gradients(grads_and_vars)
-        with tf.name_scope("eval"):
-            x_eval = tf.placeholder(dtype, [None, layers[0]], name="x")
-            y_eval = tf.placeholder(tf.int64, [None], name="y")
-            correct = tf.equal(tf.argmax(_forward(x_eval, stages, devices), 1), y_eval)
-            accuracy = tf.reduce_mean(tf.cast(correct, tf.float32))
+        x_eval, y_eval, accuracy = eval_accuracy(lambda h: forward(h, stages, devices), layers[0], dtype)
         init = tf.global_variables_initializer()
-    return StagedMLP(graph, x, y, tuple(stages), devices, micro_batches, loss, tuple(grads_and_vars), train_op,
-                     init, x_eval, y_eval, accuracy)
+    return StagedMLP(graph, x, y, loss, tuple(grads_and_vars), train_op, init, x_eval, y_eval, accuracy,
+                     stages=tuple(stages), stage_devices=devices, micro_batches=micro_batches)
+
+
+def make_optimizer(optimizer: str, learning_rate: float) -> Any:
+    """``tf.train.AdamOptimizer`` for ``"adam"``, ``GradientDescentOptimizer`` for ``"sgd"``.
+
+    Raises:
+        ValueError: any other name.
+    """
+    if optimizer not in ("adam", "sgd"):
+        raise ValueError(f"optimizer must be 'adam' or 'sgd', got {optimizer!r}")
+    return (tf.train.AdamOptimizer(learning_rate) if optimizer == "adam"
+            else tf.train.GradientDescentOptimizer(learning_rate))
+
+
+def initial_weights(index: int, fan_in: int, fan_out: int, seed: int, dtype: Any = tf.float32) -> Any:
+    """Layer ``index``'s initial ``[fan_in, fan_out]`` weights: He's truncated normal (stddev √(2/fan-in)),
+    op seed ``seed + index``, so every model built with one graph seed starts from the same weights."""
+    return tf.truncated_normal([fan_in, fan_out], stddev=math.sqrt(2.0 / fan_in), seed=seed + index, dtype=dtype)
+
+
+def digits_inputs(batch_size: int, width: int, dtype: Any = tf.float32) -> tuple[Any, Any]:
+    """The training placeholders on ``/cpu:0``: ``x`` (``[batch_size, width]``) and ``y`` (int64 ``[batch_size]``)."""
+    with tf.device("/cpu:0"):
+        return tf.placeholder(dtype, [batch_size, width], name="x"), tf.placeholder(tf.int64, [batch_size], name="y")
+
+
+def eval_accuracy(logits_of: Any, width: int, dtype: Any = tf.float32) -> tuple[Any, Any, Any]:
+    """Placeholders ``x`` (``[None, width]``) and ``y`` (int64 ``[None]``) under ``eval/``, and the float32
+    share of rows whose ``argmax(logits_of(x))`` equals ``y``."""
+    with tf.name_scope("eval"):
+        x_eval = tf.placeholder(dtype, [None, width], name="x")
+        y_eval = tf.placeholder(tf.int64, [None], name="y")
+        correct = tf.equal(tf.argmax(logits_of(x_eval), 1), y_eval)
+        return x_eval, y_eval, tf.reduce_mean(tf.cast(correct, tf.float32))
 
 
 def _layer_variables(index, fan_in, fan_out, seed, dtype):
-    init = tf.truncated_normal([fan_in, fan_out], stddev=math.sqrt(2.0 / fan_in), seed=seed + index, dtype=dtype)
+    init = initial_weights(index, fan_in, fan_out, seed, dtype)
     return tf.Variable(init, name=f"w{index}"), tf.Variable(tf.zeros([fan_out], dtype=dtype), name=f"b{index}")
 
 
@@ -168,7 +205,9 @@ def _accumulated_gradients(losses, loss, variables, last_device):
     return sums
 
 
-def _forward(h, stages, devices):
+def forward(h: Any, stages: Sequence[Sequence[tuple[Any, Any]]], devices: Sequence[str | None]) -> Any:
+    """The MLP's logits for ``h`` (``[batch, layers[0]]``): ``h @ w + b`` per layer, ReLU after all but the
+    last; stage s's ops on ``devices[s]``."""
     last = sum(len(stage) for stage in stages) - 1
     layer = 0
     for s, stage in enumerate(stages):
