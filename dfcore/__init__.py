@@ -127,6 +127,7 @@ from . import (
     data,
     debugging,
     distribute,
+    gfile,
     initializers,
     io,
     layers,
