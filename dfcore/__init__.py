@@ -75,6 +75,7 @@ from .ops.control_flow_cond import case, cond
 from .ops.control_flow_ops import Assert, group, no_op, tuple, with_dependencies
 from .ops.control_flow_while import while_loop
 from .ops.data_flow_ops import *
+from .ops.decode_raw_op import decode_raw
 from .ops.dynamic_partition import *
 from .ops.functional_ops import foldl, foldr, map_fn, scan
 from .ops.gradients_impl import gradients
@@ -146,7 +147,8 @@ from . import (
     train,
     transport,
 )
-from .data.queue_readers import IdentityReader, ReaderBase, TFRecordReader, WholeFileReader  # TF 1.x readers
+from .data.fixed_length_reader import FixedLengthRecordReader  # TF 1.x readers
+from .data.queue_readers import IdentityReader, ReaderBase, TFRecordReader, WholeFileReader
 
 __version__ = "0.1.0"
 

@@ -231,17 +231,20 @@ def _strings(items):
     return array
 
 
-def _reader_kernel(kind, records):
+def reader_kernel(kind, records_of):
+    """The kernel factory of a reader op: a session resource ``kind`` reading with ``records_of(op)(work)``."""
     def factory(op):
         name = op.get_attr("shared_name") or op.name
+        records = records_of(op)
         return lambda ctx: ctx.resources.resource(kind, name, ctx.device, lambda: ReaderResource(name, records))
 
     return factory
 
 
-registry.RegisterKernel("TFRecordReaderV2", needs_context=True)(_reader_kernel("TFRecordReader", _tf_records))
-registry.RegisterKernel("WholeFileReaderV2", needs_context=True)(_reader_kernel("WholeFileReader", _whole_file))
-registry.RegisterKernel("IdentityReaderV2", needs_context=True)(_reader_kernel("IdentityReader", _identity))
+registry.RegisterKernel("TFRecordReaderV2", needs_context=True)(reader_kernel("TFRecordReader", lambda op: _tf_records))
+registry.RegisterKernel("WholeFileReaderV2", needs_context=True)(
+    reader_kernel("WholeFileReader", lambda op: _whole_file))
+registry.RegisterKernel("IdentityReaderV2", needs_context=True)(reader_kernel("IdentityReader", lambda op: _identity))
 
 
 @registry.RegisterKernel("ReaderReadV2", is_async=True)
