@@ -67,6 +67,7 @@ from .ops.array_ops import *
 from .ops.array_ops_gather import *
 from .ops.array_ops_join import *
 from .ops.array_ops_layout import *
+from .ops.array_ops_reverse import *
 from .ops.array_ops_slice import *
 from .ops.array_ops_where import *
 from .ops.clip_ops import *
@@ -79,6 +80,8 @@ from .ops.decode_raw_op import decode_raw
 from .ops.dynamic_partition import *
 from .ops.functional_ops import foldl, foldr, map_fn, scan
 from .ops.gradients_impl import gradients
+from .ops.image_convert import saturate_cast
+from .ops.image_random import random_crop
 from .ops.init_ops import *
 from .ops.io_ops import *
 from .ops.linalg_ops import matrix_determinant, matrix_inverse
@@ -129,6 +132,7 @@ from . import (
     debugging,
     distribute,
     gfile,
+    image,
     initializers,
     io,
     layers,

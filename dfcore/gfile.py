@@ -103,7 +103,8 @@ class GFile:
 
     def seek(self, offset: int | None = None, whence: int = 0, position: int | None = None) -> int:
         """Move to ``offset`` (or TF's older ``position``) relative to ``whence`` (0 start, 1 here, 2 end)."""
-        return self._open().seek(position if offset is None else offset, whence)
+        target = position if offset is None else offset
+        return self._open().seek(target or 0, whence)
 
     def flush(self) -> None:
         if self._file is not None:
