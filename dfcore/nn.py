@@ -12,6 +12,7 @@ from .ops.nn_ops_xent import *
 from .ops.nn_pool import *
 from .ops.nn_topk import *
 from .ops.rnn import dynamic_rnn
+from .ops.rnn_static import bidirectional_dynamic_rnn, static_bidirectional_rnn, static_rnn
 
 
 def __getattr__(name: str):
