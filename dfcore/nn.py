@@ -2,6 +2,7 @@
 normalization, top-k, embeddings, dynamic_rnn and its cells)."""
 
 from .ops import rnn_cell  # tf.nn.rnn_cell.BasicRNNCell …
+from .ops.candidate_sampling import *
 from .ops.embedding_ops import *
 from .ops.nn_batch_norm import *
 from .ops.nn_conv import *
@@ -10,6 +11,7 @@ from .ops.nn_lrn import *
 from .ops.nn_ops import *
 from .ops.nn_ops_xent import *
 from .ops.nn_pool import *
+from .ops.nn_sampled import *
 from .ops.nn_topk import *
 from .ops.rnn import dynamic_rnn
 from .ops.rnn_static import bidirectional_dynamic_rnn, static_bidirectional_rnn, static_rnn
