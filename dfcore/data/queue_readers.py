@@ -9,8 +9,8 @@ Source: ``tensorflow/python/ops/io_ops.py`` (``ReaderBase`` and the readers) and
 that one is done it dequeues the next from the queue (the read ends with the queue's
 ``OutOfRangeError`` once it is closed and empty). Keys, as TF's: ``<file name>:<byte offset>``
 for TFRecord records, the file name for a whole file, the work unit itself for the identity
-reader (whose value is the work unit too). The dequeue never holds a thread: the read waits as
-the queue's waiter; if that wait fails (the step's deadline), the records the read already took
+reader (whose value is the work unit too); keys fetch as bytes, as TF's strings do. The dequeue
+never holds a thread: the read waits as the queue's waiter; if that wait fails (the step's deadline), the records the read already took
 are kept for the next read. Reads of one reader from several threads each get whole records,
 every record once.
 """
@@ -122,20 +122,20 @@ class IdentityReader(ReaderBase):
 def _tf_records(path):
     offset = 0
     for record in tf_record_iterator(path):
-        yield f"{path}:{offset}", record
+        yield f"{path}:{offset}".encode(), record
         offset += 16 + len(record)  # TF's framing: length, its CRC, the data, its CRC
 
 
 def _whole_file(path):
     try:
         with open(path, "rb") as handle:
-            yield path, handle.read()
+            yield path.encode(), handle.read()
     except OSError as error:
         raise errors.error_from_os_error(error, path) from None
 
 
 def _identity(work):
-    yield work, work
+    yield work.encode(), work.encode()
 
 
 class ReaderResource:
