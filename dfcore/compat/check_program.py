@@ -134,7 +134,7 @@ def runs_unchanged(uses: list[NameUse]) -> bool:
 def _imported_modules(tree: ast.AST) -> list[tuple[int, str]]:
     """``(level, dotted name)`` of every module an import statement may load (``from a import b`` may load
     ``a`` or ``a.b``)."""
-    found = []
+    found: list[tuple[int, str]] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             found.extend((0, alias.name) for alias in node.names)
