@@ -26,6 +26,9 @@ KNOWN_DIFFERENCES = (
     Difference(("tf.set_random_seed", "tf.random.set_random_seed"),
                "a seed gives other random numbers than TF's (dfcore draws from numpy's Philox streams): "
                "initial weights, shuffles and losses differ from TF's run by run, not in distribution"),
+    Difference(("tf.string", "tf.as_string", "tf.string_join", "tf.strings."),
+               "a string constant or feed fetches as Python str (`'Hello'`); TF fetches string tensors as bytes "
+               "(`b'Hello'`)"),
 )
 
 
