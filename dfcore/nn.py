@@ -6,6 +6,7 @@ from .ops.candidate_sampling import *
 from .ops.embedding_ops import *
 from .ops.nn_batch_norm import *
 from .ops.nn_conv import *
+from .ops.nn_conv_transpose import *
 from .ops.nn_impl import *
 from .ops.nn_lrn import *
 from .ops.nn_ops import *
