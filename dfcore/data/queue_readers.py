@@ -10,9 +10,9 @@ that one is done it dequeues the next from the queue (the read ends with the que
 ``OutOfRangeError`` once it is closed and empty). Keys, as TF's: ``<file name>:<byte offset>``
 for TFRecord records, the file name for a whole file, the work unit itself for the identity
 reader (whose value is the work unit too); keys fetch as bytes, as TF's strings do. The dequeue
-never holds a thread: the read waits as the queue's waiter; if that wait fails (the step's deadline), the records the read already took
-are kept for the next read. Reads of one reader from several threads each get whole records,
-every record once.
+never holds a thread: the read waits as the queue's waiter; if that wait fails (the step's
+deadline), the records the read already took are kept for the next read. Reads of one reader from
+several threads each get whole records, every record once.
 """
 
 import collections

@@ -82,7 +82,8 @@ def test_the_classic_file_pipeline_gives_back_the_numpy_source(tmp_path):
     for keys, x, y in batches:
         np.testing.assert_array_equal(x, X)
         np.testing.assert_array_equal(y, Y)
-        assert list(keys[:2]) == [f"{paths[0]}:0".encode(), f"{paths[0]}:{_record_size()}".encode()]  # <file>:<byte offset>
+        # <file>:<byte offset>, as bytes
+        assert list(keys[:2]) == [f"{paths[0]}:0".encode(), f"{paths[0]}:{_record_size()}".encode()]
 
 
 def test_read_up_to_and_several_threads_on_one_reader_read_every_record_once(tmp_path):
