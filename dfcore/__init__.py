@@ -67,6 +67,7 @@ from .ops.array_ops import *
 from .ops.array_ops_gather import *
 from .ops.array_ops_join import *
 from .ops.array_ops_layout import *
+from .ops.array_ops_reverse import *
 from .ops.array_ops_slice import *
 from .ops.array_ops_where import *
 from .ops.clip_ops import *
@@ -75,9 +76,12 @@ from .ops.control_flow_cond import case, cond
 from .ops.control_flow_ops import Assert, group, no_op, tuple, with_dependencies
 from .ops.control_flow_while import while_loop
 from .ops.data_flow_ops import *
+from .ops.decode_raw_op import decode_raw
 from .ops.dynamic_partition import *
 from .ops.functional_ops import foldl, foldr, map_fn, scan
 from .ops.gradients_impl import gradients
+from .ops.image_convert import saturate_cast
+from .ops.image_random import random_crop
 from .ops.init_ops import *
 from .ops.io_ops import *
 from .ops.linalg_ops import matrix_determinant, matrix_inverse
@@ -127,6 +131,8 @@ from . import (
     data,
     debugging,
     distribute,
+    gfile,
+    image,
     initializers,
     io,
     layers,
@@ -145,7 +151,8 @@ from . import (
     train,
     transport,
 )
-from .data.queue_readers import IdentityReader, ReaderBase, TFRecordReader, WholeFileReader  # TF 1.x readers
+from .data.fixed_length_reader import FixedLengthRecordReader  # TF 1.x readers
+from .data.queue_readers import IdentityReader, ReaderBase, TFRecordReader, WholeFileReader
 
 __version__ = "0.1.0"
 

@@ -12,7 +12,10 @@ only in part, with why, are kept in ``dfcore/compat/partial.txt``.
     python -m dfcore.compat_report --json                # all of it, for programs
     python -m dfcore.compat_report --check my_model.py   # the TF names a program uses that dfcore lacks
 
-``--check`` exits with status 1 when the program uses a name dfcore lacks, 2 when it cannot read it.
+``--check`` reads the program and the local modules it imports (files beside it), lists the names dfcore
+lacks or has in part, then the defaults in which dfcore knowingly differs from TF that those names meet
+(``dfcore/compat/known_differences.py``). It exits with status 1 when the program uses a name dfcore lacks,
+2 when it cannot read it.
 """
 
 import argparse
@@ -22,8 +25,9 @@ import sys
 import textwrap
 from collections.abc import Sequence
 
-from .compat.check_program import UNKNOWN, NameUse, check_file, runs_unchanged
+from .compat.check_program import UNKNOWN, NameUse, check_program, runs_unchanged
 from .compat.coverage import LACK, PARTIAL, NamespaceCount, Symbol, all_symbols, count_by_namespace
+from .compat.known_differences import differences_for
 from .compat.symbols import namespace_of, tf_source
 
 _WIDTH = 100
@@ -51,18 +55,32 @@ def format_missing_grouped(symbols: list[Symbol]) -> str:
                      for (ns, names), text in zip(groups.items(), paragraphs, strict=True))
 
 
-def format_uses(path: str, uses: list[NameUse]) -> str:
-    """``--check``'s report: the names dfcore lacks or has in part, then a verdict."""
+def _use_lines(path: str, uses: list[NameUse]) -> list[str]:
     lines = []
     for use in uses:
         if use.status in (LACK, UNKNOWN, PARTIAL):
             where = ", ".join(str(line) for line in use.lines)
             note = f" ({use.note})" if use.note else ""
             lines.append(f"{path}:{where}: {use.name}: {use.status}{note}")
+    return lines
+
+
+def _verdict(uses: list[NameUse]) -> str:
     lacking = sum(use.status in (LACK, UNKNOWN) for use in uses)
-    verdict = ("dfcore has every one of them" if runs_unchanged(uses)
-               else f"dfcore lacks {lacking} of them")
-    lines.append(f"{path} uses {len(uses)} TF names; {verdict}.")
+    return "dfcore has every one of them" if runs_unchanged(uses) else f"dfcore lacks {lacking} of them"
+
+
+def format_program(by_file: dict[str, list[NameUse]]) -> str:
+    """``--check``'s report for a program and its local modules: each file's lacking and partial names, the
+    known differences its names meet, then one verdict over all files."""
+    every = [use for uses in by_file.values() for use in uses]
+    lines = [line for path, uses in by_file.items() for line in _use_lines(path, uses)]
+    for difference, names in differences_for(sorted({use.name for use in every})):
+        lines.append(f"differs from TF ({', '.join(names)}): {difference.what}")
+    files = list(by_file)
+    also = f" (with its local modules {', '.join(files[1:])})" if len(files) > 1 else ""
+    distinct = len({use.name for use in every})
+    lines.append(f"{files[0]}{also} uses {distinct} TF names; {_verdict(every)}.")
     return "\n".join(lines)
 
 
@@ -79,16 +97,22 @@ def _parser() -> argparse.ArgumentParser:
 
 def _check(path: str, as_json: bool) -> int:
     try:
-        uses = check_file(path)
+        by_file = check_program(path)
     except (OSError, SyntaxError, UnicodeDecodeError) as error:
         print(f"cannot check {path}: {error}", file=sys.stderr)
         return 2
+    every = [use for uses in by_file.values() for use in uses]
     if as_json:
-        print(json.dumps({"file": path, "source": tf_source(), "runs_unchanged": runs_unchanged(uses),
-                          "uses": [dataclasses.asdict(use) for use in uses]}, indent=1))
+        names = sorted({use.name for use in every})
+        print(json.dumps({"file": path, "source": tf_source(), "runs_unchanged": runs_unchanged(every),
+                          "files": list(by_file),
+                          "uses": [dataclasses.asdict(use) | {"file": file}
+                                   for file, uses in by_file.items() for use in uses],
+                          "differences": [{"names": found, "what": difference.what}
+                                          for difference, found in differences_for(names)]}, indent=1))
     else:
-        print(format_uses(path, uses))
-    return 0 if runs_unchanged(uses) else 1
+        print(format_program(by_file))
+    return 0 if runs_unchanged(every) else 1
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,8 +1,13 @@
-"""``dfcore.compat.v1``: the same TF1 namespace, so ``tf.compat.v1.X`` code runs."""
+"""``dfcore.compat.v1``: the same TF1 namespace, so ``tf.compat.v1.X`` code runs; TF's string helpers
+(``as_bytes``, ``as_text`` ...)."""
 
 import sys
 
 import dfcore as _dfcore
+
+from .strings import as_bytes, as_str, as_str_any, as_text, path_to_str
+
+__all__ = ["as_bytes", "as_str", "as_str_any", "as_text", "path_to_str", "v1"]
 
 v1 = _dfcore
 sys.modules[__name__ + ".v1"] = _dfcore

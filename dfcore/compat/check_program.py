@@ -6,7 +6,8 @@ import nn`` (any local name; ``dfcore`` and ``tensorflow`` alike) are roots; eve
 that starts at a root (``tf.nn.conv2d``, ``tf.compat.v1.train.Saver``) is mapped to its TF 1.x name
 (``compat.v1`` dropped) and looked up in TF's API as listed in ``tf_v1_symbols.txt`` (TF's golden
 API files at v1.15.0). Names bound in other ways (``getattr(tf, "nn")``, ``nn = tf.nn``) are not
-followed.
+followed. :func:`program_files` also finds the program's local modules (files beside it that it imports,
+such as a tutorial's ``cifar10_input.py``), and theirs, so a whole program is checked.
 """
 
 import ast
@@ -128,3 +129,66 @@ def check_file(path: str | Path) -> list[NameUse]:
 def runs_unchanged(uses: list[NameUse]) -> bool:
     """Whether dfcore has (at least in part) every TF name in ``uses``."""
     return all(use.status not in (LACK, UNKNOWN) for use in uses)
+
+
+def _imported_modules(tree: ast.AST) -> list[tuple[int, str]]:
+    """``(level, dotted name)`` of every module an import statement may load (``from a import b`` may load
+    ``a`` or ``a.b``)."""
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.extend((0, alias.name) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            found.append((node.level, base))
+            found.extend((node.level, f"{base}.{alias.name}".lstrip(".")) for alias in node.names if alias.name != "*")
+    return found
+
+
+def _local_file(directory: Path, level: int, dotted: str) -> Path | None:
+    """The file of module ``dotted`` if it lies in ``directory`` (or, for a relative import, above it)."""
+    if not dotted:
+        return None
+    base = directory
+    for _ in range(max(level - 1, 0)):
+        base = base.parent
+    stem = base.joinpath(*dotted.split("."))
+    for candidate in (stem.with_suffix(".py"), stem / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def program_files(path: str | Path) -> list[Path]:
+    """``path``, then every local module it imports (directly or through another local module), each once.
+
+    Raises:
+        OSError, SyntaxError, UnicodeDecodeError: ``path`` cannot be read or parsed (a local module that
+            cannot be is skipped).
+    """
+    first = Path(path)
+    order, pending, seen = [], [first], {first.resolve()}
+    while pending:
+        current = pending.pop(0)
+        try:
+            tree = ast.parse(current.read_text(encoding="utf-8"), str(current))
+        except (OSError, SyntaxError, UnicodeDecodeError):
+            if current is first:
+                raise
+            continue
+        order.append(current)
+        for level, dotted in _imported_modules(tree):
+            found = _local_file(current.parent, level, dotted)
+            if found is not None and found.resolve() not in seen:
+                seen.add(found.resolve())
+                pending.append(found)
+    return order
+
+
+def check_program(path: str | Path) -> dict[str, list[NameUse]]:
+    """:func:`check_file` of the program and of each of its local modules, by file (program first).
+
+    Raises:
+        OSError, SyntaxError, UnicodeDecodeError: the program itself cannot be read or parsed.
+    """
+    return {str(file): check_file(file) for file in program_files(path)}

@@ -9,10 +9,10 @@ Source: ``tensorflow/python/ops/io_ops.py`` (``ReaderBase`` and the readers) and
 that one is done it dequeues the next from the queue (the read ends with the queue's
 ``OutOfRangeError`` once it is closed and empty). Keys, as TF's: ``<file name>:<byte offset>``
 for TFRecord records, the file name for a whole file, the work unit itself for the identity
-reader (whose value is the work unit too). The dequeue never holds a thread: the read waits as
-the queue's waiter; if that wait fails (the step's deadline), the records the read already took
-are kept for the next read. Reads of one reader from several threads each get whole records,
-every record once.
+reader (whose value is the work unit too); keys fetch as bytes, as TF's strings do. The dequeue
+never holds a thread: the read waits as the queue's waiter; if that wait fails (the step's
+deadline), the records the read already took are kept for the next read. Reads of one reader from
+several threads each get whole records, every record once.
 """
 
 import collections
@@ -122,20 +122,20 @@ class IdentityReader(ReaderBase):
 def _tf_records(path):
     offset = 0
     for record in tf_record_iterator(path):
-        yield f"{path}:{offset}", record
+        yield f"{path}:{offset}".encode(), record
         offset += 16 + len(record)  # TF's framing: length, its CRC, the data, its CRC
 
 
 def _whole_file(path):
     try:
         with open(path, "rb") as handle:
-            yield path, handle.read()
+            yield path.encode(), handle.read()
     except OSError as error:
         raise errors.error_from_os_error(error, path) from None
 
 
 def _identity(work):
-    yield work, work
+    yield work.encode(), work.encode()
 
 
 class ReaderResource:
@@ -231,17 +231,20 @@ def _strings(items):
     return array
 
 
-def _reader_kernel(kind, records):
+def reader_kernel(kind, records_of):
+    """The kernel factory of a reader op: a session resource ``kind`` reading with ``records_of(op)(work)``."""
     def factory(op):
         name = op.get_attr("shared_name") or op.name
+        records = records_of(op)
         return lambda ctx: ctx.resources.resource(kind, name, ctx.device, lambda: ReaderResource(name, records))
 
     return factory
 
 
-registry.RegisterKernel("TFRecordReaderV2", needs_context=True)(_reader_kernel("TFRecordReader", _tf_records))
-registry.RegisterKernel("WholeFileReaderV2", needs_context=True)(_reader_kernel("WholeFileReader", _whole_file))
-registry.RegisterKernel("IdentityReaderV2", needs_context=True)(_reader_kernel("IdentityReader", _identity))
+registry.RegisterKernel("TFRecordReaderV2", needs_context=True)(reader_kernel("TFRecordReader", lambda op: _tf_records))
+registry.RegisterKernel("WholeFileReaderV2", needs_context=True)(
+    reader_kernel("WholeFileReader", lambda op: _whole_file))
+registry.RegisterKernel("IdentityReaderV2", needs_context=True)(reader_kernel("IdentityReader", lambda op: _identity))
 
 
 @registry.RegisterKernel("ReaderReadV2", is_async=True)

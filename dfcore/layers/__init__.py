@@ -4,13 +4,16 @@ Source: ``tensorflow/python/layers/layers.py`` (TF 1.x API names).
 """
 
 from .convolutional import conv2d
+from .convolutional_transpose import conv2d_transpose
 from .core import dense, dropout, flatten
 from .normalization import batch_normalization
-from .pooling import max_pooling2d
+from .pooling import average_pooling2d, max_pooling2d
 
 __all__ = [
+    "average_pooling2d",
     "batch_normalization",
     "conv2d",
+    "conv2d_transpose",
     "dense",
     "dropout",
     "flatten",

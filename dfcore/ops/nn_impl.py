@@ -1,5 +1,6 @@
 """nn functions built from other ops: ``sigmoid_cross_entropy_with_logits``, ``moments``,
-``batch_normalization``, ``l2_normalize``, ``zero_fraction``.
+``batch_normalization`` (and TF 1.x's ``batch_norm_with_global_normalization``), ``l2_normalize``,
+``zero_fraction``.
 
 Source: ``tensorflow/python/ops/nn_impl.py``. No op types of their own: their
 gradients come from the ops they are built of.
@@ -11,7 +12,8 @@ from ..framework.tensor_conversion import convert_to_tensor
 from . import array_ops, array_ops_layout, array_ops_where, math_ops
 from .nn_ops_xent import ensure_xent_args
 
-__all__ = ["sigmoid_cross_entropy_with_logits", "moments", "batch_normalization", "l2_normalize", "zero_fraction"]
+__all__ = ["sigmoid_cross_entropy_with_logits", "moments", "batch_normalization",
+           "batch_norm_with_global_normalization", "l2_normalize", "zero_fraction"]
 
 
 def sigmoid_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None, name=None):
@@ -77,6 +79,16 @@ def batch_normalization(x, mean, variance, offset, scale, variance_epsilon, name
         shift = math_ops.subtract(offset, mean_inv) if offset is not None else math_ops.negative(mean_inv)
         dtype = x.dtype.base_dtype
         return math_ops.add(math_ops.multiply(x, math_ops.cast(inv, dtype)), math_ops.cast(shift, dtype))
+
+
+def batch_norm_with_global_normalization(t=None, m=None, v=None, beta=None, gamma=None, variance_epsilon=None,
+                                        scale_after_normalization=None, name=None, input=None,  # noqa: A002
+                                        mean=None, variance=None):
+    """TF 1.x's older form of :func:`batch_normalization`: ``t`` (or ``input``) normalized by ``m``/``v`` (or
+    ``mean``/``variance``), shifted by ``beta`` and scaled by ``gamma`` only if ``scale_after_normalization``."""
+    return batch_normalization(t if t is not None else input, m if m is not None else mean,
+                               v if v is not None else variance, beta, gamma if scale_after_normalization else None,
+                               variance_epsilon, name=name or "batchnorm")
 
 
 def l2_normalize(x, axis=None, epsilon=1e-12, name=None, dim=None):

@@ -28,6 +28,8 @@ __all__ = [
     "reduce_any",
     "argmax",
     "argmin",
+    "arg_max",
+    "arg_min",
     "count_nonzero",
 ]
 
@@ -252,6 +254,16 @@ def argmax(input, axis=None, name=None, dimension=None, output_type=dtypes.int64
 def argmin(input, axis=None, name=None, dimension=None, output_type=dtypes.int64):
     """Index of the smallest value along ``axis`` (default 0), as ``output_type`` (``ArgMin``). Source: math_ops.py."""
     return _arg_reduce("ArgMin", input, axis, name, dimension, output_type)
+
+
+def arg_max(input, dimension, name=None, output_type=dtypes.int64):
+    """TF 1.x's generated ``tf.arg_max``: :func:`argmax` along ``dimension`` (required, second positional)."""
+    return _arg_reduce("ArgMax", input, dimension, name, None, output_type)
+
+
+def arg_min(input, dimension, name=None, output_type=dtypes.int64):
+    """TF 1.x's generated ``tf.arg_min``: :func:`argmin` along ``dimension`` (required, second positional)."""
+    return _arg_reduce("ArgMin", input, dimension, name, None, output_type)
 
 
 def _arg_shape(op):

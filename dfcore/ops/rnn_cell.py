@@ -10,8 +10,10 @@ from .rnn_cell_impl import (
     MultiRNNCell,
     RNNCell,
 )
+from .rnn_cell_wrappers import DropoutWrapper, ResidualWrapper
 
-__all__ = ["BasicLSTMCell", "BasicRNNCell", "GRUCell", "LSTMCell", "LSTMStateTuple", "MultiRNNCell", "RNNCell"]
+__all__ = ["BasicLSTMCell", "BasicRNNCell", "DropoutWrapper", "GRUCell", "LSTMCell", "LSTMStateTuple", "MultiRNNCell",
+           "RNNCell", "ResidualWrapper"]
 
 
 def __getattr__(name: str):

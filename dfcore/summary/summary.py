@@ -2,10 +2,14 @@
 
 Source: ``tensorflow/python/summary/summary.py`` and ``python/ops/summary_op_util.py``: a summary op is named
 by a name scope made unique in the current scope, its tag is that scope's full name (``train/loss``), and it
-is added to ``collections`` (default ``[GraphKeys.SUMMARIES]``); ``family`` prefixes the tag and the name.
+is added to ``collections`` (default ``[GraphKeys.SUMMARIES]``); ``family`` prefixes the tag and the name. A
+name with characters a tag may not hold (``W1:0``) has each replaced by ``_`` and leading ``/`` dropped, with
+TF's log line (``clean_tag``).
 """
 
 import contextlib
+import logging
+import re
 
 from ..framework import graph as graph_lib
 from ..framework.graph import GraphKeys
@@ -14,11 +18,25 @@ from ..ops import summary_ops
 
 __all__ = ["scalar", "histogram", "image", "text", "merge", "merge_all"]
 
+_LOG = logging.getLogger(__name__)
+_INVALID_TAG_CHARACTERS = re.compile(r"[^-/\w\.]")
+
+
+def _clean_tag(name):
+    """``name`` usable as a tag and scope name, as TF's ``summary_op_util.clean_tag``."""
+    if not name:
+        return name
+    cleaned = _INVALID_TAG_CHARACTERS.sub("_", name).lstrip("/")
+    if cleaned != name:
+        _LOG.info("Summary name %s is illegal; using %s instead.", name, cleaned)
+    return cleaned
+
 
 @contextlib.contextmanager
 def _summary_scope(name, family):
     """``(tag, op name)`` of a new summary op; ``family`` is an outer scope and a tag prefix."""
     graph = graph_lib.get_default_graph()
+    name, family = _clean_tag(name), _clean_tag(family)
     with contextlib.ExitStack() as stack:
         if family:
             stack.enter_context(graph.name_scope(family))

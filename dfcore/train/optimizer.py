@@ -10,7 +10,7 @@ Subclasses implement ``_create_slots``, ``_prepare``, ``_apply_dense`` and
 optionally ``_finish``.
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, MappingView
 
 from ..framework import dtypes
 from ..framework.graph import GraphKeys, executing_eagerly, get_default_graph
@@ -260,9 +260,11 @@ def _tape_gradients(loss, var_list, grad_loss):
 
 
 def _flatten(var_list):
+    """The variables of ``var_list``: nested lists and tuples, a dict's values, and dict views (``d.values()``),
+    as TF's ``nest.flatten``."""
     if isinstance(var_list, dict):
         return list(var_list.values())
-    if isinstance(var_list, (list, tuple)):
+    if isinstance(var_list, (list, tuple, MappingView)):
         return [v for item in var_list for v in _flatten(item)]
     return [var_list]
 

@@ -13,8 +13,9 @@ import pytest
 
 import dfcore as tf
 from dfcore import compat_report
-from dfcore.compat.check_program import UNKNOWN, check_source
+from dfcore.compat.check_program import UNKNOWN, check_source, program_files
 from dfcore.compat.coverage import HAVE, LACK, PARTIAL, all_symbols, count_by_namespace, resolves, symbol
+from dfcore.compat.known_differences import KNOWN_DIFFERENCES
 from dfcore.compat.symbols import namespace_of, partial_symbols, tf_source, tf_v1_symbols
 
 REPO = Path(__file__).resolve().parents[2]
@@ -176,3 +177,35 @@ def test_generator_reads_module_golden_files_and_skips_class_files():
     assert gen.parse_module(module) == ("tf.nn.rnn_cell", [("LSTMCell", "class"), ("experimental", "module"),
                                                            ("static_rnn", "function")])
     assert gen.parse_module('path: "tensorflow.Session"\ntf_class {\n}\n') is None
+
+
+def test_check_follows_local_imports_and_flags_known_differences(tmp_path, capsys):
+    (tmp_path / "main.py").write_text("import tensorflow as tf\nimport model_input\nfrom helpers import util\n"
+                                      "import numpy as np\nstep = tf.train.get_or_create_global_step()\n")
+    (tmp_path / "model_input.py").write_text("import tensorflow as tf\nimport model_input\n"
+                                             "loss = tf.nn.ctc_loss\nr = tf.FixedLengthRecordReader(4)\n")
+    (tmp_path / "helpers").mkdir()
+    (tmp_path / "helpers" / "__init__.py").write_text("from . import util\n")
+    (tmp_path / "helpers" / "util.py").write_text("import tensorflow as tf\ntf.set_random_seed(1)\n")
+    (tmp_path / "unused.py").write_text("import tensorflow as tf\ntf.nn.ctc_beam_search_decoder\n")
+    main = str(tmp_path / "main.py")
+    assert [p.name for p in program_files(main)] == ["main.py", "model_input.py", "__init__.py", "util.py"]
+    assert compat_report.main(["--check", main]) == 1
+    out = capsys.readouterr().out
+    assert f"{tmp_path / 'model_input.py'}:3: tf.nn.ctc_loss: lack" in out  # found through the local import
+    assert "ctc_beam_search_decoder" not in out  # a file beside it that it does not import
+    assert "differs from TF (tf.train.get_or_create_global_step): fetching a variable" in out
+    assert "differs from TF (tf.set_random_seed)" in out
+    assert out.strip().endswith("uses 4 TF names; dfcore lacks 1 of them.")
+    (tmp_path / "model_input.py").write_text("import tensorflow as tf\nr = tf.FixedLengthRecordReader(4)\n")
+    assert compat_report.main(["--check", main, "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["runs_unchanged"] and len(report["files"]) == 4
+    assert [d["names"] for d in report["differences"]] == [["tf.train.get_or_create_global_step"],
+                                                          ["tf.set_random_seed"]]
+
+
+def test_known_differences_name_tf_names():
+    for difference in KNOWN_DIFFERENCES:
+        for name in difference.names:
+            assert name.rstrip(".") in tf_v1_symbols(), name  # a name, or a namespace ending in "."

@@ -82,7 +82,8 @@ def test_the_classic_file_pipeline_gives_back_the_numpy_source(tmp_path):
     for keys, x, y in batches:
         np.testing.assert_array_equal(x, X)
         np.testing.assert_array_equal(y, Y)
-        assert list(keys[:2]) == [f"{paths[0]}:0", f"{paths[0]}:{_record_size()}"]  # <file>:<byte offset>
+        # <file>:<byte offset>, as bytes
+        assert list(keys[:2]) == [f"{paths[0]}:0".encode(), f"{paths[0]}:{_record_size()}".encode()]
 
 
 def test_read_up_to_and_several_threads_on_one_reader_read_every_record_once(tmp_path):
@@ -152,7 +153,7 @@ def test_records_taken_by_a_read_that_times_out_waiting_for_a_file_are_read_next
         with pytest.raises(tf.errors.DeadlineExceededError):  # 3 records, then it waits for a second file
             sess.run(keys, options=tf.RunOptions(timeout_in_ms=100))
         assert sess.run(produced) == 0
-        assert [sess.run(key) for _ in range(3)] == [f"{paths[0]}:{i * _record_size()}" for i in range(3)]
+        assert [sess.run(key) for _ in range(3)] == [f"{paths[0]}:{i * _record_size()}".encode() for i in range(3)]
 
 
 def test_match_filenames_once_feeds_the_pipeline_the_sorted_matches(tmp_path):
@@ -190,11 +191,11 @@ def test_whole_file_and_identity_readers(tmp_path):
         produced = identity.num_records_produced()
     with tf.Session(graph=graph) as sess:
         sess.run([fill, fill_words, close_words])
-        assert list(sess.run(whole)) == [str(paths[0]), b"first\x00file"]
-        assert list(sess.run(whole)) == [str(paths[1]), b""]
+        assert list(sess.run(whole)) == [str(paths[0]).encode(), b"first\x00file"]  # keys are bytes, as TF's
+        assert list(sess.run(whole)) == [str(paths[1]).encode(), b""]
         with pytest.raises(tf.errors.NotFoundError, match="missing.txt"):
             sess.run(whole)
-        assert [list(sess.run(pair)) for _ in range(2)] == [["x", "x"], ["y", "y"]]
+        assert [list(sess.run(pair)) for _ in range(2)] == [[b"x", b"x"], [b"y", b"y"]]
         with pytest.raises(tf.errors.OutOfRangeError):
             sess.run(pair)
         assert sess.run(produced) == 2

@@ -112,3 +112,16 @@ def test_an_event_directory_that_cannot_be_written_is_a_typed_error(tmp_path):
         writer.add_summary(tf.Summary())
     with tf.summary.FileWriter(str(tmp_path / "ok2")) as other, pytest.raises(TypeError, match="expects a Summary"):
         other.add_summary(3.0)
+
+
+def test_illegal_summary_names_are_cleaned_as_tf_does():
+    """A variable's name (``W1:0``) as a summary name: recorded with TF 2.21 (``tf.compat.v1.summary``), the ops
+    are named ``W1_0`` and ``a_b_c`` and so are the tags."""
+    with tf.Graph().as_default():
+        v = tf.Variable(1.0, name="W1")
+        hist, scalar = tf.summary.histogram(v.name, v), tf.summary.scalar("/a b:c", v)
+        assert (hist.op.name, scalar.op.name) == ("W1_0", "a_b_c")
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            merged = tf.Summary.FromString(sess.run(tf.summary.merge([hist, scalar])))
+    assert [value.tag for value in merged.value] == ["W1_0", "a_b_c"]
