@@ -17,12 +17,8 @@ class Difference:
 
 KNOWN_DIFFERENCES = (
     Difference(("tf.train.Server", "tf.distribute.Server"),
-               "a server listens over gRPC only with DFCORE_SERVERS=grpc or TF_CONFIG set; otherwise tasks of "
-               "other processes are unavailable (TF always serves its address)"),
-    Difference(("tf.train.get_or_create_global_step", "tf.train.get_global_step", "tf.train.create_global_step",
-                "tf.train.global_step", "tf.train.MonitoredTrainingSession"),
-               "fetching a variable in the run that updates it (`_, step = sess.run([train_op, global_step])`) "
-               "gives its value before the update; TF 1.x's ref variables give the value after"),
+               "a server listens over gRPC on a loopback address (localhost, 127.0.0.1) only; one whose address "
+               "names another host runs in this process and does not listen (TF binds 0.0.0.0 for any address)"),
     Difference(("tf.set_random_seed", "tf.random.set_random_seed"),
                "a seed gives other random numbers than TF's (dfcore draws from numpy's Philox streams): "
                "initial weights, shuffles and losses differ from TF's run by run, not in distribution"),
