@@ -17,7 +17,7 @@ __all__ = ["decode_raw"]
 registry.NotDifferentiable("DecodeRaw")
 
 
-def decode_raw(input_bytes=None, out_type=None, little_endian=True, name=None, bytes=None):  # noqa: A002
+def decode_raw(input_bytes=None, out_type=None, little_endian=True, name=None, bytes=None):
     """A ``out_type`` tensor of shape ``input.shape + [length / itemsize]`` from a string tensor.
 
     ``bytes`` is TF 1.x's older name of ``input_bytes``.

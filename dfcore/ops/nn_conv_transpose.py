@@ -17,8 +17,8 @@ from .nn_conv import conv2d, conv2d_backprop_filter, conv2d_backprop_input
 __all__ = ["conv2d_transpose"]
 
 
-def conv2d_transpose(value=None, filter=None, output_shape=None, strides=None, padding="SAME",  # noqa: A002
-                     data_format="NHWC", name=None, input=None, filters=None, dilations=None):  # noqa: A002
+def conv2d_transpose(value=None, filter=None, output_shape=None, strides=None, padding="SAME",
+                     data_format="NHWC", name=None, input=None, filters=None, dilations=None):
     """``[batch, out_h, out_w, output_channels]`` (``output_shape``, a 4-vector) from ``value``
     ``[batch, h, w, in_channels]``; ``input``/``filters`` are TF's newer argument names.
 

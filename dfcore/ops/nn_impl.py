@@ -82,7 +82,7 @@ def batch_normalization(x, mean, variance, offset, scale, variance_epsilon, name
 
 
 def batch_norm_with_global_normalization(t=None, m=None, v=None, beta=None, gamma=None, variance_epsilon=None,
-                                        scale_after_normalization=None, name=None, input=None,  # noqa: A002
+                                        scale_after_normalization=None, name=None, input=None,
                                         mean=None, variance=None):
     """TF 1.x's older form of :func:`batch_normalization`: ``t`` (or ``input``) normalized by ``m``/``v`` (or
     ``mean``/``variance``), shifted by ``beta`` and scaled by ``gamma`` only if ``scale_after_normalization``."""

@@ -34,7 +34,9 @@ def test_one_python_version_everywhere():
 # -- the design lives in the repository: docs/architecture.md ------------------------------------------------------
 
 ARCHITECTURE = REPO / "docs" / "architecture.md"
-_SKIPPED_DIRS = {".git", ".venv", "build", "node_modules", "vendor", "screenshots", "__pycache__", ".pytest_cache"}
+# (logs: TensorBoard runs the lessons write when they run, git-ignored)
+_SKIPPED_DIRS = {".git", ".venv", "build", "node_modules", "vendor", "screenshots", "__pycache__", ".pytest_cache",
+                 "logs"}
 # Written in two pieces so that this file does not match itself: a design section outside the repository, the folder
 # the design once lived in next to it, and its reference notes.
 _OUTSIDE_DESIGN = re.compile("DESIGN" + r" §|\.\./" + "shared|" + r"\bshared/" + "reference/")
