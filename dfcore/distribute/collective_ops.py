@@ -204,6 +204,12 @@ class CollectiveInstance:
             done(error, None)
 
     def _run(self, ctx):
+        try:
+            self._reduce(ctx)
+        except Exception as error:  # an unexpected failure ends every participant's wait: never a hang
+            self._fail(errors.InternalError(None, None, f"{self.name}: {type(error).__name__}: {error}"))
+
+    def _reduce(self, ctx):
         ranks = sorted(self._arrived)
         devices = [self._arrived[r][0] for r in ranks]
         values = _common_arrays([self._arrived[r][1] for r in ranks])
@@ -216,15 +222,18 @@ class CollectiveInstance:
         except errors.OpError as error:
             self._fail(error)
             return
+        # what replay() needs, computed before anyone is told the result (an error here fails the participants
+        # instead of leaving them waiting); itemsize_of reads any device library's dtype (array_api_strict too)
+        replay_devices = canonical_devices(devices, len(devices))
+        schedule = schedules.build_schedule(self.settings["algorithm"], len(ranks), int(values[0].size),
+                                            self.settings["num_subchunks"], self.settings["convention"])
+        itemsize = backends.itemsize_of(values[0])
         with self._lock:
             if self._finished:
                 return
             self._finished = True
             self.trace = result.trace
-            self.devices = canonical_devices(devices, len(devices))
-            self._schedule = schedules.build_schedule(self.settings["algorithm"], len(ranks), int(values[0].size),
-                                                      self.settings["num_subchunks"], self.settings["convention"])
-            self._itemsize = int(values[0].dtype.itemsize)
+            self.devices, self._schedule, self._itemsize = replay_devices, schedule, itemsize
         for r, output in zip(ranks, result.outputs):
             self._arrived[r][2](None, output)
 
