@@ -85,6 +85,12 @@ FLOPS_PER_ELEMENT = {
     # random generators, nominal ops per sample: one uniform draw (Philox counter, scaled); a normal by
     # Box-Muller (two uniforms, log, sqrt, cos); a truncated normal redraws ~5% more
     "RandomUniform": 1, "RandomUniformInt": 1, "RandomStandardNormal": 4, "TruncatedNormal": 5,
+    # a candidate sampler draws each sample as a uniform mapped through the distribution's inverse (log-uniform:
+    # an exp and a log) and writes each expected count with its formula, about 4 ops per output element
+    "LogUniformCandidateSampler": 4, "UniformCandidateSampler": 1,
+    # a bilinear resize weighs the 4 nearest input pixels of each output element: 4 multiplies, 3 adds, and
+    # the interpolation weights
+    "ResizeBilinear": 8,
 }
 
 # Ops that only move elements (gather, slice, concatenate, fill, permute): 0 flops, ``IO`` elements.
@@ -99,6 +105,8 @@ MOVES = (
     "AccumulatorApplyGradient", "AccumulatorTakeGradient", "StackPushV2", "StackPopV2", "IteratorGetNext",
     "ReaderReadV2", "ReaderReadUpToV2", "SaveV2", "ParseExample", "ParseSingleExample", "PyFunc",
     "PyFuncStateless",
+    # reversing, reinterpreting raw bytes and a nearest-neighbour resize (and its gradient) copy elements
+    "ReverseV2", "DecodeRaw", "ResizeNearestNeighbor", "ResizeNearestNeighborGrad",
 )
 
 REDUCTIONS = ("Sum", "Max", "Min", "Prod", "ArgMax", "ArgMin", "BiasAddGrad", "All", "Any")
@@ -118,6 +126,7 @@ BOOKKEEPING = (
     "ConsumeMutexLock", "StackV2", "IteratorV2", "MakeIterator", "OneShotIterator", "IteratorToStringHandle",
     "IteratorFromStringHandleV2", "IdentityReaderV2", "TFRecordReaderV2", "WholeFileReaderV2",
     "ReaderNumRecordsProducedV2", "ReaderNumWorkUnitsCompletedV2", "ReaderResetV2", "MatchingFiles", "CountUpTo",
+    "FixedLengthRecordReaderV2",
     # summaries are serialised on the host after the step's math (not on a device's clock)
     "ScalarSummary", "HistogramSummary", "ImageSummary", "MergeSummary", "TensorSummaryV2",
 )
@@ -193,7 +202,9 @@ def _per_input_element_cost(input_shapes, output_shapes, attrs):
     return num_elements(input_shapes[0]), io_elements(input_shapes, output_shapes)
 
 
-for _op_type in ("Cumsum", "UnsortedSegmentSum", "InTopKV2"):
+# one op per input element: a running sum, a segment sum, a top-k membership test, a bilinear resize's gradient
+# (each incoming gradient element scattered to its taps) and the accidental-hit test of each true class
+for _op_type in ("Cumsum", "UnsortedSegmentSum", "InTopKV2", "ResizeBilinearGrad", "ComputeAccidentalHits"):
     registry.RegisterCost(_op_type)(_per_input_element_cost)
 
 

@@ -58,6 +58,7 @@ SESSION_CASES = {
     "AssignAdd": _assign_case(tf.assign_add),
     "AssignSub": _assign_case(tf.assign_sub),
     "IsVariableInitialized": lambda: (tf.no_op(), tf.no_op(), tf.is_variable_initialized(tf.Variable(1.0))),
+    "ReverseV2": _assign_case(lambda var, _: tf.reverse(var, [1])),  # of a variable: nothing to fold
     "RandomUniform": _random_case(lambda: tf.random_uniform([3, 4], seed=3)),
     "RandomStandardNormal": _random_case(lambda: tf.random_normal([3, 4], seed=3)),
     "RandomUniformInt": _random_case(lambda: tf.random_uniform([3, 4], 0, 10, dtype=tf.int32, seed=3)),

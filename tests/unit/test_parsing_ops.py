@@ -42,7 +42,8 @@ def test_example_messages_are_tf_wire_format():
     # int64_list (3) → packed value (1): 300 as a varint.
     entry = b"\n\x05label" + b"\x12\x06" + b"\x1a\x04" + b"\n\x02" + bytes([0xAC, 0x02])
     assert record == b"\n" + bytes([len(entry) + 2]) + b"\n" + bytes([len(entry)]) + entry
-    assert tf.train.Example.DESCRIPTOR.full_name == "tensorflow.Example"
+    # TF's bytes above, in dfcore's own package (so that dfcore and TF can share a process)
+    assert tf.train.Example.DESCRIPTOR.full_name == "dfcore.tensorflow.Example"
     assert tf.train.SequenceExample(context=tf.train.Features()).HasField("context")
     assert tf.train.FeatureLists(feature_list={"a": tf.train.FeatureList()}).feature_list["a"] is not None
 
