@@ -111,9 +111,11 @@ def test_cifar10_multi_gpu_averages_the_tower_gradients_and_places_each_tower_on
         np.testing.assert_allclose(g, (g0 + g1) / 2, rtol=1e-6, atol=1e-7)
     device_of = {node.name: node.device for graph in metadata.partition_graphs for node in graph.node
                  if node.op not in ("_Send", "_Recv")}
+    op_of = {node.name: node.op for graph in metadata.partition_graphs for node in graph.node}
     for i in range(2):
         tower_ops = [name for name in device_of if name.startswith(f"tower_{i}/")]
-        assert f"tower_{i}/conv1/Conv2D" in tower_ops
+        # Conv2D + BiasAdd + Relu run fused on the GPU (TF's remapper.cc, cuDNN's fused convolution)
+        assert op_of[f"tower_{i}/conv1/conv1"] == "_FusedConv2D"
         assert f"tower_{i}/gradients/tower_{i}/conv1/Conv2D_grad/Conv2DBackpropFilter" in tower_ops
         assert {device_of[name] for name in tower_ops} == {f"/job:localhost/replica:0/task:0/device:GPU:{i}"}
     assert device_of["conv1/weights"].endswith("CPU:0") and device_of["concat"].endswith("CPU:0")
