@@ -51,8 +51,11 @@ def test_no_example_op_falls_back_to_the_default_cost():
 
 
 def test_every_registered_op_type_has_a_cost_function():
-    # the lessons build their graphs from these ops (their cells cannot run here): covering every type covers them
-    assert [t for t in registry.registered_op_types() if registry.cost_function(t) is None] == []
+    # the lessons build their graphs from these ops (their cells cannot run here): covering every type covers them;
+    # op types a test module registers for itself (its shape function is the test's) are not the engine's
+    engine = [t for t in registry.registered_op_types() if registry.shape_function(t).__module__.startswith("dfcore")]
+    assert len(engine) > 200  # the engine registers some 215 op types
+    assert [t for t in engine if registry.cost_function(t) is None] == []
 
 
 @pytest.mark.parametrize("adj_x, adj_y", [(False, False), (True, False), (False, True), (True, True)])
