@@ -8,6 +8,8 @@ and ``ksize`` are read in the op's own layout).
 
 import numpy as np
 
+from ..framework import registry
+
 FORMATS = ("NHWC", "NCHW")
 
 
@@ -48,10 +50,25 @@ def layout_kernel(roles, data_format, compute, out_is_tensor=True):
     return nchw
 
 
-def out_variant(data_format, compute, plain):
-    """The ``RegisterOutKernel`` form of a kernel written as ``compute(empty, *inputs)`` (``empty(shape,
-    dtype)`` makes its output buffer): the device allocator's ``allocate`` as ``empty`` for an NHWC op; an NCHW
-    op runs ``plain``, its registered kernel (the transposes make fresh arrays anyway)."""
-    if data_format == "NCHW":
-        return lambda allocator, *inputs: plain(*inputs)
-    return lambda allocator, *inputs: compute(allocator.allocate, *inputs)
+def register_layout_kernels(op_type, roles, make_compute):
+    """Register ``op_type``'s kernel and its ``out=`` kernel from one NHWC ``make_compute(op)``, which returns
+    ``compute(empty, *inputs)`` (``empty(shape, dtype)`` makes its output buffer): the kernel allocates with
+    ``np.empty`` (between the transposes of :func:`layout_kernel` for an ``NCHW`` op); the ``out=`` kernel writes
+    into the device allocator's buffer for an ``NHWC`` op, and an ``NCHW`` op runs the plain kernel (the
+    transposes make fresh arrays anyway). ``roles`` are :func:`layout_kernel`'s."""
+
+    def plain(op, compute):
+        return layout_kernel(roles, op.get_attr("data_format"), lambda *inputs: compute(np.empty, *inputs))
+
+    def kernel(op):
+        return plain(op, make_compute(op))
+
+    def out_kernel(op):
+        compute = make_compute(op)
+        if op.get_attr("data_format") == "NCHW":
+            run = plain(op, compute)
+            return lambda allocator, *inputs: run(*inputs)
+        return lambda allocator, *inputs: compute(allocator.allocate, *inputs)
+
+    registry.RegisterKernel(op_type)(kernel)
+    registry.RegisterOutKernel(op_type)(out_kernel)

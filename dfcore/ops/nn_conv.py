@@ -19,7 +19,7 @@ from ..framework.scopes import name_scope
 from ..framework.tensor_shape import TensorShape
 from . import array_ops, common_shapes
 from .array_ops_util import constant_value_as_shape, with_rank
-from .conv_layout import FORMATS, from_nhwc_shape, layout_kernel, nhwc_shape, out_variant, spatial
+from .conv_layout import FORMATS, from_nhwc_shape, layout_kernel, nhwc_shape, register_layout_kernels, spatial
 from .conv_windows import PlanCache, WindowPlan
 from .op_util import apply_op1, convert_same_dtype
 
@@ -135,16 +135,7 @@ def _conv2d_compute(op):
     return compute
 
 
-@registry.RegisterKernel("Conv2D")
-def _conv2d_kernel(op):
-    compute = _conv2d_compute(op)
-    return layout_kernel(("x", "-"), op.get_attr("data_format"), lambda x, f: compute(np.empty, x, f))
-
-
-@registry.RegisterOutKernel("Conv2D")
-def _conv2d_out_kernel(op):
-    """``Conv2D`` writing into a buffer of the device's allocator (bit for bit the plain kernel's result)."""
-    return out_variant(op.get_attr("data_format"), _conv2d_compute(op), _conv2d_kernel(op))
+register_layout_kernels("Conv2D", ("x", "-"), _conv2d_compute)
 
 
 def conv2d(input, filter=None, strides=None, padding=None, use_cudnn_on_gpu=True,
@@ -195,16 +186,7 @@ def _backprop_input_compute(op):
     return compute
 
 
-@registry.RegisterKernel("Conv2DBackpropInput")
-def _backprop_input_kernel(op):
-    compute = _backprop_input_compute(op)
-    return layout_kernel(("shape", "-", "x"), op.get_attr("data_format"), lambda *args: compute(np.empty, *args))
-
-
-@registry.RegisterOutKernel("Conv2DBackpropInput")
-def _backprop_input_out_kernel(op):
-    """``Conv2DBackpropInput`` writing into a buffer of the device's allocator (bit for bit)."""
-    return out_variant(op.get_attr("data_format"), _backprop_input_compute(op), _backprop_input_kernel(op))
+register_layout_kernels("Conv2DBackpropInput", ("shape", "-", "x"), _backprop_input_compute)
 
 
 @registry.RegisterShape("Conv2DBackpropFilter")

@@ -15,7 +15,7 @@ from ..framework.scopes import name_scope
 from ..framework.tensor_conversion import convert_to_tensor
 from ..framework.tensor_shape import TensorShape
 from .array_ops_util import with_rank
-from .conv_layout import from_nhwc_shape, layout_kernel, nhwc_shape, out_variant, spatial
+from .conv_layout import from_nhwc_shape, layout_kernel, nhwc_shape, register_layout_kernels, spatial
 from .conv_windows import PlanCache, WindowPlan
 from .nn_conv import check_window_attrs, windowed_size
 from .op_util import apply_op1
@@ -93,16 +93,7 @@ def _max_pool_compute(op):
     return compute
 
 
-@registry.RegisterKernel("MaxPool")
-def _max_pool_kernel(op):
-    compute = _max_pool_compute(op)
-    return layout_kernel(("x",), op.get_attr("data_format"), lambda x: compute(np.empty, x))
-
-
-@registry.RegisterOutKernel("MaxPool")
-def _max_pool_out_kernel(op):
-    """``MaxPool`` writing into a buffer of the device's allocator (bit for bit)."""
-    return out_variant(op.get_attr("data_format"), _max_pool_compute(op), _max_pool_kernel(op))
+register_layout_kernels("MaxPool", ("x",), _max_pool_compute)
 
 
 registry.RegisterShape("MaxPoolGrad")(lambda op: [(op.inputs[0].dtype.base_dtype, op.inputs[0].shape)])
@@ -132,16 +123,7 @@ def _max_pool_grad_compute(op):
     return compute
 
 
-@registry.RegisterKernel("MaxPoolGrad")
-def _max_pool_grad_kernel(op):
-    compute = _max_pool_grad_compute(op)
-    return layout_kernel(("x", "x", "x"), op.get_attr("data_format"), lambda *args: compute(np.empty, *args))
-
-
-@registry.RegisterOutKernel("MaxPoolGrad")
-def _max_pool_grad_out_kernel(op):
-    """``MaxPoolGrad`` writing into a buffer of the device's allocator (bit for bit)."""
-    return out_variant(op.get_attr("data_format"), _max_pool_grad_compute(op), _max_pool_grad_kernel(op))
+register_layout_kernels("MaxPoolGrad", ("x", "x", "x"), _max_pool_grad_compute)
 
 
 @registry.RegisterGradient("MaxPool")
