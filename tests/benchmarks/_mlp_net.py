@@ -42,20 +42,21 @@ def build_graph_step(v1, params, batch=BATCH):
     return graph, train_op, x, labels, [w1, b1, w2, b2], init
 
 
-def naive_numpy_step(params, x, labels, lr=LEARNING_RATE_F32):
-    """The step in numpy with fresh temporaries; updates ``params`` in place with ``W -= lr * dW``."""
+def naive_numpy_step(params, x, labels, lr=LEARNING_RATE_F32, xp=np):
+    """The step in numpy (or ``xp``, another array module with numpy's API: cupy) with fresh temporaries;
+    updates ``params`` in place with ``W -= lr * dW`` and returns the loss."""
     w1, b1, w2, b2 = params
     z1 = x @ w1 + b1
-    hidden = np.maximum(z1, 0)
+    hidden = xp.maximum(z1, 0)
     logits = hidden @ w2 + b2
     shifted = logits - logits.max(axis=1, keepdims=True)
-    exp = np.exp(shifted)
+    exp = xp.exp(shifted)
     total = exp.sum(axis=1, keepdims=True)
-    rows = np.arange(len(labels))
-    loss = np.mean(np.log(total[:, 0]) - shifted[rows, labels])
+    rows = xp.arange(labels.shape[0])
+    loss = xp.mean(xp.log(total[:, 0]) - shifted[rows, labels])
     dlogits = exp / total
     dlogits[rows, labels] -= 1
-    dlogits /= np.float32(len(labels))
+    dlogits /= np.float32(labels.shape[0])
     dw2 = hidden.T @ dlogits
     db2 = dlogits.sum(axis=0)
     dz1 = (dlogits @ w2.T) * (z1 > 0)
