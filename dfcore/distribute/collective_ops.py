@@ -164,7 +164,7 @@ class CollectiveInstance:
         self.name = f"collective/g{key[0]}/i{key[1]}"
         self.trace = None
         self.devices: tuple[str, ...] = ()  # by rank, once the collective ran
-        self._schedule: schedules.Schedule | None = None
+        self._elements = 0  # per participant, once the collective ran: what replay() builds its schedule for
         self._itemsize = 0
         self._lock = threading.Lock()
         self._arrived: dict[int, tuple[str | None, Any, Callable[..., None]]] = {}  # rank -> (device, value, done)
@@ -222,18 +222,16 @@ class CollectiveInstance:
         except errors.OpError as error:
             self._fail(error)
             return
-        # what replay() needs, computed before anyone is told the result (an error here fails the participants
-        # instead of leaving them waiting); itemsize_of reads any device library's dtype (array_api_strict too)
+        # what replay() needs (a traced step's), read before anyone is told the result (an error here fails the
+        # participants instead of leaving them waiting); itemsize_of reads any device library's dtype
         replay_devices = canonical_devices(devices, len(devices))
-        schedule = schedules.build_schedule(self.settings["algorithm"], len(ranks), int(values[0].size),
-                                            self.settings["num_subchunks"], self.settings["convention"])
-        itemsize = backends.itemsize_of(values[0])
+        elements, itemsize = int(values[0].size), backends.itemsize_of(values[0])
         with self._lock:
             if self._finished:
                 return
             self._finished = True
             self.trace = result.trace
-            self.devices, self._schedule, self._itemsize = replay_devices, schedule, itemsize
+            self.devices, self._elements, self._itemsize = replay_devices, elements, itemsize
         for r, output in zip(ranks, result.outputs):
             self._arrived[r][2](None, output)
 
@@ -242,10 +240,12 @@ class CollectiveInstance:
                ) -> tuple[list[sim_clock.SimTask], list[tuple[str, str, str, int]]]:
         """The collective's schedule on ``machine``'s clock: its tasks
         (:func:`~dfcore.distribute.collective_cost.build_sim_tasks`, names as there) and its messages
-        ``(task name, src device, dst device, bytes)``; ``([], [])`` before it ran (or when it failed)."""
-        schedule = self._schedule
-        if schedule is None:
+        ``(task name, src device, dst device, bytes)``; ``([], [])`` before it ran (or when it failed). The
+        schedule is built here, for traced steps only, not in every step that runs the collective."""
+        if not self.devices:
             return [], []
+        schedule = schedules.build_schedule(self.settings["algorithm"], len(self.devices), self._elements,
+                                            self.settings["num_subchunks"], self.settings["convention"])
         reduction = self.settings["reduction"]
         tasks = collective_cost.build_sim_tasks(schedule, self.devices, machine, self._itemsize, reduction)
         messages = [(f"message{k:06d}", self.devices[step.src], self.devices[step.dst],
