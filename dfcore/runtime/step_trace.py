@@ -22,6 +22,7 @@ extra ``GPU_<i>_bfc reserved`` record.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import TYPE_CHECKING
 
@@ -80,8 +81,8 @@ def dead_nodes(plan: StepPlan, result: StepResult) -> tuple[tuple[str, str, tupl
     None in the root frame, as :func:`~dfcore.runtime.step_stats.iteration_label`)."""
     names = {p.device: p.nodes for p in plan.partitions}
     timings = sorted((t for t in result.timings or () if t.dead), key=lambda t: (t.start_s, t.device, t.index))
-    return tuple((t.device, names[t.device][t.index].name,
-                  t.frame_iter if t.frame_iter is not None and t.frame_iter[0] != 0 else None) for t in timings)
+    return tuple((t.device, names[t.device][t.index].name, step_stats.loop_iteration(t.frame_iter))
+                 for t in timings)
 
 
 def build_step_stats(plan: StepPlan, result: StepResult, machine: cost_model.MachineProfile,
@@ -101,12 +102,13 @@ def build_step_stats(plan: StepPlan, result: StepResult, machine: cost_model.Mac
         measured_s = t.kernel_timer.elapsed_s() if t.kernel_timer is not None else t.end_s - t.start_s
         duration_us = max(0, int(round(measured_s * 1e6)))
         wall_start.setdefault(t.device, int(base_wall_us + (t.start_s - base_perf) * 1e6))
+        detail = dataclasses.replace(node.label, frame_iter=step_stats.loop_iteration(t.frame_iter))
         collector.record(t.device, NodeExecStats(
             node_name=node.name, op_type=node.op_type,
             all_start_micros=int(base_wall_us + (t.start_s - base_perf) * 1e6),
             op_start_rel_micros=0, op_end_rel_micros=duration_us, all_end_rel_micros=duration_us,
             thread_id=t.thread_id, output_bytes=tuple(_nbytes(v) for v in t.outputs),
-            timeline_label=step_stats.iteration_label(node.label, t.frame_iter),
+            timeline_label=detail.text(), detail=detail,
             sim_start_micros=int(round(sim.start_s[step_stats.instance_name(node.name, t.frame_iter)] * 1e6)),
             sim_end_micros=int(round(sim.end_s[step_stats.instance_name(node.name, t.frame_iter)] * 1e6))))
     for m in messages:
@@ -127,11 +129,11 @@ def _record_message(collector, message, sim, wall_start):
             (message.dst_device, "_Recv", message.src_device, end_us, (message.nbytes,)))
     for device, op_type, peer, sim_end, output in ends:
         name = f"{message.task}/{op_type[1:].lower()}"
+        detail = step_stats.TimelineLabel(name, op_type, tensor_name=message.task, peer_device=peer)
         collector.record(device, NodeExecStats(
             node_name=name, op_type=op_type, all_start_micros=wall_start.get(device, 0), op_start_rel_micros=0,
             op_end_rel_micros=0, all_end_rel_micros=0, thread_id=0, output_bytes=output,
-            timeline_label=step_stats.timeline_label(name, op_type, tensor_name=message.task, peer_device=peer),
-            sim_start_micros=start_us, sim_end_micros=sim_end))
+            timeline_label=detail.text(), detail=detail, sim_start_micros=start_us, sim_end_micros=sim_end))
 
 
 def _simulate(plan, result, machine):

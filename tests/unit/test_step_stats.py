@@ -33,6 +33,7 @@ def test_node_exec_stats_uses_tf_field_names():
     assert fields == [
         "node_name", "op_type", "all_start_micros", "op_start_rel_micros", "op_end_rel_micros",
         "all_end_rel_micros", "thread_id", "output_bytes", "timeline_label", "sim_start_micros", "sim_end_micros",
+        "detail",  # dfcore's: the parts of timeline_label
     ]
     ns = node("MatMul", 100, dur=30, output_bytes=[16, 4])
     assert ns.output_bytes == (16, 4) and ns.all_end_micros == 130
