@@ -29,9 +29,10 @@ from typing import TYPE_CHECKING
 from .. import backends
 from ..framework import registry
 from ..framework.device import DeviceSpec
+from ..framework.run_metadata import attach_step_records
 from ..ops import op_costs
 from . import cost_model, sim_clock, step_collectives, step_stats
-from .config import ConfigProto, RunMetadata, RunOptions, StepRecords, attach_step_records, forget_step_records
+from .config import ConfigProto, RunMetadata, RunOptions, StepRecords
 from .control_flow_executor import frame_id_of
 from .cost_graph import cost_graph
 from .device_set import DeviceSet, allocator_name
@@ -60,9 +61,8 @@ def fill_run_metadata(run_metadata: RunMetadata, plan: StepPlan, result: StepRes
     """Refill ``run_metadata`` (TF's message, cleared first as TF's session parses it anew): its
     ``partition_graphs`` when asked, its ``step_stats`` with FULL_TRACE (and ``cost_graph`` when the config's
     ``graph_options.build_cost_model`` > 0), and then dfcore's
-    :class:`~dfcore.runtime.config.StepRecords` beside it."""
-    run_metadata.Clear()
-    forget_step_records(run_metadata)
+    :class:`~dfcore.runtime.config.StepRecords` attached to it (TF's bare message takes no records)."""
+    run_metadata.Clear()  # the step records of an earlier run go too
     if options.output_partition_graphs:
         run_metadata.partition_graphs.extend(plan.graphs[d].as_graph_def() for d in sorted(plan.graphs))
     if options.trace_level >= RunOptions.FULL_TRACE and result.timings is not None:
