@@ -44,7 +44,6 @@ class OpSpan:
     op_type: str
     start_us: float
     end_us: float
-    label: str
     frame_iter: tuple | None = None
     dead: bool = False
 
@@ -120,8 +119,8 @@ def step_spans(step_stats, mode="simulated", dead=frozenset()):
     spans = []
     for device, ns, start, end in raw:
         frame_iter = ns.detail.frame_iter
-        spans.append(OpSpan(device, ns.node_name, ns.op_type, start - origin, end - origin, ns.timeline_label,
-                            frame_iter, (device, ns.node_name, frame_iter) in dead))
+        spans.append(OpSpan(device, ns.node_name, ns.op_type, start - origin, end - origin, frame_iter,
+                            (device, ns.node_name, frame_iter) in dead))
     ops = sorted(spans, key=lambda s: (s.start_us, device_sort_key(s.device), s.name, s.frame_iter or ()))
     transfers = _transfers(zip(spans, raw))
     devices = tuple(sorted({dev.device for dev in step_stats.dev_stats}, key=device_sort_key))

@@ -154,16 +154,17 @@ class StepStats:
 
     @classmethod
     def from_proto(cls, proto: protos.StepStats) -> StepStats:
-        """A StepStats of TF's ``StepStats`` message (wall clock only; no simulated times): the op type comes
-        from each node's timeline label, ``output_bytes`` from its outputs' requested bytes."""
+        """A StepStats of TF's ``StepStats`` message (wall clock only; no simulated times): the op type and
+        the other parts of ``detail`` come from each node's timeline label (as TF's ``timeline.py`` reads
+        them), ``output_bytes`` from its outputs' requested bytes."""
         devices: list[DeviceStepStats] = []
         for dev in proto.dev_stats:
             nodes: list[NodeExecStats] = []
             for ns in dev.node_stats:
-                label = _LABEL.match(ns.timeline_label)
+                detail = _parts_of(ns.timeline_label, ns.node_name, "")  # TF's message has only the label
                 sizes = {o.slot: o.tensor_description.allocation_description.requested_bytes for o in ns.output}
                 nodes.append(NodeExecStats(
-                    node_name=ns.node_name, op_type=label.group("op") if label else "",
+                    node_name=ns.node_name, op_type=detail.op_type, detail=detail,
                     all_start_micros=ns.all_start_micros, op_start_rel_micros=ns.op_start_rel_micros,
                     op_end_rel_micros=ns.op_end_rel_micros, all_end_rel_micros=ns.all_end_rel_micros,
                     thread_id=ns.thread_id, output_bytes=tuple(sizes.get(i, 0) for i in range(len(sizes))),

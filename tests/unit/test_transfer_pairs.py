@@ -124,3 +124,13 @@ def test_a_while_loop_across_devices_pairs_each_iteration_in_the_chrome_trace_an
     assert {t.recv.frame_iter[1] for t in looped} == set(range(ITERATIONS + 1))
     assert all(t.send.frame_iter == t.recv.frame_iter for t in looped)
     assert len(looped) == sum(len(names) for names in per_iteration.values())
+
+
+def test_the_engine_records_each_nodes_parts_with_its_loop_iteration():
+    stats = _traced_loop()
+    nodes = [ns for dev in stats.dev_stats for ns in dev.node_stats]
+    assert all(ns.detail.text() == ns.timeline_label and ns.detail.node_name == ns.node_name for ns in nodes)
+    tanh = sorted(ns.detail.frame_iter[1] for ns in nodes if ns.node_name == "while/Tanh")
+    assert tanh == list(range(ITERATIONS + 1))  # the last test's run is dead, but it ran
+    recvs = [ns.detail for ns in nodes if ns.op_type == "_Recv"]
+    assert recvs and all(d.is_transfer and d.peer_device in (A, B) and not d.inputs for d in recvs)
