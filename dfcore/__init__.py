@@ -8,6 +8,7 @@ Each ops module lists its public names in ``__all__``; this file gathers them.
 from . import errors
 from .eager import GradientTape, defun, enable_eager_execution, executing_eagerly, function
 from .framework import dtypes
+from .framework.default_session import get_default_session
 from .framework.device import DeviceSpec
 from .framework.dtypes import (
     DType,
@@ -55,6 +56,7 @@ from .framework.scopes import (
 from .framework.tensor import Tensor
 from .framework.tensor_conversion import convert_to_tensor, register_tensor_conversion_function
 from .framework.tensor_shape import Dimension, TensorShape
+from .framework.versions import __version__
 from .ops import (  # register gradients
     array_grad as _array_grad,
     control_flow_grad as _control_flow_grad,  # Switch, Merge, Enter, Exit, NextIteration, their gradients
@@ -117,7 +119,7 @@ from .runtime.config import (
     step_records,
 )
 from .runtime.placement_options import PlacementOptions
-from .runtime.session import InteractiveSession, Session, get_default_session
+from .runtime.session import InteractiveSession, Session
 
 # isort: split
 # The subpackages come last, after every name above: they build on `import dfcore as tf`, so they need the
@@ -153,8 +155,6 @@ from . import (
 )
 from .data.fixed_length_reader import FixedLengthRecordReader  # TF 1.x readers
 from .data.queue_readers import IdentityReader, ReaderBase, TFRecordReader, WholeFileReader
-
-__version__ = "0.1.0"
 
 
 def __getattr__(name: str):
