@@ -5,6 +5,8 @@ Session. Public names follow TF1's API; ``dfcore.compat.v1`` is the same namespa
 Each ops module lists its public names in ``__all__``; this file gathers them.
 """
 
+import importlib
+
 from . import errors
 from .eager import GradientTape, defun, enable_eager_execution, executing_eagerly, function
 from .framework import dtypes
@@ -124,12 +126,11 @@ from .runtime.session import InteractiveSession, Session
 # isort: split
 # The subpackages come last, after every name above: they build on `import dfcore as tf`, so they need the
 # core namespace filled in first. mpi/ and transport/ come after distribute/, with which they register their
-# server backends.
+# server backends; task_processes registers run_job's gRPC jobs with mpi/.
 from absl import flags  # tf.flags is absl's, as in TF 1.x
 
 from . import (
     app,
-    compat,
     data,
     debugging,
     distribute,
@@ -148,6 +149,7 @@ from . import (
     queue,
     random,
     summary,
+    task_processes,
     test,
     tf_logging as logging,
     train,
@@ -158,6 +160,9 @@ from .data.queue_readers import IdentityReader, ReaderBase, TFRecordReader, Whol
 
 
 def __getattr__(name: str):
-    """A TF 1.x name dfcore lacks: an AttributeError that says so (PEP 562; see dfcore.compat.missing)."""
+    """``tf.compat``, loaded on first use (compat.v1 is this namespace, so compat/ builds on it), or for a TF 1.x
+    name dfcore lacks an AttributeError that says so (PEP 562; see dfcore.compat.missing)."""
+    if name == "compat":
+        return importlib.import_module(".compat", __name__)
     from .compat.missing import missing_attribute
     raise missing_attribute(__name__, "tf", name)
