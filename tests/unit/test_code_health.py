@@ -104,6 +104,9 @@ def _is_module(dotted, root):
     return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
 
 
+_IMPORT_CALLS = ("importlib.import_module", "import_module")
+
+
 def _imports(path, root=DFCORE):
     """``(line, module, in_hook)`` for every import in ``path`` (a module of the package ``root``): ``import a.b``,
     ``from a import b`` (``a.b`` when that is a module, else ``a``), relative ones resolved, and
@@ -123,8 +126,8 @@ def _imports(path, root=DFCORE):
                 for alias in child.names:
                     full = f"{module}.{alias.name}"
                     yield child.lineno, full if _is_module(full, root) else module, hook
-            elif (isinstance(child, ast.Call) and ast.unparse(child.func) in ("importlib.import_module", "import_module")
-                  and child.args and isinstance(child.args[0], ast.Constant)):
+            elif (isinstance(child, ast.Call) and ast.unparse(child.func) in _IMPORT_CALLS and child.args
+                  and isinstance(child.args[0], ast.Constant)):
                 target = child.args[0].value
                 yield child.lineno, name + target if target.startswith(".") else target, hook
             yield from visit(child, hook)
@@ -216,16 +219,19 @@ def test_the_layering_check_sees_relative_function_level_and_hook_imports(tmp_pa
         "from ..distribute import cluster\n"
         "def __getattr__(name):\n    from ..distribute.cluster import Server\n    from ..compat.missing import m\n"
         "def helper():\n    from ..compat.missing import m\n")
-    (root / "distribute" / "__init__.py").write_text("from . import cluster\n")
+    (root / "distribute" / "__init__.py").write_text(
+        "from . import cluster\ndef __getattr__(name):\n    return importlib.import_module('.probe', __name__)\n")
     (root / "distribute" / "probe.py").write_text("")
     (root / "distribute" / "cluster.py").write_text(
-        "from .. import train\nclass A:\n    def f(self):\n        from ..mpi import world\n        from . import probe\n")
+        "from .. import train\nclass A:\n    def f(self):\n        from ..mpi import world\n"
+        "        from . import probe\n")
     found = {(module, hook) for _, module, hook in _imports(root / "train" / "__init__.py", root)}
     assert found == {("dfcore.distribute.cluster", False), ("dfcore.distribute.cluster", True),
                      ("dfcore.compat.missing", True), ("dfcore.compat.missing", False)}
     assert {m for _, m, _ in _imports(root / "distribute" / "cluster.py", root)} == {
         "dfcore.train", "dfcore.mpi", "dfcore.distribute.probe"}
-    assert {m for _, m, _ in _imports(root / "distribute" / "__init__.py", root)} == {"dfcore.distribute.cluster"}
+    assert {m for _, m, _ in _imports(root / "distribute" / "__init__.py", root)} == {
+        "dfcore.distribute.cluster", "dfcore.distribute.probe"}
     assert sorted(_layering_violations(root)) == [
         "dfcore/distribute/cluster.py:4: distribute (layer 4) imports dfcore.mpi (layer 6)",
         "dfcore/train/__init__.py:6: train (layer 4) imports dfcore.compat.missing (layer 8)"]
