@@ -14,8 +14,8 @@ Pure functions over dfcore's records (no ipywidgets):
 
 import collections
 
+from dfcore.framework.rendezvous_key import parse_key
 from dfcore.runtime.partition_control_flow import control_loop_frame
-from dfcore.runtime.rendezvous import parse_key
 
 
 def _executions(step_stats):

@@ -20,16 +20,13 @@ use it); it goes when the object goes, or when the object is refilled.
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
+from typing import Any
 
 from ..framework import protos
 from ..framework.protos import ConfigProto, GPUOptions, GraphOptions, OptimizerOptions, RunOptions
 from ..framework.run_metadata import RunMetadata, attached_step_records
 from .rendezvous import TransferRecord
 from .step_stats import StepStats
-
-if TYPE_CHECKING:  # distribute/ is the layer above runtime/: its records are named here, never imported
-    from ..distribute.trace import CollectiveTrace
 
 __all__ = ["ConfigProto", "GPUOptions", "GraphOptions", "OptimizerOptions", "RunMetadata", "RunOptions", "StepRecords",
            "step_records"]
@@ -49,7 +46,7 @@ class StepRecords:
 
     step_stats: StepStats
     transfers: tuple[TransferRecord, ...]
-    collective_traces: tuple[CollectiveTrace, ...]
+    collective_traces: tuple[Any, ...]  # CollectiveTrace records: distribute/ is above runtime/, never imported
     dead_nodes: tuple[tuple[str, str, tuple[int, int] | None], ...] = ()
 
 
