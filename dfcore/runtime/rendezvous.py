@@ -35,7 +35,10 @@ import numpy as np
 
 from .. import backends, errors
 from ..framework.registry import DEAD
-from ..framework.rendezvous_key import ParsedKey, parse_key
+from ..framework.rendezvous_key import ParsedKey, create_key, parse_key
+
+# The key's format lives in framework/ (TF's Rendezvous::CreateKey); a rendezvous user finds it here too.
+__all__ = ["ParsedKey", "Rendezvous", "TransferRecord", "create_key", "parse_key"]
 
 
 @dataclasses.dataclass(frozen=True)
