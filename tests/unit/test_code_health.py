@@ -2,7 +2,7 @@
 
 * docs/architecture.md#layers: ``dfcore/framework/`` imports nothing from ``dfcore/ops/`` or ``dfcore/runtime/``
   at module level (a function that needs them imports them when it runs).
-* The public API of ``dfcore/runtime/`` and ``dfcore/distribute/`` is annotated (mypy then checks those
+* The public API of the packages in :data:`ANNOTATED_PACKAGES` is annotated (mypy then checks those
   functions' bodies): every public function and method names its parameter and return types.
 * Layering: ``dfcore/examples/`` are leaves (no other module of dfcore imports them), and
   ``dfcore/distribute/`` imports neither ``dfcore/mpi/`` nor the examples, anywhere (``mpi/`` registers
@@ -67,11 +67,15 @@ def _unannotated(tree):
     yield from visit(tree, "", True)
 
 
-@pytest.mark.parametrize("path", sorted([*(DFCORE / "runtime").glob("*.py"), *(DFCORE / "distribute").glob("*.py")]),
-                         ids=lambda p: f"{p.parent.name}/{p.name}")
-def test_public_api_of_runtime_and_distribute_is_annotated(path):
+# The packages whose public API is annotated; pyproject's [tool.mypy] checks their helpers' bodies too.
+ANNOTATED_PACKAGES = ("runtime", "distribute", "transport")
+
+
+@pytest.mark.parametrize("path", sorted(p for pkg in ANNOTATED_PACKAGES for p in (DFCORE / pkg).rglob("*.py")),
+                         ids=lambda p: str(p.relative_to(DFCORE)))
+def test_public_api_of_annotated_packages_is_annotated(path):
     missing = list(_unannotated(ast.parse(path.read_text(encoding="utf-8"))))
-    assert not missing, f"{path.parent.name}/{path.name}: unannotated public API: {missing}"
+    assert not missing, f"{path.relative_to(DFCORE)}: unannotated public API: {missing}"
 
 
 # -- layering: framework ← ops ← runtime ← distribute ← transport ← mpi ← examples (docs/architecture.md#layers) --
