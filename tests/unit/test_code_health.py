@@ -68,7 +68,7 @@ def _unannotated(tree):
 
 
 # The packages whose public API is annotated; pyproject's [tool.mypy] checks their helpers' bodies too.
-ANNOTATED_PACKAGES = ("runtime", "distribute", "transport", "data", "mpi")
+ANNOTATED_PACKAGES = ("runtime", "distribute", "transport", "data", "mpi", "train")
 
 
 @pytest.mark.parametrize("path", sorted(p for pkg in ANNOTATED_PACKAGES for p in (DFCORE / pkg).rglob("*.py")),
