@@ -180,7 +180,8 @@ class _MonitoredSession:
     def __init__(self, session_creator, hooks, should_recover, stop_grace_period_secs=120):
         self._creator, self._hooks = session_creator, list(hooks or [])
         self._should_recover, self._stop_grace_period_secs = should_recover, stop_grace_period_secs
-        self._should_stop, self._sess, self._coord = False, None, None
+        self._should_stop, self._coord = False, None
+        self._sess: Any = None  # a Session once created
         for hook in self._hooks:
             hook.begin()
         self._create_session()

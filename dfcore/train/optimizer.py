@@ -12,7 +12,7 @@ optionally ``_finish``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, MappingView, Sequence
+from collections.abc import Callable, ItemsView, KeysView, Sequence, ValuesView
 from typing import TYPE_CHECKING, Any
 
 from ..framework import dtypes
@@ -277,7 +277,7 @@ def _flatten(var_list):
     as TF's ``nest.flatten``."""
     if isinstance(var_list, dict):
         return list(var_list.values())
-    if isinstance(var_list, (list, tuple, MappingView)):
+    if isinstance(var_list, (list, tuple, KeysView, ValuesView, ItemsView)):  # dict views too
         return [v for item in var_list for v in _flatten(item)]
     return [var_list]
 

@@ -92,7 +92,7 @@ class Saver:
         self._pad_step_number = pad_step_number
         self._save_relative_paths = save_relative_paths
         self._last_checkpoints: list[tuple[str, float]] = []
-        self._checkpoints_to_be_deleted: list[str] = []
+        self._checkpoints_to_be_deleted: list[tuple[str, float]] = []
         self._saver_def = None
         # checkpoint key -> (variable ref tensor, restore placeholder, its Assign op)
         self._entries: dict[str, tuple[Any, Any, Any]] = {}

@@ -72,7 +72,7 @@ class Supervisor:
         self._recovery_wait_secs, self._stop_grace_secs = recovery_wait_secs, stop_grace_secs
         self._coord = Coordinator()
         self._threads: list[threading.Thread] = []
-        self._sess: Session | None = None
+        self._sess: Any = None  # a Session once prepared
 
     # -- what TF exposes ------------------------------------------------------
     @property
@@ -187,7 +187,7 @@ class Supervisor:
         return int(self._sess.run(self._global_step)) if self._global_step is not None else None
 
     def _save_checkpoint(self):
-        if self.saver is not None and self._logdir:
+        if self.saver is not None and self.save_path is not None:  # a logdir was given
             self.saver.save(self._sess, self.save_path, global_step=self._step())
 
     def _write_summaries(self):

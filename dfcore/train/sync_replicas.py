@@ -78,7 +78,7 @@ class SyncReplicasOptimizer(Optimizer):
         # num_tokens -> op: asking twice (a hook and the program) builds one op
         self._init_tokens_ops: dict[int, Operation] = {}
         # set by apply_gradients
-        self._global_step: Variable | Tensor | None = None
+        self._global_step: Any = None
         self._sync_token_queue: Any = None
         self._chief_queue_runner: Any = None
         self._accumulator_list: list[tuple[Any, str]] = []
@@ -112,7 +112,8 @@ class SyncReplicasOptimizer(Optimizer):
             return self._build(graph, grads_and_vars, global_step)
 
     def _build(self, graph, grads_and_vars, global_step):
-        train_ops, aggregated, var_list = [], [], []
+        train_ops, var_list = [], []
+        aggregated: list[Any] = []
         local_anchor = control_flow_ops.no_op()
         with graph.colocate_with(local_anchor):  # keeps the local step off the ps
             self._local_step = variables.Variable(0, trainable=False, collections=[GraphKeys.LOCAL_VARIABLES],

@@ -94,7 +94,7 @@ def _get_or_create_global_step_read(graph=None):
     cached = graph.get_collection(GLOBAL_STEP_READ_KEY)
     if cached:
         return cached[0]
-    step = get_global_step(graph)
+    step: Any = get_global_step(graph)  # its operators are registered by ops/, unseen by mypy
     if step is None:
         return None
     with graph.as_default(), graph.name_scope(None), graph.name_scope(step.op.name + "/"):
