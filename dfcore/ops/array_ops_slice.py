@@ -7,7 +7,11 @@ and ``core/util/strided_slice_op.cc``. A strided slice is run as the numpy basic
 index it encodes, so its semantics (negative indices, clamping) are Python's.
 """
 
+from __future__ import annotations
+
 import builtins
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -32,6 +36,9 @@ from .array_ops_util import (
 )
 from .variables import Variable
 
+if TYPE_CHECKING:
+    from ..framework.tensor_like import TensorLike
+
 __all__ = ["slice", "strided_slice"]
 
 _MASKS = ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask")
@@ -40,7 +47,7 @@ _SLICE_TYPE_ERROR = ("Only integers, slices (`:`), ellipsis (`...`), tf.newaxis 
 
 
 # -- slice ------------------------------------------------------------------------------
-def slice(input_, begin, size, name=None):
+def slice(input_: TensorLike, begin: TensorLike, size: TensorLike, name: str | None = None) -> Tensor:
     """The block of ``input_`` starting at ``begin`` of extent ``size`` (-1: to the end).
 
     Raises:
@@ -109,8 +116,9 @@ _builtin_slice = builtins.slice
 
 
 # -- strided_slice ------------------------------------------------------------------------
-def strided_slice(input_, begin, end, strides=None, begin_mask=0, end_mask=0, ellipsis_mask=0, new_axis_mask=0,
-                  shrink_axis_mask=0, name=None):
+def strided_slice(input_: TensorLike, begin: TensorLike, end: TensorLike, strides: TensorLike = None,
+                  begin_mask: int = 0, end_mask: int = 0, ellipsis_mask: int = 0, new_axis_mask: int = 0,
+                  shrink_axis_mask: int = 0, name: str | None = None) -> Tensor:
     """``input_[begin:end:strides]`` per dimension, with TF's bit masks: ``begin_mask``/``end_mask``
     ignore that entry's begin/end, ``ellipsis_mask`` marks ``...``, ``new_axis_mask`` a new
     size-1 axis, ``shrink_axis_mask`` an integer index (the dimension is removed).
@@ -267,8 +275,9 @@ def _strided_slice_partial_shape(tensor):
     return TensorShape(list(source.as_tuple())[item.as_slice()])
 
 
-def strided_slice_grad(shape, begin, end, strides, dy, begin_mask=0, end_mask=0, ellipsis_mask=0, new_axis_mask=0,
-                       shrink_axis_mask=0, name=None):
+def strided_slice_grad(shape: TensorLike, begin: TensorLike, end: TensorLike, strides: Sequence[int], dy: TensorLike,
+                       begin_mask: int = 0, end_mask: int = 0, ellipsis_mask: int = 0, new_axis_mask: int = 0,
+                       shrink_axis_mask: int = 0, name: str | None = None) -> Tensor:
     """The gradient of a StridedSlice: zeros of ``shape`` with ``dy`` written where the slice was read."""
     attrs = dict(zip(_MASKS, (begin_mask, end_mask, ellipsis_mask, new_axis_mask, shrink_axis_mask)))
     inputs = [("shape", shape, INDEX_TYPES), ("begin", begin, INDEX_TYPES), ("end", end, INDEX_TYPES),

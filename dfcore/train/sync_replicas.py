@@ -83,9 +83,9 @@ class SyncReplicasOptimizer(Optimizer):
         self._chief_queue_runner: Any = None
         self._accumulator_list: list[tuple[Any, str]] = []
         self._local_step: Any = None
-        self.local_step_init_op = None
-        self.chief_init_op = None
-        self.ready_for_local_init_op = None
+        self.local_step_init_op: Tensor | None = None
+        self.chief_init_op: Operation | None = None
+        self.ready_for_local_init_op: Tensor | None = None
 
     def compute_gradients(self, *args: Any, **kwargs: Any) -> list[tuple[Any, Variable]]:
         """The wrapped optimizer's ``compute_gradients``."""
