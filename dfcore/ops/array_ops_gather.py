@@ -41,7 +41,7 @@ def _check_range(op, name, values, limit, wording):
 
 # -- gather -----------------------------------------------------------------------------
 def gather(params: TensorLike, indices: TensorLike, validate_indices: bool | None = None, name: str | None = None,
-           axis: int = 0) -> Tensor:
+           axis: TensorLike = 0) -> Tensor:
     """Slices of ``params`` along ``axis`` at ``indices``; the output shape is
     ``params.shape[:axis] + indices.shape + params.shape[axis + 1:]``.
 

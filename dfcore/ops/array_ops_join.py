@@ -178,7 +178,7 @@ registry.NotDifferentiable("ConcatOffset")
 
 
 # -- split --------------------------------------------------------------------------------
-def split(value: TensorLike, num_or_size_splits: TensorLike, axis: int = 0, num: int | None = None,
+def split(value: TensorLike, num_or_size_splits: TensorLike, axis: TensorLike = 0, num: int | None = None,
           name: str = "split") -> list[Tensor]:
     """Split ``value`` along ``axis`` into ``num_or_size_splits`` equal parts (op ``Split``)
     or into parts of the given sizes, one of which may be -1 (op ``SplitV``). Returns a list.
@@ -306,7 +306,7 @@ def _split_v_kernel(op, backend):
 
 
 # -- stack / unstack ------------------------------------------------------------------------
-def stack(values: TensorLike, axis: int = 0, name: str = "stack") -> Tensor:
+def stack(values: TensorLike, axis: TensorLike = 0, name: str = "stack") -> Tensor:
     """The rank-R tensors in ``values`` stacked into one rank-(R+1) tensor along ``axis``.
 
     A list of plain Python/numpy values with ``axis=0`` gives one Const named ``stack`` (TF1).
@@ -364,7 +364,7 @@ def _pack_partial_shape(tensor):
     return TensorShape([None if d is None or d == -1 else d for d in dims])
 
 
-def unstack(value: TensorLike, num: int | None = None, axis: int = 0, name: str = "unstack") -> list[Tensor]:
+def unstack(value: TensorLike, num: int | None = None, axis: TensorLike = 0, name: str = "unstack") -> list[Tensor]:
     """The rank-(R-1) slices of rank-R ``value`` along ``axis``, as a list of ``num`` tensors.
 
     Raises:

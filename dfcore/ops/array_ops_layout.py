@@ -266,7 +266,7 @@ _MIRROR_MODES = {"REFLECT": "reflect", "SYMMETRIC": "symmetric"}
 
 
 def pad(tensor: TensorLike, paddings: TensorLike, mode: str = "CONSTANT", name: str | None = None,
-        constant_values: int = 0) -> Tensor:
+        constant_values: TensorLike = 0) -> Tensor:
     """``tensor`` padded by ``paddings`` (an int ``[rank, 2]`` matrix of before/after counts).
 
     ``mode`` is ``CONSTANT`` (op ``Pad``, or ``PadV2`` for nonzero ``constant_values``),

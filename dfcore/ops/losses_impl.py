@@ -219,7 +219,7 @@ def absolute_difference(labels: TensorLike, predictions: TensorLike, weights: Te
 
 
 def sigmoid_cross_entropy(multi_class_labels: TensorLike, logits: TensorLike, weights: TensorLike = 1.0,
-                          label_smoothing: int = 0, scope: str | None = None, loss_collection: str = GraphKeys.LOSSES,
+                          label_smoothing: float = 0, scope: str | None = None, loss_collection: str = GraphKeys.LOSSES,
                           reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS) -> Tensor:
     """Weighted ``sigmoid_cross_entropy_with_logits``; labels smoothed toward 1/2 by ``label_smoothing``.
 
@@ -240,7 +240,7 @@ def sigmoid_cross_entropy(multi_class_labels: TensorLike, logits: TensorLike, we
 
 
 def softmax_cross_entropy(onehot_labels: TensorLike, logits: TensorLike, weights: TensorLike = 1.0,
-                          label_smoothing: int = 0, scope: str | None = None, loss_collection: str = GraphKeys.LOSSES,
+                          label_smoothing: float = 0, scope: str | None = None, loss_collection: str = GraphKeys.LOSSES,
                           reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS) -> Tensor:
     """Weighted ``softmax_cross_entropy_with_logits_v2`` per example (no gradient into the labels).
 

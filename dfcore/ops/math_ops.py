@@ -205,7 +205,7 @@ def clip_by_value(t: TensorLike, clip_value_min: TensorLike, clip_value_max: Ten
 _RANGE_DTYPES = [dtypes.int32, dtypes.int64, dtypes.float32, dtypes.float64]
 
 
-def range_(start: TensorLike, limit: TensorLike = None, delta: int = 1, dtype: DTypeLike | None = None,
+def range_(start: TensorLike, limit: TensorLike = None, delta: TensorLike = 1, dtype: DTypeLike | None = None,
            name: str = "range") -> Tensor:
     """``[start, start+delta, ...)`` below ``limit`` as a 1-D tensor (TF's ``range``, op ``Range``);
     the dtype is the widest of the arguments' (int32 < int64 < float32 < float64) unless given.
@@ -269,7 +269,7 @@ registry.NotDifferentiable("Range")
 
 
 # -- cumsum ---------------------------------------------------------------------
-def cumsum(x: TensorLike, axis: int = 0, exclusive: bool = False, reverse: bool = False,
+def cumsum(x: TensorLike, axis: TensorLike = 0, exclusive: bool = False, reverse: bool = False,
            name: str | None = None) -> Tensor:
     """Cumulative sum along ``axis`` (``Cumsum``): ``exclusive`` starts from 0, ``reverse`` sums from the end.
     Same shape and dtype as ``x``. Source: math_ops.py."""

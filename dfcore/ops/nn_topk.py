@@ -27,7 +27,7 @@ __all__ = ["top_k", "in_top_k"]
 
 
 # -- TopKV2 ------------------------------------------------------------------------------------
-def top_k(input: TensorLike, k: int = 1, sorted: bool = True, name: str | None = None) -> tuple:
+def top_k(input: TensorLike, k: TensorLike = 1, sorted: bool = True, name: str | None = None) -> tuple:
     """``(values, indices)``: the ``k`` largest entries of each last-axis row of ``input`` (a real tensor of
     rank >= 1) and their int32 positions, both ``input.shape[:-1] + [k]``, largest first.
 

@@ -288,8 +288,8 @@ def _scaled_normal(op_type, default_name, shape, mean, stddev, dtype, seed, name
         return math_ops.add(rnd * stddev, mean, name=scope)
 
 
-def random_normal(shape: TensorLike, mean: float = 0.0, stddev: float = 1.0, dtype: DTypeLike = dtypes.float32,
-                  seed: int | None = None, name: str | None = None) -> Tensor:
+def random_normal(shape: TensorLike, mean: TensorLike = 0.0, stddev: TensorLike = 1.0,
+                  dtype: DTypeLike = dtypes.float32, seed: int | None = None, name: str | None = None) -> Tensor:
     """Normal samples ``RandomStandardNormal * stddev + mean`` of ``shape``.
 
     Raises:
@@ -299,8 +299,8 @@ def random_normal(shape: TensorLike, mean: float = 0.0, stddev: float = 1.0, dty
     return _scaled_normal("RandomStandardNormal", "random_normal", shape, mean, stddev, dtype, seed, name)
 
 
-def truncated_normal(shape: TensorLike, mean: float = 0.0, stddev: float = 1.0, dtype: DTypeLike = dtypes.float32,
-                     seed: int | None = None, name: str | None = None) -> Tensor:
+def truncated_normal(shape: TensorLike, mean: TensorLike = 0.0, stddev: TensorLike = 1.0,
+                     dtype: DTypeLike = dtypes.float32, seed: int | None = None, name: str | None = None) -> Tensor:
     """Normal samples with those beyond two standard deviations redrawn (``TruncatedNormal``).
 
     Raises:

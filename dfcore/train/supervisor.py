@@ -56,8 +56,8 @@ class Supervisor:
     def __init__(self, graph: Graph | None = None, ready_op: Any = USE_DEFAULT, is_chief: bool = True,
                  init_op: Any = USE_DEFAULT, init_feed_dict: Mapping[Any, Any] | None = None,
                  local_init_op: Any = USE_DEFAULT, logdir: str | None = None, summary_op: Any = USE_DEFAULT,
-                 saver: Any = USE_DEFAULT, global_step: Any = USE_DEFAULT, save_summaries_secs: int = 120,
-                 save_model_secs: int = 600, recovery_wait_secs: int = 30, stop_grace_secs: int = 120,
+                 saver: Any = USE_DEFAULT, global_step: Any = USE_DEFAULT, save_summaries_secs: float = 120,
+                 save_model_secs: float = 600, recovery_wait_secs: float = 30, stop_grace_secs: float = 120,
                  checkpoint_basename: str = "model.ckpt", init_fn: Callable[[Session], None] | None = None):
         self._graph = graph or graph_lib.get_default_graph()
         with self._graph.as_default():
