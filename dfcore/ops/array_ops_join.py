@@ -91,7 +91,8 @@ def _concat_shape(op):
         return [(dtype, TensorShape(None))]
     known = next(v.shape for v in values if v.shape.ndims is not None)
     a %= known.ndims
-    before, middle, after = TensorShape(None), 0, TensorShape(None)
+    middle: int | None = 0
+    before, after = TensorShape(None), TensorShape(None)
     for v in reversed(values):
         dims = v.shape
         if dims.ndims is None:
@@ -161,7 +162,7 @@ def _concat_offset_kernel(op, backend):
     host, from_host = backend.to_host, backend.from_host
 
     def compute(concat_dim, *shapes):  # shape metadata: computed on the host (TF's HostMemory)
-        concat_dim, shapes = host(concat_dim), [host(s) for s in shapes]
+        concat_dim, shapes = host(concat_dim), tuple(host(s) for s in shapes)
         axis = int(concat_dim) % len(shapes[0])
         offsets, position = [], 0
         for shape in shapes:

@@ -7,7 +7,7 @@ Gradients live in :mod:`dfcore.ops.array_grad`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -340,7 +340,8 @@ def _pad_v2_kernel(op):
 @registry.RegisterKernel("MirrorPad")
 def _mirror_pad_kernel(op):
     mode = op.get_attr("mode")
-    return lambda x, paddings: np.pad(x, _check_paddings(op, x, paddings, mode), mode=_MIRROR_MODES[mode])
+    pad_mode: Any = _MIRROR_MODES[mode]
+    return lambda x, paddings: np.pad(x, _check_paddings(op, x, paddings, mode), mode=pad_mode)
 
 
 def mirror_pad_grad(grad: TensorLike, paddings: TensorLike, mode: str, name: str | None = None) -> Tensor:

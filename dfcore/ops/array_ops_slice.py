@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -143,7 +143,7 @@ def _index_items(op, n, begin, end, strides, fail):
     begin_mask, end_mask, ellipsis_mask, new_axis_mask, shrink_mask = (op.get_attr(m) for m in _MASKS)
     if bin(ellipsis_mask).count("1") > 1:
         fail("Multiple ellipses in slice spec not allowed")
-    items = []
+    items: list[Any] = []
     for i in range(n):
         bit = 1 << i
         b = None if begin is None else begin[i]
@@ -269,7 +269,7 @@ def _strided_slice_partial_shape(tensor):
     fallback = unknown_of_rank(length[0] if length and len(length) == 1 else None)
     if source.ndims is None or any(b is None for b in bounds) or len(bounds[0]) != 1:
         return fallback
-    (item,) = _index_items(op, 1, *bounds, shape_failure(op))
+    (item,) = _index_items(op, 1, bounds[0], bounds[1], bounds[2], shape_failure(op))  # begin, end, strides
     if not isinstance(item, _Range):
         return fallback
     return TensorShape(list(source.as_tuple())[item.as_slice()])
@@ -323,8 +323,10 @@ def _slice_helper(tensor, slice_spec):
     """
     if not isinstance(slice_spec, (list, tuple)):
         slice_spec = [slice_spec]
-    begin, end, strides = [], [], []
-    masks = dict.fromkeys(_MASKS, 0)
+    begin: list[Any] = []
+    end: list[Any] = []
+    strides: list[Any] = []
+    masks: dict[str, Any] = dict.fromkeys(_MASKS, 0)
     for i, s in enumerate(slice_spec):
         bit = 1 << i
         if isinstance(s, _builtin_slice):
@@ -362,7 +364,7 @@ def _slice_helper(tensor, slice_spec):
             from .constant_op import constant
 
             packed = [constant([], dtype=dtypes.int32)] * 3
-        return strided_slice(tensor, *packed, name=name, **masks)
+        return strided_slice(tensor, packed[0], packed[1], packed[2], name=name, **masks)
 
 
 Tensor._override_operator("__getitem__", _slice_helper)

@@ -13,7 +13,7 @@ gradient.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -130,7 +130,8 @@ def _sampler_kernel(distribution):
             if unique and num_sampled > range_max:
                 raise errors.InvalidArgumentError(None, op, "Sampler's range is too small.")
             gen = ctx.resources.generator(op.name, op.get_attr("seed"), op.get_attr("seed2"))
-            sampled, seen, tries = [], set(), 0
+            sampled: list[Any] = []
+            seen, tries = set(), 0
             while len(sampled) < num_sampled:
                 value, tries = draw(gen), tries + 1
                 if not unique or value not in seen:

@@ -16,6 +16,7 @@ step's rendezvous, which withdraws the waiter and fails it with that error
 import collections
 import itertools
 import threading
+from typing import Any
 
 import numpy as np
 
@@ -69,7 +70,7 @@ class _Resource:
     def __init__(self, name):
         self.name = name
         self._lock = threading.Lock()
-        self._waiters = collections.deque()
+        self._waiters: collections.deque[Any] = collections.deque()
         self.retired = None  # the error of every wait, once the owning session closed
 
     def retire(self, error):
@@ -116,7 +117,7 @@ class AccumulatorResource(_Resource):
         self.reduction_type = reduction_type
         self.global_step = 0
         self.num_dropped = 0
-        self._sum = None
+        self._sum: Any = None  # the running sum, an array once a gradient came
         self._count = 0
 
     def num_accumulated(self):

@@ -16,7 +16,7 @@ shape (``UnsortedSegmentSum`` of the looked-up rows' gradients), where TF would 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..framework import dtypes
 from ..framework.scopes import colocate_with, name_scope
@@ -127,6 +127,7 @@ def _clip(params, ids, max_norm):
     if max_norm is None:
         return params
     ids_rank, params_rank = ids.shape.ndims, params.shape.ndims
+    axes: Any
     if ids_rank and params_rank:
         axes = list(range(ids_rank, params_rank))
     else:

@@ -6,6 +6,7 @@ Source: TF's ``core/kernels/fifo_queue.cc`` and ``queue_base.cc``. How blocking 
 """
 
 import collections
+from typing import Any
 
 import numpy as np
 
@@ -39,9 +40,10 @@ class FIFOQueueResource(_Resource):
         self.capacity = capacity
         self.shapes = shapes
         self.dtypes = dtypes
-        self._items = collections.deque()
+        self._items: Any = collections.deque()  # a list in RandomShuffleQueueResource
         self._reserved = 0
-        self._streams = collections.deque()  # waiters of stream(): request ("stream", elements left)
+        # waiters of stream(): request ("stream", elements left)
+        self._streams: collections.deque[Any] = collections.deque()
         self.closed = False
 
     def size(self):
@@ -217,7 +219,7 @@ class FIFOQueueResource(_Resource):
 
     def _serve(self):
         """Complete the waiters that can proceed now (lock held); returns (waiter, error, value)."""
-        ready = []
+        ready: list[Any] = []
         while self._feed_streams(ready) | self._serve_waiters(ready):
             pass
         input_events.buffer_level(self.name, len(self._items))  # for a recording of the input pipeline

@@ -85,13 +85,13 @@ def _backprop(graph, ys, xs, grad_ys, stops, boundary=frozenset(), colocate=Fals
     see ``colocate_gradients_with_ops``."""
     loops: dict = {}
     between = _ops_between([x.op for x in xs], [_producer(y, loops) for y in ys], loops, boundary)
-    pending = collections.Counter()
+    pending: collections.Counter[Any] = collections.Counter()
     for node in between:
         for tensor in _inputs(node, boundary):
             producer = _producer(tensor, loops)
             if producer in between:
                 pending[producer] += 1
-    grads = collections.defaultdict(list)
+    grads: collections.defaultdict[Any, list[Any]] = collections.defaultdict(list)
     for y, grad_y in zip(ys, grad_ys):
         if grad_y is None:
             with _maybe_colocate_with(graph, y.op, colocate):

@@ -53,7 +53,8 @@ class _Filled(Initializer):
         self.dtype = dtypes.as_dtype(dtype).base_dtype
 
     def __call__(self, shape, dtype=None, partition_info=None):
-        return type(self).fill(shape, dtype or self.dtype)
+        fill: Any = type(self).fill  # each subclass sets it
+        return fill(shape, dtype or self.dtype)
 
     def get_config(self):
         return {"dtype": self.dtype.name}

@@ -10,6 +10,8 @@ from TF's. Its enqueue, dequeue, size and close ops are the shared queue ops of
 :mod:`dfcore.ops.data_flow_kernels`.
 """
 
+from typing import Any
+
 import numpy as np
 
 from .. import errors
@@ -52,7 +54,7 @@ def _random_shuffle_queue_kernel(op):
     capacity, min_after = op.get_attr("capacity"), op.get_attr("min_after_dequeue")
     seed, seed2 = op.get_attr("seed"), op.get_attr("seed2")
     types = [np.dtype(t.as_numpy_dtype) for t in op.get_attr("component_types")]
-    shapes = [tuple(s.as_list()) for s in op.get_attr("shapes")] or [None] * len(types)
+    shapes: list[Any] = [tuple(s.as_list()) for s in op.get_attr("shapes")] or [None] * len(types)
 
     def compute(ctx):
         if min_after < 0:

@@ -96,7 +96,7 @@ class Variable:
         self._initial_value = initial
         self._trainable = trainable
         self._constraint = constraint
-        self._save_slice_info = None
+        self._save_slice_info: Any = None  # a SaveSliceInfo for a partitioned variable's shard
         graph.add_to_collections(collections, self)
 
     def _init_from_proto(self, variable_def, import_scope):
