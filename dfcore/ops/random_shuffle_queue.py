@@ -10,6 +10,7 @@ from TF's. Its enqueue, dequeue, size and close ops are the shared queue ops of
 :mod:`dfcore.ops.data_flow_kernels`.
 """
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -30,7 +31,8 @@ class RandomShuffleQueueResource(FIFOQueueResource):
 
     kind = "RandomShuffleQueue"
 
-    def __init__(self, name, capacity, min_after_dequeue, shapes, dtypes, rng):
+    def __init__(self, name: str, capacity: int, min_after_dequeue: int, shapes: Sequence[Any],
+                 dtypes: Sequence[np.dtype], rng: np.random.Generator):
         super().__init__(name, capacity, shapes, dtypes)
         self.min_after_dequeue = min_after_dequeue
         self._rng = rng
