@@ -15,7 +15,7 @@ first ``get_next``).
 """
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 from ..framework.tensor import Tensor
 from . import structure as nest
@@ -53,7 +53,7 @@ class Dataset(nest.ElementStructure):
         """A Python iterator over the elements (flat tuples of numpy arrays) in context ``run``."""
         raise NotImplementedError
 
-    def __iter__(self):
+    def __iter__(self) -> NoReturn:
         raise RuntimeError("__iter__() is only supported inside of tf.function or when eager execution is "
                            "enabled.")
 

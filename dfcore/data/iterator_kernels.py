@@ -164,7 +164,7 @@ def _iterator(ctx, name: str) -> IteratorResource:
     return ctx.resources.resource("Iterator", name, ctx.device, lambda: IteratorResource(name))
 
 
-def _values(op, inputs) -> tuple:
+def _values(op, inputs) -> tuple[Any, dict]:
     pipeline = _pipeline_of(op)
     if pipeline is None:
         raise errors.FailedPreconditionError(

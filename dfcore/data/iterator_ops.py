@@ -17,8 +17,10 @@ kernels in :mod:`dfcore.data.iterator_kernels`):
   its session (TF's is a serialized ``ResourceHandleProto``).
 """
 
+from __future__ import annotations
+
 import weakref
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..framework import dtypes as dtypes_lib
 from ..framework.graph import graph_of
@@ -29,7 +31,10 @@ from ..ops.op_util import apply_op, apply_op1
 from . import iterator_kernels, structure as nest
 from .dataset_ops import Dataset
 
-_PIPELINES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+if TYPE_CHECKING:
+    from ..framework.operation import Operation
+
+_PIPELINES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _register(op, dataset: Dataset, tensors: list) -> None:
@@ -46,13 +51,13 @@ def _attrs(types: list, shapes: list) -> dict:
 class Iterator(nest.ElementStructure):
     """An iterator: its handle Tensor, element structure, and (if made for one dataset) ``initializer``."""
 
-    def __init__(self, handle: Tensor, structure: Any, types: list, shapes: list, initializer=None):
+    def __init__(self, handle: Tensor, structure: Any, types: list, shapes: list, initializer: Operation | None = None):
         self._handle = handle
         self._structure, self._types, self._shapes = structure, list(types), list(shapes)
         self._initializer = initializer
 
     @property
-    def initializer(self):
+    def initializer(self) -> Operation:
         """The ``MakeIterator`` op (re)starting the iterator.
 
         Raises:
@@ -62,7 +67,7 @@ class Iterator(nest.ElementStructure):
             raise ValueError("Iterator does not have an initializer.")
         return self._initializer
 
-    def make_initializer(self, dataset: Dataset, name: str | None = None):
+    def make_initializer(self, dataset: Dataset, name: str | None = None) -> Operation:
         """A ``MakeIterator`` op starting this iterator on ``dataset``.
 
         Raises:
@@ -93,7 +98,7 @@ class Iterator(nest.ElementStructure):
 
     @staticmethod
     def from_structure(output_types: Any, output_shapes: Any = None, shared_name: str | None = None,
-                       output_classes: Any = None) -> "Iterator":
+                       output_classes: Any = None) -> Iterator:
         """An iterator of this structure, started on any matching dataset by :meth:`make_initializer`."""
         structure, types, shapes = nest.element_spec(output_types, output_shapes)
         handle = apply_op1("IteratorV2", [], dict(_attrs(types, shapes), shared_name=shared_name or "",
@@ -102,7 +107,7 @@ class Iterator(nest.ElementStructure):
 
     @staticmethod
     def from_string_handle(string_handle: Any, output_types: Any, output_shapes: Any = None,
-                           output_classes: Any = None) -> "Iterator":
+                           output_classes: Any = None) -> Iterator:
         """The iterator a string handle (fed at run time) names (TF's feedable iterator)."""
         structure, types, shapes = nest.element_spec(output_types, output_shapes)
         string_handle = convert_to_tensor(string_handle, dtype=dtypes_lib.string)

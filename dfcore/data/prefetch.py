@@ -124,7 +124,7 @@ def _consume(run: IterationContext, buffer: _Buffer, stop: Callable[[], None]):
         stop()
 
 
-def ordered_parallel_map(run: IterationContext, elements: Iterator, fn: Callable, parallel: int):
+def ordered_parallel_map(run: IterationContext, elements: Iterator, fn: Callable, parallel: int) -> Iterator[Any]:
     """``fn`` over ``elements`` with up to ``parallel`` calls in flight on a pool; yields in input order."""
     pool = WorkerPool(parallel, "tf_data_map")
     run.add_threads(pool.threads, pool.wake)

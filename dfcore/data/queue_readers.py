@@ -15,8 +15,12 @@ deadline), the records the read already took are kept for the next read. Reads o
 several threads each get whole records, every record once.
 """
 
+from __future__ import annotations
+
 import collections
 import threading
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -28,6 +32,10 @@ from ..framework.tensor_shape import TensorShape
 from ..ops import common_shapes
 from ..ops.op_util import apply_op, apply_op1
 from .tfrecord import check_options, tf_record_iterator
+
+if TYPE_CHECKING:
+    from ..framework.operation import Operation
+    from ..ops.data_flow_ops import QueueBase
 
 __all__ = ["IdentityReader", "ReaderBase", "TFRecordReader", "WholeFileReader"]
 
@@ -48,44 +56,48 @@ registry.RegisterShape("ReaderNumWorkUnitsCompletedV2")(common_shapes.scalar_of(
 registry.RegisterShape("ReaderResetV2")(common_shapes.no_outputs)
 
 
+# A work unit's (key, value) records, from its name.
+Records = Callable[[str], Iterator[tuple[Any, Any]]]
+
+
 class ReaderBase:
     """A reader: its ops read records from the work units (file names) of a queue (TF's ``tf.ReaderBase``)."""
 
-    def __init__(self, reader_ref):
+    def __init__(self, reader_ref: Tensor):
         self._reader_ref = reader_ref
 
     @property
-    def reader_ref(self):
+    def reader_ref(self) -> Tensor:
         return self._reader_ref
 
     @property
-    def supports_serialize(self):
+    def supports_serialize(self) -> bool:
         return False
 
-    def read(self, queue, name=None):
+    def read(self, queue: Tensor | QueueBase, name: str | None = None) -> tuple[Tensor, Tensor]:
         """``(key, value)``: string scalars, the next record and ``<file>:<offset>``; ``queue`` a queue of
         file names (or its handle). Raises (when run) the queue's OutOfRangeError once it is closed and done."""
         queue_ref = queue if isinstance(queue, Tensor) else queue.queue_ref
         op = apply_op("ReaderReadV2", [self._reader_ref, queue_ref], {}, name or "ReaderReadV2")
         return op.outputs[0], op.outputs[1]
 
-    def read_up_to(self, queue, num_records, name=None):
+    def read_up_to(self, queue: Tensor | QueueBase, num_records: Any, name: str | None = None) -> tuple[Tensor, Tensor]:
         """``(keys, values)``: string vectors of up to ``num_records`` records (fewer only at the queue's end)."""
         queue_ref = queue if isinstance(queue, Tensor) else queue.queue_ref
         num_records = convert_to_tensor(num_records, dtype=dtypes.int64, name="num_records")
         op = apply_op("ReaderReadUpToV2", [self._reader_ref, queue_ref, num_records], {}, name or "ReaderReadUpToV2")
         return op.outputs[0], op.outputs[1]
 
-    def num_records_produced(self, name=None):
+    def num_records_produced(self, name: str | None = None) -> Tensor:
         """An int64 scalar: the records this reader has read."""
         return apply_op1("ReaderNumRecordsProducedV2", [self._reader_ref], {}, name or "ReaderNumRecordsProducedV2")
 
-    def num_work_units_completed(self, name=None):
+    def num_work_units_completed(self, name: str | None = None) -> Tensor:
         """An int64 scalar: the files this reader has finished."""
         return apply_op1("ReaderNumWorkUnitsCompletedV2", [self._reader_ref], {},
                          name or "ReaderNumWorkUnitsCompletedV2")
 
-    def reset(self, name=None):
+    def reset(self, name: str | None = None) -> Operation:
         """The op restoring the reader to its initial state (no file, counters at 0)."""
         return apply_op("ReaderResetV2", [self._reader_ref], {}, name or "ReaderResetV2")
 
@@ -97,7 +109,7 @@ class TFRecordReader(ReaderBase):
         UnimplementedError: compression ``options`` (dfcore reads uncompressed files only).
     """
 
-    def __init__(self, name=None, options=None):
+    def __init__(self, name: str | None = None, options: Any = None):
         check_options(options)
         super().__init__(apply_op1("TFRecordReaderV2", [], {"container": "", "shared_name": "",
                                                             "compression_type": ""}, name or "TFRecordReaderV2"))
@@ -106,7 +118,7 @@ class TFRecordReader(ReaderBase):
 class WholeFileReader(ReaderBase):
     """Reads each file whole: key the file name, value its bytes (TF's ``tf.WholeFileReader``)."""
 
-    def __init__(self, name=None):
+    def __init__(self, name: str | None = None):
         super().__init__(apply_op1("WholeFileReaderV2", [], {"container": "", "shared_name": ""},
                                    name or "WholeFileReaderV2"))
 
@@ -114,7 +126,7 @@ class WholeFileReader(ReaderBase):
 class IdentityReader(ReaderBase):
     """Outputs each work unit as both key and value (TF's ``tf.IdentityReader``)."""
 
-    def __init__(self, name=None):
+    def __init__(self, name: str | None = None):
         super().__init__(apply_op1("IdentityReaderV2", [], {"container": "", "shared_name": ""},
                                    name or "IdentityReaderV2"))
 
@@ -142,7 +154,7 @@ class ReaderResource:
     """A reader's state in a session: the open work unit, the ones dequeued but not opened yet, counters;
     ``records(work)`` yields a work unit's ``(key, value)`` pairs."""
 
-    def __init__(self, name, records):
+    def __init__(self, name: str, records: Records):
         self.name = name
         self._records = records
         self._lock = threading.Lock()
@@ -150,24 +162,27 @@ class ReaderResource:
 
     def _reset_state(self):
         self._current = None  # the (key, value) iterator of the work unit being read
-        self._work = collections.deque()  # file names dequeued, not opened yet
-        self._held = collections.deque()  # (key, record) taken by a read that then failed: served first
+        self._work: collections.deque[str] = collections.deque()  # file names dequeued, not opened yet
+        # (key, record) taken by a read that then failed: served first
+        self._held: collections.deque[tuple[Any, Any]] = collections.deque()
         self.records_produced = 0
         self.work_units_completed = 0
 
-    def retire(self, error):
+    def retire(self, error: errors.OpError | None) -> None:
         """Its session closed: close the open file."""
         self.reset()
 
-    def reset(self):
+    def reset(self) -> None:
         with self._lock:
             if self._current is not None:
                 self._current.close()
             self._reset_state()
 
-    def read(self, ctx, queue, n, up_to, done):
+    def read(self, ctx: Any, queue: Any, n: int, up_to: bool,
+             done: Callable[[errors.OpError | None, Any], None]) -> None:
         """``done(None, (keys, values))`` with ``n`` records (fewer with ``up_to`` once the queue is done)."""
-        keys, values = [], []
+        keys: list[Any] = []
+        values: list[Any] = []
 
         def more():
             try:
@@ -231,7 +246,8 @@ def _strings(items):
     return array
 
 
-def reader_kernel(kind, records_of):
+def reader_kernel(kind: str,
+                  records_of: Callable[[Operation], Records]) -> Callable[[Operation], Callable[[Any], ReaderResource]]:
     """The kernel factory of a reader op: a session resource ``kind`` reading with ``records_of(op)(work)``."""
     def factory(op):
         name = op.get_attr("shared_name") or op.name

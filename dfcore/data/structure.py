@@ -49,11 +49,11 @@ def _pack(structure, flat):
             items[key], flat = _pack(structure[key], flat)
         return {key: items[key] for key in structure}, flat
     if isinstance(structure, tuple):
-        items = []
+        parts = []
         for item in structure:
             value, flat = _pack(item, flat)
-            items.append(value)
-        return (type(structure)(*items) if hasattr(structure, "_fields") else tuple(items)), flat
+            parts.append(value)
+        return (type(structure)(*parts) if hasattr(structure, "_fields") else tuple(parts)), flat
     return flat[0], flat[1:]
 
 

@@ -8,10 +8,12 @@ each transformation as TF's kernels pass a failed ``GetNext``: a batch it falls 
 error, a shuffle hands it on at once, ``take`` does not count it, ``cache`` does not keep it.
 """
 
+from __future__ import annotations
+
 import itertools
 import os
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -24,8 +26,11 @@ from .dataset_ops import AUTOTUNE, UNKNOWN_CARDINALITY, Dataset
 from .function import TracedFunction
 from .iteration import ElementError
 
+if TYPE_CHECKING:
+    from .iteration import IterationContext
 
-def check_positive(run, value: Any, message: str, autotune: bool = False) -> None:
+
+def check_positive(run: IterationContext, value: Any, message: str, autotune: bool = False) -> None:
     """InvalidArgumentError(``message``) unless ``value`` > 0 (or AUTOTUNE where ``autotune``)."""
     size = run.scalar(value)
     if size <= 0 and not (autotune and size == AUTOTUNE):
@@ -81,7 +86,7 @@ class MapDataset(Dataset):
         :mod:`dfcore.data.batching`)."""
         return self._fn.vectorized
 
-    def call(self, run, element: Any) -> Any:
+    def call(self, run: IterationContext, element: Any) -> Any:
         """The function's result for one element, or an ElementError (``element``'s own, or the function's)."""
         if isinstance(element, ElementError):
             return element
@@ -90,7 +95,7 @@ class MapDataset(Dataset):
         except errors.OpError as error:
             return ElementError(error)
 
-    def call_batched(self, run, batch: tuple) -> tuple:
+    def call_batched(self, run: IterationContext, batch: tuple) -> tuple:
         """The function on elements stacked along dimension 0 (only when :attr:`vectorized`); raises the
         InvalidArgumentError of a failing op."""
         return input_events.timed(self.stage, lambda: self._fn.call_batched(batch))

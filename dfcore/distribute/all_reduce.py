@@ -353,7 +353,7 @@ def _snapshot_before_write(entries, buffer, lo, hi):
 
 
 def build_trace(schedule: schedules.Schedule, devices: Sequence[str], reduction: str, dtype: Any,
-                records: Sequence[Any], name: str, inputs: Sequence[np.ndarray] | None = None,
+                records: Sequence[Any] | None, name: str, inputs: Sequence[np.ndarray] | None = None,
                 fusion_copies: Sequence[FusionCopy] = ()) -> CollectiveTrace:
     """The :class:`~dfcore.distribute.trace.CollectiveTrace` of a run (``records`` from :func:`run_schedule`,
     ``name`` as given to it; ``inputs`` are kept as given, not copied)."""

@@ -199,7 +199,7 @@ class ClusterResources(SessionResources):
     """A session's resources on a cluster: variable keys and resources are the cluster's,
     keyed by the task of the op's device; random generators and step hooks stay per session."""
 
-    def __init__(self, cluster: InProcessCluster) -> None:
+    def __init__(self, cluster: TaskResources) -> None:
         super().__init__()
         self._cluster = cluster
 

@@ -4,7 +4,10 @@ Source: ``tensorflow/python/framework/dtypes.py``. A DType wraps a numpy dtype;
 ``*_ref`` variants mark the reference-typed output of a ``VariableV2`` op.
 """
 
+from __future__ import annotations
+
 import builtins
+from typing import Any
 
 import numpy as np
 
@@ -38,7 +41,7 @@ class DType:
         return self._is_ref
 
     @property
-    def base_dtype(self):
+    def base_dtype(self) -> DType:
         return _BY_NAME[self._name[:-4]] if self._is_ref else self
 
     @property
@@ -143,7 +146,7 @@ _BY_NUMPY[np.dtype(np.object_)] = string
 _BY_PYTHON = {builtins.float: float32, builtins.int: int32, builtins.bool: bool}
 
 
-def as_dtype(type_value):
+def as_dtype(type_value: Any) -> DType:
     """Convert a DType, numpy dtype or type, TF name (``"float32"``), Python type or TF ``DataType`` enum
     value (``1`` is float32) to a DType.
 

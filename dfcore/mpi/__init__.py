@@ -45,7 +45,8 @@ def _start_task(server):
 def _join(timeout_s):
     from . import runtime
 
-    return runtime.join(runtime.current(), timeout_s)
+    task = runtime.current()  # set: Server.join calls the backend only once its start() succeeded
+    return task is not None and runtime.join(task, timeout_s)
 
 
 def _train_parameter_server(config):

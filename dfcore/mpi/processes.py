@@ -9,19 +9,26 @@ session of their own, so they are found as the launcher's descendants while the 
 :func:`start_job` dies with the thread that started it (Linux's ``prctl(PR_SET_PDEATHSIG)``).
 """
 
+from __future__ import annotations
+
 import ctypes
 import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from .env import RANK_VARIABLES
+
+if TYPE_CHECKING:
+    from .departures import Departure, DepartureWatch
 
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
-def start_job(command, **popen_kwargs):
+def start_job(command: Sequence[str], **popen_kwargs: Any) -> subprocess.Popen:
     """Start ``mpiexec`` (``command``) in a session of its own; on Linux it dies with the calling thread.
 
     When the thread that called this exits (the launcher or the ``run_job`` caller is killed, even with
@@ -53,7 +60,8 @@ def _terminated_with_parent():
     return preexec
 
 
-def kill_job(process, known=None, grace_s=2.0):
+def kill_job(process: subprocess.Popen, known: dict[int, tuple[int | None, str]] | None = None,
+             grace_s: float = 2.0) -> None:
     """SIGKILL ``process`` (started with ``start_new_session=True``), every process of its session and
     every process descended from it.
 
@@ -89,7 +97,7 @@ def _kill_until_gone(alive, grace_s):
         time.sleep(0.01)
 
 
-def session_members(session):
+def session_members(session: int) -> list[int]:
     """Pids of the live (not zombie) processes whose session id is ``session`` (``/proc``, else ``ps``)."""
     if not os.path.isdir("/proc"):
         listing = subprocess.run(["ps", "-A", "-o", "pid=,sess=,stat="], capture_output=True, text=True, timeout=10)
@@ -100,7 +108,7 @@ def session_members(session):
             and int(name) != os.getpid()]
 
 
-def proc_stat(pid):
+def proc_stat(pid: int | str) -> list[str] | None:
     """The fields of ``/proc/<pid>/stat`` after the command name (state, ppid, ...), or None."""
     try:
         with open(f"/proc/{pid}/stat") as f:
@@ -109,7 +117,7 @@ def proc_stat(pid):
         return None
 
 
-def find_descendants(leader, found):
+def find_descendants(leader: int, found: dict[int, tuple[int | None, str]]) -> None:
     """Add to ``found`` ``{pid: (rank, start time)}`` of the processes descended from the ``mpiexec``
     ``leader``: MPICH's Hydra starts its proxy, and the proxy each rank, in a session of its own.
     The rank is the one its launcher gave it (:func:`launched_rank`; None for a proxy or ``prterun``).
@@ -127,7 +135,7 @@ def find_descendants(leader, found):
             found[pid] = (launched_rank(pid), parents[pid][1])
 
 
-def launched_rank(pid):
+def launched_rank(pid: int) -> int | None:
     """The rank in ``pid``'s environment (:data:`~dfcore.mpi.env.RANK_VARIABLES`: Hydra's ``PMI_RANK``, Open
     MPI's ``OMPI_COMM_WORLD_RANK``), or None."""
     prefixes = tuple(f"{name}=".encode() for name in RANK_VARIABLES)
@@ -138,14 +146,14 @@ def launched_rank(pid):
         return None
 
 
-def live_ranks(leader):
+def live_ranks(leader: int) -> set[int]:
     """The ranks of the live processes descended from the ``mpiexec`` ``leader`` (from ``/proc``; else empty)."""
-    found = {}
+    found: dict[int, tuple[int | None, str]] = {}
     find_descendants(leader, found)
     return {rank for rank, _ in found.values() if rank is not None}
 
 
-def kill_found(pids, grace_s=2.0):
+def kill_found(pids: dict[int, tuple[int | None, str]], grace_s: float = 2.0) -> None:
     """SIGKILL the live processes of ``pids`` that are still those found (same start time), and
     return once none is left running (at most ``grace_s`` later)."""
     _kill_until_gone(lambda: [pid for pid, (_, started) in pids.items()
@@ -163,21 +171,22 @@ class MPIJob:
         known: ``{pid: (rank, start time)}`` to fill while the job runs (MPICH: :func:`find_descendants`), or None.
     """
 
-    def __init__(self, process, departures, known=None):
+    def __init__(self, process: subprocess.Popen, departures: DepartureWatch,
+                 known: dict[int, tuple[int | None, str]] | None = None):
         self.process, self.departures, self.known = process, departures, known
 
-    def poll(self):
+    def poll(self) -> int | None:
         """``mpiexec``'s exit status, or None while it runs."""
         return self.process.poll()
 
-    def overdue(self):
+    def overdue(self) -> Departure | None:
         """Why the job must end now (a rank left early: :mod:`dfcore.mpi.departures`), or None."""
         return self.departures.overdue()
 
-    def alive(self):
+    def alive(self) -> int:
         """The number of ranks still running (from ``/proc``)."""
         return len(live_ranks(self.process.pid))
 
-    def kill(self):
+    def kill(self) -> None:
         """End every process of the job that still runs, orphans included (:func:`kill_job`)."""
         kill_job(self.process, self.known)

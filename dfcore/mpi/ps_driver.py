@@ -138,7 +138,7 @@ def train(config: TrainConfig) -> RunRecord | None:
         if chief_error:
             raise chief_error[0]
         gathered = world.gather_polling((updates, phases), workers, root=0, timeout_s=TIMEOUT_S)
-        if index != 0:
+        if index != 0 or gathered is None:  # only the root gathers
             return None
         result = _Result(version(), [u for part, _ in gathered for u in part],
                          [p for _, part in gathered for p in part], now())

@@ -20,12 +20,14 @@ def _load(name):
     """The sibling module ``<name>.py`` of this file, loaded by path (stdlib-only modules)."""
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
     spec = importlib.util.spec_from_file_location(f"_dfcore_rank_{name}", path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path}")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-def main():
+def main() -> None:
     note, env = _load("departure_note"), _load("env")
     note.install(lambda: env.launcher_rank() or 0)
     sys.path[0] = os.getcwd()  # as under `python -m mpi4py`: not this file's directory

@@ -34,6 +34,7 @@ import os
 import pickle
 import sys
 import types
+from typing import Any
 
 from .env import launcher_rank
 
@@ -43,7 +44,7 @@ RESULTS_ENV = "DFCORE_RESULTS_DIR"
 TASK_RANK_ENV = "DFCORE_TASK_RANK"
 
 
-def current_rank():
+def current_rank() -> int:
     """This process's rank in ``MPI_COMM_WORLD``, or the task number a gRPC job's launcher gave it
     (``DFCORE_TASK_RANK``); 0 for a process started otherwise."""
     if os.environ.get(TASK_RANK_ENV, "").isdigit():
@@ -57,7 +58,7 @@ def current_rank():
     return 0
 
 
-def report(**values):
+def report(**values: Any) -> None:
     """Send ``values`` back to the launcher: they appear in ``JobResult.ranks[rank]``.
 
     Merges into this rank's earlier reports (a name reported again is overwritten).
@@ -78,7 +79,7 @@ def report(**values):
     atomic_write(path, dumps(merged))
 
 
-def progress(done, total, what="steps"):
+def progress(done: int, total: int, what: str = "steps") -> None:
     """Tell the launcher's progress bar that this rank has done ``done`` of ``total`` ``what``.
 
     The bar shows the sum over ranks. A no-op when ``DFCORE_RESULTS_DIR`` is unset.
@@ -90,23 +91,23 @@ def progress(done, total, what="steps"):
     atomic_write(progress_path(directory, current_rank()), text.encode())
 
 
-def report_path(directory, rank):
+def report_path(directory: str, rank: int) -> str:
     """Where rank ``rank`` pickles its reports."""
     return os.path.join(directory, f"rank{int(rank)}.pkl")
 
 
-def progress_path(directory, rank):
+def progress_path(directory: str, rank: int) -> str:
     """Where rank ``rank`` writes its progress."""
     return os.path.join(directory, f"rank{int(rank)}.progress")
 
 
-def read_reports(directory, num_ranks):
+def read_reports(directory: str, num_ranks: int) -> dict[int, dict[str, Any]]:
     """``{rank: {name: value}}`` of the ranks of ``range(num_ranks)`` that reported anything."""
     return {rank: load(report_path(directory, rank)) for rank in range(num_ranks)
             if os.path.exists(report_path(directory, rank))}
 
 
-def read_progress(directory, num_ranks):
+def read_progress(directory: str, num_ranks: int) -> tuple[int, int, str] | None:
     """``(done, total, what)`` summed over the ranks that reported progress; None if none did."""
     done = total = 0
     what = None
@@ -128,7 +129,7 @@ def _reduce_mappingproxy(proxy):
     return _mappingproxy, (dict(proxy),)
 
 
-def dumps(obj):
+def dumps(obj: Any) -> bytes:
     """``pickle.dumps(obj)``, also for read-only mappings (``types.MappingProxyType``)."""
     buffer = io.BytesIO()
     pickler = pickle.Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL)
@@ -138,13 +139,13 @@ def dumps(obj):
     return buffer.getvalue()
 
 
-def load(path):
+def load(path: str) -> Any:
     """Unpickle the file at ``path`` (written by :func:`dumps`)."""
     with open(path, "rb") as f:
         return pickle.load(f)
 
 
-def atomic_write(path, data):
+def atomic_write(path: str, data: bytes) -> None:
     """Replace the file at ``path`` by ``data`` (bytes) in one step, unsynced (progress and report notes)."""
     # At call time: train/ sits above distribute/ and mpi/ (distribute.cluster imports mpi), so a module-level
     # import here would close an import cycle.

@@ -12,7 +12,10 @@ control (:mod:`dfcore.transport.grpc_mpi`); its tensors still travel over this j
 serves until the workers are done, so ``mpiexec`` can end the job); TF's join never returns.
 """
 
+from __future__ import annotations
+
 import threading
+from typing import TYPE_CHECKING, Any
 
 from .. import errors
 from ..runtime import session_targets
@@ -20,20 +23,24 @@ from ..transport.master import TaskBinding
 from ..transport.task import TaskRuntime
 from . import transport as transport_lib, world as world_lib
 
+if TYPE_CHECKING:
+    from ..distribute.cluster import Server
 
-def join(runtime, timeout_s=None):
+
+def join(runtime: TaskRuntime, timeout_s: float | None = None) -> bool:
     """Wait until every task of the other jobs has exited; False on timeout."""
     layout = runtime.layout
     own_job = layout.task_of_rank(runtime.rank)[0]
     others = [r for r in range(layout.size) if layout.task_of_rank(r)[0] != own_job]
-    return runtime.transport.wait_for_goodbyes(others, timeout_s)
+    transport: Any = runtime.transport  # an MPI job's: it knows who said goodbye
+    return transport.wait_for_goodbyes(others, timeout_s)
 
 
 _RUNTIME = None
 _LOCK = threading.Lock()
 
 
-def start_task(server):
+def start_task(server: Server) -> None:
     """Bring up this process's task for ``server`` (called by ``Server.start`` inside an MPI job).
 
     Raises:
@@ -68,7 +75,7 @@ def start_task(server):
             _RUNTIME = TaskRuntime(transport_lib.get(), server)
 
 
-def current():
+def current() -> TaskRuntime | None:
     """The process's :class:`~dfcore.transport.task.TaskRuntime`, or None before a server started."""
     return _RUNTIME
 

@@ -18,11 +18,15 @@ Errors cross the wire as ``(class name, message)`` and are rebuilt as the same
 ``dfcore.errors`` class on the other side. This is MPI's side of the seam :mod:`dfcore.transport.seam`.
 """
 
+from __future__ import annotations
+
 import atexit
 import concurrent.futures
 import itertools
 import threading
 import time
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -31,6 +35,9 @@ from ..framework.device import DeviceSpec
 from ..transport import seam as seam_lib
 from ..transport.seam import error_from_wire, error_to_wire
 from . import world as world_lib
+
+if TYPE_CHECKING:
+    from .world import Layout
 
 TAG = 7107  # dfcore's tag on its private communicator
 #: Arrays smaller than this travel as raw bytes (no ndarray pickling, which costs more than the message).
@@ -72,32 +79,32 @@ def _fine_timer_slack():
 class Transport:
     """The process's endpoint: post/request to other ranks, dispatch what arrives to handlers."""
 
-    def __init__(self, comm, layout):
+    def __init__(self, comm: Any, layout: Layout):
         self.comm = comm
         self.layout = layout
         self.rank = comm.Get_rank()
         self._handlers = {"_reply": self._on_reply, "_stop": None}
-        self._request_handlers = {}
-        self._waiting = {}
+        self._request_handlers: dict[str, Callable[..., None]] = {}
+        self._waiting: dict[int, tuple[int, concurrent.futures.Future]] = {}
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
-        self._goodbyes = set()
-        self._busy_probes = []
+        self._goodbyes: set[int] = set()
+        self._busy_probes: list[Callable[[], bool]] = []
         self._progress = threading.Lock()
         self._pollers = 0
-        self._sends = []
+        self._sends: list[Any] = []
         self._sends_lock = threading.Lock()
-        self._device_ranks = {}
+        self._device_ranks: dict[str, int] = {}
         self._thread_state = threading.local()
         self._stop_seen = False
-        self._status = None
+        self._status: Any = None  # an MPI.Status once started
         self._goodbye_event = threading.Condition(self._lock)
         self._thread = threading.Thread(target=self._serve, name=f"dfcore-mpi-rank{self.rank}", daemon=True)
         self._stopped = False
         self.on_message("_request", self._on_request)
         self.on_message("goodbye", self._on_goodbye)
 
-    def start(self):
+    def start(self) -> None:
         """Start receiving (once every handler is registered, so no early message finds none)."""
         from mpi4py import MPI
 
@@ -106,17 +113,17 @@ class Transport:
             self._thread.start()
 
     # -- handlers --------------------------------------------------------------
-    def on_message(self, kind, handler):
+    def on_message(self, kind: str, handler: Callable[..., None]) -> None:
         """Run ``handler(source_rank, *payload)`` for every ``kind`` message (on the receive thread)."""
         self._handlers[kind] = handler
 
-    def on_request(self, kind, handler):
+    def on_request(self, kind: str, handler: Callable[..., None]) -> None:
         """Serve ``kind`` requests with ``handler(source_rank, reply, *payload)``; it (or a thread it hands
         the work to) calls ``reply(value)`` or ``reply(error=exception)`` exactly once."""
         self._request_handlers[kind] = handler
 
     # -- sending ---------------------------------------------------------------
-    def post(self, dst, kind, *payload):
+    def post(self, dst: int, kind: str, *payload: Any) -> None:
         """Send ``(kind, *payload)`` to rank ``dst`` (pickled); never waits for the receiver.
 
         A blocking ``send`` of a message above MPI's eager limit (4 KiB for Open MPI's shared
@@ -134,9 +141,9 @@ class Transport:
             self._sends = [request for request in self._sends if not request.test()[0]]
             return bool(self._sends)
 
-    def request(self, dst, kind, *payload):
+    def request(self, dst: int, kind: str, *payload: Any) -> concurrent.futures.Future:
         """Send a ``kind`` request to rank ``dst``; a Future of the reply's value (or its error)."""
-        future = concurrent.futures.Future()
+        future: concurrent.futures.Future = concurrent.futures.Future()
         request_id = next(self._ids)
         with self._lock:
             if dst in self._goodbyes:
@@ -146,7 +153,7 @@ class Transport:
         self.post(dst, "_request", request_id, kind, payload)
         return future
 
-    def wait(self, future, timeout_s, what):
+    def wait(self, future: concurrent.futures.Future, timeout_s: float, what: str) -> Any:
         """As :func:`dfcore.transport.seam.wait`, receiving on this thread meanwhile (:meth:`progress_until`):
         the reply is taken as soon as it arrives, not when the receive thread next wakes from its sleep."""
         if threading.current_thread() is self._thread:  # a handler: the receive thread is this one
@@ -156,7 +163,7 @@ class Transport:
         return future.result()
 
     @staticmethod
-    def wire_tensor(value):
+    def wire_tensor(value: Any) -> tuple[Any, float]:
         """A snapshot of a tensor waiting for its pull, with its send time: small numeric arrays as
         ``("raw", dtype, shape, bytes)`` (cheaper to pickle than an ndarray), other arrays copied."""
         if isinstance(value, np.ndarray) and value.dtype.kind in "biufc" and value.nbytes < RAW_BYTES_LIMIT:
@@ -164,7 +171,7 @@ class Transport:
         return (value.copy() if isinstance(value, np.ndarray) else value), time.perf_counter()
 
     @staticmethod
-    def unwire_tensor(wire):
+    def unwire_tensor(wire: tuple[Any, float]) -> tuple[Any, float]:
         """``(value, send time)`` of what :meth:`wire_tensor` made: a fresh, writable array (as a fetched value
         must be)."""
         value, sent_s = wire
@@ -187,7 +194,7 @@ class Transport:
             if not got:
                 time.sleep(_backoff_s(idle))
 
-    def progress_until(self, done, timeout_s=None):
+    def progress_until(self, done: Callable[[], bool], timeout_s: float | None = None) -> bool:
         """Receive and dispatch messages on the calling thread until ``done()`` is true; False on timeout.
 
         A thread that would only wait for a message polls MPI itself: it spins for
@@ -222,7 +229,7 @@ class Transport:
             with self._lock:
                 self._pollers -= 1
 
-    def wait_settled(self, settled, timeout_s):
+    def wait_settled(self, settled: threading.Event, timeout_s: float | None) -> bool:
         """Wait for ``settled`` (an Event set by a handler) while receiving messages; False on timeout."""
         return self.progress_until(settled.is_set, timeout_s)
 
@@ -245,7 +252,7 @@ class Transport:
             handler(source, *payload)
         return True
 
-    def busy_while(self, probe):
+    def busy_while(self, probe: Callable[[], bool]) -> None:
         """Poll without sleeping while ``probe()`` is true (e.g. while a step is running here)."""
         self._busy_probes.append(probe)
 
@@ -287,7 +294,7 @@ class Transport:
     def _gone_error(self, rank):
         return errors.UnavailableError(None, None, f"Task {self.layout.task_name(rank)} (rank {rank}) has exited")
 
-    def rank_of_device(self, device):
+    def rank_of_device(self, device: str) -> int:
         """The rank of the task owning ``device`` (``/job:ps/replica:0/task:0/device:CPU:0``), cached."""
         found = self._device_ranks.get(device)
         if found is None:
@@ -295,19 +302,19 @@ class Transport:
             found = self._device_ranks[device] = self.layout.rank_of(spec.job, spec.task or 0)
         return found
 
-    def gone(self, rank):
+    def gone(self, rank: int) -> bool:
         """True once ``rank`` has said goodbye (its process is exiting)."""
         with self._lock:
             return rank in self._goodbyes
 
-    def wait_for_goodbyes(self, ranks, timeout_s=None):
+    def wait_for_goodbyes(self, ranks: Iterable[int], timeout_s: float | None = None) -> bool:
         """Block until every rank in ``ranks`` has said goodbye; False on timeout."""
         ranks = set(ranks)
         with self._lock:
             return self._goodbye_event.wait_for(lambda: ranks <= self._goodbyes, timeout_s)
 
     # -- shutdown --------------------------------------------------------------
-    def close(self):
+    def close(self) -> None:
         """Say goodbye to every other rank and stop the receive thread (idempotent; runs at exit)."""
         with self._lock:
             if self._stopped:
@@ -328,7 +335,7 @@ _TRANSPORT = None
 _TRANSPORT_LOCK = threading.Lock()
 
 
-def get():
+def get() -> Transport:
     """The process's :class:`Transport`, made on first use (closed at exit); call ``start()`` after
     registering handlers."""
     global _TRANSPORT
@@ -340,6 +347,6 @@ def get():
         return _TRANSPORT
 
 
-def current():
+def current() -> Transport | None:
     """The process's :class:`Transport` if one was made (a ``tf.train.Server`` started), else None."""
     return _TRANSPORT

@@ -13,11 +13,18 @@ ranks talk over MPI and nothing listens on those ports.
 ``mpi4py`` is imported only when a communicator is asked for.
 """
 
+from __future__ import annotations
+
 import functools
 import json
 import os
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from .env import BASE_PORT, CLUSTER_ENV, RANK_VARIABLES
+
+if TYPE_CHECKING:
+    from ..distribute.cluster import ClusterSpec
 
 
 class Layout:
@@ -27,7 +34,7 @@ class Layout:
         ValueError: an empty layout, a job with fewer than one task, or a non-string job name.
     """
 
-    def __init__(self, jobs):
+    def __init__(self, jobs: Mapping[str, int]):
         jobs = dict(jobs)
         if not jobs:
             raise ValueError("a cluster layout needs at least one job, e.g. {'worker': 4}")
@@ -40,7 +47,7 @@ class Layout:
         self._tasks = [(job, t) for job, n in jobs.items() for t in range(n)]
 
     @classmethod
-    def from_json(cls, text):
+    def from_json(cls, text: str) -> Layout:
         """Parse ``DFCORE_CLUSTER``'s value (raises ValueError on malformed JSON)."""
         try:
             data = json.loads(text)
@@ -51,21 +58,21 @@ class Layout:
             raise ValueError(f"{CLUSTER_ENV} must be a JSON object like {{\"ps\": 1, \"worker\": 3}}, got {text!r}")
         return cls(data)
 
-    def to_json(self):
+    def to_json(self) -> str:
         return json.dumps(self.jobs)
 
     @property
-    def size(self):
+    def size(self) -> int:
         """The number of ranks."""
         return len(self._tasks)
 
-    def task_of_rank(self, rank):
+    def task_of_rank(self, rank: int) -> tuple[str, int]:
         """``(job, task index)`` of ``rank`` (raises ValueError out of range)."""
         if not 0 <= rank < self.size:
             raise ValueError(f"rank {rank} is outside this {self.size}-rank layout {self.jobs}")
         return self._tasks[rank]
 
-    def rank_of(self, job, task_index):
+    def rank_of(self, job: str, task_index: int) -> int:
         """The rank running ``/job:<job>/task:<task_index>``.
 
         Raises:
@@ -77,18 +84,18 @@ class Layout:
             raise ValueError(f"/job:{job}/task:{task_index} is not a task of this MPI job's layout {self.jobs} "
                              f"(set by dfcore.launch in {CLUSTER_ENV})") from None
 
-    def task_name(self, rank):
+    def task_name(self, rank: int) -> str:
         """``/job:<job>/replica:0/task:<index>`` of ``rank`` (raises ValueError out of range)."""
         job, task = self.task_of_rank(rank)
         return f"/job:{job}/replica:0/task:{task}"
 
-    def address(self, rank):
+    def address(self, rank: int) -> str:
         """The (fake) address of ``rank``'s task: ``localhost:<2222 + rank>``."""
         return f"localhost:{BASE_PORT + rank}"
 
-    def cluster_dict(self):
+    def cluster_dict(self) -> dict[str, list[str]]:
         """``{job: [addresses]}`` for ``tf.train.ClusterSpec``."""
-        out = {}
+        out: dict[str, list[str]] = {}
         for rank, (job, _) in enumerate(self._tasks):
             out.setdefault(job, []).append(self.address(rank))
         return out
@@ -100,7 +107,7 @@ class Layout:
         return f"Layout({self.jobs})"
 
 
-def layout_from_env(environ=None):
+def layout_from_env(environ: Mapping[str, str] | None = None) -> Layout | None:
     """The launcher's :class:`Layout`, or None when this process was not started by :mod:`dfcore.launch`."""
     text = (os.environ if environ is None else environ).get(CLUSTER_ENV)
     return None if not text else Layout.from_json(text)
@@ -111,13 +118,13 @@ def _started_by_mpiexec():
     return any(name in os.environ for name in RANK_VARIABLES)
 
 
-def in_mpi_job():
+def in_mpi_job() -> bool:
     """True when this process is a rank of a dfcore MPI job (``DFCORE_CLUSTER`` is set)."""
     return bool(os.environ.get(CLUSTER_ENV))
 
 
 @functools.lru_cache(maxsize=1)
-def world():
+def world() -> tuple[Any, Layout]:
     """``(comm, layout)``: a private duplicate of ``COMM_WORLD`` for dfcore's own messages, and the layout.
 
     Without ``DFCORE_CLUSTER`` (plain ``mpiexec -n N python -m mpi4py ...``), every rank is a
@@ -148,17 +155,17 @@ def _job_comm():
     return job, comm.Split(color=list(layout.jobs).index(job), key=task)
 
 
-def ensure_world():
+def ensure_world() -> None:
     """Create dfcore's communicators now (collective: every rank of the job calls it, e.g. at Server start)."""
     _job_comm()
 
 
-def rank():
+def rank() -> int:
     """This process's rank in the job."""
     return world()[0].Get_rank()
 
 
-def job_communicator(job=None):
+def job_communicator(job: str | None = None) -> Any:
     """A communicator of the ranks of this rank's job, in task order (``comm.Split``).
 
     Every rank of the job must have called :func:`ensure_world` (Server start does), since the split
@@ -173,7 +180,8 @@ def job_communicator(job=None):
     return comm
 
 
-def gather_polling(obj, comm, root=0, timeout_s=60.0, poll_s=0.002):
+def gather_polling(obj: Any, comm: Any, root: int = 0, timeout_s: float = 60.0,
+                   poll_s: float = 0.002) -> list[Any] | None:
     """``comm.gather(obj, root)`` that never busy-waits and has a deadline.
 
     A blocking MPI collective spins a core while it waits (Open MPI busy-polls), which on a
@@ -194,7 +202,7 @@ def gather_polling(obj, comm, root=0, timeout_s=60.0, poll_s=0.002):
     return [received[r] for r in range(size)]
 
 
-def bcast_polling(obj, comm, root=0, timeout_s=60.0, poll_s=0.002):
+def bcast_polling(obj: Any, comm: Any, root: int = 0, timeout_s: float = 60.0, poll_s: float = 0.002) -> Any:
     """``comm.bcast(obj, root)`` that never busy-waits and has a deadline (see :func:`gather_polling`).
 
     Returns:
@@ -257,7 +265,7 @@ class MPIClusterResolver:
         ValueError: no layout given and none in the environment.
     """
 
-    def __init__(self, layout=None, rank=None):
+    def __init__(self, layout: Layout | None = None, rank: int | None = None):
         if layout is None:
             layout = layout_from_env()
             if layout is None and _started_by_mpiexec():
@@ -270,22 +278,23 @@ class MPIClusterResolver:
         self.task_type, self.task_id = layout.task_of_rank(self._rank)
         self.rpc_layer = "grpc"
 
-    def cluster_spec(self):
+    def cluster_spec(self) -> ClusterSpec:
         """The job's ``tf.train.ClusterSpec``."""
         from ..train.cluster_spec import ClusterSpec
 
         return ClusterSpec(self._layout.cluster_dict())
 
-    def master(self, task_type=None, task_id=None, rpc_layer=None):
+    def master(self, task_type: str | None = None, task_id: int | None = None, rpc_layer: str | None = None) -> str:
         """``grpc://<address>`` of a task (default: this one)."""
         task_type = self.task_type if task_type is None else task_type
         task_id = self.task_id if task_id is None else task_id
         return f"{rpc_layer or self.rpc_layer}://{self._layout.address(self._layout.rank_of(task_type, task_id))}"
 
-    def num_accelerators(self, task_type=None, task_id=None, config_proto=None):
+    def num_accelerators(self, task_type: str | None = None, task_id: int | None = None,
+                         config_proto: Any = None) -> dict[str, int]:
         """``{}``: ranks run on the CPU (simulated GPUs are per-process ``device_count``)."""
         return {}
 
     @property
-    def environment(self):
+    def environment(self) -> str:
         return "mpi"

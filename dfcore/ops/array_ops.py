@@ -10,7 +10,10 @@ strided_slice, ``Tensor.__getitem__``) and ``array_ops_gather`` (gather,
 unsorted_segment_sum, one_hot) and ``array_ops_where`` (where); this module re-exports them.
 """
 
+from __future__ import annotations
+
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -34,6 +37,9 @@ from .array_ops_util import (
     with_rank,
 )
 from .op_util import apply_op1
+
+if TYPE_CHECKING:
+    from ..framework.tensor_like import DTypeLike, TensorLike
 
 __all__ = [
     "placeholder",
@@ -59,7 +65,7 @@ registry.mark_stateful("Placeholder")
 
 
 # -- placeholders ---------------------------------------------------------------
-def placeholder(dtype, shape=None, name=None):
+def placeholder(dtype: DTypeLike, shape: TensorLike = None, name: str | None = None) -> Tensor:
     """A tensor that must be fed: ``sess.run(..., feed_dict={x: value})``.
 
     Raises (at run time): InvalidArgumentError ``You must feed a value for placeholder tensor ...``.
@@ -84,7 +90,7 @@ def _placeholder_kernel(op, backend):
 registry.NotDifferentiable("Placeholder")
 
 
-def placeholder_with_default(input, shape, name=None):
+def placeholder_with_default(input: TensorLike, shape: TensorLike, name: str | None = None) -> Tensor:
     """``input`` unless fed; its static shape is ``shape`` (may be less defined than ``input``'s)."""
     return apply_op1("PlaceholderWithDefault", [input], {"shape": TensorShape(shape)}, name or "PlaceholderWithDefault")
 
@@ -103,7 +109,7 @@ registry.NotDifferentiable("PlaceholderWithDefault")
 
 
 # -- identity ---------------------------------------------------------------------
-def identity(input, name=None):
+def identity(input: TensorLike, name: str | None = None) -> Tensor:
     """``input`` unchanged; on a variable reference, reads the variable."""
     return apply_op1("Identity", [input], {}, name or "Identity")
 
@@ -112,7 +118,7 @@ registry.RegisterShape("Identity")(common_shapes.unchanged)
 registry.RegisterArrayKernel("Identity")(lambda op, backend: lambda x: x)
 
 
-def stop_gradient(input, name=None):
+def stop_gradient(input: TensorLike, name: str | None = None) -> Tensor:
     """``input`` unchanged, but ``gradients`` treats it as a constant."""
     return apply_op1("StopGradient", [input], {}, name or "StopGradient")
 
@@ -123,7 +129,7 @@ registry.NotDifferentiable("StopGradient")
 
 
 # -- shapes -----------------------------------------------------------------------
-def shape(input, name=None, out_type=dtypes.int32):
+def shape(input: TensorLike, name: str | None = None, out_type: DTypeLike = dtypes.int32) -> Tensor:
     """The dynamic shape of ``input`` as a 1-D int tensor."""
     return apply_op1("Shape", [input], {"out_type": dtypes.as_dtype(out_type)}, name or "Shape")
 
@@ -142,7 +148,7 @@ def _shape_kernel(op, backend):
 registry.NotDifferentiable("Shape")
 
 
-def shape_n(input, out_type=dtypes.int32, name=None):
+def shape_n(input: TensorLike, out_type: DTypeLike = dtypes.int32, name: str | None = None) -> list[Tensor]:
     """The dynamic shapes of the tensors in the list ``input``, one 1-D int tensor each ("ShapeN")."""
     attrs = {"N": len(input), "out_type": dtypes.as_dtype(out_type)}
     return scoped_op("ShapeN", name, [("input", list(input), SAME_DTYPE_LIST)], attrs).outputs
@@ -167,7 +173,7 @@ def _shape_n_kernel(op, backend):
 registry.NotDifferentiable("ShapeN")
 
 
-def rank(input, name=None):
+def rank(input: TensorLike, name: str | None = None) -> Tensor:
     """The rank of ``input`` as an int32 scalar: a Const named ``Rank`` when the rank is static (TF1)."""
     with scopes.name_scope(name, "Rank", [input]) as name:
         x = convert_to_tensor(input)
@@ -181,7 +187,7 @@ registry.RegisterArrayKernel("Rank")(lambda op, backend: lambda x: backend.from_
 registry.NotDifferentiable("Rank")
 
 
-def size(input, name=None, out_type=dtypes.int32):
+def size(input: TensorLike, name: str | None = None, out_type: DTypeLike = dtypes.int32) -> Tensor:
     """The number of elements of ``input``: a Const named ``Size`` when the shape is static (TF1)."""
     out_type = dtypes.as_dtype(out_type)
     with scopes.name_scope(name, "Size", [input]) as name:
@@ -206,7 +212,7 @@ def _size_kernel(op, backend):
 registry.NotDifferentiable("Size")
 
 
-def reshape(tensor, shape, name=None):
+def reshape(tensor: TensorLike, shape: TensorLike, name: str | None = None) -> Tensor:
     """``tensor`` with a new shape; one dimension may be -1 (inferred).
 
     Raises:
@@ -281,7 +287,7 @@ def _reshape_kernel(op, backend):
 
 
 # -- filling ----------------------------------------------------------------------
-def fill(dims, value, name=None):
+def fill(dims: TensorLike, value: TensorLike, name: str | None = None) -> Tensor:
     """A tensor of shape ``dims`` (1-D int32/int64) filled with the scalar ``value``.
 
     Raises:
@@ -316,7 +322,7 @@ def _fill_kernel(op, backend):
 registry.NotDifferentiable("Fill")
 
 
-def zeros(shape, dtype=dtypes.float32, name=None):
+def zeros(shape: TensorLike, dtype: DTypeLike = dtypes.float32, name: str | None = None) -> Tensor:
     """A tensor of zeros; ``shape`` may be a list, a TensorShape or a 1-D int tensor.
 
     As in TF1, a static shape of fewer than 1000 elements gives a Const named ``zeros``;
@@ -328,7 +334,7 @@ def zeros(shape, dtype=dtypes.float32, name=None):
         return _filled(shape, zero, dtype, name)
 
 
-def ones(shape, dtype=dtypes.float32, name=None):
+def ones(shape: TensorLike, dtype: DTypeLike = dtypes.float32, name: str | None = None) -> Tensor:
     """A tensor of ones; ``shape`` may be a list, a TensorShape or a 1-D int tensor (named as :func:`zeros`)."""
     dtype = dtypes.as_dtype(dtype).base_dtype
     with scopes.name_scope(name, "ones", [shape]) as name:
@@ -354,14 +360,16 @@ def _filled(shape, value, dtype, name):
     return fill(shape, constant_op.constant(value, dtype=dtype), name=name)
 
 
-def zeros_like(tensor, dtype=None, name=None, optimize=True):
+def zeros_like(tensor: TensorLike, dtype: DTypeLike | None = None, name: str | None = None,
+               optimize: bool = True) -> Tensor:
     """Zeros with the shape (and dtype unless given) of ``tensor``."""
     tensor = convert_to_tensor(tensor)
     attrs = {"dtype": dtypes.as_dtype(dtype or tensor.dtype).base_dtype}
     return apply_op1("ZerosLike", [tensor], attrs, name or "zeros_like")
 
 
-def ones_like(tensor, dtype=None, name=None, optimize=True):
+def ones_like(tensor: TensorLike, dtype: DTypeLike | None = None, name: str | None = None,
+              optimize: bool = True) -> Tensor:
     """Ones with the shape (and dtype unless given) of ``tensor``."""
     tensor = convert_to_tensor(tensor)
     attrs = {"dtype": dtypes.as_dtype(dtype or tensor.dtype).base_dtype}

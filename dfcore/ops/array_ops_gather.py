@@ -5,6 +5,10 @@ Source: ``tensorflow/python/ops/array_ops.py``, ``math_ops.py`` and
 ``core/ops/array_ops.cc``, ``math_ops.cc``. Gradients live in :mod:`dfcore.ops.array_grad`.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .. import errors
@@ -13,6 +17,10 @@ from ..framework.tensor_conversion import convert_to_tensor
 from ..framework.tensor_shape import TensorShape
 from . import common_shapes
 from .array_ops_util import INDEX_TYPES, merge_shapes, scoped_op, static_ints, unknown_of_rank, with_rank
+
+if TYPE_CHECKING:
+    from ..framework.tensor import Tensor
+    from ..framework.tensor_like import DTypeLike, TensorLike
 
 __all__ = ["gather", "unsorted_segment_sum", "one_hot"]
 
@@ -32,7 +40,8 @@ def _check_range(op, name, values, limit, wording):
 
 
 # -- gather -----------------------------------------------------------------------------
-def gather(params, indices, validate_indices=None, name=None, axis=0):
+def gather(params: TensorLike, indices: TensorLike, validate_indices: bool | None = None, name: str | None = None,
+           axis: TensorLike = 0) -> Tensor:
     """Slices of ``params`` along ``axis`` at ``indices``; the output shape is
     ``params.shape[:axis] + indices.shape + params.shape[axis + 1:]``.
 
@@ -73,7 +82,8 @@ def _gather_kernel(op):
 
 
 # -- unsorted_segment_sum ---------------------------------------------------------------
-def unsorted_segment_sum(data, segment_ids, num_segments, name=None):
+def unsorted_segment_sum(data: TensorLike, segment_ids: TensorLike, num_segments: TensorLike,
+                         name: str | None = None) -> Tensor:
     """``output[i] = sum of data[j...] over the j... with segment_ids[j...] == i`` for i < num_segments.
 
     ``segment_ids`` has the leading shape of ``data``; the output shape is
@@ -120,7 +130,8 @@ def _unsorted_segment_sum_kernel(op):
 
 
 # -- one_hot ------------------------------------------------------------------------------
-def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None, name=None):
+def one_hot(indices: TensorLike, depth: TensorLike, on_value: TensorLike = None, off_value: TensorLike = None,
+            axis: TensorLike = None, dtype: DTypeLike | None = None, name: str | None = None) -> Tensor:
     """A one-hot tensor: ``on_value`` where the new ``axis`` (default last) equals ``indices``,
     ``off_value`` elsewhere (indices outside ``[0, depth)`` give an all-off row).
 

@@ -6,6 +6,11 @@ Source: ``tensorflow/python/ops/array_ops.py`` and ``core/ops/array_ops.cc``.
 Gradients live in :mod:`dfcore.ops.array_grad`.
 """
 
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from .. import errors
@@ -29,6 +34,9 @@ from .array_ops_util import (
     with_rank_at_least,
 )
 
+if TYPE_CHECKING:
+    from ..framework.tensor_like import TensorLike
+
 __all__ = ["concat", "split", "stack", "unstack"]
 
 
@@ -39,7 +47,7 @@ def _one_or_tuple(parts):
 
 
 # -- concat -------------------------------------------------------------------------------
-def concat(values, axis, name="concat"):
+def concat(values: TensorLike, axis: TensorLike, name: str = "concat") -> Tensor:
     """The tensors in ``values`` joined along dimension ``axis`` (negative counts from the end).
 
     One value gives an Identity named ``concat`` (TF1).
@@ -83,7 +91,8 @@ def _concat_shape(op):
         return [(dtype, TensorShape(None))]
     known = next(v.shape for v in values if v.shape.ndims is not None)
     a %= known.ndims
-    before, middle, after = TensorShape(None), 0, TensorShape(None)
+    middle: int | None = 0
+    before, after = TensorShape(None), TensorShape(None)
     for v in reversed(values):
         dims = v.shape
         if dims.ndims is None:
@@ -137,7 +146,7 @@ def _concat_partial_shape(tensor):
     return shape
 
 
-def concat_offset(concat_dim, shape, name=None):
+def concat_offset(concat_dim: TensorLike, shape: Sequence[TensorLike], name: str | None = None) -> list[Tensor]:
     """The offsets of each input of a concat along ``concat_dim``, given their shapes (int32 vectors)."""
     inputs = [("concat_dim", concat_dim, dtypes.int32), ("shape", list(shape), SAME_DTYPE_LIST)]
     return scoped_op("ConcatOffset", name, inputs, {"N": len(shape)}).outputs
@@ -153,7 +162,7 @@ def _concat_offset_kernel(op, backend):
     host, from_host = backend.to_host, backend.from_host
 
     def compute(concat_dim, *shapes):  # shape metadata: computed on the host (TF's HostMemory)
-        concat_dim, shapes = host(concat_dim), [host(s) for s in shapes]
+        concat_dim, shapes = host(concat_dim), tuple(host(s) for s in shapes)
         axis = int(concat_dim) % len(shapes[0])
         offsets, position = [], 0
         for shape in shapes:
@@ -170,7 +179,8 @@ registry.NotDifferentiable("ConcatOffset")
 
 
 # -- split --------------------------------------------------------------------------------
-def split(value, num_or_size_splits, axis=0, num=None, name="split"):
+def split(value: TensorLike, num_or_size_splits: TensorLike, axis: TensorLike = 0, num: int | None = None,
+          name: str = "split") -> list[Tensor]:
     """Split ``value`` along ``axis`` into ``num_or_size_splits`` equal parts (op ``Split``)
     or into parts of the given sizes, one of which may be -1 (op ``SplitV``). Returns a list.
 
@@ -180,7 +190,7 @@ def split(value, num_or_size_splits, axis=0, num=None, name="split"):
     """
     size_splits = convert_to_tensor(num_or_size_splits)  # TF1 converts first, even a plain count
     if isinstance(num_or_size_splits, (int, np.integer, Dimension)) and not isinstance(num_or_size_splits, bool):
-        inputs = [("split_dim", axis, dtypes.int32), ("value", value, None)]
+        inputs: list[Any] = [("split_dim", axis, dtypes.int32), ("value", value, None)]
         return scoped_op("Split", name, inputs, {"num_split": int(num_or_size_splits)}).outputs
     if size_splits.shape.ndims == 0:
         raise ValueError("Rank-0 tensors are not supported as the num_or_size_splits argument to split. "
@@ -190,7 +200,8 @@ def split(value, num_or_size_splits, axis=0, num=None, name="split"):
         num = dims[0] if dims else None
         if num is None:
             raise ValueError(f"Cannot infer num from shape {num_or_size_splits}")
-    inputs = [("value", value, None), ("size_splits", size_splits, INDEX_TYPES), ("split_dim", axis, dtypes.int32)]
+    inputs = [("value", value, None), ("size_splits", size_splits, INDEX_TYPES),
+                         ("split_dim", axis, dtypes.int32)]
     return scoped_op("SplitV", name, inputs, {"num_split": int(num)}).outputs
 
 
@@ -296,7 +307,7 @@ def _split_v_kernel(op, backend):
 
 
 # -- stack / unstack ------------------------------------------------------------------------
-def stack(values, axis=0, name="stack"):
+def stack(values: TensorLike, axis: TensorLike = 0, name: str = "stack") -> Tensor:
     """The rank-R tensors in ``values`` stacked into one rank-(R+1) tensor along ``axis``.
 
     A list of plain Python/numpy values with ``axis=0`` gives one Const named ``stack`` (TF1).
@@ -354,7 +365,7 @@ def _pack_partial_shape(tensor):
     return TensorShape([None if d is None or d == -1 else d for d in dims])
 
 
-def unstack(value, num=None, axis=0, name="unstack"):
+def unstack(value: TensorLike, num: int | None = None, axis: TensorLike = 0, name: str = "unstack") -> list[Tensor]:
     """The rank-(R-1) slices of rank-R ``value`` along ``axis``, as a list of ``num`` tensors.
 
     Raises:

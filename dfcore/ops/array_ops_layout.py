@@ -5,6 +5,10 @@ Source: ``tensorflow/python/ops/array_ops.py`` and ``core/ops/array_ops.cc``.
 Gradients live in :mod:`dfcore.ops.array_grad`.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from .. import errors
@@ -24,11 +28,14 @@ from .array_ops_util import (
     with_rank,
 )
 
+if TYPE_CHECKING:
+    from ..framework.tensor_like import TensorLike
+
 __all__ = ["transpose", "invert_permutation", "expand_dims", "squeeze", "tile", "pad"]
 
 
 # -- transpose --------------------------------------------------------------------------
-def transpose(a, perm=None, name="transpose", conjugate=False):
+def transpose(a: TensorLike, perm: TensorLike = None, name: str = "transpose", conjugate: bool = False) -> Tensor:
     """``a`` with its dimensions permuted: output dim ``i`` is input dim ``perm[i]``.
 
     ``perm=None`` reverses the dimensions. The op is named ``transpose`` (TF1).
@@ -85,7 +92,7 @@ def _transpose_kernel(op, backend):
     return compute
 
 
-def invert_permutation(x, name=None):
+def invert_permutation(x: TensorLike, name: str | None = None) -> Tensor:
     """The inverse permutation of the 1-D int tensor ``x``: ``y[x[i]] = i``."""
     return scoped_op("InvertPermutation", name, [("x", x, INDEX_TYPES)]).outputs[0]
 
@@ -112,7 +119,7 @@ registry.NotDifferentiable("InvertPermutation")
 
 
 # -- expand_dims / squeeze ------------------------------------------------------------
-def expand_dims(input, axis=None, name=None, dim=None):
+def expand_dims(input: TensorLike, axis: TensorLike = None, name: str | None = None, dim: TensorLike = None) -> Tensor:
     """``input`` with a new dimension of size 1 inserted at ``axis`` (in ``[-rank-1, rank]``).
 
     Raises:
@@ -158,7 +165,8 @@ def _expand_dims_kernel(op, backend):
     return lambda x, dim: xp.expand_dims(x, axis=_expand_axis(int(np.reshape(host(dim), -1)[0]), x.ndim, fail))
 
 
-def squeeze(input, axis=None, name=None, squeeze_dims=None):
+def squeeze(input: TensorLike, axis: TensorLike = None, name: str | None = None,
+            squeeze_dims: TensorLike = None) -> Tensor:
     """``input`` without its size-1 dimensions (only those in ``axis`` when given).
 
     Raises:
@@ -211,7 +219,7 @@ def _squeeze_kernel(op, backend):
 
 
 # -- tile ---------------------------------------------------------------------------------
-def tile(input, multiples, name=None):
+def tile(input: TensorLike, multiples: TensorLike, name: str | None = None) -> Tensor:
     """``input`` repeated ``multiples[i]`` times along dimension ``i``.
 
     Raises:
@@ -257,7 +265,8 @@ def _tile_kernel(op, backend):
 _MIRROR_MODES = {"REFLECT": "reflect", "SYMMETRIC": "symmetric"}
 
 
-def pad(tensor, paddings, mode="CONSTANT", name=None, constant_values=0):
+def pad(tensor: TensorLike, paddings: TensorLike, mode: str = "CONSTANT", name: str | None = None,
+        constant_values: TensorLike = 0) -> Tensor:
     """``tensor`` padded by ``paddings`` (an int ``[rank, 2]`` matrix of before/after counts).
 
     ``mode`` is ``CONSTANT`` (op ``Pad``, or ``PadV2`` for nonzero ``constant_values``),
@@ -331,10 +340,11 @@ def _pad_v2_kernel(op):
 @registry.RegisterKernel("MirrorPad")
 def _mirror_pad_kernel(op):
     mode = op.get_attr("mode")
-    return lambda x, paddings: np.pad(x, _check_paddings(op, x, paddings, mode), mode=_MIRROR_MODES[mode])
+    pad_mode: Any = _MIRROR_MODES[mode]
+    return lambda x, paddings: np.pad(x, _check_paddings(op, x, paddings, mode), mode=pad_mode)
 
 
-def mirror_pad_grad(grad, paddings, mode, name=None):
+def mirror_pad_grad(grad: TensorLike, paddings: TensorLike, mode: str, name: str | None = None) -> Tensor:
     """The gradient of ``MirrorPad``: ``grad`` with the mirrored borders folded back and summed."""
     return scoped_op("MirrorPadGrad", name, [("input", grad, None), ("paddings", paddings, INDEX_TYPES)],
                      {"mode": mode}).outputs[0]

@@ -6,6 +6,10 @@ is a 1-D int vector, negative entries count from the end; an axis out of range o
 InvalidArgumentError. The gradient reverses the incoming gradient along the same axes.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .. import errors
@@ -13,10 +17,14 @@ from ..framework import registry
 from . import common_shapes
 from .array_ops_util import INDEX_TYPES, scoped_op
 
+if TYPE_CHECKING:
+    from ..framework.tensor import Tensor
+    from ..framework.tensor_like import TensorLike
+
 __all__ = ["reverse", "reverse_v2"]
 
 
-def reverse(tensor, axis, name=None):
+def reverse(tensor: TensorLike, axis: TensorLike, name: str | None = None) -> Tensor:
     """``tensor`` (any shape and dtype) reversed along each axis in ``axis`` (an int32/int64 vector)."""
     return scoped_op("ReverseV2", name, [("tensor", tensor, None), ("axis", axis, INDEX_TYPES)]).outputs[0]
 

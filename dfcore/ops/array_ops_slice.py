@@ -7,7 +7,11 @@ and ``core/util/strided_slice_op.cc``. A strided slice is run as the numpy basic
 index it encodes, so its semantics (negative indices, clamping) are Python's.
 """
 
+from __future__ import annotations
+
 import builtins
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -32,6 +36,9 @@ from .array_ops_util import (
 )
 from .variables import Variable
 
+if TYPE_CHECKING:
+    from ..framework.tensor_like import TensorLike
+
 __all__ = ["slice", "strided_slice"]
 
 _MASKS = ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask")
@@ -40,7 +47,7 @@ _SLICE_TYPE_ERROR = ("Only integers, slices (`:`), ellipsis (`...`), tf.newaxis 
 
 
 # -- slice ------------------------------------------------------------------------------
-def slice(input_, begin, size, name=None):
+def slice(input_: TensorLike, begin: TensorLike, size: TensorLike, name: str | None = None) -> Tensor:
     """The block of ``input_`` starting at ``begin`` of extent ``size`` (-1: to the end).
 
     Raises:
@@ -109,8 +116,9 @@ _builtin_slice = builtins.slice
 
 
 # -- strided_slice ------------------------------------------------------------------------
-def strided_slice(input_, begin, end, strides=None, begin_mask=0, end_mask=0, ellipsis_mask=0, new_axis_mask=0,
-                  shrink_axis_mask=0, name=None):
+def strided_slice(input_: TensorLike, begin: TensorLike, end: TensorLike, strides: TensorLike = None,
+                  begin_mask: int = 0, end_mask: int = 0, ellipsis_mask: int = 0, new_axis_mask: int = 0,
+                  shrink_axis_mask: int = 0, name: str | None = None) -> Tensor:
     """``input_[begin:end:strides]`` per dimension, with TF's bit masks: ``begin_mask``/``end_mask``
     ignore that entry's begin/end, ``ellipsis_mask`` marks ``...``, ``new_axis_mask`` a new
     size-1 axis, ``shrink_axis_mask`` an integer index (the dimension is removed).
@@ -135,7 +143,7 @@ def _index_items(op, n, begin, end, strides, fail):
     begin_mask, end_mask, ellipsis_mask, new_axis_mask, shrink_mask = (op.get_attr(m) for m in _MASKS)
     if bin(ellipsis_mask).count("1") > 1:
         fail("Multiple ellipses in slice spec not allowed")
-    items = []
+    items: list[Any] = []
     for i in range(n):
         bit = 1 << i
         b = None if begin is None else begin[i]
@@ -261,14 +269,15 @@ def _strided_slice_partial_shape(tensor):
     fallback = unknown_of_rank(length[0] if length and len(length) == 1 else None)
     if source.ndims is None or any(b is None for b in bounds) or len(bounds[0]) != 1:
         return fallback
-    (item,) = _index_items(op, 1, *bounds, shape_failure(op))
+    (item,) = _index_items(op, 1, bounds[0], bounds[1], bounds[2], shape_failure(op))  # begin, end, strides
     if not isinstance(item, _Range):
         return fallback
     return TensorShape(list(source.as_tuple())[item.as_slice()])
 
 
-def strided_slice_grad(shape, begin, end, strides, dy, begin_mask=0, end_mask=0, ellipsis_mask=0, new_axis_mask=0,
-                       shrink_axis_mask=0, name=None):
+def strided_slice_grad(shape: TensorLike, begin: TensorLike, end: TensorLike, strides: Sequence[int], dy: TensorLike,
+                       begin_mask: int = 0, end_mask: int = 0, ellipsis_mask: int = 0, new_axis_mask: int = 0,
+                       shrink_axis_mask: int = 0, name: str | None = None) -> Tensor:
     """The gradient of a StridedSlice: zeros of ``shape`` with ``dy`` written where the slice was read."""
     attrs = dict(zip(_MASKS, (begin_mask, end_mask, ellipsis_mask, new_axis_mask, shrink_axis_mask)))
     inputs = [("shape", shape, INDEX_TYPES), ("begin", begin, INDEX_TYPES), ("end", end, INDEX_TYPES),
@@ -314,8 +323,10 @@ def _slice_helper(tensor, slice_spec):
     """
     if not isinstance(slice_spec, (list, tuple)):
         slice_spec = [slice_spec]
-    begin, end, strides = [], [], []
-    masks = dict.fromkeys(_MASKS, 0)
+    begin: list[Any] = []
+    end: list[Any] = []
+    strides: list[Any] = []
+    masks: dict[str, Any] = dict.fromkeys(_MASKS, 0)
     for i, s in enumerate(slice_spec):
         bit = 1 << i
         if isinstance(s, _builtin_slice):
@@ -353,7 +364,7 @@ def _slice_helper(tensor, slice_spec):
             from .constant_op import constant
 
             packed = [constant([], dtype=dtypes.int32)] * 3
-        return strided_slice(tensor, *packed, name=name, **masks)
+        return strided_slice(tensor, packed[0], packed[1], packed[2], name=name, **masks)
 
 
 Tensor._override_operator("__getitem__", _slice_helper)

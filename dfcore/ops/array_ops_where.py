@@ -5,6 +5,10 @@ Source: ``tensorflow/python/ops/array_ops.py`` (``where``), ``core/ops/array_ops
 condition has x's shape, or is a scalar, or a vector as long as x's first dimension (then it picks rows).
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .. import errors
@@ -13,10 +17,14 @@ from ..framework.tensor_shape import TensorShape
 from . import common_shapes
 from .array_ops_util import merge_shapes, scoped_op
 
+if TYPE_CHECKING:
+    from ..framework.tensor import Tensor
+    from ..framework.tensor_like import TensorLike
+
 __all__ = ["where"]
 
 
-def where(condition, x=None, y=None, name=None):
+def where(condition: TensorLike, x: TensorLike = None, y: TensorLike = None, name: str | None = None) -> Tensor:
     """``x`` where ``condition`` is true, else ``y`` (``Select``); with neither x nor y, the int64 coordinates
     ``[num_true, rank(condition)]`` of the true entries of ``condition``, in row-major order (``Where``).
 

@@ -10,7 +10,10 @@ Draws come from the op's seeded stream (dfcore's seed rules; not TF's numbers). 
 gradient.
 """
 
+from __future__ import annotations
+
 import math
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -19,6 +22,10 @@ from ..framework import dtypes, registry
 from ..framework.tensor_shape import TensorShape
 from .op_util import apply_op
 from .random_ops import get_seed
+
+if TYPE_CHECKING:
+    from ..framework.tensor import Tensor
+    from ..framework.tensor_like import TensorLike
 
 __all__ = ["compute_accidental_hits", "log_uniform_candidate_sampler", "uniform_candidate_sampler"]
 
@@ -36,7 +43,9 @@ def _sampler(op_type, true_classes, num_true, num_sampled, unique, range_max, se
     return tuple(op.outputs)
 
 
-def log_uniform_candidate_sampler(true_classes, num_true, num_sampled, unique, range_max, seed=None, name=None):
+def log_uniform_candidate_sampler(true_classes: TensorLike, num_true: int, num_sampled: int, unique: bool,
+                                  range_max: int, seed: int | None = None,
+                                  name: str | None = None) -> tuple[Tensor, Tensor, Tensor]:
     """``(sampled_candidates [num_sampled] int64, true_expected_count [batch, num_true] float32,
     sampled_expected_count [num_sampled] float32)``, classes drawn log-uniformly from ``[0, range_max)``
     (``true_classes``: int64 ``[batch, num_true]``).
@@ -46,12 +55,14 @@ def log_uniform_candidate_sampler(true_classes, num_true, num_sampled, unique, r
     return _sampler("LogUniformCandidateSampler", true_classes, num_true, num_sampled, unique, range_max, seed, name)
 
 
-def uniform_candidate_sampler(true_classes, num_true, num_sampled, unique, range_max, seed=None, name=None):
+def uniform_candidate_sampler(true_classes: TensorLike, num_true: int, num_sampled: int, unique: bool, range_max: int,
+                              seed: int | None = None, name: str | None = None) -> tuple[Tensor, Tensor, Tensor]:
     """As :func:`log_uniform_candidate_sampler`, classes drawn uniformly from ``[0, range_max)``."""
     return _sampler("UniformCandidateSampler", true_classes, num_true, num_sampled, unique, range_max, seed, name)
 
 
-def compute_accidental_hits(true_classes, sampled_candidates, num_true, seed=None, name=None):
+def compute_accidental_hits(true_classes: TensorLike, sampled_candidates: TensorLike, num_true: int,
+                            seed: int | None = None, name: str | None = None) -> tuple[Tensor, ...]:
     """``(indices int32, ids int64, weights float32)``, one entry per (example, true class) that is also a
     sampled candidate: the example's row, the candidate's position (the last one if it is sampled twice),
     and ``-FLT_MAX``, to add to that sampled logit."""
@@ -119,7 +130,8 @@ def _sampler_kernel(distribution):
             if unique and num_sampled > range_max:
                 raise errors.InvalidArgumentError(None, op, "Sampler's range is too small.")
             gen = ctx.resources.generator(op.name, op.get_attr("seed"), op.get_attr("seed2"))
-            sampled, seen, tries = [], set(), 0
+            sampled: list[Any] = []
+            seen, tries = set(), 0
             while len(sampled) < num_sampled:
                 value, tries = draw(gen), tries + 1
                 if not unique or value not in seen:

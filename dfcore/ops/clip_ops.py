@@ -5,7 +5,10 @@ Source: ``tensorflow/python/ops/clip_ops.py`` (TF 1.15). All are composites of e
 their gradients come from those ops. dfcore has no ``IndexedSlices``: every value is a dense Tensor.
 """
 
+from __future__ import annotations
+
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from ..framework.scopes import colocate_with, name_scope
 from ..framework.tensor import Tensor
@@ -14,10 +17,13 @@ from . import array_ops, array_ops_join, array_ops_where, constant_op, math_ops
 from .math_ops import clip_by_value
 from .nn_ops import l2_loss
 
+if TYPE_CHECKING:
+    from ..framework.tensor_like import TensorLike
+
 __all__ = ["clip_by_value", "clip_by_norm", "global_norm", "clip_by_global_norm"]
 
 
-def clip_by_norm(t, clip_norm, axes=None, name=None) -> Tensor:
+def clip_by_norm(t: TensorLike, clip_norm: TensorLike, axes: TensorLike = None, name: str | None = None) -> Tensor:
     """``t * clip_norm / max(l2norm(t, axes), clip_norm)``: ``t`` rescaled so that its L2 norm over ``axes``
     (all axes if None) is at most ``clip_norm`` (a positive scalar, or a tensor broadcasting to ``t``).
 
@@ -37,7 +43,7 @@ def clip_by_norm(t, clip_norm, axes=None, name=None) -> Tensor:
         return array_ops.identity(math_ops.truediv(intermediate, math_ops.maximum(l2norm, clip_norm)), name=scope)
 
 
-def _check_sequence(t_list):
+def _check_sequence(t_list: Any) -> list[Any]:
     if not isinstance(t_list, Sequence) or isinstance(t_list, str):
         raise TypeError("t_list should be a sequence")
     return list(t_list)
@@ -48,7 +54,7 @@ def _converted(t_list):
     return [convert_to_tensor(t, name=f"t_{i}") if t is not None else None for i, t in enumerate(t_list)]
 
 
-def global_norm(t_list, name=None) -> Tensor:
+def global_norm(t_list: Sequence[TensorLike | None], name: str | None = None) -> Tensor:
     """``sqrt(sum(l2norm(t) ** 2 for t in t_list))`` as a scalar of the tensors' dtype; None entries are
     ignored. Each ``L2Loss`` is placed with its tensor.
 
@@ -68,7 +74,8 @@ def global_norm(t_list, name=None) -> Tensor:
         return math_ops.sqrt(math_ops.multiply(half_squared_norm, two), name="global_norm")
 
 
-def clip_by_global_norm(t_list, clip_norm, use_norm=None, name=None) -> tuple:
+def clip_by_global_norm(t_list: Sequence[TensorLike | None], clip_norm: TensorLike, use_norm: TensorLike = None,
+                        name: str | None = None) -> tuple:
     """``(list_clipped, global_norm)``: every ``t * clip_norm / max(global_norm, clip_norm)``, with the global
     norm of :func:`global_norm` (or ``use_norm``); None entries stay None. A non-finite norm makes every
     clipped value NaN, as in TF 1.15.

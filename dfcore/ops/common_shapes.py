@@ -4,32 +4,41 @@ Source: ``tensorflow/core/framework/common_shape_fns.cc``. Each returns the
 ``[(DType, TensorShape)]`` list a registered shape function must return.
 """
 
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
 from .. import errors
 from ..framework.tensor_shape import TensorShape
 
+if TYPE_CHECKING:
+    from ..framework.dtypes import DType
+    from ..framework.operation import Operation
 
-def shape_error(op, message):
+
+def shape_error(op: Operation, message: str) -> errors.InvalidArgumentError:
     """InvalidArgumentError in TF's form: ``<message> for '<name>' (op: '<Type>') with input shapes: [2,3], [4].``"""
     shapes = ", ".join(t.shape.tf_str() for t in op.inputs)
     return errors.InvalidArgumentError(None, op, f"{message} for '{op.name}' (op: '{op.type}') with input shapes: "
                                                  f"{shapes}.")
 
 
-def unchanged(op):
+def unchanged(op: Operation) -> list[tuple[DType, TensorShape]]:
     """One output with the first input's dtype and shape."""
     x = op.inputs[0]
     return [(x.dtype.base_dtype, x.shape)]
 
 
-def scalar_of(dtype):
+def scalar_of(dtype: DType) -> Callable[[Operation], list[tuple[DType, TensorShape]]]:
     return lambda op: [(dtype, TensorShape([]))]
 
 
-def no_outputs(op):
+def no_outputs(op: Operation) -> list[tuple[DType, TensorShape]]:
     return []
 
 
-def broadcast_dims(op, a, b):
+def broadcast_dims(op: Operation, a: TensorShape, b: TensorShape) -> TensorShape:
     """numpy broadcasting of two static shapes; unknown dims stay unknown."""
     if a.ndims is None or b.ndims is None:
         return TensorShape(None)
@@ -52,13 +61,13 @@ def broadcast_dims(op, a, b):
     return TensorShape(out)
 
 
-def broadcast_binary(op):
+def broadcast_binary(op: Operation) -> list[tuple[DType, TensorShape]]:
     """Elementwise binary op: same dtype, broadcast shape."""
     x, y = op.inputs
     return [(x.dtype.base_dtype, broadcast_dims(op, x.shape, y.shape))]
 
 
-def broadcast_binary_bool(op):
+def broadcast_binary_bool(op: Operation) -> list[tuple[DType, TensorShape]]:
     """Comparison: broadcast shape, bool output."""
     from ..framework import dtypes
 
@@ -66,7 +75,7 @@ def broadcast_binary_bool(op):
     return [(dtypes.bool, broadcast_dims(op, x.shape, y.shape))]
 
 
-def require_same_dtype(op):
+def require_same_dtype(op: Operation) -> DType:
     first = op.inputs[0].dtype.base_dtype
     for i, tensor in enumerate(op.inputs[1:], start=1):
         if tensor.dtype.base_dtype is not first:

@@ -5,14 +5,23 @@ float32 and ints int32 unless ``dtype`` says otherwise; a scalar is broadcast to
 ``shape`` when one is given.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ..framework import dtypes, graph as graph_lib, registry
 from ..framework.tensor_conversion import infer_dtype, register_tensor_conversion_function, to_numpy
 from ..framework.tensor_shape import TensorShape
 
+if TYPE_CHECKING:
+    from ..framework.tensor import Tensor
+    from ..framework.tensor_like import DTypeLike, TensorLike
 
-def constant(value, dtype=None, shape=None, name="Const", verify_shape=False):
+
+def constant(value: TensorLike, dtype: DTypeLike | None = None, shape: TensorLike = None, name: str = "Const",
+             verify_shape: bool = False) -> Tensor:
     """A Tensor holding ``value``.
 
     Args:
@@ -57,7 +66,7 @@ def _const_kernel(op, backend):
 registry.NotDifferentiable("Const")
 
 
-def is_constant(tensor):
+def is_constant(tensor: Tensor) -> bool:
     return tensor.op.type == "Const"
 
 

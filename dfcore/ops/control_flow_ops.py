@@ -5,7 +5,11 @@ Source: ``tensorflow/python/ops/control_flow_ops.py`` (and ``core/kernels/loggin
 share one (``_GroupControlDeps``); ``tuple`` makes every output wait for all inputs.
 """
 
+from __future__ import annotations
+
 import builtins
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -17,6 +21,11 @@ from ..framework.tensor_conversion import convert_to_tensor
 from . import common_shapes
 from .op_util import apply_op
 
+if TYPE_CHECKING:
+    from ..framework.operation import Operation
+    from ..framework.tensor import Tensor
+    from ..framework.tensor_like import TensorLike
+
 registry.RegisterShape("NoOp")(common_shapes.no_outputs)
 registry.RegisterArrayKernel("NoOp")(lambda op, backend: lambda: None)
 registry.NotDifferentiable("NoOp")
@@ -25,7 +34,8 @@ registry.NotDifferentiable("Assert")
 registry.mark_stateful("Assert")
 
 
-def Assert(condition, data, summarize=None, name=None):  # TF's name
+def Assert(condition: TensorLike, data: Sequence[TensorLike], summarize: int | None = None,  # TF's name
+           name: str | None = None) -> Operation:
     """The op raising ``InvalidArgumentError("assertion failed: [<data 0>] [<data 1>] …")`` when the bool
     scalar ``condition`` is False (at most ``summarize`` values of each tensor, default 3); run it with
     ``tf.control_dependencies``. Source: ``tensorflow/python/ops/control_flow_ops.py``."""
@@ -58,14 +68,14 @@ def _summarize(value, summarize):
     return text + "..." if len(flat) > summarize else text
 
 
-def no_op(name=None):
+def no_op(name: str | None = None) -> Operation:
     """An op that does nothing; useful as a control-dependency anchor."""
     from ..framework import graph as graph_lib
 
     return graph_lib.get_default_graph().create_op("NoOp", [], {}, name or "NoOp")
 
 
-def group(*inputs, name=None):
+def group(*inputs: Any, name: str | None = None) -> Operation:
     """A ``NoOp`` named ``name`` (default ``group_deps``) that runs after all ``inputs`` (Tensors or Operations,
     nested lists allowed). As TF 1.x: when every input requests the same device the ``NoOp`` requests it too;
     otherwise each device's inputs get a ``NoOp`` there (``<name>/NoOp``, ``<name>/NoOp_1``… by sorted device)
@@ -77,7 +87,7 @@ def group(*inputs, name=None):
     ops = [_as_operation(x, strict=True) for x in _flatten(inputs) if x is not None]
     graph = graph_of(ops)
     with graph.as_default(), graph.name_scope(name or "group_deps") as scope:
-        by_device = {}
+        by_device: dict[Any, list[Any]] = {}
         for op in ops:
             by_device.setdefault(op.device, []).append(op)
         if len(by_device) == 1:
@@ -104,7 +114,7 @@ def _flatten(inputs):
             yield x
 
 
-def with_dependencies(dependencies, output_tensor, name=None):
+def with_dependencies(dependencies: Sequence[Any], output_tensor: TensorLike, name: str | None = None) -> Tensor:
     """``output_tensor`` passed through an Identity that runs after ``dependencies``."""
     from . import array_ops
 
@@ -113,7 +123,8 @@ def with_dependencies(dependencies, output_tensor, name=None):
         return array_ops.identity(output_tensor, name="Identity")
 
 
-def tuple(tensors, name=None, control_inputs=None):
+def tuple(tensors: Sequence[TensorLike | None], name: str | None = None,
+          control_inputs: Sequence[Any] | None = None) -> list[Tensor | None]:
     """Identities of ``tensors`` that are available only after all of them are computed."""
     tensors = list(tensors)
     live = [t for t in tensors if t is not None]

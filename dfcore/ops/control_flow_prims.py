@@ -21,6 +21,10 @@ with :func:`~dfcore.framework.registry.register_control_flow`):
   to order other ops after, whether or not their branch ran).
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .. import errors
@@ -32,13 +36,18 @@ from . import common_shapes
 from .array_ops_util import with_rank
 from .op_util import apply_op
 
+if TYPE_CHECKING:
+    from ..framework.operation import Operation
+    from ..framework.tensor import Tensor
+    from ..framework.tensor_like import TensorLike
+
 __all__ = ["switch", "ref_switch", "merge", "enter", "exit", "next_iteration", "loop_cond", "control_trigger"]
 
 DEAD = registry.DEAD
 
 
 # -- Switch ---------------------------------------------------------------------------
-def switch(data, pred, name=None):
+def switch(data: TensorLike, pred: TensorLike, name: str | None = None) -> tuple[Tensor, Tensor]:
     """``(output_false, output_true)``: ``data`` on the output ``pred`` selects, the other one dead.
 
     Args:
@@ -71,7 +80,7 @@ def _switch_kernel(op, backend):
     return compute
 
 
-def ref_switch(data, pred, name=None):
+def ref_switch(data: TensorLike, pred: TensorLike, name: str | None = None) -> tuple[Tensor, Tensor]:
     """``Switch`` of a variable reference (``data``: a ``*_ref`` tensor, e.g. ``variable._ref()``): both outputs
     are references. Source: ``control_flow_ops.ref_switch``.
 
@@ -96,7 +105,7 @@ registry.RegisterArrayKernel("RefSwitch")(_switch_kernel)
 
 
 # -- Merge ----------------------------------------------------------------------------
-def merge(inputs, name=None):
+def merge(inputs: TensorLike, name: str | None = None) -> tuple[Tensor, Tensor]:
     """``(output, value_index)``: the first live tensor of ``inputs`` to arrive, and its index.
 
     Args:
@@ -142,7 +151,8 @@ def _merge_kernel(op, backend):
 
 
 # -- Enter, Exit, NextIteration, LoopCond -----------------------------------------------------
-def enter(data, frame_name, is_constant=False, parallel_iterations=10, name=None):
+def enter(data: TensorLike, frame_name: str, is_constant: bool = False, parallel_iterations: int = 10,
+          name: str | None = None) -> Tensor:
     """``data`` made available inside the child frame ``frame_name``.
 
     Args:
@@ -160,17 +170,17 @@ def enter(data, frame_name, is_constant=False, parallel_iterations=10, name=None
     return _apply("Enter", [data], attrs, name or "Enter").outputs[0]
 
 
-def exit(data, name=None):  # TF's name (control_flow_ops.exit)
+def exit(data: TensorLike, name: str | None = None) -> Tensor:  # TF's name (control_flow_ops.exit)
     """``data`` passed out of its frame to the parent frame. Source: ``control_flow_ops.exit``."""
     return _apply("Exit", [data], {}, name or "Exit").outputs[0]
 
 
-def next_iteration(data, name=None):
+def next_iteration(data: TensorLike, name: str | None = None) -> Tensor:
     """``data`` passed to the next iteration of its frame. Source: ``control_flow_ops._NextIteration``."""
     return _apply("NextIteration", [data], {}, name or "NextIteration").outputs[0]
 
 
-def loop_cond(input, name=None):  # TF's argument name
+def loop_cond(input: TensorLike, name: str | None = None) -> Tensor:  # TF's argument name
     """The loop predicate (bool scalar), passed through. Source: ``gen_control_flow_ops.loop_cond``."""
     return apply_op("LoopCond", [input], {}, name or "LoopCond").outputs[0]
 
@@ -183,7 +193,7 @@ def _loop_cond_shape(op):
     return [(dtypes.bool, TensorShape([]))]
 
 
-def control_trigger(name=None):
+def control_trigger(name: str | None = None) -> Operation:
     """An op that is never dead, for control edges. Source: ``gen_control_flow_ops.control_trigger``."""
     from ..framework import graph as graph_lib
 

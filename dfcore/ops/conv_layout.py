@@ -6,30 +6,39 @@ Source: TF's ``tensorflow/core/util/tensor_format.h`` (``GetTensorDimIndex``); T
 and ``ksize`` are read in the op's own layout).
 """
 
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from ..framework import registry
 
+if TYPE_CHECKING:
+    from ..framework.operation import Operation
+
 FORMATS = ("NHWC", "NCHW")
 
 
-def spatial(values, data_format):
+def spatial(values: Sequence[Any], data_format: str) -> tuple[Any, ...]:
     """``(height, width)`` entries of a 4-vector (``strides``, ``ksize``, a shape) in ``data_format``."""
     return tuple(values[2:4]) if data_format == "NCHW" else tuple(values[1:3])
 
 
-def nhwc_shape(shape, data_format):
+def nhwc_shape(shape: Sequence[int], data_format: str) -> tuple[int, ...]:
     """A 4-D ``shape`` in ``data_format`` as NHWC (a tuple)."""
     n, *rest = shape
     return (n, *rest[1:], rest[0]) if data_format == "NCHW" else tuple(shape)
 
 
-def from_nhwc_shape(shape, data_format):
+def from_nhwc_shape(shape: Sequence[Any], data_format: str) -> list[Any]:
     """An NHWC 4-D ``shape`` in ``data_format`` (a list)."""
     return [shape[0], shape[3], shape[1], shape[2]] if data_format == "NCHW" else list(shape)
 
 
-def layout_kernel(roles, data_format, compute, out_is_tensor=True):
+def layout_kernel(roles: Sequence[str], data_format: str, compute: Callable[..., Any],
+                  out_is_tensor: bool = True) -> Callable[..., Any]:
     """``compute`` (an NHWC kernel) made to take and give ``data_format`` arrays: ``roles`` names each input,
     ``"x"`` a 4-D tensor, ``"shape"`` a 4-vector of sizes, ``"-"`` anything else (a filter); the output is a
     4-D tensor unless ``out_is_tensor`` is False (a filter's gradient)."""
@@ -50,7 +59,8 @@ def layout_kernel(roles, data_format, compute, out_is_tensor=True):
     return nchw
 
 
-def register_layout_kernels(op_type, roles, make_compute):
+def register_layout_kernels(op_type: str, roles: Sequence[str],
+                            make_compute: Callable[[Operation], Callable[..., Any]]) -> None:
     """Register ``op_type``'s kernel and its ``out=`` kernel from one NHWC ``make_compute(op)``, which returns
     ``compute(empty, *inputs)`` (``empty(shape, dtype)`` makes its output buffer): the kernel allocates with
     ``np.empty`` (between the transposes of :func:`layout_kernel` for an ``NCHW`` op); the ``out=`` kernel writes

@@ -16,7 +16,7 @@ columns is lowered in chunks of images, so the scratch a plan keeps stays bounde
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -51,8 +51,8 @@ class WindowPlan:
             each input is read by exactly one window at one tap.
     """
 
-    def __init__(self, in_shape: tuple[int, ...], kh: int, kw: int, strides, dilations, out_h: int, out_w: int,
-                 top: int, left: int) -> None:
+    def __init__(self, in_shape: tuple[int, ...], kh: int, kw: int, strides: Sequence[int], dilations: Sequence[int],
+                 out_h: int, out_w: int, top: int, left: int) -> None:
         self.in_shape, self.kh, self.kw = tuple(in_shape), kh, kw
         self.out_h, self.out_w = out_h, out_w
         sh, sw = strides
@@ -89,7 +89,7 @@ class WindowPlan:
         self._free.setdefault((buf.dtype, zero_padding), []).append(buf)
 
     # -- im2col / col2im -----------------------------------------------------------------------------------
-    def chunks(self):
+    def chunks(self) -> list[tuple[int, int]]:
         """``(start, stop)`` image ranges of the batch, each at most :attr:`chunk` images."""
         n = self.in_shape[0]
         return [(s, min(n, s + self.chunk)) for s in range(0, n, self.chunk)] or [(0, 0)]

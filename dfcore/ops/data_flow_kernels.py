@@ -7,6 +7,8 @@ cluster, in the state of the task the op runs on. Blocking kernels are asynchron
 (``compute(ctx, done, *inputs)``).
 """
 
+from typing import Any
+
 import numpy as np
 
 from .. import errors
@@ -82,7 +84,7 @@ def _resource_name(op):
 def _fifo_queue_kernel(op):
     name, capacity = _resource_name(op), op.get_attr("capacity")
     types = [np.dtype(t.as_numpy_dtype) for t in op.get_attr("component_types")]
-    shapes = [tuple(s.as_list()) for s in op.get_attr("shapes")] or [None] * len(types)
+    shapes: list[Any] = [tuple(s.as_list()) for s in op.get_attr("shapes")] or [None] * len(types)
 
     def make():
         return FIFOQueueResource(name, capacity, shapes, types)

@@ -27,6 +27,11 @@ and :mod:`dfcore.ops.data_flow_resources`. Semantics worth knowing:
   when the lock tensor is destroyed).
 """
 
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
 from ..framework import dtypes as dtypes_lib
 from ..framework.graph import get_default_graph
 from ..framework.tensor_conversion import convert_to_tensor
@@ -35,6 +40,12 @@ from . import data_flow_kernels, padding_fifo_queue, random_shuffle_queue  # noq
 from .math_ops import cast
 from .op_util import apply_op, apply_op1
 from .random_ops import get_seed
+
+if TYPE_CHECKING:
+    from ..framework.dtypes import DType
+    from ..framework.operation import Operation
+    from ..framework.tensor import Tensor
+    from ..framework.tensor_like import DTypeLike, TensorLike
 
 __all__ = ["QueueBase", "FIFOQueue", "PaddingFIFOQueue", "RandomShuffleQueue", "ConditionalAccumulatorBase",
            "ConditionalAccumulator"]
@@ -90,30 +101,31 @@ class QueueBase:
 
     _unknown_dim_allowed = False  # component shapes may have unknown dimensions (PaddingFIFOQueue)
 
-    def __init__(self, dtypes, shapes, names, queue_ref):
+    def __init__(self, dtypes: Sequence[DTypeLike], shapes: Sequence[Any], names: Sequence[str] | None,
+                 queue_ref: Tensor):
         self._dtypes, shapes, self._names = _normalize(dtypes, shapes, names, self._unknown_dim_allowed)
         self._shapes = shapes if shapes is not None else [TensorShape(None)] * len(self._dtypes)
         self._queue_ref = queue_ref
         self._name = queue_ref.op.name
 
     @property
-    def queue_ref(self):
+    def queue_ref(self) -> Tensor:
         return self._queue_ref
 
     @property
-    def name(self):
+    def name(self) -> str:
         return self._name
 
     @property
-    def dtypes(self):
+    def dtypes(self) -> list[DType]:
         return list(self._dtypes)
 
     @property
-    def shapes(self):
+    def shapes(self) -> list[TensorShape]:
         return list(self._shapes)
 
     @property
-    def names(self):
+    def names(self) -> list[str] | None:
         return self._names
 
     def _components(self, vals):
@@ -131,7 +143,7 @@ class QueueBase:
         return [convert_to_tensor(v, dtype=d, name=f"component_{i}") for i, (v, d) in
                 enumerate(zip(vals, self._dtypes))]
 
-    def enqueue(self, vals, name=None):
+    def enqueue(self, vals: Any, name: str | None = None) -> Operation:
         """The op enqueueing one element (a tensor, a list/tuple of them, or a dict by name).
 
         Raises:
@@ -144,7 +156,7 @@ class QueueBase:
         return apply_op("QueueEnqueueV2", [self._queue_ref] + components,
                         {"Tcomponents": list(self._dtypes), "timeout_ms": -1}, scope)
 
-    def enqueue_many(self, vals, name=None):
+    def enqueue_many(self, vals: Any, name: str | None = None) -> Operation:
         """The op enqueueing the slices of ``vals`` along dimension 0 (all components equally long).
 
         Raises:
@@ -171,13 +183,13 @@ class QueueBase:
             return dict(zip(self._names, outputs))
         return outputs[0] if len(outputs) == 1 else outputs
 
-    def dequeue(self, name=None):
+    def dequeue(self, name: str | None = None) -> Any:
         """One element: a Tensor (one component), a list, or a dict by name; blocks while empty."""
         op = apply_op("QueueDequeueV2", [self._queue_ref], {"component_types": list(self._dtypes),
                                                           "timeout_ms": -1}, name or f"{self._name}_Dequeue")
         return self._outputs(op)
 
-    def dequeue_many(self, n, name=None):
+    def dequeue_many(self, n: TensorLike, name: str | None = None) -> Any:
         """``n`` elements stacked along a new dimension 0; blocks until ``n`` are there."""
         n = convert_to_tensor(n, dtype=dtypes_lib.int32, name="n")
         op = apply_op("QueueDequeueManyV2", [self._queue_ref, n], {"component_types": list(self._dtypes),
@@ -185,7 +197,7 @@ class QueueBase:
                       name or f"{self._name}_DequeueMany")
         return self._outputs(op)
 
-    def dequeue_up_to(self, n, name=None):
+    def dequeue_up_to(self, n: TensorLike, name: str | None = None) -> Any:
         """Like :meth:`dequeue_many`, but once the queue is closed it gives what is left (at least one
         element) instead of raising ``OutOfRangeError``; dimension 0 of the result is unknown."""
         n = convert_to_tensor(n, dtype=dtypes_lib.int32, name="n")
@@ -194,11 +206,11 @@ class QueueBase:
                       name or f"{self._name}_DequeueUpTo")
         return self._outputs(op)
 
-    def size(self, name=None):
+    def size(self, name: str | None = None) -> Tensor:
         """An int32 scalar: the number of elements in the queue."""
         return apply_op1("QueueSizeV2", [self._queue_ref], {}, name or f"{self._name}_Size")
 
-    def close(self, cancel_pending_enqueues=False, name=None):
+    def close(self, cancel_pending_enqueues: bool = False, name: str | None = None) -> Operation:
         """The op closing the queue (later enqueues fail; dequeues drain it, then raise OutOfRangeError)."""
         return apply_op("QueueCloseV2", [self._queue_ref],
                         {"cancel_pending_enqueues": bool(cancel_pending_enqueues)}, name or f"{self._name}_Close")
@@ -216,7 +228,8 @@ class FIFOQueue(QueueBase):
         name: the op name.
     """
 
-    def __init__(self, capacity, dtypes, shapes=None, names=None, shared_name=None, name="fifo_queue"):
+    def __init__(self, capacity: int, dtypes: Sequence[DTypeLike], shapes: Sequence[Any] | None = None,
+                 names: Sequence[str] | None = None, shared_name: str | None = None, name: str = "fifo_queue"):
         dtypes, shapes, names = _normalize(dtypes, shapes, names)
         attrs = {"component_types": dtypes, "shapes": shapes or [], "capacity": int(capacity), "container": "",
                  "shared_name": shared_name or ""}
@@ -236,7 +249,8 @@ class PaddingFIFOQueue(QueueBase):
 
     _unknown_dim_allowed = True
 
-    def __init__(self, capacity, dtypes, shapes, names=None, shared_name=None, name="padding_fifo_queue"):
+    def __init__(self, capacity: int, dtypes: Sequence[DTypeLike], shapes: Sequence[Any],
+                 names: Sequence[str] | None = None, shared_name: str | None = None, name: str = "padding_fifo_queue"):
         count = len(_as_shape_list(shapes, unknown_dim_allowed=True) or [])
         if count != len(_as_list(dtypes)):
             raise ValueError(f"Shapes must be provided for all components, but received {len(_as_list(dtypes))} "
@@ -259,8 +273,9 @@ class RandomShuffleQueue(QueueBase):
         InvalidArgumentError: ``min_after_dequeue`` negative or not below ``capacity`` (TF's wording).
     """
 
-    def __init__(self, capacity, min_after_dequeue, dtypes, shapes=None, names=None, seed=None, shared_name=None,
-                 name="random_shuffle_queue"):
+    def __init__(self, capacity: int, min_after_dequeue: int, dtypes: Sequence[DTypeLike],
+                 shapes: Sequence[Any] | None = None, names: Sequence[str] | None = None, seed: int | None = None,
+                 shared_name: str | None = None, name: str = "random_shuffle_queue"):
         dtypes, shapes, names = _normalize(dtypes, shapes, names)
         seed1, seed2 = get_seed(seed)
         attrs = {"component_types": dtypes, "shapes": shapes or [], "capacity": int(capacity),
@@ -272,29 +287,29 @@ class RandomShuffleQueue(QueueBase):
 class ConditionalAccumulatorBase:
     """A gradient accumulator handle with its dtype and shape."""
 
-    def __init__(self, dtype, shape, accumulator_ref):
+    def __init__(self, dtype: DType, shape: TensorLike, accumulator_ref: Tensor):
         self._dtype = dtype
         self._shape = TensorShape(shape)
         self._accumulator_ref = accumulator_ref
         self._name = accumulator_ref.op.name
 
     @property
-    def accumulator_ref(self):
+    def accumulator_ref(self) -> Tensor:
         return self._accumulator_ref
 
     @property
-    def name(self):
+    def name(self) -> str:
         return self._name
 
     @property
-    def dtype(self):
+    def dtype(self) -> DType:
         return self._dtype
 
-    def num_accumulated(self, name=None):
+    def num_accumulated(self, name: str | None = None) -> Tensor:
         """An int32 scalar: gradients accumulated since the last ``take_grad``."""
         return apply_op1("AccumulatorNumAccumulated", [self._accumulator_ref], {}, name or "num_accumulated")
 
-    def set_global_step(self, new_global_step, name=None):
+    def set_global_step(self, new_global_step: TensorLike, name: str | None = None) -> Operation:
         """The op setting the step below which applied gradients count as stale."""
         step = cast(convert_to_tensor(new_global_step), dtypes_lib.int64)
         return apply_op("AccumulatorSetGlobalStep", [self._accumulator_ref, step], {}, name or "SetGlobalStep")
@@ -312,7 +327,8 @@ class ConditionalAccumulator(ConditionalAccumulatorBase):
         ValueError: an unknown ``reduction_type``.
     """
 
-    def __init__(self, dtype, shape=None, shared_name=None, name="conditional_accumulator", reduction_type="MEAN"):
+    def __init__(self, dtype: DTypeLike, shape: TensorLike = None, shared_name: str | None = None,
+                 name: str = "conditional_accumulator", reduction_type: str = "MEAN"):
         if reduction_type not in ("MEAN", "SUM"):
             raise ValueError(f"reduction_type must be MEAN or SUM, got {reduction_type!r}")
         dtype = dtypes_lib.as_dtype(dtype).base_dtype
@@ -322,7 +338,7 @@ class ConditionalAccumulator(ConditionalAccumulatorBase):
             "reduction_type": reduction_type}, name)
         super().__init__(dtype, shape, handle)
 
-    def apply_grad(self, grad, local_step=0, name=None):
+    def apply_grad(self, grad: TensorLike, local_step: TensorLike = 0, name: str | None = None) -> Operation:
         """The op adding ``grad`` unless ``local_step`` is below the accumulator's global step.
 
         Raises:
@@ -334,7 +350,7 @@ class ConditionalAccumulator(ConditionalAccumulatorBase):
         return apply_op("AccumulatorApplyGradient", [self._accumulator_ref, local_step, grad],
                         {"dtype": self._dtype}, name or "AccumulatorApplyGradient")
 
-    def take_grad(self, num_required, name=None):
+    def take_grad(self, num_required: TensorLike, name: str | None = None) -> Tensor:
         """The average of ``num_required`` gradients (blocks until they are in); resets the
         accumulator and increments its global step."""
         num_required = convert_to_tensor(num_required, dtype=dtypes_lib.int32)
@@ -350,18 +366,18 @@ class Mutex:
         name: the op name.
     """
 
-    def __init__(self, shared_name=None, name="Mutex"):
+    def __init__(self, shared_name: str | None = None, name: str = "Mutex"):
         self._handle = apply_op1("MutexV2", [], {"container": "", "shared_name": shared_name or ""}, name)
 
     @property
-    def handle(self):
+    def handle(self) -> Tensor:
         return self._handle
 
-    def lock(self, name=None):
+    def lock(self, name: str | None = None) -> Tensor:
         """The ``MutexLock`` tensor: ops depending on it run while this step holds the mutex."""
         return apply_op1("MutexLock", [self._handle], {}, name or "MutexLock")
 
 
-def consume_mutex_lock(mutex_lock, name=None):
+def consume_mutex_lock(mutex_lock: TensorLike, name: str | None = None) -> Operation:
     """The ``ConsumeMutexLock`` op: releases the lock when it runs."""
     return apply_op("ConsumeMutexLock", [mutex_lock], {}, name or "ConsumeMutexLock")

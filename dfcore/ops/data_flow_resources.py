@@ -16,6 +16,8 @@ step's rendezvous, which withdraws the waiter and fails it with that error
 import collections
 import itertools
 import threading
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -30,14 +32,14 @@ class Waiter:
 
     __slots__ = ("done", "request", "_lock", "_settled", "_owner")
 
-    def __init__(self, done, request, owner):
+    def __init__(self, done: Callable[..., None], request: tuple[Any, ...] | None, owner: Any):
         self.done = done
         self.request = request
         self._lock = threading.Lock()
         self._settled = False
         self._owner = owner
 
-    def settle(self, error, value=None):
+    def settle(self, error: errors.OpError | None, value: Any = None) -> bool:
         """Complete the request; False if it was already settled."""
         with self._lock:
             if self._settled:
@@ -46,13 +48,13 @@ class Waiter:
         self.done(error, value)
         return True
 
-    def cancel(self, error):
+    def cancel(self, error: errors.OpError) -> None:
         """Withdraw the request from its resource and fail it with ``error``."""
         self._owner._withdraw(self)
         self.settle(error)
 
 
-def watch_abort(ctx, waiter):
+def watch_abort(ctx: Any, waiter: Waiter) -> None:
     """Fail ``waiter`` if the step of ``ctx`` is aborted (first error, deadline, interrupt) before it settles,
     and at once if its resource was retired meanwhile (its session closed while the op ran)."""
     retired = getattr(waiter._owner, "retired", None)
@@ -62,14 +64,14 @@ def watch_abort(ctx, waiter):
     if ctx.rendezvous is None or ctx.device is None:
         return
     key = create_key(ctx.device, 1, ctx.device, f"_blocking_op_{next(_WAITER_IDS)}")
-    ctx.rendezvous.recv_async(key, lambda error, value: error is not None and waiter.cancel(error))
+    ctx.rendezvous.recv_async(key, lambda error, value: waiter.cancel(error) if error is not None else None)
 
 
 class _Resource:
     def __init__(self, name):
         self.name = name
         self._lock = threading.Lock()
-        self._waiters = collections.deque()
+        self._waiters: collections.deque[Any] = collections.deque()
         self.retired = None  # the error of every wait, once the owning session closed
 
     def retire(self, error):
@@ -109,25 +111,25 @@ class AccumulatorResource(_Resource):
     Gradients are summed in arrival order into the accumulator's own buffer.
     """
 
-    def __init__(self, name, dtype, shape, reduction_type):
+    def __init__(self, name: str, dtype: np.dtype, shape: Any, reduction_type: str):
         super().__init__(name)
         self.dtype = dtype
         self.shape = shape
         self.reduction_type = reduction_type
         self.global_step = 0
         self.num_dropped = 0
-        self._sum = None
+        self._sum: Any = None  # the running sum, an array once a gradient came
         self._count = 0
 
-    def num_accumulated(self):
+    def num_accumulated(self) -> int:
         with self._lock:
             return self._count
 
-    def set_global_step(self, step):
+    def set_global_step(self, step: int) -> None:
         with self._lock:
             self.global_step = int(step)
 
-    def apply(self, grad, local_step):
+    def apply(self, grad: np.ndarray, local_step: int) -> bool:
         """Add ``grad`` unless stale.
 
         Raises:
@@ -151,7 +153,7 @@ class AccumulatorResource(_Resource):
         _complete(ready)
         return True
 
-    def take(self, ctx, n, done):
+    def take(self, ctx: Any, n: int, done: Callable[..., None]) -> None:
         """``done(None, average)`` once ``n`` gradients are in (``n >= 1``)."""
         with self._lock:
             if not self._waiters and self._count >= n:
@@ -181,11 +183,11 @@ class AccumulatorResource(_Resource):
 class MutexResource(_Resource):
     """TF's ``MutexV2``: one holder at a time, waiters served first come, first served."""
 
-    def __init__(self, name):
+    def __init__(self, name: str):
         super().__init__(name)
         self.held = False
 
-    def acquire(self, ctx, done, make_lock):
+    def acquire(self, ctx: Any, done: Callable[..., None], make_lock: Callable[[], Any]) -> None:
         with self._lock:
             if not self.held and not self._waiters:
                 self.held = True
@@ -197,7 +199,7 @@ class MutexResource(_Resource):
         else:
             watch_abort(ctx, waiter)
 
-    def release(self):
+    def release(self) -> None:
         with self._lock:
             if self._waiters:
                 waiter = self._waiters.popleft()
@@ -212,12 +214,12 @@ class MutexLockHandle:
 
     __slots__ = ("mutex", "_released", "_lock")
 
-    def __init__(self, mutex):
+    def __init__(self, mutex: MutexResource):
         self.mutex = mutex
         self._released = False
         self._lock = threading.Lock()
 
-    def release(self):
+    def release(self) -> None:
         with self._lock:
             if self._released:
                 return

@@ -5,6 +5,10 @@ a multiple of the output type's size; the output shape is the input's plus one a
 ``length / itemsize``. ``little_endian`` says the byte order of the data (one-byte types ignore it).
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .. import errors
@@ -12,12 +16,17 @@ from ..framework import dtypes, registry
 from ..framework.tensor_shape import TensorShape
 from .op_util import apply_op1
 
+if TYPE_CHECKING:
+    from ..framework.tensor import Tensor
+    from ..framework.tensor_like import DTypeLike, TensorLike
+
 __all__ = ["decode_raw"]
 
 registry.NotDifferentiable("DecodeRaw")
 
 
-def decode_raw(input_bytes=None, out_type=None, little_endian=True, name=None, bytes=None):
+def decode_raw(input_bytes: TensorLike = None, out_type: DTypeLike | None = None, little_endian: bool = True,
+               name: str | None = None, bytes: TensorLike = None) -> Tensor:
     """A ``out_type`` tensor of shape ``input.shape + [length / itemsize]`` from a string tensor.
 
     ``bytes`` is TF 1.x's older name of ``input_bytes``.

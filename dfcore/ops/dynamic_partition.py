@@ -7,6 +7,10 @@ functions), ``core/kernels/dynamic_partition_op.cc``, ``dynamic_stitch_op.cc`` a
 The two stitch ops compute the same thing here (the later of two equal indices wins).
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .. import errors
@@ -16,6 +20,9 @@ from ..framework.tensor_shape import TensorShape
 from . import common_shapes
 from .array_ops_util import SAME_DTYPE_LIST, constant_value, merge_shapes, scoped_op
 from .op_costs import io_elements
+
+if TYPE_CHECKING:
+    from ..framework.tensor_like import TensorLike
 
 __all__ = ["dynamic_partition", "dynamic_stitch", "parallel_dynamic_stitch"]
 
@@ -31,7 +38,7 @@ def _check_prefix(op, data_shape, index_shape, what):
 
 
 # -- DynamicPartition ---------------------------------------------------------------------------
-def dynamic_partition(data, partitions, num_partitions, name=None) -> list:
+def dynamic_partition(data: TensorLike, partitions: TensorLike, num_partitions: int, name: str | None = None) -> list:
     """``num_partitions`` tensors: output ``i`` holds the slices ``data[js]`` with ``partitions[js] == i``,
     in order; ``partitions`` (int32) has the leading shape of ``data``, each output
     ``[count_i] + data.shape[rank(partitions):]``.
@@ -102,7 +109,7 @@ def _stitch(op_type, indices, data, name):
     return scoped_op(op_type, name, inputs, {"N": len(indices)}).outputs[0]
 
 
-def dynamic_stitch(indices, data, name=None) -> Tensor:
+def dynamic_stitch(indices: TensorLike, data: TensorLike, name: str | None = None) -> Tensor:
     """``merged[indices[m][i...]] = data[m][i...]``: one tensor ``[max(indices) + 1] + data[0].shape[rank(
     indices[0]):]`` from lists of int32 ``indices`` and of ``data`` (each ``data[m]`` starts with
     ``indices[m].shape``); where indices repeat, the later (m, i) wins.
@@ -115,7 +122,7 @@ def dynamic_stitch(indices, data, name=None) -> Tensor:
     return _stitch("DynamicStitch", indices, data, name)
 
 
-def parallel_dynamic_stitch(indices, data, name=None) -> Tensor:
+def parallel_dynamic_stitch(indices: TensorLike, data: TensorLike, name: str | None = None) -> Tensor:
     """:func:`dynamic_stitch` as TF's ``ParallelDynamicStitch`` (the op ``embedding_lookup`` uses)."""
     return _stitch("ParallelDynamicStitch", indices, data, name)
 

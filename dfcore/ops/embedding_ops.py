@@ -14,6 +14,10 @@ dfcore has no ``IndexedSlices``: the gradient reaching each shard is a dense ten
 shape (``UnsortedSegmentSum`` of the looked-up rows' gradients), where TF would send sparse slices.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from ..framework import dtypes
 from ..framework.scopes import colocate_with, name_scope
 from ..framework.tensor import Tensor
@@ -23,11 +27,14 @@ from .clip_ops import clip_by_norm
 from .dynamic_partition import dynamic_partition, parallel_dynamic_stitch
 from .partitioned_variables import PartitionedVariable
 
+if TYPE_CHECKING:
+    from ..framework.tensor_like import TensorLike
+
 __all__ = ["embedding_lookup"]
 
 
-def embedding_lookup(params, ids, partition_strategy="mod", name=None, validate_indices=True,
-                     max_norm=None) -> Tensor:
+def embedding_lookup(params: TensorLike, ids: TensorLike, partition_strategy: str = "mod", name: str | None = None,
+                     validate_indices: bool = True, max_norm: float | None = None) -> Tensor:
     """The rows ``params[ids]``: a tensor ``ids.shape + params.shape[1:]`` of params' dtype.
 
     Args:
@@ -120,6 +127,7 @@ def _clip(params, ids, max_norm):
     if max_norm is None:
         return params
     ids_rank, params_rank = ids.shape.ndims, params.shape.ndims
+    axes: Any
     if ids_rank and params_rank:
         axes = list(range(ids_rank, params_rank))
     else:

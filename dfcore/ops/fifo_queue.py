@@ -6,6 +6,8 @@ Source: TF's ``core/kernels/fifo_queue.cc`` and ``queue_base.cc``. How blocking 
 """
 
 import collections
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -14,7 +16,7 @@ from ..framework import input_events
 from .data_flow_resources import Waiter, _complete, _Resource, watch_abort
 
 
-def shape_string(shape):
+def shape_string(shape: Sequence[int | None]) -> str:
     """A (partial) shape in TF's ``DebugString`` form: ``[?,3]``."""
     return "[" + ",".join("?" if d is None else str(d) for d in shape) + "]"
 
@@ -34,21 +36,22 @@ class FIFOQueueResource(_Resource):
 
     kind = "FIFOQueue"  # TF's class name, in its error messages
 
-    def __init__(self, name, capacity, shapes, dtypes):
+    def __init__(self, name: str, capacity: int, shapes: Sequence[Any], dtypes: Sequence[np.dtype]):
         super().__init__(name)
         self.capacity = capacity
         self.shapes = shapes
         self.dtypes = dtypes
-        self._items = collections.deque()
+        self._items: Any = collections.deque()  # a list in RandomShuffleQueueResource
         self._reserved = 0
-        self._streams = collections.deque()  # waiters of stream(): request ("stream", elements left)
+        # waiters of stream(): request ("stream", elements left)
+        self._streams: collections.deque[Any] = collections.deque()
         self.closed = False
 
-    def size(self):
+    def size(self) -> int:
         with self._lock:
             return len(self._items)
 
-    def check_component(self, index, value):
+    def check_component(self, index: int, value: Any) -> None:
         """Raise TF's InvalidArgumentError unless ``value`` has component ``index``'s shape (if one was given)."""
         expected = self.shapes[index]
         if expected is not None and tuple(value.shape) != expected:
@@ -59,7 +62,7 @@ class FIFOQueueResource(_Resource):
     def _room(self, n):
         return self.capacity < 0 or len(self._items) + self._reserved + n <= self.capacity
 
-    def reserve(self, ctx, n, done):
+    def reserve(self, ctx: Any, n: int, done: Callable[..., None]) -> None:
         """Reserve room for ``n`` elements; ``done(error, None)`` when reserved.
 
         Raises (through ``done``): CancelledError if the queue is closed (TF's wording).
@@ -80,7 +83,7 @@ class FIFOQueueResource(_Resource):
         else:
             done(error, None)
 
-    def stream(self, ctx, elements, done):
+    def stream(self, ctx: Any, elements: Sequence[tuple[Any, ...]], done: Callable[..., None]) -> None:
         """Put ``elements`` in as room frees (visible at once); ``done(error, None)`` once all are in.
 
         Raises (through ``done``): CancelledError if the queue is (or gets) closed with
@@ -105,14 +108,14 @@ class FIFOQueueResource(_Resource):
                 self._streams.remove(waiter)
         super()._withdraw(waiter)
 
-    def cancel_all(self, error):
+    def cancel_all(self, error: errors.OpError) -> None:
         with self._lock:
             streams, self._streams = list(self._streams), collections.deque()
         for waiter in streams:
             waiter.settle(error)
         super().cancel_all(error)
 
-    def publish(self, elements):
+    def publish(self, elements: Sequence[tuple[Any, ...]]) -> None:
         """Make reserved ``elements`` (tuples of arrays) visible, serving waiting dequeues."""
         with self._lock:
             self._reserved -= len(elements)
@@ -120,14 +123,14 @@ class FIFOQueueResource(_Resource):
             ready = self._serve()
         _complete(ready)
 
-    def release(self, n):
+    def release(self, n: int) -> None:
         """Give back room reserved by a step that failed."""
         with self._lock:
             self._reserved -= n
             ready = self._serve()
         _complete(ready)
 
-    def dequeue(self, ctx, n, many, done, up_to=False):
+    def dequeue(self, ctx: Any, n: int, many: bool, done: Callable[..., None], up_to: bool = False) -> None:
         """Take ``n`` elements: ``done(None, tuple of components)``; one element's components when
         not ``many``, else each component stacked along a new axis 0. ``up_to``: once the queue is
         closed, take what is left if fewer than ``n`` (TF's ``DequeueUpTo``).
@@ -164,7 +167,7 @@ class FIFOQueueResource(_Resource):
             return len(self._items)
         return None
 
-    def unget(self, value, many):
+    def unget(self, value: Any, many: bool) -> None:
         """Put back what a dequeue took but could not deliver (its step was aborted)."""
         items = list(zip(*value)) if many else [value]
         with self._lock:
@@ -178,7 +181,7 @@ class FIFOQueueResource(_Resource):
     def _has_waiting(self, kind):
         return any(w.request[0] == kind for w in self._waiters)
 
-    def close(self, cancel_pending_enqueues):
+    def close(self, cancel_pending_enqueues: bool) -> None:
         """Close: later enqueues fail; dequeues are served from what is left, those that cannot be
         fail with OutOfRangeError; with ``cancel_pending_enqueues``, blocked enqueues fail too."""
         with self._lock:
@@ -217,7 +220,7 @@ class FIFOQueueResource(_Resource):
 
     def _serve(self):
         """Complete the waiters that can proceed now (lock held); returns (waiter, error, value)."""
-        ready = []
+        ready: list[Any] = []
         while self._feed_streams(ready) | self._serve_waiters(ready):
             pass
         input_events.buffer_level(self.name, len(self._items))  # for a recording of the input pipeline

@@ -11,7 +11,7 @@ shape invariant). Every op involved has a gradient, so all four differentiate th
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..framework import nest
 from ..framework.graph import graph_of
@@ -19,6 +19,10 @@ from ..framework.tensor_conversion import convert_to_tensor
 from ..framework.tensor_shape import TensorShape
 from . import array_ops, array_ops_gather, array_ops_join, array_ops_layout
 from .control_flow_while import while_loop
+
+if TYPE_CHECKING:
+    from ..framework.tensor import Tensor
+    from ..framework.tensor_like import TensorLike
 
 __all__ = ["map_fn", "scan", "foldl", "foldr"]
 
@@ -38,7 +42,7 @@ def _element(elems, flat, i):
     return nest.pack_sequence_as(elems, [array_ops_gather.gather(e, i) for e in flat])
 
 
-def append_row(acc, value):
+def append_row(acc: TensorLike, value: TensorLike) -> Tensor:
     """``acc`` (a stack of rows, possibly empty and shapeless) with ``value`` as its last row."""
     rows = array_ops.reshape(acc, array_ops_join.concat([[-1], array_ops.shape(value)], 0))
     return array_ops_join.concat([rows, array_ops_layout.expand_dims(value, 0)], 0)

@@ -6,6 +6,11 @@ numerical one from central differences ``(f(x+δ) − f(x−δ)) / 2δ``. Use fl
 for tight tolerances.
 """
 
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from ..framework.default_session import get_default_session
@@ -13,9 +18,14 @@ from ..framework.tensor_conversion import convert_to_tensor
 from . import array_ops
 from .gradients_impl import gradients
 
+if TYPE_CHECKING:
+    from ..framework.tensor import Tensor
+    from ..framework.tensor_like import TensorLike
 
-def compute_gradient(x, x_shape, y, y_shape, x_init_value=None, delta=1e-3, init_targets=None,
-                     extra_feed_dict=None, session=None):
+
+def compute_gradient(x: TensorLike, x_shape: Any, y: Tensor, y_shape: Sequence[int],
+                     x_init_value: Any = None, delta: float = 1e-3, init_targets: Any = None,
+                     extra_feed_dict: Mapping[Any, Any] | None = None, session: Any = None) -> Any:
     """The (theoretical, numerical) Jacobians of ``y`` w.r.t. ``x``, each of shape ``[x.size, y.size]``.
 
     Args:
@@ -64,8 +74,9 @@ def compute_gradient(x, x_shape, y, y_shape, x_init_value=None, delta=1e-3, init
     return theoretical, numerical
 
 
-def compute_gradient_error(x, x_shape, y, y_shape, x_init_value=None, delta=1e-3, init_targets=None,
-                           extra_feed_dict=None, session=None):
+def compute_gradient_error(x: TensorLike, x_shape: Any, y: Tensor, y_shape: Sequence[int],
+                           x_init_value: Any = None, delta: float = 1e-3, init_targets: Any = None,
+                           extra_feed_dict: Mapping[Any, Any] | None = None, session: Any = None) -> float:
     """The largest absolute difference between the theoretical and numerical Jacobians."""
     result = compute_gradient(x, x_shape, y, y_shape, x_init_value, delta, init_targets, extra_feed_dict, session)
     pairs = result if isinstance(result, list) else [result]

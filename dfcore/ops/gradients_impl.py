@@ -11,17 +11,26 @@ tensors pass no gradient. Backward ops are named ``gradients/<op>_grad/...``. A
 (a backward loop); ``cond`` s are differentiated op by op (``Merge`` ↔ ``Switch``).
 """
 
+from __future__ import annotations
+
 import collections
 import contextlib
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from ..framework import dtypes, registry
 from ..framework.graph import graph_of
 from ..framework.tensor_conversion import convert_to_tensor
 from . import array_ops, math_ops, while_grad
 
+if TYPE_CHECKING:
+    from ..framework.operation import Operation
+    from ..framework.tensor import Tensor
 
-def gradients(ys, xs, grad_ys=None, name="gradients", colocate_gradients_with_ops=False,
-              gate_gradients=False, aggregation_method=None, stop_gradients=None):
+
+def gradients(ys: Any, xs: Any, grad_ys: Any = None, name: str = "gradients", colocate_gradients_with_ops: bool = False,
+              gate_gradients: bool = False, aggregation_method: Any = None,
+              stop_gradients: Any = None) -> list[Tensor | None]:
     """Symbolic partial derivatives of ``sum(ys)`` with respect to each of ``xs``.
 
     Args:
@@ -76,13 +85,13 @@ def _backprop(graph, ys, xs, grad_ys, stops, boundary=frozenset(), colocate=Fals
     see ``colocate_gradients_with_ops``."""
     loops: dict = {}
     between = _ops_between([x.op for x in xs], [_producer(y, loops) for y in ys], loops, boundary)
-    pending = collections.Counter()
+    pending: collections.Counter[Any] = collections.Counter()
     for node in between:
         for tensor in _inputs(node, boundary):
             producer = _producer(tensor, loops)
             if producer in between:
                 pending[producer] += 1
-    grads = collections.defaultdict(list)
+    grads: collections.defaultdict[Any, list[Any]] = collections.defaultdict(list)
     for y, grad_y in zip(ys, grad_ys):
         if grad_y is None:
             with _maybe_colocate_with(graph, y.op, colocate):
@@ -147,7 +156,7 @@ def _node_gradient(graph, op, out_grads):
     return in_grads
 
 
-def op_gradients(op, out_grads):
+def op_gradients(op: Operation, out_grads: Sequence[Tensor | None]) -> list[Tensor | None] | None:
     """The gradients of ``op``'s inputs (a list, None where none flows) from those of its outputs
     (``out_grads``, None where none arrived), by its registered gradient function; None when ``op`` is
     not differentiable. ``GradientTape`` (:mod:`dfcore.eager.backprop`) replays recorded ops with it.
@@ -158,12 +167,12 @@ def op_gradients(op, out_grads):
     return _node_gradient(op.graph, op, out_grads)
 
 
-def aggregate_gradients(grads):
+def aggregate_gradients(grads: Sequence[Tensor]) -> Tensor | None:
     """The sum of a list of gradients of one tensor (``AddN`` for several); None for none."""
     return _aggregate(grads)
 
 
-def is_differentiable(tensor):
+def is_differentiable(tensor: Tensor) -> bool:
     """Whether a gradient flows to ``tensor``: floating dtypes only (integers get none, as in TF)."""
     return _differentiable(tensor)
 
@@ -171,7 +180,7 @@ def is_differentiable(tensor):
 _ZEROS_FOR_OUTPUT: dict = {}
 
 
-def register_zeros_for_output(op_type):
+def register_zeros_for_output(op_type: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator registering ``fn(op, index)``: the zero gradient of output ``index`` of an ``op_type`` op
     (default ``zeros_like`` of the output; a ``Switch`` output may be dead, so its zeros must be too)."""
 
@@ -182,7 +191,7 @@ def register_zeros_for_output(op_type):
     return _register
 
 
-def zeros_for_output(op, index):
+def zeros_for_output(op: Operation, index: int) -> Tensor:
     """The zero gradient of ``op.outputs[index]`` (see :func:`register_zeros_for_output`)."""
     fn = _ZEROS_FOR_OUTPUT.get(op.type)
     return fn(op, index) if fn is not None else array_ops.zeros_like(op.outputs[index])

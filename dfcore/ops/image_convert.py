@@ -8,16 +8,24 @@ as a C cast does, unless ``saturate``). Built from ``Cast``/``Mul``/``FloorDiv``
 float paths have those ops' gradients.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from ..framework import dtypes
 from ..framework.scopes import name_scope
 from ..framework.tensor_conversion import convert_to_tensor
 from . import math_ops
 from .array_ops import identity
 
+if TYPE_CHECKING:
+    from ..framework.tensor import Tensor
+    from ..framework.tensor_like import DTypeLike, TensorLike
+
 __all__ = ["convert_image_dtype", "saturate_cast"]
 
 
-def saturate_cast(value, dtype, name=None):
+def saturate_cast(value: TensorLike, dtype: DTypeLike, name: str | None = None) -> Tensor:
     """``value`` cast to ``dtype``, first clipped to the range both dtypes can hold (no wrap-around)."""
     with name_scope(name, "saturate_cast", [value]) as name:
         value = convert_to_tensor(value, name="value")
@@ -30,7 +38,7 @@ def saturate_cast(value, dtype, name=None):
         return math_ops.cast(value, dtype, name=name)
 
 
-def convert_image_dtype(image, dtype, saturate=False, name=None):
+def convert_image_dtype(image: TensorLike, dtype: DTypeLike, saturate: bool = False, name: str | None = None) -> Tensor:
     """``image`` (any shape) in ``dtype``, its values rescaled between the two dtypes' pixel ranges.
 
     Raises:

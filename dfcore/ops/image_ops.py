@@ -7,6 +7,10 @@ to float32 with :func:`convert_image_dtype` and back (saturating), float16/float
 are. Built from existing ops (``ReverseV2``, ``Slice``, ``Pad``, ``Mean`` ...), so each has their gradients.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from ..framework import dtypes
 from ..framework.scopes import name_scope
 from ..framework.tensor_conversion import convert_to_tensor
@@ -18,11 +22,15 @@ from .image_convert import convert_image_dtype
 from .nn_ops import relu
 from .reductions import reduce_mean
 
+if TYPE_CHECKING:
+    from ..framework.tensor import Tensor
+    from ..framework.tensor_like import TensorLike
+
 __all__ = ["adjust_brightness", "adjust_contrast", "central_crop", "flip_left_right", "flip_up_down",
            "per_image_standardization", "resize_image_with_crop_or_pad"]
 
 
-def image_tensor(image, name="image"):
+def image_tensor(image: TensorLike, name: str = "image") -> Tensor:
     """``image`` as a Tensor of rank 3 or more (or unknown rank).
 
     Raises:
@@ -40,12 +48,12 @@ def _flip(image, axis_from_end, name, scope):
         return reverse(image, [-axis_from_end])
 
 
-def flip_left_right(image, name=None):
+def flip_left_right(image: TensorLike, name: str | None = None) -> Tensor:
     """``image`` mirrored along its width axis (``-2``)."""
     return _flip(image, 2, name, "flip_left_right")
 
 
-def flip_up_down(image, name=None):
+def flip_up_down(image: TensorLike, name: str | None = None) -> Tensor:
     """``image`` mirrored along its height axis (``-3``)."""
     return _flip(image, 3, name, "flip_up_down")
 
@@ -57,14 +65,14 @@ def _in_float(image, adjust):
     return convert_image_dtype(adjust(as_float), original, saturate=True)
 
 
-def adjust_brightness(image, delta, name=None):
+def adjust_brightness(image: TensorLike, delta: TensorLike, name: str | None = None) -> Tensor:
     """``image + delta`` (``delta`` a float scalar, in the float pixel range ``[0, 1]``), same shape and dtype."""
     with name_scope(name, "adjust_brightness", [image, delta]):
         image = convert_to_tensor(image, name="image")
         return _in_float(image, lambda flt: math_ops.add(flt, math_ops.cast(delta, flt.dtype)))
 
 
-def adjust_contrast(images, contrast_factor, name=None):
+def adjust_contrast(images: TensorLike, contrast_factor: TensorLike, name: str | None = None) -> Tensor:
     """Each channel's pixels moved away from (factor > 1) or toward their mean: ``(x - mean) * factor + mean``
     with the mean over height and width, per image and channel."""
     with name_scope(name, "adjust_contrast", [images, contrast_factor]):
@@ -78,7 +86,7 @@ def adjust_contrast(images, contrast_factor, name=None):
         return _in_float(images, adjust)
 
 
-def per_image_standardization(image, name=None):
+def per_image_standardization(image: TensorLike, name: str | None = None) -> Tensor:
     """float32 ``(x - mean) / max(stddev, 1 / sqrt(num_pixels))`` over each image's height, width and channels
     (zero mean, unit variance; a constant image gives zeros)."""
     with name_scope(name, "per_image_standardization", [image]):
@@ -107,7 +115,7 @@ def _window(image, top, left, height, width):
     return slice_(image, [0] * lead + [top, left, 0], [-1] * lead + [height, width, -1])
 
 
-def resize_image_with_crop_or_pad(image, target_height, target_width):
+def resize_image_with_crop_or_pad(image: TensorLike, target_height: int, target_width: int) -> Tensor:
     """``image`` centred in ``target_height x target_width``: cropped evenly where larger, zero-padded evenly
     where smaller (the extra pixel of an odd difference goes after, bottom or right).
 
@@ -129,7 +137,7 @@ def resize_image_with_crop_or_pad(image, target_height, target_width):
         return pad(cropped, paddings) if any(any(p) for p in paddings) else cropped
 
 
-def central_crop(image, central_fraction):
+def central_crop(image: TensorLike, central_fraction: float) -> Tensor:
     """The central ``central_fraction`` of ``image``'s height and width: starts ``int((size - size * f) / 2)``,
     the same margin both sides.
 

@@ -8,6 +8,10 @@ a ``RandomUniform``/``RandomUniformInt`` op, so dfcore's seed rules apply (graph
 chooses per image.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from ..framework import dtypes
 from ..framework.scopes import name_scope
 from ..framework.tensor_conversion import convert_to_tensor
@@ -21,6 +25,10 @@ from .control_flow_ops import Assert, with_dependencies
 from .image_ops import adjust_brightness, adjust_contrast, image_tensor
 from .random_ops import random_uniform
 from .reductions import reduce_all
+
+if TYPE_CHECKING:
+    from ..framework.tensor import Tensor
+    from ..framework.tensor_like import TensorLike
 
 __all__ = ["random_brightness", "random_contrast", "random_crop", "random_flip_left_right", "random_flip_up_down"]
 
@@ -38,17 +46,17 @@ def _random_flip(image, axis_from_end, seed, scope):
                             math_ops.multiply(math_ops.subtract(math_ops.cast(1, image.dtype), flips), image))
 
 
-def random_flip_left_right(image, seed=None):
+def random_flip_left_right(image: TensorLike, seed: int | None = None) -> Tensor:
     """``image`` (``[h, w, c]`` or ``[batch, h, w, c]``) mirrored left-right with probability 1/2."""
     return _random_flip(image, 2, seed, "random_flip_left_right")
 
 
-def random_flip_up_down(image, seed=None):
+def random_flip_up_down(image: TensorLike, seed: int | None = None) -> Tensor:
     """``image`` (``[h, w, c]`` or ``[batch, h, w, c]``) mirrored up-down with probability 1/2."""
     return _random_flip(image, 3, seed, "random_flip_up_down")
 
 
-def random_brightness(image, max_delta, seed=None):
+def random_brightness(image: TensorLike, max_delta: TensorLike, seed: int | None = None) -> Tensor:
     """:func:`adjust_brightness` by a delta uniform in ``[-max_delta, max_delta)``.
 
     Raises:
@@ -59,7 +67,7 @@ def random_brightness(image, max_delta, seed=None):
     return adjust_brightness(image, random_uniform([], -max_delta, max_delta, seed=seed))
 
 
-def random_contrast(image, lower, upper, seed=None):
+def random_contrast(image: TensorLike, lower: TensorLike, upper: TensorLike, seed: int | None = None) -> Tensor:
     """:func:`adjust_contrast` by a factor uniform in ``[lower, upper)``.
 
     Raises:
@@ -72,7 +80,7 @@ def random_contrast(image, lower, upper, seed=None):
     return adjust_contrast(image, random_uniform([], lower, upper, seed=seed))
 
 
-def random_crop(value, size, seed=None, name=None):
+def random_crop(value: TensorLike, size: TensorLike, seed: int | None = None, name: str | None = None) -> Tensor:
     """A ``size`` (int32 vector, one entry per axis) window of ``value`` at a uniformly random offset.
 
     Raises (when run) InvalidArgumentError: ``value``'s shape smaller than ``size`` somewhere

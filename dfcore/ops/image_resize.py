@@ -11,6 +11,10 @@ method is a pair of sampling matrices ``[out, in]`` for rows and columns, so the
 transposed product.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .. import errors
@@ -21,6 +25,10 @@ from ..framework.tensor_shape import TensorShape
 from .array_ops import constant_value, shape
 from .array_ops_layout import expand_dims, squeeze
 from .op_util import apply_op1
+
+if TYPE_CHECKING:
+    from ..framework.tensor import Tensor
+    from ..framework.tensor_like import TensorLike
 
 __all__ = ["ResizeMethod", "resize_bilinear", "resize_images", "resize_nearest_neighbor"]
 
@@ -40,12 +48,14 @@ def _resize_op(op_type, images, size, align_corners, half_pixel_centers, name):
     return apply_op1(op_type, [images, size], attrs, name or op_type)
 
 
-def resize_bilinear(images, size, align_corners=False, name=None, half_pixel_centers=False):
+def resize_bilinear(images: TensorLike, size: TensorLike, align_corners: bool = False, name: str | None = None,
+                    half_pixel_centers: bool = False) -> Tensor:
     """``[batch, size[0], size[1], channels]`` float32 from ``[batch, height, width, channels]`` images."""
     return _resize_op("ResizeBilinear", images, size, align_corners, half_pixel_centers, name)
 
 
-def resize_nearest_neighbor(images, size, align_corners=False, name=None, half_pixel_centers=False):
+def resize_nearest_neighbor(images: TensorLike, size: TensorLike, align_corners: bool = False, name: str | None = None,
+                            half_pixel_centers: bool = False) -> Tensor:
     """``[batch, size[0], size[1], channels]`` of the images' dtype, each pixel its nearest source pixel."""
     return _resize_op("ResizeNearestNeighbor", images, size, align_corners, half_pixel_centers, name)
 
@@ -53,8 +63,8 @@ def resize_nearest_neighbor(images, size, align_corners=False, name=None, half_p
 _METHODS = {ResizeMethod.BILINEAR: resize_bilinear, ResizeMethod.NEAREST_NEIGHBOR: resize_nearest_neighbor}
 
 
-def resize_images(images, size, method=ResizeMethod.BILINEAR, align_corners=False, preserve_aspect_ratio=False,
-                  name=None):
+def resize_images(images: TensorLike, size: TensorLike, method: int = ResizeMethod.BILINEAR,
+                  align_corners: bool = False, preserve_aspect_ratio: bool = False, name: str | None = None) -> Tensor:
     """``images`` (``[batch, h, w, c]`` or ``[h, w, c]``) resized to ``size`` (``[new_h, new_w]`` int32).
 
     A static ``size`` equal to the images' own returns them unchanged (dtype kept), as TF does.

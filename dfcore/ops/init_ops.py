@@ -7,14 +7,20 @@ The variance-scaling family follows Glorot & Bengio (AISTATS 2010) and He et al.
 (ICCV 2015): ``scale / fan`` is the variance, with the fans of :func:`compute_fans`.
 """
 
+from __future__ import annotations
+
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..framework import dtypes
 from . import array_ops, constant_op, random_ops
+
+if TYPE_CHECKING:
+    from ..framework.tensor import Tensor
+    from ..framework.tensor_like import DTypeLike, TensorLike
 
 #: ``stddev`` of a standard normal truncated at ±2, divided out so a truncated draw keeps ``scale / fan``.
 _TRUNCATED_NORMAL_STDDEV = 0.87962566103423978
@@ -30,7 +36,7 @@ def _float_dtype(dtype, initializer):
 class Initializer:
     """The base class: ``__call__(shape, dtype=None, partition_info=None) -> Tensor`` and ``get_config()``."""
 
-    def __call__(self, shape, dtype=None, partition_info=None):
+    def __call__(self, shape: TensorLike, dtype: DTypeLike | None = None, partition_info: Any = None) -> Tensor:
         raise NotImplementedError(f"{type(self).__name__} does not define __call__")
 
     def get_config(self) -> dict:
@@ -47,7 +53,8 @@ class _Filled(Initializer):
         self.dtype = dtypes.as_dtype(dtype).base_dtype
 
     def __call__(self, shape, dtype=None, partition_info=None):
-        return type(self).fill(shape, dtype or self.dtype)
+        fill: Any = type(self).fill  # each subclass sets it
+        return fill(shape, dtype or self.dtype)
 
     def get_config(self):
         return {"dtype": self.dtype.name}
@@ -73,46 +80,48 @@ class Constant(Initializer):
         ValueError (on call): ``verify_shape`` and the value's shape differs from the variable's.
     """
 
-    def __init__(self, value=0, dtype=dtypes.float32, verify_shape=False):
+    def __init__(self, value: TensorLike = 0, dtype: DTypeLike = dtypes.float32, verify_shape: bool = False):
         if not (np.isscalar(value) or isinstance(value, (list, tuple, np.ndarray))):
             raise TypeError(f"Invalid type for initial value: {type(value).__name__} (expected Python scalar, "
                             "list or tuple of values, or numpy.ndarray).")
         self.value, self.verify_shape = value, verify_shape
         self.dtype = dtypes.as_dtype(dtype).base_dtype
 
-    def __call__(self, shape, dtype=None, partition_info=None):
+    def __call__(self, shape: TensorLike, dtype: DTypeLike | None = None, partition_info: Any = None) -> Tensor:
         return constant_op.constant(self.value, dtype=dtype or self.dtype, shape=shape,
                                     verify_shape=self.verify_shape)
 
-    def get_config(self):
+    def get_config(self) -> dict[str, Any]:
         return {"value": self.value, "dtype": self.dtype.name, "verify_shape": self.verify_shape}
 
 
 class RandomUniform(Initializer):
     """Uniform in ``[minval, maxval)`` (``tf.random_uniform_initializer``)."""
 
-    def __init__(self, minval=0.0, maxval=None, seed=None, dtype=dtypes.float32):
+    def __init__(self, minval: float = 0.0, maxval: TensorLike = None, seed: int | None = None,
+                 dtype: DTypeLike = dtypes.float32):
         self.minval, self.maxval, self.seed = minval, maxval, seed
         self.dtype = dtypes.as_dtype(dtype).base_dtype
 
-    def __call__(self, shape, dtype=None, partition_info=None):
+    def __call__(self, shape: TensorLike, dtype: DTypeLike | None = None, partition_info: Any = None) -> Tensor:
         return random_ops.random_uniform(shape, self.minval, self.maxval, dtype or self.dtype, seed=self.seed)
 
-    def get_config(self):
+    def get_config(self) -> dict[str, Any]:
         return {"minval": self.minval, "maxval": self.maxval, "seed": self.seed, "dtype": self.dtype.name}
 
 
 class RandomNormal(Initializer):
     """Normal with ``mean`` and ``stddev`` (``tf.random_normal_initializer``)."""
 
-    def __init__(self, mean=0.0, stddev=1.0, seed=None, dtype=dtypes.float32):
+    def __init__(self, mean: float = 0.0, stddev: float = 1.0, seed: int | None = None,
+                 dtype: DTypeLike = dtypes.float32):
         self.mean, self.stddev, self.seed = mean, stddev, seed
         self.dtype = _float_dtype(dtype, type(self).__name__)
 
-    def __call__(self, shape, dtype=None, partition_info=None):
+    def __call__(self, shape: TensorLike, dtype: DTypeLike | None = None, partition_info: Any = None) -> Tensor:
         return random_ops.random_normal(shape, self.mean, self.stddev, dtype or self.dtype, seed=self.seed)
 
-    def get_config(self):
+    def get_config(self) -> dict[str, Any]:
         return {"mean": self.mean, "stddev": self.stddev, "seed": self.seed, "dtype": self.dtype.name}
 
 
@@ -120,11 +129,11 @@ class TruncatedNormal(RandomNormal):
     """Normal with ``mean`` and ``stddev``, draws beyond two ``stddev`` redrawn
     (``tf.truncated_normal_initializer``)."""
 
-    def __call__(self, shape, dtype=None, partition_info=None):
+    def __call__(self, shape: TensorLike, dtype: DTypeLike | None = None, partition_info: Any = None) -> Tensor:
         return random_ops.truncated_normal(shape, self.mean, self.stddev, dtype or self.dtype, seed=self.seed)
 
 
-def compute_fans(shape) -> tuple:
+def compute_fans(shape: TensorLike) -> tuple:
     """``(fan_in, fan_out)`` of a weight ``shape``: a matrix ``[in, out]``; a convolution kernel
     ``[..., in, out]`` times its receptive field (the product of the leading dimensions)."""
     shape = [int(d) for d in shape]
@@ -150,7 +159,8 @@ class VarianceScaling(Initializer):
     _MODES = ("fan_in", "fan_out", "fan_avg")
     _DISTRIBUTIONS = ("normal", "uniform", "truncated_normal", "untruncated_normal")
 
-    def __init__(self, scale=1.0, mode="fan_in", distribution="truncated_normal", seed=None, dtype=dtypes.float32):
+    def __init__(self, scale: float = 1.0, mode: str = "fan_in", distribution: str = "truncated_normal",
+                 seed: int | None = None, dtype: DTypeLike = dtypes.float32):
         if scale <= 0.0:
             raise ValueError("`scale` must be positive float.")
         if mode not in self._MODES:
@@ -160,7 +170,7 @@ class VarianceScaling(Initializer):
         self.scale, self.mode, self.distribution, self.seed = scale, mode, distribution.lower(), seed
         self.dtype = _float_dtype(dtype, type(self).__name__)
 
-    def __call__(self, shape, dtype=None, partition_info=None):
+    def __call__(self, shape: TensorLike, dtype: DTypeLike | None = None, partition_info: Any = None) -> Tensor:
         dtype = dtype or self.dtype
         fan_in, fan_out = compute_fans(shape)
         fan = {"fan_in": fan_in, "fan_out": fan_out, "fan_avg": (fan_in + fan_out) / 2.0}[self.mode]
@@ -173,7 +183,7 @@ class VarianceScaling(Initializer):
         limit = math.sqrt(3.0 * scale)
         return random_ops.random_uniform(shape, -limit, limit, dtype, seed=self.seed)
 
-    def get_config(self):
+    def get_config(self) -> dict[str, Any]:
         return {"scale": self.scale, "mode": self.mode, "distribution": self.distribution, "seed": self.seed,
                 "dtype": self.dtype.name}
 
@@ -181,20 +191,20 @@ class VarianceScaling(Initializer):
 class GlorotUniform(VarianceScaling):
     """Uniform in ``±sqrt(6 / (fan_in + fan_out))`` (Glorot & Bengio 2010; TF 1.x's default for floats)."""
 
-    def __init__(self, seed=None, dtype=dtypes.float32):
+    def __init__(self, seed: int | None = None, dtype: DTypeLike = dtypes.float32):
         super().__init__(1.0, "fan_avg", "uniform", seed, dtype)
 
-    def get_config(self):
+    def get_config(self) -> dict[str, Any]:
         return {"seed": self.seed, "dtype": self.dtype.name}
 
 
 class GlorotNormal(VarianceScaling):
     """Truncated normal with ``stddev = sqrt(2 / (fan_in + fan_out))`` (Glorot & Bengio 2010)."""
 
-    def __init__(self, seed=None, dtype=dtypes.float32):
+    def __init__(self, seed: int | None = None, dtype: DTypeLike = dtypes.float32):
         super().__init__(1.0, "fan_avg", "truncated_normal", seed, dtype)
 
-    def get_config(self):
+    def get_config(self) -> dict[str, Any]:
         return {"seed": self.seed, "dtype": self.dtype.name}
 
 

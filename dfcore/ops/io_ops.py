@@ -5,13 +5,20 @@ each pattern, sorted; no match gives an empty vector. dfcore matches with Python
 ``?``, ``[...]``), which, unlike TF, skips names starting with a dot unless the pattern names the dot.
 """
 
+from __future__ import annotations
+
 import glob
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..framework import dtypes, registry
 from ..framework.tensor_shape import TensorShape
 from .op_util import apply_op1
+
+if TYPE_CHECKING:
+    from ..framework.tensor import Tensor
+    from ..framework.tensor_like import TensorLike
 
 __all__ = ["matching_files"]
 
@@ -20,7 +27,7 @@ registry.NotDifferentiable("MatchingFiles")
 registry.mark_stateful("MatchingFiles")  # reads the file system: never folded or cached
 
 
-def matching_files(pattern, name=None):
+def matching_files(pattern: TensorLike, name: str | None = None) -> Tensor:
     """A string vector ``[?]``: the sorted file names matching ``pattern`` (a string scalar or vector)."""
     return apply_op1("MatchingFiles", [pattern], {}, name or "MatchingFiles", dtype=dtypes.string)
 

@@ -6,6 +6,10 @@ Public as ``tf.matrix_inverse``/``tf.matrix_determinant`` and ``tf.linalg.inv``/
 ``tf.linalg.det``. Gradients live in :mod:`dfcore.ops.linalg_grad`.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .. import errors
@@ -15,10 +19,14 @@ from . import common_shapes
 from .math_dtypes import FLOAT, check_input
 from .op_util import apply_op1
 
+if TYPE_CHECKING:
+    from ..framework.tensor import Tensor
+    from ..framework.tensor_like import TensorLike
+
 __all__ = ["matrix_inverse", "matrix_determinant", "inv", "det"]
 
 
-def matrix_inverse(input, adjoint=False, name=None):
+def matrix_inverse(input: TensorLike, adjoint: bool = False, name: str | None = None) -> Tensor:
     """The inverse of each square matrix ``[..., M, M]`` (of its adjoint if ``adjoint``); float dtypes.
 
     Raises:
@@ -29,7 +37,7 @@ def matrix_inverse(input, adjoint=False, name=None):
     return apply_op1("MatrixInverse", [input], {"adjoint": bool(adjoint)}, name or "MatrixInverse")
 
 
-def matrix_determinant(input, name=None):
+def matrix_determinant(input: TensorLike, name: str | None = None) -> Tensor:
     """The determinant of each square matrix ``[..., M, M]``, shape ``[...]``; float dtypes.
 
     Raises:

@@ -6,12 +6,19 @@ Each loss computes per-element losses, multiplies them by ``weights``
 to the input dtype and adds the result to ``loss_collection``.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from ..framework import dtypes
 from ..framework.graph import GraphKeys
 from ..framework.scopes import add_to_collection, get_collection, name_scope
 from ..framework.tensor import Tensor
 from ..framework.tensor_conversion import convert_to_tensor
 from . import array_ops, math_ops, nn_impl, nn_ops_xent
+
+if TYPE_CHECKING:
+    from ..framework.tensor_like import TensorLike
 
 __all__ = [
     "Reduction",
@@ -42,35 +49,35 @@ class Reduction:
     SUM_OVER_NONZERO_WEIGHTS = SUM_BY_NONZERO_WEIGHTS
 
     @classmethod
-    def all(cls):
+    def all(cls) -> tuple[str, ...]:
         return (cls.NONE, cls.SUM, cls.MEAN, cls.SUM_OVER_BATCH_SIZE, cls.SUM_OVER_NONZERO_WEIGHTS,
                 cls.SUM_BY_NONZERO_WEIGHTS)
 
     @classmethod
-    def validate(cls, key):
+    def validate(cls, key: str) -> None:
         """Raises ValueError ``Invalid Reduction Key <key>.`` for an unknown key."""
         if key not in cls.all():
             raise ValueError(f"Invalid Reduction Key {key}.")
 
 
 # -- collection helpers ------------------------------------------------------------
-def add_loss(loss, loss_collection=GraphKeys.LOSSES):
+def add_loss(loss: Tensor, loss_collection: str | None = GraphKeys.LOSSES) -> None:
     """Add ``loss`` to ``loss_collection`` (nothing if the collection is None). Source: ``losses/util.py``."""
     if loss_collection:
         add_to_collection(loss_collection, loss)
 
 
-def get_losses(scope=None, loss_collection=GraphKeys.LOSSES):
+def get_losses(scope: str | None = None, loss_collection: str = GraphKeys.LOSSES) -> list[Any]:
     """The losses in ``loss_collection`` whose names match ``scope``."""
     return get_collection(loss_collection, scope)
 
 
-def get_regularization_losses(scope=None):
+def get_regularization_losses(scope: str | None = None) -> list[Any]:
     """The tensors in the ``regularization_losses`` collection whose names match ``scope``."""
     return get_collection(REGULARIZATION_LOSSES, scope)
 
 
-def get_regularization_loss(scope=None, name="total_regularization_loss"):
+def get_regularization_loss(scope: str | None = None, name: str = "total_regularization_loss") -> Tensor:
     """The sum of the regularization losses, or a float32 zero if there are none."""
     losses = get_regularization_losses(scope)
     if losses:
@@ -78,7 +85,8 @@ def get_regularization_loss(scope=None, name="total_regularization_loss"):
     return convert_to_tensor(0.0, dtype=dtypes.float32, name=name)
 
 
-def get_total_loss(add_regularization_losses=True, name="total_loss", scope=None):
+def get_total_loss(add_regularization_losses: bool = True, name: str = "total_loss",
+                   scope: str | None = None) -> Tensor:
     """``add_n`` of the ``LOSSES`` collection (plus regularization losses).
 
     Raises:
@@ -131,8 +139,9 @@ def _safe_mean(total, count):
     return math_ops.multiply(math_ops.divide(total, math_ops.add(count, is_zero)), nonzero, name="value")
 
 
-def compute_weighted_loss(losses, weights=1.0, scope=None, loss_collection=GraphKeys.LOSSES,
-                          reduction=Reduction.SUM_BY_NONZERO_WEIGHTS):
+def compute_weighted_loss(losses: TensorLike, weights: TensorLike = 1.0, scope: str | None = None,
+                          loss_collection: str = GraphKeys.LOSSES,
+                          reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS) -> Tensor:
     """``losses * weights`` reduced by ``reduction``, in the dtype of ``losses``; added to ``loss_collection``.
 
     Raises:
@@ -183,8 +192,9 @@ def _regression_loss(default_name, fn, labels, predictions, weights, scope, loss
         return compute_weighted_loss(fn(predictions, labels), weights, scope, loss_collection, reduction=reduction)
 
 
-def mean_squared_error(labels, predictions, weights=1.0, scope=None, loss_collection=GraphKeys.LOSSES,
-                       reduction=Reduction.SUM_BY_NONZERO_WEIGHTS):
+def mean_squared_error(labels: TensorLike, predictions: TensorLike, weights: TensorLike = 1.0, scope: str | None = None,
+                       loss_collection: str = GraphKeys.LOSSES,
+                       reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS) -> Tensor:
     """Weighted ``(predictions - labels) ** 2``, reduced by ``reduction`` (float32 scalar by default).
 
     Raises:
@@ -195,8 +205,9 @@ def mean_squared_error(labels, predictions, weights=1.0, scope=None, loss_collec
                             loss_collection, reduction)
 
 
-def absolute_difference(labels, predictions, weights=1.0, scope=None, loss_collection=GraphKeys.LOSSES,
-                        reduction=Reduction.SUM_BY_NONZERO_WEIGHTS):
+def absolute_difference(labels: TensorLike, predictions: TensorLike, weights: TensorLike = 1.0,
+                        scope: str | None = None, loss_collection: str = GraphKeys.LOSSES,
+                        reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS) -> Tensor:
     """Weighted ``|predictions - labels|``, reduced by ``reduction``.
 
     Raises:
@@ -207,8 +218,9 @@ def absolute_difference(labels, predictions, weights=1.0, scope=None, loss_colle
                             predictions, weights, scope, loss_collection, reduction)
 
 
-def sigmoid_cross_entropy(multi_class_labels, logits, weights=1.0, label_smoothing=0, scope=None,
-                          loss_collection=GraphKeys.LOSSES, reduction=Reduction.SUM_BY_NONZERO_WEIGHTS):
+def sigmoid_cross_entropy(multi_class_labels: TensorLike, logits: TensorLike, weights: TensorLike = 1.0,
+                          label_smoothing: float = 0, scope: str | None = None, loss_collection: str = GraphKeys.LOSSES,
+                          reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS) -> Tensor:
     """Weighted ``sigmoid_cross_entropy_with_logits``; labels smoothed toward 1/2 by ``label_smoothing``.
 
     Raises:
@@ -227,8 +239,9 @@ def sigmoid_cross_entropy(multi_class_labels, logits, weights=1.0, label_smoothi
         return compute_weighted_loss(losses, weights, scope, loss_collection, reduction=reduction)
 
 
-def softmax_cross_entropy(onehot_labels, logits, weights=1.0, label_smoothing=0, scope=None,
-                          loss_collection=GraphKeys.LOSSES, reduction=Reduction.SUM_BY_NONZERO_WEIGHTS):
+def softmax_cross_entropy(onehot_labels: TensorLike, logits: TensorLike, weights: TensorLike = 1.0,
+                          label_smoothing: float = 0, scope: str | None = None, loss_collection: str = GraphKeys.LOSSES,
+                          reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS) -> Tensor:
     """Weighted ``softmax_cross_entropy_with_logits_v2`` per example (no gradient into the labels).
 
     ``label_smoothing`` mixes the one-hot labels with ``1/num_classes``.
@@ -260,8 +273,9 @@ def _squeeze_last(tensor, rank):
     return array_ops.reshape(tensor, [-1 if d is None else d for d in dims[:-1]])
 
 
-def sparse_softmax_cross_entropy(labels, logits, weights=1.0, scope=None, loss_collection=GraphKeys.LOSSES,
-                                 reduction=Reduction.SUM_BY_NONZERO_WEIGHTS):
+def sparse_softmax_cross_entropy(labels: TensorLike, logits: TensorLike, weights: TensorLike = 1.0,
+                                 scope: str | None = None, loss_collection: str = GraphKeys.LOSSES,
+                                 reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS) -> Tensor:
     """Weighted ``sparse_softmax_cross_entropy_with_logits``; ``labels`` of shape ``[batch, 1]`` are squeezed.
 
     Raises:

@@ -4,7 +4,16 @@ Source: the ``T: {...}`` type constraints of ``core/ops/math_ops.cc`` and the
 check in ``op_def_library.py``, with TF's wording and TF's order of type names.
 """
 
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 from ..framework import dtypes
+
+if TYPE_CHECKING:
+    from ..framework.dtypes import DType
+    from ..framework.operation import Operation
 
 FLOAT = (dtypes.float16, dtypes.float32, dtypes.float64)
 REAL = (dtypes.float32, dtypes.float64, dtypes.int32, dtypes.uint8, dtypes.int16, dtypes.int8,
@@ -14,7 +23,7 @@ BOOL = (dtypes.bool,)
 INDEX = (dtypes.int32, dtypes.int64)
 
 
-def check_input(op, index, allowed, param):
+def check_input(op: Operation, index: int, allowed: Sequence[DType], param: str) -> DType:
     """Raise TF's TypeError if input ``index`` of ``op`` has a dtype outside ``allowed``.
 
     Raises:

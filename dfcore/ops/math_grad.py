@@ -4,14 +4,22 @@ Source: ``tensorflow/python/ops/math_grad.py``. Gradients of broadcasting ops
 are summed back over the broadcast axes (:func:`unbroadcast`).
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ..framework import dtypes, registry
 from ..framework.tensor_shape import TensorShape
 from . import array_ops, math_ops
 
+if TYPE_CHECKING:
+    from ..framework.tensor import Tensor
+    from ..framework.tensor_like import TensorLike
 
-def unbroadcast(grad, x, other=None):
+
+def unbroadcast(grad: TensorLike, x: TensorLike, other: TensorLike = None) -> Tensor:
     """Sum ``grad`` over the axes along which ``x`` was broadcast, and reshape to x's shape.
 
     Static shapes decide the axes when both are fully known, or, given the op's ``other`` operand, when the
@@ -26,7 +34,8 @@ def unbroadcast(grad, x, other=None):
             return grad
         x_dims, g_dims = xs.as_list(), gs.as_list()
         lead = len(g_dims) - len(x_dims)
-        axes = list(range(lead)) + [lead + i for i, d in enumerate(x_dims) if d == 1 and g_dims[lead + i] != 1]
+        axes: list[int] | None = list(range(lead)) + [lead + i for i, d in enumerate(x_dims)
+                                                      if d == 1 and g_dims[lead + i] != 1]
         summed = math_ops.reduce_sum(grad, axes, keepdims=False) if axes else grad
         return array_ops.reshape(summed, x_dims)
     axes = None if other is None else _broadcast_axes(xs, other.shape)
@@ -59,7 +68,7 @@ def _broadcast_axes(x_shape, y_shape):
     return axes
 
 
-def broadcast_gradient_args(s0, s1, name=None):
+def broadcast_gradient_args(s0: TensorLike, s1: TensorLike, name: str | None = None) -> tuple[Tensor, Tensor]:
     """The reduction axes ``(r0, r1)`` for the gradients of two broadcast operands of shapes s0, s1."""
     from .op_util import apply_op
 

@@ -7,6 +7,10 @@ Gradients live in :mod:`dfcore.ops.math_grad`. ``range`` is exported under TF's
 name without shadowing Python's builtin here (see ``__getattr__``).
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .. import errors
@@ -25,6 +29,11 @@ from .math_ops_unary import neg  # TF1 alias
 from .op_util import apply_op1, convert_same_dtype
 from .reductions import *
 
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from ..framework.tensor_like import DTypeLike, TensorLike
+
 __all__ = (
     math_ops_unary.__all__ + math_ops_binary.__all__ + math_ops_matmul.__all__ + reductions.__all__
     + ["cast", "to_float", "to_double", "to_int32", "to_int64", "add_n", "accumulate_n", "scalar_mul",
@@ -40,7 +49,7 @@ def __getattr__(name):
 
 
 # -- cast -----------------------------------------------------------------------
-def cast(x, dtype, name=None):
+def cast(x: TensorLike, dtype: DTypeLike, name: str | None = None) -> Tensor:
     """``x`` converted to ``dtype`` (float → int truncates toward zero, as TF); same shape.
     Returns ``x`` itself when it already has ``dtype``. Source: math_ops.py."""
     dtype = dtypes.as_dtype(dtype).base_dtype
@@ -61,28 +70,28 @@ def _cast_kernel(op, backend):
     return lambda x: xp.astype(xp.asarray(x), dst)
 
 
-def to_float(x, name="ToFloat"):
+def to_float(x: TensorLike, name: str = "ToFloat") -> Tensor:
     """``cast(x, float32)``. Source: math_ops.py."""
     return cast(x, dtypes.float32, name=name)
 
 
-def to_double(x, name="ToDouble"):
+def to_double(x: TensorLike, name: str = "ToDouble") -> Tensor:
     """``cast(x, float64)``. Source: math_ops.py."""
     return cast(x, dtypes.float64, name=name)
 
 
-def to_int32(x, name="ToInt32"):
+def to_int32(x: TensorLike, name: str = "ToInt32") -> Tensor:
     """``cast(x, int32)``. Source: math_ops.py."""
     return cast(x, dtypes.int32, name=name)
 
 
-def to_int64(x, name="ToInt64"):
+def to_int64(x: TensorLike, name: str = "ToInt64") -> Tensor:
     """``cast(x, int64)``. Source: math_ops.py."""
     return cast(x, dtypes.int64, name=name)
 
 
 # -- add_n / accumulate_n -------------------------------------------------------
-def add_n(inputs, name=None):
+def add_n(inputs: TensorLike, name: str | None = None) -> Tensor:
     """The elementwise sum of a list of tensors of the same shape and dtype (``AddN``).
 
     Raises:
@@ -99,7 +108,8 @@ def add_n(inputs, name=None):
     return apply_op1("AddN", tensors, {"N": len(tensors)}, name or "AddN")
 
 
-def accumulate_n(inputs, shape=None, tensor_dtype=None, name=None):
+def accumulate_n(inputs: Sequence[TensorLike], shape: TensorLike = None, tensor_dtype: DTypeLike | None = None,
+                 name: str | None = None) -> Tensor:
     """Like :func:`add_n` (``AccumulateNV2``); ``shape``/``tensor_dtype`` must agree with the inputs.
 
     Raises:
@@ -160,7 +170,7 @@ def _add_n_kernel(op, backend):
 
 
 # -- scalar_mul / clip_by_value -------------------------------------------------
-def scalar_mul(scalar, x, name=None):
+def scalar_mul(scalar: TensorLike, x: TensorLike, name: str | None = None) -> Tensor:
     """``scalar * x`` (``Mul``) for a 0-d ``scalar`` converted to x's dtype.
 
     Raises:
@@ -174,7 +184,8 @@ def scalar_mul(scalar, x, name=None):
     return binary("Mul", scalar, x, name)
 
 
-def clip_by_value(t, clip_value_min, clip_value_max, name=None):
+def clip_by_value(t: TensorLike, clip_value_min: TensorLike, clip_value_max: TensorLike,
+                  name: str | None = None) -> Tensor:
     """``t`` clipped to ``[clip_value_min, clip_value_max]``, built as TF1 does: ``Minimum`` then
     ``Maximum`` (named ``clip_by_value``) in a ``clip_by_value`` scope, so gradients flow where unclipped.
 
@@ -195,7 +206,8 @@ def clip_by_value(t, clip_value_min, clip_value_max, name=None):
 _RANGE_DTYPES = [dtypes.int32, dtypes.int64, dtypes.float32, dtypes.float64]
 
 
-def range_(start, limit=None, delta=1, dtype=None, name="range"):
+def range_(start: TensorLike, limit: TensorLike = None, delta: TensorLike = 1, dtype: DTypeLike | None = None,
+           name: str = "range") -> Tensor:
     """``[start, start+delta, ...)`` below ``limit`` as a 1-D tensor (TF's ``range``, op ``Range``);
     the dtype is the widest of the arguments' (int32 < int64 < float32 < float64) unless given.
 
@@ -258,7 +270,8 @@ registry.NotDifferentiable("Range")
 
 
 # -- cumsum ---------------------------------------------------------------------
-def cumsum(x, axis=0, exclusive=False, reverse=False, name=None):
+def cumsum(x: TensorLike, axis: TensorLike = 0, exclusive: bool = False, reverse: bool = False,
+           name: str | None = None) -> Tensor:
     """Cumulative sum along ``axis`` (``Cumsum``): ``exclusive`` starts from 0, ``reverse`` sums from the end.
     Same shape and dtype as ``x``. Source: math_ops.py."""
     graph = graph_of([x, axis])

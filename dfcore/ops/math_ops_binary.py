@@ -6,6 +6,9 @@ one dtype, the output has the broadcast shape. Gradients live in
 :mod:`dfcore.ops.math_grad`.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from .. import errors
 from ..framework import dtypes, registry
@@ -13,6 +16,10 @@ from ..framework.graph import graph_of
 from . import common_shapes
 from .math_dtypes import BOOL, REAL, check_input
 from .op_util import apply_op1, convert_same_dtype
+
+if TYPE_CHECKING:
+    from ..framework.tensor import Tensor
+    from ..framework.tensor_like import TensorLike
 
 __all__ = [
     "add",
@@ -144,7 +151,7 @@ def _logical_not_shape(op):
 registry.RegisterArrayKernel("LogicalNot")(_xp("logical_not"))
 
 
-def binary(op_type, x, y, name):
+def binary(op_type: str, x: TensorLike, y: TensorLike, name: str | None) -> Tensor:
     """Build the binary op ``op_type`` on ``x`` and ``y`` converted to one dtype.
 
     Raises:
@@ -156,17 +163,17 @@ def binary(op_type, x, y, name):
     return apply_op1(op_type, [x, y], {}, name or op_type)
 
 
-def add(x, y, name=None):
+def add(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     """``x + y`` elementwise with broadcasting (``Add``). Source: math_ops.cc."""
     return binary("Add", x, y, name)
 
 
-def subtract(x, y, name=None):
+def subtract(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     """``x - y`` elementwise with broadcasting (``Sub``). Source: math_ops.cc."""
     return binary("Sub", x, y, name)
 
 
-def multiply(x, y, name=None):
+def multiply(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     """``x * y`` elementwise with broadcasting (``Mul``). Source: math_ops.cc."""
     return binary("Mul", x, y, name)
 
@@ -176,7 +183,7 @@ _TRUEDIV = {dtypes.uint8: dtypes.float32, dtypes.int8: dtypes.float32, dtypes.in
             dtypes.int32: dtypes.float64, dtypes.int64: dtypes.float64}
 
 
-def truediv(x, y, name=None):
+def truediv(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     """``x / y`` elementwise (``RealDiv`` named ``truediv``); integers are cast first (int32 → float64,
     int8/int16/uint8 → float32), as Python 3 division. Source: math_ops.py (``_truediv_python3``)."""
     x, y = convert_same_dtype([x, y], "RealDiv")
@@ -190,44 +197,44 @@ def truediv(x, y, name=None):
     return apply_op1("RealDiv", [x, y], {}, name or "truediv")
 
 
-def divide(x, y, name=None):
+def divide(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     """``x / y`` elementwise: :func:`truediv`. Source: math_ops.py (``divide``)."""
     return truediv(x, y, name)
 
 
-def realdiv(x, y, name=None):
+def realdiv(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     """``x / y`` elementwise without casting (``RealDiv``). Source: math_ops.cc."""
     return binary("RealDiv", x, y, name)
 
 
-def div(x, y, name=None):
+def div(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     """Python 2 division: ``FloorDiv`` for integers, ``RealDiv`` for floats (op named ``div``). Source: math_ops.py."""
     x, y = convert_same_dtype([x, y], "RealDiv")
     op_type = "FloorDiv" if x.dtype.is_integer else "RealDiv"
     return apply_op1(op_type, [x, y], {}, name or "div")
 
 
-def maximum(x, y, name=None):
+def maximum(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     """The larger of ``x`` and ``y`` elementwise (``Maximum``); ties send the gradient to x. Source: math_ops.cc."""
     return binary("Maximum", x, y, name)
 
 
-def minimum(x, y, name=None):
+def minimum(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     """The smaller of ``x`` and ``y`` elementwise (``Minimum``); ties send the gradient to x. Source: math_ops.cc."""
     return binary("Minimum", x, y, name)
 
 
-def pow(x, y, name=None):
+def pow(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     """``x ** y`` elementwise (``Pow``); integers to negative powers fail at run time. Source: math_ops.py."""
     return binary("Pow", x, y, name)
 
 
-def squared_difference(x, y, name=None):
+def squared_difference(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     """``(x - y)²`` elementwise with broadcasting (``SquaredDifference``). Source: math_ops.cc."""
     return binary("SquaredDifference", x, y, name)
 
 
-def floordiv(x, y, name=None):
+def floordiv(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     """``floor(x / y)`` elementwise (``FloorDiv`` named ``floordiv``); no gradient.
 
     Raises (at run time): InvalidArgumentError ``Integer division by zero``. Source: math_ops.py.
@@ -235,7 +242,7 @@ def floordiv(x, y, name=None):
     return binary("FloorDiv", x, y, name or "floordiv")
 
 
-def floormod(x, y, name=None):
+def floormod(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     """``x - floor(x / y) * y`` elementwise, the sign of ``y`` (``FloorMod``), as Python's ``%``.
 
     Raises (at run time): InvalidArgumentError ``Integer division by zero``. Source: math_ops.cc.
@@ -246,52 +253,52 @@ def floormod(x, y, name=None):
 mod = floormod
 
 
-def greater(x, y, name=None):
+def greater(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     """``x > y`` elementwise, bool output (``Greater``). Source: math_ops.cc."""
     return binary("Greater", x, y, name)
 
 
-def greater_equal(x, y, name=None):
+def greater_equal(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     """``x >= y`` elementwise, bool output (``GreaterEqual``). Source: math_ops.cc."""
     return binary("GreaterEqual", x, y, name)
 
 
-def less(x, y, name=None):
+def less(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     """``x < y`` elementwise, bool output (``Less``). Source: math_ops.cc."""
     return binary("Less", x, y, name)
 
 
-def less_equal(x, y, name=None):
+def less_equal(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     """``x <= y`` elementwise, bool output (``LessEqual``). Source: math_ops.cc."""
     return binary("LessEqual", x, y, name)
 
 
-def equal(x, y, name=None):
+def equal(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     """``x == y`` elementwise, bool output, any dtype (``Equal``). Source: math_ops.cc."""
     return binary("Equal", x, y, name)
 
 
-def not_equal(x, y, name=None):
+def not_equal(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     """``x != y`` elementwise, bool output, any dtype (``NotEqual``). Source: math_ops.cc."""
     return binary("NotEqual", x, y, name)
 
 
-def logical_and(x, y, name=None):
+def logical_and(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     """``x AND y`` on bool tensors with broadcasting (``LogicalAnd``); TypeError otherwise. Source: math_ops.cc."""
     return binary("LogicalAnd", x, y, name)
 
 
-def logical_or(x, y, name=None):
+def logical_or(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     """``x OR y`` on bool tensors with broadcasting (``LogicalOr``). Source: math_ops.cc."""
     return binary("LogicalOr", x, y, name)
 
 
-def logical_not(x, name=None):
+def logical_not(x: TensorLike, name: str | None = None) -> Tensor:
     """``NOT x`` on a bool tensor (``LogicalNot``). Source: math_ops.cc."""
     return apply_op1("LogicalNot", [x], {}, name or "LogicalNot")
 
 
-def logical_xor(x, y, name="LogicalXor"):
+def logical_xor(x: TensorLike, y: TensorLike, name: str = "LogicalXor") -> Tensor:
     """``x XOR y`` on bool tensors, built as TF1 does: ``(x OR y) AND NOT (x AND y)``. Source: math_ops.py."""
     return logical_and(logical_or(x, y), logical_not(logical_and(x, y)), name=name)
 

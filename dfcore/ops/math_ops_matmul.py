@@ -6,6 +6,9 @@ whose batch dimensions must be equal (no broadcasting); real matrices make
 ``adjoint`` the same as ``transpose``. Gradients live in :mod:`dfcore.ops.math_grad`.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from ..framework import registry
 from ..framework.tensor_shape import TensorShape
@@ -13,11 +16,16 @@ from . import common_shapes
 from .math_dtypes import SIGNED, check_input
 from .op_util import apply_op1, convert_same_dtype
 
+if TYPE_CHECKING:
+    from ..framework.tensor import Tensor
+    from ..framework.tensor_like import TensorLike
+
 __all__ = ["matmul"]
 
 
-def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_b=False,
-           a_is_sparse=False, b_is_sparse=False, name=None):
+def matmul(a: TensorLike, b: TensorLike, transpose_a: bool = False, transpose_b: bool = False, adjoint_a: bool = False,
+           adjoint_b: bool = False, a_is_sparse: bool = False, b_is_sparse: bool = False,
+           name: str | None = None) -> Tensor:
     """The matrix product of ``a`` and ``b`` (optionally transposed): ``[m,k] x [k,n] -> [m,n]``,
     or ``[...,m,k] x [...,m,k] -> [...,m,n]`` batched. The ``*_is_sparse`` hints change nothing.
 

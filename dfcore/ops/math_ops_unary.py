@@ -6,9 +6,17 @@ array API: :mod:`dfcore.backends`) and the dtypes TF accepts; the output has the
 input's dtype and shape. Gradients live in :mod:`dfcore.ops.math_grad`.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from ..framework import registry
 from .math_dtypes import FLOAT, SIGNED, check_input
 from .op_util import apply_op1
+
+if TYPE_CHECKING:
+    from ..framework.tensor import Tensor
+    from ..framework.tensor_like import TensorLike
 
 __all__ = [
     "negative",
@@ -117,77 +125,77 @@ def _unary(op_type, x, name):
     return apply_op1(op_type, [x], {}, name or op_type)
 
 
-def negative(x, name=None):
+def negative(x: TensorLike, name: str | None = None) -> Tensor:
     """``-x`` elementwise (``Neg``); same shape and dtype. Raises TypeError on bool/unsigned. Source: math_ops.cc."""
     return _unary("Neg", x, name)
 
 
-def square(x, name=None):
+def square(x: TensorLike, name: str | None = None) -> Tensor:
     """``x * x`` elementwise (``Square``); same shape and dtype. Source: math_ops.cc."""
     return _unary("Square", x, name)
 
 
-def sqrt(x, name=None):
+def sqrt(x: TensorLike, name: str | None = None) -> Tensor:
     """``√x`` elementwise (``Sqrt``); float dtypes only (TypeError otherwise); nan below 0. Source: math_ops.cc."""
     return _unary("Sqrt", x, name)
 
 
-def rsqrt(x, name=None):
+def rsqrt(x: TensorLike, name: str | None = None) -> Tensor:
     """``1/√x`` elementwise (``Rsqrt``); float dtypes only. Source: math_ops.cc."""
     return _unary("Rsqrt", x, name)
 
 
-def exp(x, name=None):
+def exp(x: TensorLike, name: str | None = None) -> Tensor:
     """``eˣ`` elementwise (``Exp``); float dtypes only. Source: math_ops.cc."""
     return _unary("Exp", x, name)
 
 
-def log(x, name=None):
+def log(x: TensorLike, name: str | None = None) -> Tensor:
     """Natural logarithm elementwise (``Log``); float dtypes only; -inf at 0, nan below. Source: math_ops.cc."""
     return _unary("Log", x, name)
 
 
-def log1p(x, name=None):
+def log1p(x: TensorLike, name: str | None = None) -> Tensor:
     """``log(1 + x)`` elementwise, accurate near 0 (``Log1p``); float dtypes only. Source: math_ops.cc."""
     return _unary("Log1p", x, name)
 
 
-def abs(x, name=None):
+def abs(x: TensorLike, name: str | None = None) -> Tensor:
     """``|x|`` elementwise (``Abs``); signed dtypes. Source: math_ops.py (``abs``)."""
     return _unary("Abs", x, name)
 
 
-def sign(x, name=None):
+def sign(x: TensorLike, name: str | None = None) -> Tensor:
     """-1, 0 or 1 elementwise (``Sign``); its gradient is zero. Source: math_ops.cc."""
     return _unary("Sign", x, name)
 
 
-def reciprocal(x, name=None):
+def reciprocal(x: TensorLike, name: str | None = None) -> Tensor:
     """``1/x`` elementwise (``Reciprocal``; integer division for ints). Source: math_ops.cc."""
     return _unary("Reciprocal", x, name)
 
 
-def sigmoid(x, name=None):
+def sigmoid(x: TensorLike, name: str | None = None) -> Tensor:
     """``1 / (1 + e⁻ˣ)`` elementwise, without overflow (``Sigmoid``); float dtypes only. Source: math_ops.py."""
     return _unary("Sigmoid", x, name)
 
 
-def tanh(x, name=None):
+def tanh(x: TensorLike, name: str | None = None) -> Tensor:
     """Hyperbolic tangent elementwise (``Tanh``); float dtypes only. Source: math_ops.py."""
     return _unary("Tanh", x, name)
 
 
-def floor(x, name=None):
+def floor(x: TensorLike, name: str | None = None) -> Tensor:
     """Largest integer not above ``x`` (``Floor``); float dtypes only; no gradient. Source: math_ops.cc."""
     return _unary("Floor", x, name)
 
 
-def ceil(x, name=None):
+def ceil(x: TensorLike, name: str | None = None) -> Tensor:
     """Smallest integer not below ``x`` (``Ceil``); float dtypes only; no gradient. Source: math_ops.cc."""
     return _unary("Ceil", x, name)
 
 
-def round(x, name=None):
+def round(x: TensorLike, name: str | None = None) -> Tensor:
     """``x`` rounded half to even, as TF (``Round``); no gradient. Source: math_ops.py (``round``)."""
     return _unary("Round", x, name)
 

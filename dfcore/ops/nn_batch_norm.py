@@ -13,6 +13,10 @@ needs. In inference ``mean``/``variance`` are used and passed through. TF's CPU 
 (float16 through ``FusedBatchNormV2``); dfcore takes float16/32/64 for all five inputs alike.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .. import errors
@@ -24,6 +28,9 @@ from . import common_shapes, constant_op
 from .array_ops_util import merge_shapes, with_rank
 from .op_costs import io_elements
 from .op_util import apply_op
+
+if TYPE_CHECKING:
+    from ..framework.tensor_like import TensorLike
 
 __all__ = ["fused_batch_norm"]
 
@@ -90,8 +97,9 @@ def _fused_batch_norm_kernel(op):
     return compute
 
 
-def fused_batch_norm(x, scale, offset, mean=None, variance=None, epsilon=0.001, data_format="NHWC",
-                     is_training=True, name=None) -> tuple:
+def fused_batch_norm(x: TensorLike, scale: TensorLike, offset: TensorLike, mean: TensorLike = None,
+                     variance: TensorLike = None, epsilon: float = 0.001, data_format: str = "NHWC",
+                     is_training: bool = True, name: str | None = None) -> tuple:
     """``(y, batch_mean, batch_variance)`` of batch normalization in one op (``FusedBatchNorm``).
 
     Args:

@@ -9,7 +9,11 @@ padding of ``SAME``/``VALID`` follow ``core/framework/kernel_shape_util.cc``
 gradient ``col2im(dy @ F^T)``, with the window geometry and scratch cached per input shape.
 """
 
+from __future__ import annotations
+
 import math
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -23,10 +27,16 @@ from .conv_layout import FORMATS, from_nhwc_shape, layout_kernel, nhwc_shape, re
 from .conv_windows import PlanCache, WindowPlan
 from .op_util import apply_op1, convert_same_dtype
 
+if TYPE_CHECKING:
+    from ..framework.dtypes import DType
+    from ..framework.operation import Operation
+    from ..framework.tensor import Tensor
+    from ..framework.tensor_like import TensorLike
+
 __all__ = ["conv2d", "conv2d_backprop_filter", "conv2d_backprop_input"]
 
 
-def output_size(in_size, kernel, stride, dilation, padding):
+def output_size(in_size: int, kernel: int, stride: int, dilation: int, padding: str) -> tuple[int, int]:
     """``(output size, padding before)`` of one spatial dimension (TF's ``GetWindowedOutputSize``)."""
     effective = (kernel - 1) * dilation + 1
     if padding == "VALID":
@@ -36,7 +46,7 @@ def output_size(in_size, kernel, stride, dilation, padding):
     return out, total // 2
 
 
-def windowed_size(op, in_size, kernel, stride, dilation):
+def windowed_size(op: Operation, in_size: int, kernel: int, stride: int, dilation: int) -> tuple[int, int]:
     """:func:`output_size` under ``op``'s padding.
 
     Raises:
@@ -50,7 +60,7 @@ def windowed_size(op, in_size, kernel, stride, dilation):
     return output_size(in_size, kernel, stride, dilation, padding)
 
 
-def check_window_attrs(op_name, padding, data_format, **windows):
+def check_window_attrs(op_name: str, padding: str | None, data_format: str, **windows: Sequence[int]) -> None:
     """Raise ``ValueError`` naming ``op_name`` unless ``padding`` is SAME/VALID, the format NHWC or NCHW, and
     each of ``windows`` (``strides=[1, 2, 2, 1]`` …) four positive ints that leave the batch and depth alone."""
     if data_format not in FORMATS:
@@ -99,7 +109,7 @@ def _check_backprop(op, plan, x_shape, filter_shape, dy_shape):
 
 # -- Conv2D ---------------------------------------------------------------------------
 @registry.RegisterShape("Conv2D")
-def conv2d_shape(op):
+def conv2d_shape(op: Operation) -> list[tuple[DType, TensorShape]]:
     """The output of ``Conv2D`` (and of ``_FusedConv2D``, whose third input is its bias), with TF's errors."""
     x, f = op.inputs[:2]
     common_shapes.require_same_dtype(op)
@@ -138,8 +148,9 @@ def _conv2d_compute(op):
 register_layout_kernels("Conv2D", ("x", "-"), _conv2d_compute)
 
 
-def conv2d(input, filter=None, strides=None, padding=None, use_cudnn_on_gpu=True,
-           data_format="NHWC", dilations=(1, 1, 1, 1), name=None):
+def conv2d(input: TensorLike, filter: TensorLike = None, strides: Any = None,
+           padding: str | None = None, use_cudnn_on_gpu: bool = True, data_format: str = "NHWC",
+           dilations: Sequence[int] = (1, 1, 1, 1), name: str | None = None) -> Tensor:
     """2-D convolution of ``input`` ``[batch, height, width, in_channels]`` with ``filter``
     ``[filter_height, filter_width, in_channels, out_channels]``, float16/32/64.
 
@@ -209,15 +220,18 @@ def _backprop_filter_kernel(op):
     return layout_kernel(("x", "-", "x"), op.get_attr("data_format"), compute, out_is_tensor=False)
 
 
-def conv2d_backprop_input(input_sizes, filter, out_backprop, strides, padding, use_cudnn_on_gpu=True,
-                          data_format="NHWC", dilations=(1, 1, 1, 1), name=None):
+def conv2d_backprop_input(input_sizes: TensorLike, filter: TensorLike, out_backprop: TensorLike, strides: Sequence[int],
+                          padding: str, use_cudnn_on_gpu: bool = True, data_format: str = "NHWC",
+                          dilations: Sequence[int] = (1, 1, 1, 1), name: str | None = None) -> Tensor:
     """The gradient of :func:`conv2d` with respect to its input (shape ``input_sizes``)."""
     attrs = {"strides": list(strides), "padding": padding, "dilations": list(dilations), "data_format": data_format}
     return apply_op1("Conv2DBackpropInput", [input_sizes, filter, out_backprop], attrs, name or "Conv2DBackpropInput")
 
 
-def conv2d_backprop_filter(input, filter_sizes, out_backprop, strides, padding, use_cudnn_on_gpu=True,
-                           data_format="NHWC", dilations=(1, 1, 1, 1), name=None):
+def conv2d_backprop_filter(input: TensorLike, filter_sizes: TensorLike, out_backprop: TensorLike,
+                           strides: Sequence[int], padding: str, use_cudnn_on_gpu: bool = True,
+                           data_format: str = "NHWC", dilations: Sequence[int] = (1, 1, 1, 1),
+                           name: str | None = None) -> Tensor:
     """The gradient of :func:`conv2d` with respect to its filter (shape ``filter_sizes``)."""
     attrs = {"strides": list(strides), "padding": padding, "dilations": list(dilations), "data_format": data_format}
     return apply_op1("Conv2DBackpropFilter", [input, filter_sizes, out_backprop], attrs,
@@ -234,7 +248,8 @@ def _conv2d_grad(op, grad):
 
 # -- cost: 2 flops (multiply, add) per filter tap per output element, as TF's flops registry ---------------
 @registry.RegisterCost("Conv2D")
-def conv2d_cost(input_shapes, output_shapes, attrs):
+def conv2d_cost(input_shapes: Sequence[Sequence[int]], output_shapes: Sequence[Sequence[int]],
+                attrs: Mapping[str, Any]) -> tuple[int, int]:
     """``(flops, elements read and written)`` of ``Conv2D`` over its input and output shapes."""
     (n, oh, ow, o), (kh, kw, c, _) = output_shapes[0], input_shapes[1]
     elements = sum(math.prod(s) for s in input_shapes) + math.prod(output_shapes[0])

@@ -8,17 +8,28 @@ in_channels]``. Its gradients: with respect to ``value`` a ``conv2d`` of the inc
 filter, with respect to ``filter`` a ``Conv2DBackpropFilter`` of the incoming gradient and ``value``.
 """
 
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
 from ..framework import dtypes, registry
 from ..framework.scopes import name_scope
 from ..framework.tensor_conversion import convert_to_tensor
 from . import array_ops
 from .nn_conv import conv2d, conv2d_backprop_filter, conv2d_backprop_input
 
+if TYPE_CHECKING:
+    from ..framework.tensor import Tensor
+    from ..framework.tensor_like import TensorLike
+
 __all__ = ["conv2d_transpose"]
 
 
-def conv2d_transpose(value=None, filter=None, output_shape=None, strides=None, padding="SAME",
-                     data_format="NHWC", name=None, input=None, filters=None, dilations=None):
+def conv2d_transpose(value: TensorLike = None, filter: TensorLike = None, output_shape: TensorLike = None,
+                     strides: Any = None, padding: str = "SAME", data_format: str = "NHWC",
+                     name: str | None = None, input: TensorLike = None, filters: TensorLike = None,
+                     dilations: Sequence[int] | None = None) -> Tensor:
     """``[batch, out_h, out_w, output_channels]`` (``output_shape``, a 4-vector) from ``value``
     ``[batch, h, w, in_channels]``; ``input``/``filters`` are TF's newer argument names.
 

@@ -6,17 +6,26 @@ Source: ``tensorflow/python/ops/nn_impl.py``. No op types of their own: their
 gradients come from the ops they are built of.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from ..framework import dtypes
 from ..framework.scopes import name_scope
 from ..framework.tensor_conversion import convert_to_tensor
 from . import array_ops, array_ops_layout, array_ops_where, math_ops
 from .nn_ops_xent import ensure_xent_args
 
+if TYPE_CHECKING:
+    from ..framework.tensor import Tensor
+    from ..framework.tensor_like import TensorLike
+
 __all__ = ["sigmoid_cross_entropy_with_logits", "moments", "batch_normalization",
            "batch_norm_with_global_normalization", "l2_normalize", "zero_fraction"]
 
 
-def sigmoid_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None, name=None):
+def sigmoid_cross_entropy_with_logits(_sentinel: None = None, labels: TensorLike = None, logits: TensorLike = None,
+                                      name: str | None = None) -> Tensor:
     """Elementwise logistic loss ``max(x, 0) - x * z + log(1 + exp(-|x|))`` (x = logits, z = labels).
 
     Stable for large ``|x|``; the result has the logits' shape and dtype.
@@ -38,7 +47,8 @@ def sigmoid_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None, 
                             math_ops.log1p(math_ops.exp(neg_abs_logits)), name=scope)
 
 
-def moments(x, axes, shift=None, name=None, keep_dims=None, keepdims=None):
+def moments(x: TensorLike, axes: TensorLike, shift: None = None, name: str | None = None, keep_dims: bool | None = None,
+            keepdims: bool | None = None) -> tuple[Tensor, Tensor]:
     """The ``(mean, variance)`` of ``x`` over ``axes`` (float16 is computed in float32).
 
     Args:
@@ -61,7 +71,8 @@ def moments(x, axes, shift=None, name=None, keep_dims=None, keepdims=None):
         return mean, variance
 
 
-def batch_normalization(x, mean, variance, offset, scale, variance_epsilon, name=None):
+def batch_normalization(x: TensorLike, mean: TensorLike, variance: TensorLike, offset: TensorLike, scale: TensorLike,
+                        variance_epsilon: TensorLike, name: str | None = None) -> Tensor:
     """``(x - mean) * scale / sqrt(variance + variance_epsilon) + offset``, built as TF does:
     ``x * inv + (offset - mean * inv)`` with ``inv = rsqrt(variance + variance_epsilon) * scale``.
 
@@ -81,9 +92,12 @@ def batch_normalization(x, mean, variance, offset, scale, variance_epsilon, name
         return math_ops.add(math_ops.multiply(x, math_ops.cast(inv, dtype)), math_ops.cast(shift, dtype))
 
 
-def batch_norm_with_global_normalization(t=None, m=None, v=None, beta=None, gamma=None, variance_epsilon=None,
-                                        scale_after_normalization=None, name=None, input=None,
-                                        mean=None, variance=None):
+def batch_norm_with_global_normalization(t: TensorLike = None, m: TensorLike = None, v: TensorLike = None,
+                                         beta: TensorLike = None, gamma: TensorLike = None,
+                                         variance_epsilon: TensorLike = None,
+                                         scale_after_normalization: bool | None = None, name: str | None = None,
+                                         input: TensorLike = None, mean: TensorLike = None,
+                                         variance: TensorLike = None) -> Tensor:
     """TF 1.x's older form of :func:`batch_normalization`: ``t`` (or ``input``) normalized by ``m``/``v`` (or
     ``mean``/``variance``), shifted by ``beta`` and scaled by ``gamma`` only if ``scale_after_normalization``."""
     return batch_normalization(t if t is not None else input, m if m is not None else mean,
@@ -91,7 +105,8 @@ def batch_norm_with_global_normalization(t=None, m=None, v=None, beta=None, gamm
                                variance_epsilon, name=name or "batchnorm")
 
 
-def l2_normalize(x, axis=None, epsilon=1e-12, name=None, dim=None):
+def l2_normalize(x: TensorLike, axis: TensorLike = None, epsilon: float = 1e-12, name: str | None = None,
+                 dim: TensorLike = None) -> Tensor:
     """``x / sqrt(max(sum(x ** 2, axis), epsilon))``: unit L2 norm along ``axis`` (an int or a list;
     None: all axes); the result has x's shape and dtype.
 
@@ -109,7 +124,7 @@ def l2_normalize(x, axis=None, epsilon=1e-12, name=None, dim=None):
         return math_ops.multiply(x, x_inv_norm, name=scope)
 
 
-def zero_fraction(value, name=None):
+def zero_fraction(value: TensorLike, name: str | None = None) -> Tensor:
     """The fraction of ``value``'s elements that are zero, a float32 scalar (``tf.nn.zero_fraction``;
     the CIFAR-10 tutorial summarizes the sparsity of its activations with it).
 

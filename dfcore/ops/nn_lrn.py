@@ -10,6 +10,10 @@ Source: ``tensorflow/python/ops/nn_ops.py`` (the names), ``core/ops/nn_ops.cc`` 
 TF's kernels take float16/bfloat16/float32; dfcore also takes float64 (for exact gradient checks).
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .. import errors
@@ -19,6 +23,9 @@ from ..framework.tensor import Tensor
 from ..framework.tensor_conversion import convert_to_tensor
 from .array_ops_util import merge_shapes, with_rank
 from .op_util import apply_op1
+
+if TYPE_CHECKING:
+    from ..framework.tensor_like import TensorLike
 
 __all__ = ["lrn", "local_response_normalization"]
 
@@ -93,7 +100,8 @@ def _lrn_grad(op, grad):
     return apply_op1("LRNGrad", [grad, op.inputs[0], op.outputs[0]], attrs, "LRNGrad")
 
 
-def lrn(input, depth_radius=5, bias=1.0, alpha=1.0, beta=0.5, name=None) -> Tensor:
+def lrn(input: TensorLike, depth_radius: int = 5, bias: float = 1.0, alpha: float = 1.0, beta: float = 0.5,
+        name: str | None = None) -> Tensor:
     """Local response normalization of ``input`` ``[batch, height, width, depth]`` (float) across depth:
     ``input / (bias + alpha * sqr_sum) ** beta`` with ``sqr_sum`` the sum of squares over the
     ``2 * depth_radius + 1`` nearest depths; same shape and dtype.

@@ -9,7 +9,10 @@ has a shape function and an array kernel (:mod:`dfcore.backends`) here; gradient
 they use) live in :mod:`dfcore.ops.nn_grad`.
 """
 
+from __future__ import annotations
+
 import numbers
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -21,6 +24,9 @@ from ..framework.tensor_conversion import convert_to_tensor
 from ..framework.tensor_shape import TensorShape
 from . import array_ops, array_ops_layout, common_shapes, math_ops, random_ops
 from .op_util import apply_op1, convert_same_dtype
+
+if TYPE_CHECKING:
+    from ..framework.tensor_like import TensorLike
 
 __all__ = [
     "relu",
@@ -75,18 +81,18 @@ for _op_type, _factory in ACTIVATIONS.items():
     registry.RegisterArrayKernel(_op_type)(_factory)
 
 
-def relu(features, name=None):
+def relu(features: TensorLike, name: str | None = None) -> Tensor:
     """``max(features, 0)`` elementwise (``Relu``). Source: ``gen_nn_ops.relu``."""
     return apply_op1("Relu", [features], {}, name or "Relu")
 
 
-def relu6(features, name=None):
+def relu6(features: TensorLike, name: str | None = None) -> Tensor:
     """``min(max(features, 0), 6)`` elementwise (``Relu6``). Source: ``nn_ops.relu6``."""
     with name_scope(name, "Relu6", [features]) as scope:
         return apply_op1("Relu6", [convert_to_tensor(features, name="features")], {}, scope)
 
 
-def leaky_relu(features, alpha=0.2, name=None):
+def leaky_relu(features: TensorLike, alpha: float = 0.2, name: str | None = None) -> Tensor:
     """``features`` where positive, else ``alpha * features`` (``LeakyRelu``); ints become float32.
 
     Source: ``tensorflow/python/ops/nn_ops.py``.
@@ -98,12 +104,12 @@ def leaky_relu(features, alpha=0.2, name=None):
         return apply_op1("LeakyRelu", [features], {"alpha": float(alpha)}, scope)
 
 
-def elu(features, name=None):
+def elu(features: TensorLike, name: str | None = None) -> Tensor:
     """``features`` where positive, else ``exp(features) - 1`` (``Elu``). Source: ``gen_nn_ops.elu``."""
     return apply_op1("Elu", [features], {}, name or "Elu")
 
 
-def softplus(features, name=None):
+def softplus(features: TensorLike, name: str | None = None) -> Tensor:
     """``log(exp(features) + 1)`` elementwise, computed stably (``Softplus``). Source: ``gen_nn_ops.softplus``."""
     return apply_op1("Softplus", [features], {}, name or "Softplus")
 
@@ -116,7 +122,7 @@ def _rank_at_least_1(op):
     return [(x.dtype.base_dtype, x.shape)]
 
 
-def log_softmax_values(x, xp=np):
+def log_softmax_values(x: Any, xp: Any = np) -> Any:
     """Numerically stable ``log(softmax(x))`` over the last axis of an array of namespace ``xp``."""
     shifted = x - xp.max(x, axis=-1, keepdims=True)
     return shifted - xp.log(xp.sum(xp.exp(shifted), axis=-1, keepdims=True))
@@ -145,7 +151,7 @@ def _check_axis(axis, ndims):
             "of dimensions in the input.")
 
 
-def move_axis_to_end(tensor, axis):
+def move_axis_to_end(tensor: Tensor, axis: int) -> Tensor:
     """``tensor`` transposed so ``axis`` comes last (unchanged if it already is); rank must be known.
 
     Raises:
@@ -174,7 +180,7 @@ def _softmax(op_type, logits, axis, name):
     return array_ops_layout.transpose(output, perm, name=name or "transpose")
 
 
-def softmax(logits, axis=None, name=None, dim=None):
+def softmax(logits: TensorLike, axis: TensorLike = None, name: str | None = None, dim: TensorLike = None) -> Tensor:
     """``exp(logits) / reduce_sum(exp(logits), axis)``, stable, over the last axis (``Softmax``).
 
     Raises:
@@ -184,7 +190,7 @@ def softmax(logits, axis=None, name=None, dim=None):
     return _softmax("Softmax", logits, axis if axis is not None else dim, name)
 
 
-def log_softmax(logits, axis=None, name=None, dim=None):
+def log_softmax(logits: TensorLike, axis: TensorLike = None, name: str | None = None, dim: TensorLike = None) -> Tensor:
     """``logits - log(reduce_sum(exp(logits), axis))``, stable, over the last axis (``LogSoftmax``).
 
     Raises:
@@ -195,7 +201,7 @@ def log_softmax(logits, axis=None, name=None, dim=None):
 
 
 # -- bias_add ----------------------------------------------------------------------
-def channel_axis(data_format, ndims):
+def channel_axis(data_format: str, ndims: int) -> int:
     """The channel axis of a ``data_format`` (``NHWC``-like: last; ``NCHW``-like: 1)."""
     return 1 if data_format.startswith("NC") else ndims - 1
 
@@ -234,7 +240,7 @@ def _bias_add_kernel(op, backend):
     return compute
 
 
-def bias_add(value, bias, data_format=None, name=None):
+def bias_add(value: TensorLike, bias: TensorLike, data_format: str | None = None, name: str | None = None) -> Tensor:
     """``value + bias`` with the 1-D ``bias`` added along the channel axis (last for ``NHWC``).
 
     Raises:
@@ -257,19 +263,20 @@ def _l2_loss_kernel(op, backend):
     return lambda t: xp.asarray(xp.sum(xp.square(t)) / 2, dtype=t.dtype)
 
 
-def l2_loss(t, name=None):
+def l2_loss(t: TensorLike, name: str | None = None) -> Tensor:
     """``sum(t ** 2) / 2`` as a scalar of t's dtype (``L2Loss``). Source: ``gen_nn_ops.l2_loss``."""
     return apply_op1("L2Loss", [t], {}, name or "L2Loss")
 
 
-def xw_plus_b(x, weights, biases, name=None):
+def xw_plus_b(x: TensorLike, weights: TensorLike, biases: TensorLike, name: str | None = None) -> Tensor:
     """``matmul(x, weights) + biases`` (``MatMul`` then ``BiasAdd``). Source: ``nn_ops.py``."""
     with name_scope(name, "xw_plus_b", [x, weights, biases]) as scope:
         return bias_add(math_ops.matmul(x, weights), biases, name=scope)
 
 
 # -- dropout -----------------------------------------------------------------------
-def dropout(x, keep_prob=None, noise_shape=None, seed=None, name=None, rate=None):
+def dropout(x: TensorLike, keep_prob: TensorLike = None, noise_shape: TensorLike = None, seed: int | None = None,
+            name: str | None = None, rate: TensorLike = None) -> Tensor:
     """``x / keep_prob`` where a uniform draw keeps the element, else 0 (TF1's ``tf.nn.dropout``).
 
     Args:
@@ -297,7 +304,7 @@ def dropout(x, keep_prob=None, noise_shape=None, seed=None, name=None, rate=None
             raise ValueError(f"x has to be a floating point tensor since it's going to be scaled. Got a "
                              f"{x.dtype.base_dtype.name} tensor instead.")
         if isinstance(rate, numbers.Real):
-            if not 0 <= rate < 1:
+            if not 0 <= float(rate) < 1:
                 raise ValueError(f"rate must be a scalar tensor or a float in the range [0, 1), got {rate:g}")
             if rate == 0:
                 return x

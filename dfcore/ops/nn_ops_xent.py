@@ -7,6 +7,9 @@ Source: ``tensorflow/python/ops/nn_ops.py``, ``core/ops/nn_ops.cc`` and
 :mod:`dfcore.ops.nn_grad`.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from .. import errors
 from ..framework import dtypes, registry
@@ -17,6 +20,10 @@ from . import array_ops, array_ops_join, array_ops_slice, common_shapes, math_op
 from .nn_ops import log_softmax_values, move_axis_to_end
 from .op_util import apply_op
 
+if TYPE_CHECKING:
+    from ..framework.tensor import Tensor
+    from ..framework.tensor_like import TensorLike
+
 __all__ = [
     "softmax_cross_entropy_with_logits",
     "softmax_cross_entropy_with_logits_v2",
@@ -24,7 +31,7 @@ __all__ = [
 ]
 
 
-def ensure_xent_args(name, sentinel, labels, logits):
+def ensure_xent_args(name: str, sentinel: None, labels: TensorLike, logits: TensorLike) -> None:
     """Raise TF's ValueError for positional use or a missing input of a ``*_with_logits`` function."""
     if sentinel is not None:
         raise ValueError(f"Only call `{name}` with named arguments (labels=..., logits=..., ...)")
@@ -57,7 +64,8 @@ def _require_rank(tensor, what):
         raise ValueError(f"{what} needs inputs of known rank, got shape {tensor.shape}")
 
 
-def softmax_cross_entropy_with_logits_v2(labels, logits, axis=None, name=None, dim=None):
+def softmax_cross_entropy_with_logits_v2(labels: TensorLike, logits: TensorLike, axis: TensorLike = None,
+                                         name: str | None = None, dim: TensorLike = None) -> Tensor:
     """Per-example ``-sum(labels * log_softmax(logits), axis)``; gradients flow to both inputs.
 
     Args:
@@ -86,7 +94,8 @@ def softmax_cross_entropy_with_logits_v2(labels, logits, axis=None, name=None, d
         return cost
 
 
-def softmax_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None, dim=-1, name=None):
+def softmax_cross_entropy_with_logits(_sentinel: None = None, labels: TensorLike = None, logits: TensorLike = None,
+                                      dim: TensorLike = -1, name: str | None = None) -> Tensor:
     """TF1's softmax cross-entropy: like the ``_v2`` version, but no gradient flows into ``labels``.
 
     Raises:
@@ -151,7 +160,8 @@ def _check_sparse_shapes(labels_shape, logits_shape):
                          f"of logits except for the last dimension (received {logits_shape}).")
 
 
-def sparse_softmax_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None, name=None):
+def sparse_softmax_cross_entropy_with_logits(_sentinel: None = None, labels: TensorLike = None,
+                                             logits: TensorLike = None, name: str | None = None) -> Tensor:
     """Per-example ``-log_softmax(logits)[label]`` for integer class ``labels`` (int32/int64).
 
     Args:

@@ -8,6 +8,11 @@ order, as TF's). Each kernel makes one pass of a few ufuncs per window tap over 
 :mod:`dfcore.ops.conv_windows` (cached per input shape): no window is materialized.
 """
 
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ..framework import registry
@@ -19,6 +24,10 @@ from .conv_layout import from_nhwc_shape, layout_kernel, nhwc_shape, register_la
 from .conv_windows import PlanCache, WindowPlan
 from .nn_conv import check_window_attrs, windowed_size
 from .op_util import apply_op1
+
+if TYPE_CHECKING:
+    from ..framework.tensor import Tensor
+    from ..framework.tensor_like import TensorLike
 
 __all__ = ["avg_pool", "max_pool"]
 
@@ -204,7 +213,8 @@ def _pool(op_type, value, ksize, strides, padding, data_format, name):
         return apply_op1(op_type, [convert_to_tensor(value)], attrs, scope)
 
 
-def max_pool(value, ksize, strides, padding, data_format="NHWC", name=None):
+def max_pool(value: TensorLike, ksize: Sequence[int], strides: Sequence[int], padding: str, data_format: str = "NHWC",
+             name: str | None = None) -> Tensor:
     """The maximum of each ``ksize`` window of ``value`` ``[batch, height, width, channels]`` (float), moved by
     ``strides``; output sizes as :func:`~dfcore.ops.nn_conv.conv2d`'s.
 
@@ -216,7 +226,8 @@ def max_pool(value, ksize, strides, padding, data_format="NHWC", name=None):
     return _pool("MaxPool", value, ksize, strides, padding, data_format, name)
 
 
-def avg_pool(value, ksize, strides, padding, data_format="NHWC", name=None):
+def avg_pool(value: TensorLike, ksize: Sequence[int], strides: Sequence[int], padding: str, data_format: str = "NHWC",
+             name: str | None = None) -> Tensor:
     """The mean of each window, as :func:`max_pool`; with ``SAME`` the padding is not counted (TF's rule)."""
     return _pool("AvgPool", value, ksize, strides, padding, data_format, name)
 

@@ -11,6 +11,10 @@ sampled softmax is the softmax cross-entropy over the same logits. Gradients flo
 ``biases`` and ``inputs`` (not through the sampler).
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from ..framework import dtypes
@@ -31,6 +35,10 @@ from .nn_impl import sigmoid_cross_entropy_with_logits
 from .nn_ops_xent import softmax_cross_entropy_with_logits_v2
 from .reductions import reduce_sum
 
+if TYPE_CHECKING:
+    from ..framework.tensor import Tensor
+    from ..framework.tensor_like import TensorLike
+
 __all__ = ["nce_loss", "sampled_softmax_loss"]
 
 
@@ -41,9 +49,10 @@ def _accidental_hit_mask(labels, sampled, num_true, num_sampled):
     return math_ops.greater(hits, 0.0)
 
 
-def compute_sampled_logits(weights, biases, labels, inputs, num_sampled, num_classes, num_true=1,
-                           sampled_values=None, subtract_log_q=True, remove_accidental_hits=False,
-                           partition_strategy="mod", seed=None):
+def compute_sampled_logits(weights: TensorLike, biases: TensorLike, labels: TensorLike, inputs: TensorLike,
+                           num_sampled: int, num_classes: int, num_true: int = 1, sampled_values: Any = None,
+                           subtract_log_q: bool = True, remove_accidental_hits: bool = False,
+                           partition_strategy: str = "mod", seed: int | None = None) -> tuple[Tensor, Tensor]:
     """``(logits, labels)``, each ``[batch, num_true + num_sampled]``: the true classes' then the sampled ones'."""
     if not isinstance(weights, list | tuple):
         weights = [weights]
@@ -78,8 +87,9 @@ def compute_sampled_logits(weights, biases, labels, inputs, num_sampled, num_cla
     return out_logits, out_labels
 
 
-def nce_loss(weights, biases, labels, inputs, num_sampled, num_classes, num_true=1, sampled_values=None,
-             remove_accidental_hits=False, partition_strategy="mod", name="nce_loss"):
+def nce_loss(weights: TensorLike, biases: TensorLike, labels: TensorLike, inputs: TensorLike, num_sampled: int,
+             num_classes: int, num_true: int = 1, sampled_values: Any = None, remove_accidental_hits: bool = False,
+             partition_strategy: str = "mod", name: str = "nce_loss") -> Tensor:
     """Noise-contrastive estimation loss ``[batch]`` (Gutmann and Hyvarinen 2010; TF's ``nce_loss``).
 
     Args:
@@ -96,9 +106,10 @@ def nce_loss(weights, biases, labels, inputs, num_sampled, num_classes, num_true
         return reduce_sum(losses, axis=1)
 
 
-def sampled_softmax_loss(weights, biases, labels, inputs, num_sampled, num_classes, num_true=1, sampled_values=None,
-                         remove_accidental_hits=True, partition_strategy="mod", name="sampled_softmax_loss",
-                         seed=None):
+def sampled_softmax_loss(weights: TensorLike, biases: TensorLike, labels: TensorLike, inputs: TensorLike,
+                         num_sampled: int, num_classes: int, num_true: int = 1, sampled_values: Any = None,
+                         remove_accidental_hits: bool = True, partition_strategy: str = "mod",
+                         name: str = "sampled_softmax_loss", seed: int | None = None) -> Tensor:
     """Sampled softmax cross-entropy ``[batch]`` (Jean et al. 2014; TF's ``sampled_softmax_loss``); arguments
     as :func:`nce_loss`, accidental hits removed by default."""
     with name_scope(name, "sampled_softmax_loss", [weights, biases, labels, inputs]):

@@ -6,7 +6,10 @@ Equal values keep the lower index first, as TF's kernel; ``in_top_k`` counts a t
 top k when fewer than k predictions are strictly larger (so ties at the boundary all count).
 """
 
+from __future__ import annotations
+
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -17,11 +20,14 @@ from ..framework.tensor_shape import TensorShape
 from . import array_ops, array_ops_gather, array_ops_join, array_ops_layout, common_shapes, math_ops
 from .array_ops_util import INDEX_TYPES, merge_shapes, scoped_op, static_ints, with_rank, with_rank_at_least
 
+if TYPE_CHECKING:
+    from ..framework.tensor_like import TensorLike
+
 __all__ = ["top_k", "in_top_k"]
 
 
 # -- TopKV2 ------------------------------------------------------------------------------------
-def top_k(input, k=1, sorted=True, name=None) -> tuple:
+def top_k(input: TensorLike, k: TensorLike = 1, sorted: bool = True, name: str | None = None) -> tuple:
     """``(values, indices)``: the ``k`` largest entries of each last-axis row of ``input`` (a real tensor of
     rank >= 1) and their int32 positions, both ``input.shape[:-1] + [k]``, largest first.
 
@@ -50,7 +56,7 @@ def _top_k_shape(op):
     return [(x.dtype.base_dtype, out), (dtypes.int32, out)]
 
 
-def descending_order(x):
+def descending_order(x: np.ndarray) -> np.ndarray:
     """Indices sorting each last-axis row of ``x`` largest first, equal values by increasing index."""
     n = x.shape[-1]
     return n - 1 - np.argsort(x[..., ::-1], axis=-1, kind="stable")[..., ::-1]
@@ -96,7 +102,7 @@ def _top_k_cost(input_shapes, output_shapes, attrs):
 
 
 # -- InTopKV2 --------------------------------------------------------------------------------
-def in_top_k(predictions, targets, k, name=None) -> Tensor:
+def in_top_k(predictions: TensorLike, targets: TensorLike, k: TensorLike, name: str | None = None) -> Tensor:
     """A bool ``[batch]``: whether ``targets[i]`` is among the ``k`` largest of ``predictions[i]``.
 
     ``predictions`` is float32 ``[batch, classes]``; ``targets`` int32/int64 ``[batch]``. A target outside

@@ -5,6 +5,10 @@ Source: ``tensorflow/python/ops/numerics.py``, ``array_grad.py`` (its gradient)
 and ``core/kernels/check_numerics_op.cc`` (the error text).
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from .. import errors
@@ -14,11 +18,16 @@ from ..framework.tensor_conversion import convert_to_tensor
 from . import common_shapes, control_flow_ops, math_dtypes
 from .op_util import apply_op1
 
+if TYPE_CHECKING:
+    from ..framework.operation import Operation
+    from ..framework.tensor import Tensor
+    from ..framework.tensor_like import TensorLike
+
 __all__ = ["check_numerics", "verify_tensor_all_finite", "add_check_numerics_ops"]
 
 
 
-def check_numerics(tensor, message, name=None):
+def check_numerics(tensor: TensorLike, message: TensorLike, name: str | None = None) -> Tensor:
     """``tensor`` unchanged, after checking it holds no NaN or Inf (``CheckNumerics``).
 
     Raises:
@@ -56,7 +65,8 @@ def _check_numerics_grad(op, grad):
         grad, "Not a number (NaN) or infinity (Inf) values detected in gradient. " + op.get_attr("message"))
 
 
-def verify_tensor_all_finite(t=None, msg=None, name=None, x=None, message=None):
+def verify_tensor_all_finite(t: TensorLike = None, msg: str | None = None, name: str | None = None,
+                             x: TensorLike = None, message: str | None = None) -> Tensor:
     """``t`` passed through an Identity that runs only after ``check_numerics(t, msg)``.
 
     Raises:
@@ -73,13 +83,13 @@ def verify_tensor_all_finite(t=None, msg=None, name=None, x=None, message=None):
             return control_flow_ops.with_dependencies([verify_input], x)
 
 
-def add_check_numerics_ops():
+def add_check_numerics_ops() -> Operation:
     """A ``group`` op checking every float output of every op in the default graph, one after another.
 
     Each check's message is ``<op name>:<output index>``.
     Source: ``tensorflow/python/ops/numerics.py``.
     """
-    check_op = []
+    check_op: list[Any] = []
     graph = graph_lib.get_default_graph()
     for op in graph.get_operations():
         for output in op.outputs:

@@ -52,6 +52,7 @@ output element, ``IO`` elements (a test keeps every registered op type off it).
 """
 
 import math
+from collections.abc import Sequence
 
 from ..framework import registry
 
@@ -132,12 +133,12 @@ BOOKKEEPING = (
 )
 
 
-def num_elements(shape):
+def num_elements(shape: Sequence[int]) -> int:
     """Number of elements of a shape tuple (1 for a scalar ``()``)."""
     return math.prod(shape)
 
 
-def io_elements(input_shapes, output_shapes):
+def io_elements(input_shapes: Sequence[Sequence[int]], output_shapes: Sequence[Sequence[int]]) -> int:
     """Σ|inputs| + Σ|outputs|: every input read once, every output written once."""
     return sum(map(num_elements, input_shapes)) + sum(map(num_elements, output_shapes))
 

@@ -10,6 +10,8 @@ case it does not handle (mixed dtypes, 0-d results, an input it would have to va
 from the allocator too and go back to it at once. See :mod:`dfcore.runtime.allocator`.
 """
 
+from typing import Any
+
 import numpy as np
 
 from ..framework import registry
@@ -183,7 +185,7 @@ registry.RegisterOutKernel("ZerosLike")(_like(0))
 @registry.RegisterOutKernel("SparseSoftmaxCrossEntropyWithLogits")
 def _sparse_xent(op):
     plain = _plain(op)
-    rows_of = {}
+    rows_of: dict[Any, Any] = {}
 
     def compute(allocator, features, labels):
         if (type(features) is not np.ndarray or features.dtype not in _FLOATS or features.ndim != 2

@@ -8,6 +8,8 @@ elements taken; ``dequeue`` gives one element unpadded. ``tf.train.batch(dynamic
 batches through it.
 """
 
+from typing import Any
+
 import numpy as np
 
 from .. import errors
@@ -25,7 +27,7 @@ class PaddingFIFOQueueResource(FIFOQueueResource):
 
     kind = "PaddingFIFOQueue"
 
-    def check_component(self, index, value):
+    def check_component(self, index: int, value: Any) -> None:
         """Raise TF's InvalidArgumentError unless ``value`` matches component ``index``'s known dimensions."""
         expected = self.shapes[index]
         if len(expected) != value.ndim or any(e is not None and e != a for e, a in zip(expected, value.shape)):

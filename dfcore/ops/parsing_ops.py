@@ -9,7 +9,11 @@ their attrs and error messages). A feature's list kind must match its dtype: ``b
 (and TF's sparse outputs of these ops, ``Nsparse``/``num_sparse`` = 0 here) is not offered.
 """
 
+from __future__ import annotations
+
 import collections
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from google.protobuf.message import DecodeError
@@ -21,6 +25,10 @@ from ..framework.scopes import name_scope
 from ..framework.tensor_conversion import convert_to_tensor
 from ..framework.tensor_shape import TensorShape
 from .op_util import apply_op
+
+if TYPE_CHECKING:
+    from ..framework.tensor import Tensor
+    from ..framework.tensor_like import TensorLike
 
 __all__ = ["FixedLenFeature", "parse_example", "parse_single_example"]
 
@@ -71,7 +79,8 @@ def _dense_config(features):
     return keys, types, shapes, defaults
 
 
-def parse_example(serialized, features, name=None, example_names=None):
+def parse_example(serialized: TensorLike, features: Mapping[str, Any], name: str | None = None,
+                  example_names: TensorLike = None) -> dict[str, Tensor]:
     """Parse a 1-D batch of serialized ``Example`` protos (op ``ParseExample``).
 
     Args:
@@ -96,7 +105,8 @@ def parse_example(serialized, features, name=None, example_names=None):
     return dict(zip(keys, op.outputs))
 
 
-def parse_single_example(serialized, features, name=None, example_names=None):
+def parse_single_example(serialized: TensorLike, features: Mapping[str, Any], name: str | None = None,
+                         example_names: TensorLike = None) -> dict[str, Tensor]:
     """Parse one serialized ``Example`` proto (op ``ParseSingleExample``); usable in ``Dataset.map``.
 
     Args:

@@ -10,12 +10,23 @@ one large embedding over several parameter servers. Shard ``i`` of ``n`` along a
 variable is the concatenation of its shards.
 """
 
+from __future__ import annotations
+
 import dataclasses
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING
 
 from ..framework import graph as graph_lib
 from ..framework.tensor_conversion import register_tensor_conversion_function
 from ..framework.tensor_shape import TensorShape
 from .array_ops_join import concat
+
+if TYPE_CHECKING:
+    from ..framework.graph import Graph
+    from ..framework.operation import Operation
+    from ..framework.tensor import Tensor
+    from ..framework.tensor_like import DTypeLike
+    from .variables import Variable
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,7 +47,7 @@ class PartitionInfo:
     var_offset: list
 
 
-def fixed_size_partitioner(num_shards: int, axis: int = 0):
+def fixed_size_partitioner(num_shards: int, axis: int = 0) -> Callable[..., list[int]]:
     """A partitioner making ``num_shards`` shards along ``axis`` (fewer if that axis is shorter).
 
     Raises:
@@ -54,7 +65,7 @@ def fixed_size_partitioner(num_shards: int, axis: int = 0):
 
 
 def min_max_variable_partitioner(max_partitions: int = 1, axis: int = 0, min_slice_size: int = 256 << 10,
-                                 bytes_per_string_element: int = 16):
+                                 bytes_per_string_element: int = 16) -> Callable[..., list[int]]:
     """A partitioner giving shards of at least ``min_slice_size`` bytes each, at most ``max_partitions``.
 
     Raises:
@@ -76,7 +87,7 @@ def min_max_variable_partitioner(max_partitions: int = 1, axis: int = 0, min_sli
     return partitioner
 
 
-def shard_slices(shape, partitions):
+def shard_slices(shape: Sequence[int], partitions: Sequence[int]) -> list[tuple[list[int], list[int]]]:
     """``[(offset, shard shape), ...]`` of the shards ``partitions`` (one count > 1, or none) makes of ``shape``.
 
     Raises:
@@ -109,29 +120,30 @@ class PartitionedVariable:
         name: the full name (``"embedding"``); shape: the full :class:`TensorShape`; dtype.
     """
 
-    def __init__(self, name, shape, dtype, variables, partitions):
+    def __init__(self, name: str, shape: Sequence[int], dtype: DTypeLike, variables: Sequence[Variable],
+                 partitions: Sequence[int]):
         self.name, self._shape, self.dtype = name, TensorShape(shape), dtype
         self._variables, self._partitions = list(variables), list(partitions)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Variable]:
         return iter(self._variables)
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self._variables)
 
     @property
-    def shape(self):
+    def shape(self) -> TensorShape:
         return self._shape
 
-    def get_shape(self):
+    def get_shape(self) -> TensorShape:
         return self._shape
 
     @property
-    def op(self):
+    def op(self) -> Operation:
         return self._variables[0].op
 
     @property
-    def graph(self):
+    def graph(self) -> Graph:
         return self._variables[0].graph
 
     def _get_variable_list(self):
@@ -144,7 +156,7 @@ class PartitionedVariable:
         split = [i for i, p in enumerate(self._partitions) if p > 1]
         return split[0] if split else 0
 
-    def as_tensor(self):
+    def as_tensor(self) -> Tensor:
         """The full value: the shards concatenated along the partition axis (``<name>/ConcatPartitions``)."""
         graph = graph_lib.get_default_graph()
         with graph.name_scope(""), graph.name_scope(self.name + "/ConcatPartitions/"):

@@ -8,6 +8,10 @@ op again in one session gives new values, and a new session with the same
 seeds repeats the sequence. ``seed == seed2 == 0`` means fresh entropy.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .. import errors
@@ -19,6 +23,9 @@ from ..framework.tensor_conversion import convert_to_tensor
 from ..framework.tensor_shape import TensorShape
 from . import common_shapes, math_ops
 from .array_ops import constant_value
+
+if TYPE_CHECKING:
+    from ..framework.tensor_like import DTypeLike, TensorLike
 
 __all__ = [
     "get_seed",
@@ -45,7 +52,7 @@ def _truncate_seed(seed):
     return seed % _MAXINT32
 
 
-def get_seed(op_seed):
+def get_seed(op_seed: int | None) -> tuple[int | None, int | None]:
     """The ``(graph seed, op seed)`` pair an op uses, by TF1's rules.
 
     Graph seed set, op seed None: the op seed is the graph's last op id.
@@ -69,7 +76,7 @@ def get_seed(op_seed):
     return seeds
 
 
-def set_random_seed(seed):
+def set_random_seed(seed: int | None) -> None:
     """Set the graph-level seed of the default graph (``None`` clears it).
 
     Source: ``tensorflow/python/framework/random_seed.py``.
@@ -236,7 +243,8 @@ for _op_type in _RANDOM_OPS:
 
 
 # -- public constructors -----------------------------------------------------------
-def random_uniform(shape, minval=0, maxval=None, dtype=dtypes.float32, seed=None, name=None):
+def random_uniform(shape: TensorLike, minval: TensorLike = 0, maxval: TensorLike = None,
+                   dtype: DTypeLike = dtypes.float32, seed: int | None = None, name: str | None = None) -> Tensor:
     """Uniform samples in ``[minval, maxval)`` of ``shape`` (a list or 1-D int32 tensor).
 
     Floats: ``RandomUniform * (maxval - minval) + minval``; ints: ``RandomUniformInt``.
@@ -280,7 +288,8 @@ def _scaled_normal(op_type, default_name, shape, mean, stddev, dtype, seed, name
         return math_ops.add(rnd * stddev, mean, name=scope)
 
 
-def random_normal(shape, mean=0.0, stddev=1.0, dtype=dtypes.float32, seed=None, name=None):
+def random_normal(shape: TensorLike, mean: TensorLike = 0.0, stddev: TensorLike = 1.0,
+                  dtype: DTypeLike = dtypes.float32, seed: int | None = None, name: str | None = None) -> Tensor:
     """Normal samples ``RandomStandardNormal * stddev + mean`` of ``shape``.
 
     Raises:
@@ -290,7 +299,8 @@ def random_normal(shape, mean=0.0, stddev=1.0, dtype=dtypes.float32, seed=None, 
     return _scaled_normal("RandomStandardNormal", "random_normal", shape, mean, stddev, dtype, seed, name)
 
 
-def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=dtypes.float32, seed=None, name=None):
+def truncated_normal(shape: TensorLike, mean: TensorLike = 0.0, stddev: TensorLike = 1.0,
+                     dtype: DTypeLike = dtypes.float32, seed: int | None = None, name: str | None = None) -> Tensor:
     """Normal samples with those beyond two standard deviations redrawn (``TruncatedNormal``).
 
     Raises:
@@ -300,7 +310,7 @@ def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=dtypes.float32, seed=Non
     return _scaled_normal("TruncatedNormal", "truncated_normal", shape, mean, stddev, dtype, seed, name)
 
 
-def random_shuffle(value, seed=None, name=None):
+def random_shuffle(value: TensorLike, seed: int | None = None, name: str | None = None) -> Tensor:
     """``value`` with its first dimension randomly permuted (``RandomShuffle``); same shape and dtype.
 
     Source: ``tensorflow/python/ops/random_ops.py``.
@@ -313,7 +323,8 @@ def random_shuffle(value, seed=None, name=None):
         return graph.create_op("RandomShuffle", [value], attrs, name or "RandomShuffle").outputs[0]
 
 
-def multinomial(logits, num_samples, seed=None, name=None, output_dtype=None):
+def multinomial(logits: TensorLike, num_samples: TensorLike, seed: int | None = None, name: str | None = None,
+                output_dtype: DTypeLike | None = None) -> Tensor:
     """Class indices ``[batch, num_samples]`` drawn from ``softmax(logits)`` row by row (int64 by default).
 
     Args:

@@ -10,6 +10,9 @@ from TF's. Its enqueue, dequeue, size and close ops are the shared queue ops of
 :mod:`dfcore.ops.data_flow_kernels`.
 """
 
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
 
 from .. import errors
@@ -28,7 +31,8 @@ class RandomShuffleQueueResource(FIFOQueueResource):
 
     kind = "RandomShuffleQueue"
 
-    def __init__(self, name, capacity, min_after_dequeue, shapes, dtypes, rng):
+    def __init__(self, name: str, capacity: int, min_after_dequeue: int, shapes: Sequence[Any],
+                 dtypes: Sequence[np.dtype], rng: np.random.Generator):
         super().__init__(name, capacity, shapes, dtypes)
         self.min_after_dequeue = min_after_dequeue
         self._rng = rng
@@ -52,7 +56,7 @@ def _random_shuffle_queue_kernel(op):
     capacity, min_after = op.get_attr("capacity"), op.get_attr("min_after_dequeue")
     seed, seed2 = op.get_attr("seed"), op.get_attr("seed2")
     types = [np.dtype(t.as_numpy_dtype) for t in op.get_attr("component_types")]
-    shapes = [tuple(s.as_list()) for s in op.get_attr("shapes")] or [None] * len(types)
+    shapes: list[Any] = [tuple(s.as_list()) for s in op.get_attr("shapes")] or [None] * len(types)
 
     def compute(ctx):
         if min_after < 0:

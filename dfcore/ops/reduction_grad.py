@@ -5,6 +5,10 @@ reduced shape; :func:`restore_reduced_dims` reshapes it (with length-1 reduced
 axes) so it broadcasts against the reduction's input.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ..framework import dtypes, registry
@@ -12,8 +16,13 @@ from . import array_ops, constant_op, math_ops
 from .array_ops_layout import tile
 from .op_util import apply_op1
 
+if TYPE_CHECKING:
+    from ..framework.operation import Operation
+    from ..framework.tensor import Tensor
+    from ..framework.tensor_like import TensorLike
 
-def restore_reduced_dims(grad, op):
+
+def restore_reduced_dims(grad: TensorLike, op: Operation) -> Tensor:
     """Reshape a tensor of a reduction's output shape so it broadcasts against the reduction's input."""
     x, axes = op.inputs
     if op.get_attr("keep_dims"):
@@ -28,7 +37,7 @@ def restore_reduced_dims(grad, op):
     return array_ops.reshape(grad, reduced_shape(array_ops.shape(x), axes))
 
 
-def reduced_shape(input_shape, axes, name=None):
+def reduced_shape(input_shape: TensorLike, axes: TensorLike, name: str | None = None) -> Tensor:
     """``input_shape`` with the dims in ``axes`` set to 1 (TF's ``reduced_shape``); int32, same length."""
     return apply_op1("ReducedShape", [input_shape, axes], {}, name or "ReducedShape")
 

@@ -7,7 +7,10 @@ argument names (``reduction_indices``, ``keep_dims``) are accepted. Gradients
 live in :mod:`dfcore.ops.reduction_grad`.
 """
 
+from __future__ import annotations
+
 import math
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -17,6 +20,12 @@ from ..framework.tensor_conversion import convert_to_tensor
 from ..framework.tensor_shape import TensorShape
 from . import common_shapes
 from .math_dtypes import BOOL, INDEX, REAL, check_input
+
+if TYPE_CHECKING:
+    from ..framework.dtypes import DType
+    from ..framework.operation import Operation
+    from ..framework.tensor import Tensor
+    from ..framework.tensor_like import DTypeLike, TensorLike
 
 __all__ = [
     "reduce_sum",
@@ -85,7 +94,7 @@ for _op_type in ("All", "Any", "ArgMax", "ArgMin"):
     registry.NotDifferentiable(_op_type)
 
 
-def reduction_shape(op):
+def reduction_shape(op: Operation) -> list[tuple[DType, TensorShape]]:
     """Shape of a reduction with ``keep_dims``; the axes must be constant to know the rank.
 
     Raises:
@@ -138,7 +147,8 @@ for _op_type, (_make, _allowed) in REDUCTIONS.items():
     _register_reduction(_op_type, _make, _allowed)
 
 
-def reduce_op(op_type, input_tensor, axis, keepdims, name, default_name):
+def reduce_op(op_type: str, input_tensor: TensorLike, axis: TensorLike, keepdims: bool | None, name: str | None,
+              default_name: str) -> Tensor:
     """Build a reduction op; ``axis=None`` reduces over every dimension."""
     graph = graph_of([input_tensor])
     with graph.as_default():
@@ -156,7 +166,7 @@ def reduce_op(op_type, input_tensor, axis, keepdims, name, default_name):
         return graph.create_op(op_type, [x, axes], {"keep_dims": bool(keepdims)}, name or default_name).outputs[0]
 
 
-def deprecated_lookup(new_name, new_value, old_name, old_value):
+def deprecated_lookup(new_name: str, new_value: Any, old_name: str, old_value: Any) -> Any:
     """TF1's ``deprecated_argument_lookup``: the value of whichever of two argument names was given.
 
     Raises:
@@ -175,7 +185,8 @@ def _reduce(op_type, input_tensor, axis, keepdims, name, reduction_indices, keep
     return reduce_op(op_type, input_tensor, axis, bool(keep), name, op_type)
 
 
-def reduce_sum(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None, keep_dims=None):
+def reduce_sum(input_tensor: TensorLike, axis: TensorLike = None, keepdims: bool | None = None, name: str | None = None,
+               reduction_indices: TensorLike = None, keep_dims: bool | None = None) -> Tensor:
     """Sum over ``axis`` (all axes when None); ``keepdims`` keeps reduced axes with length 1 (``Sum``).
 
     Raises:
@@ -185,38 +196,45 @@ def reduce_sum(input_tensor, axis=None, keepdims=None, name=None, reduction_indi
     return _reduce("Sum", input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
 
 
-def reduce_mean(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None, keep_dims=None):
+def reduce_mean(input_tensor: TensorLike, axis: TensorLike = None, keepdims: bool | None = None,
+                name: str | None = None, reduction_indices: TensorLike = None, keep_dims: bool | None = None) -> Tensor:
     """Mean over ``axis`` (``Mean``); integer means truncate toward zero, as TF. Source: math_ops.py."""
     return _reduce("Mean", input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
 
 
-def reduce_max(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None, keep_dims=None):
+def reduce_max(input_tensor: TensorLike, axis: TensorLike = None, keepdims: bool | None = None, name: str | None = None,
+               reduction_indices: TensorLike = None, keep_dims: bool | None = None) -> Tensor:
     """Maximum over ``axis`` (``Max``); the gradient is split evenly between ties. Source: math_ops.py."""
     return _reduce("Max", input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
 
 
-def reduce_min(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None, keep_dims=None):
+def reduce_min(input_tensor: TensorLike, axis: TensorLike = None, keepdims: bool | None = None, name: str | None = None,
+               reduction_indices: TensorLike = None, keep_dims: bool | None = None) -> Tensor:
     """Minimum over ``axis`` (``Min``); the gradient is split evenly between ties. Source: math_ops.py."""
     return _reduce("Min", input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
 
 
-def reduce_prod(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None, keep_dims=None):
+def reduce_prod(input_tensor: TensorLike, axis: TensorLike = None, keepdims: bool | None = None,
+                name: str | None = None, reduction_indices: TensorLike = None, keep_dims: bool | None = None) -> Tensor:
     """Product over ``axis`` (``Prod``); its gradient is exact with zeros in the input. Source: math_ops.py."""
     return _reduce("Prod", input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
 
 
-def reduce_all(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None, keep_dims=None):
+def reduce_all(input_tensor: TensorLike, axis: TensorLike = None, keepdims: bool | None = None, name: str | None = None,
+               reduction_indices: TensorLike = None, keep_dims: bool | None = None) -> Tensor:
     """Logical AND over ``axis`` of a bool tensor (``All``); TypeError on other dtypes. Source: math_ops.py."""
     return _reduce("All", input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
 
 
-def reduce_any(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None, keep_dims=None):
+def reduce_any(input_tensor: TensorLike, axis: TensorLike = None, keepdims: bool | None = None, name: str | None = None,
+               reduction_indices: TensorLike = None, keep_dims: bool | None = None) -> Tensor:
     """Logical OR over ``axis`` of a bool tensor (``Any``). Source: math_ops.py."""
     return _reduce("Any", input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
 
 
-def count_nonzero(input_tensor, axis=None, keepdims=None, dtype=dtypes.int64, name=None,
-                  reduction_indices=None, keep_dims=None):
+def count_nonzero(input_tensor: TensorLike, axis: TensorLike = None, keepdims: bool | None = None,
+                  dtype: DTypeLike = dtypes.int64, name: str | None = None, reduction_indices: TensorLike = None,
+                  keep_dims: bool | None = None) -> Tensor:
     """The number of non-zero elements over ``axis``, as ``dtype`` (int64), built as TF1 does
     (``Sum`` of ``Cast(NotEqual(x, 0))`` in a ``count_nonzero`` scope). Source: math_ops.py."""
     from .math_ops import cast, not_equal
@@ -242,7 +260,8 @@ def _arg_reduce(op_type, input, axis, name, dimension, output_type):
         return graph.create_op(op_type, [x, axis], attrs, name or op_type).outputs[0]
 
 
-def argmax(input, axis=None, name=None, dimension=None, output_type=dtypes.int64):
+def argmax(input: TensorLike, axis: TensorLike = None, name: str | None = None, dimension: TensorLike = None,
+           output_type: DTypeLike = dtypes.int64) -> Tensor:
     """Index of the largest value along ``axis`` (default 0), as ``output_type`` (``ArgMax``).
 
     Raises:
@@ -251,17 +270,20 @@ def argmax(input, axis=None, name=None, dimension=None, output_type=dtypes.int64
     return _arg_reduce("ArgMax", input, axis, name, dimension, output_type)
 
 
-def argmin(input, axis=None, name=None, dimension=None, output_type=dtypes.int64):
+def argmin(input: TensorLike, axis: TensorLike = None, name: str | None = None, dimension: TensorLike = None,
+           output_type: DTypeLike = dtypes.int64) -> Tensor:
     """Index of the smallest value along ``axis`` (default 0), as ``output_type`` (``ArgMin``). Source: math_ops.py."""
     return _arg_reduce("ArgMin", input, axis, name, dimension, output_type)
 
 
-def arg_max(input, dimension, name=None, output_type=dtypes.int64):
+def arg_max(input: TensorLike, dimension: TensorLike, name: str | None = None,
+            output_type: DTypeLike = dtypes.int64) -> Tensor:
     """TF 1.x's generated ``tf.arg_max``: :func:`argmax` along ``dimension`` (required, second positional)."""
     return _arg_reduce("ArgMax", input, dimension, name, None, output_type)
 
 
-def arg_min(input, dimension, name=None, output_type=dtypes.int64):
+def arg_min(input: TensorLike, dimension: TensorLike, name: str | None = None,
+            output_type: DTypeLike = dtypes.int64) -> Tensor:
     """TF 1.x's generated ``tf.arg_min``: :func:`argmin` along ``dimension`` (required, second positional)."""
     return _arg_reduce("ArgMin", input, dimension, name, None, output_type)
 

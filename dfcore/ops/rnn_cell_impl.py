@@ -13,12 +13,16 @@ from __future__ import annotations
 
 import collections
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..framework import dtypes, scopes
 from ..framework.tensor_conversion import convert_to_tensor
 from . import array_ops, array_ops_join, init_ops, math_ops, math_ops_unary, nn_ops, variable_scope
 from .math_ops_matmul import matmul
+
+if TYPE_CHECKING:
+    from ..framework.tensor import Tensor
+    from ..framework.tensor_like import TensorLike
 
 __all__ = ["RNNCell", "BasicRNNCell", "BasicLSTMCell", "LSTMCell", "GRUCell", "MultiRNNCell", "LSTMStateTuple"]
 
@@ -105,7 +109,7 @@ class BasicRNNCell(RNNCell):
     def output_size(self) -> int:
         return self._num_units
 
-    def call(self, inputs, state):
+    def call(self, inputs: TensorLike, state: Any) -> tuple[Tensor, Tensor]:
         kernel, bias = self._weights(inputs, self._num_units)
         output = self._activation(nn_ops.bias_add(matmul(array_ops_join.concat([inputs, state], 1), kernel), bias))
         return output, output
@@ -135,7 +139,7 @@ class BasicLSTMCell(RNNCell):
     def output_size(self) -> int:
         return self._num_units
 
-    def call(self, inputs, state):
+    def call(self, inputs: TensorLike, state: Any) -> tuple[Tensor, Any]:
         c, h = state
         kernel, bias = self._weights(inputs, 4 * self._num_units)
         gates = nn_ops.bias_add(matmul(array_ops_join.concat([inputs, h], 1), kernel), bias)
@@ -187,7 +191,7 @@ class GRUCell(RNNCell):
     def output_size(self) -> int:
         return self._num_units
 
-    def call(self, inputs, state):
+    def call(self, inputs: TensorLike, state: Any) -> tuple[Tensor, Tensor]:
         with variable_scope.variable_scope("gates"):
             kernel, bias = self._weights(inputs, 2 * self._num_units, bias_value=1.0)
         gates = math_ops_unary.sigmoid(nn_ops.bias_add(matmul(array_ops_join.concat([inputs, state], 1), kernel), bias))
@@ -224,7 +228,7 @@ class MultiRNNCell(RNNCell):
     def zero_state(self, batch_size: Any, dtype: Any) -> tuple:
         return tuple(cell.zero_state(batch_size, dtype) for cell in self._cells)
 
-    def call(self, inputs, state):
+    def call(self, inputs: TensorLike, state: Any) -> tuple[Tensor, tuple[Any, ...]]:
         output, states = inputs, []
         for k, cell in enumerate(self._cells):
             with variable_scope.variable_scope(f"cell_{k}"):

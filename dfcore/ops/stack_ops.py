@@ -6,10 +6,18 @@ makes a new empty stack each time it runs (once per step outside loops); its han
 string scalar here (TF: a resource), its value the stack itself.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from .. import errors
 from ..framework import dtypes, registry
 from ..framework.tensor_shape import TensorShape
 from .op_util import apply_op
+
+if TYPE_CHECKING:
+    from ..framework.tensor import Tensor
+    from ..framework.tensor_like import DTypeLike, TensorLike
 
 __all__ = ["stack_v2", "stack_push_v2", "stack_pop_v2"]
 
@@ -24,19 +32,19 @@ class Stack(list):
         self.name = name
 
 
-def stack_v2(max_size, elem_type, stack_name="", name=None):
+def stack_v2(max_size: TensorLike, elem_type: DTypeLike, stack_name: str = "", name: str | None = None) -> Tensor:
     """A new empty stack of ``elem_type`` values (``max_size`` < 0: unbounded); returns its handle."""
     attrs = {"elem_type": dtypes.as_dtype(elem_type).base_dtype, "stack_name": stack_name}
     return apply_op("StackV2", [max_size], attrs, name or "StackV2", dtype=dtypes.int32).outputs[0]
 
 
-def stack_push_v2(handle, elem, swap_memory=False, name=None):
+def stack_push_v2(handle: TensorLike, elem: TensorLike, swap_memory: bool = False, name: str | None = None) -> Tensor:
     """Push ``elem`` on the stack; returns ``elem``. ``swap_memory`` is accepted (nothing to swap on numpy)."""
     attrs = {"swap_memory": bool(swap_memory)}
     return apply_op("StackPushV2", [handle, elem], attrs, name or "StackPushV2").outputs[0]
 
 
-def stack_pop_v2(handle, elem_type, name=None):
+def stack_pop_v2(handle: TensorLike, elem_type: DTypeLike, name: str | None = None) -> Tensor:
     """Pop the last pushed value. Raises (at run time) InvalidArgumentError ``Stack[<name>] is empty.``"""
     attrs = {"elem_type": dtypes.as_dtype(elem_type).base_dtype}
     return apply_op("StackPopV2", [handle], attrs, name or "StackPopV2").outputs[0]

@@ -7,6 +7,10 @@ variable store; the update ops stage their writes in the step's transaction
 (see :mod:`dfcore.runtime.variable_store`) and output the new value.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .. import errors
@@ -15,6 +19,10 @@ from ..framework.tensor_shape import TensorShape
 from . import common_shapes
 from .op_util import apply_op1
 
+if TYPE_CHECKING:
+    from ..framework.tensor import Tensor
+    from ..framework.tensor_like import DTypeLike, TensorLike
+
 registry.mark_stateful("VariableV2", "Assign", "AssignAdd", "AssignSub", "IsVariableInitialized", "CountUpTo")
 for _op_type in ("Assign", "AssignAdd", "AssignSub", "IsVariableInitialized", "CountUpTo"):
     registry.register_ref_inputs(_op_type, 0)
@@ -22,7 +30,8 @@ for _op_type in ("Assign", "AssignAdd", "AssignSub", "IsVariableInitialized", "C
 registry.NotDifferentiable("VariableV2")
 
 
-def variable_op_v2(shape, dtype, name="Variable", container="", shared_name=""):
+def variable_op_v2(shape: TensorLike, dtype: DTypeLike, name: str = "Variable", container: str = "",
+                   shared_name: str = "") -> Tensor:
     from ..framework import graph as graph_lib
 
     attrs = {"shape": TensorShape(shape), "dtype": dtypes.as_dtype(dtype).base_dtype,
@@ -30,7 +39,8 @@ def variable_op_v2(shape, dtype, name="Variable", container="", shared_name=""):
     return graph_lib.get_default_graph().create_op("VariableV2", [], attrs, name).outputs[0]
 
 
-def assign(ref, value, validate_shape=None, use_locking=None, name=None):
+def assign(ref: TensorLike, value: TensorLike, validate_shape: bool | None = None, use_locking: bool | None = None,
+           name: str | None = None) -> Tensor:
     """Stage ``ref = value``; the output is the new value.
 
     Raises:
@@ -43,7 +53,7 @@ def assign(ref, value, validate_shape=None, use_locking=None, name=None):
                      name or "Assign", dtype=ref.dtype.base_dtype)
 
 
-def assign_add(ref, value, use_locking=None, name=None):
+def assign_add(ref: TensorLike, value: TensorLike, use_locking: bool | None = None, name: str | None = None) -> Tensor:
     """Stage ``ref += value``; the output is the new value."""
     if hasattr(ref, "assign_add") and not _is_tensor(ref):
         return ref.assign_add(value, use_locking=use_locking, name=name)
@@ -51,7 +61,7 @@ def assign_add(ref, value, use_locking=None, name=None):
                      dtype=ref.dtype.base_dtype)
 
 
-def assign_sub(ref, value, use_locking=None, name=None):
+def assign_sub(ref: TensorLike, value: TensorLike, use_locking: bool | None = None, name: str | None = None) -> Tensor:
     """Stage ``ref -= value``; the output is the new value."""
     if hasattr(ref, "assign_sub") and not _is_tensor(ref):
         return ref.assign_sub(value, use_locking=use_locking, name=name)
@@ -59,13 +69,13 @@ def assign_sub(ref, value, use_locking=None, name=None):
                      dtype=ref.dtype.base_dtype)
 
 
-def is_variable_initialized(ref, name=None):
+def is_variable_initialized(ref: TensorLike, name: str | None = None) -> Tensor:
     """A bool scalar: whether the variable has a value in this session."""
     ref = getattr(ref, "_variable", ref)
     return apply_op1("IsVariableInitialized", [ref], {}, name or "IsVariableInitialized")
 
 
-def count_up_to(ref, limit, name=None):
+def count_up_to(ref: TensorLike, limit: TensorLike, name: str | None = None) -> Tensor:
     """The value of int32/int64 scalar variable ``ref`` before incrementing it (op ``CountUpTo``).
 
     Two steps counting at once both increment (dfcore's transactions redo the update) but may both see the

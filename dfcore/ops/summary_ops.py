@@ -7,7 +7,10 @@ buckets are merged) and TensorBoard's text plugin (``plugin_name: "text"``). Ima
 Pillow (a dependency of ``tensorboard``).
 """
 
+from __future__ import annotations
+
 import io
+from typing import TYPE_CHECKING
 
 import numpy as np
 from tensorboard.util import tensor_util
@@ -20,34 +23,37 @@ from ..framework.tensor_conversion import convert_to_tensor
 from ..framework.tensor_shape import TensorShape
 from .op_util import apply_op1
 
+if TYPE_CHECKING:
+    from ..framework.tensor_like import TensorLike
+
 __all__ = ["merge_summary", "scalar_summary", "histogram_summary", "image_summary", "text_summary"]
 
 _STRING_SCALAR = [(dtypes.string, TensorShape([]))]
 
 
-def scalar_summary(tag: str, value, name: str) -> Tensor:
+def scalar_summary(tag: str, value: TensorLike, name: str) -> Tensor:
     """A ``ScalarSummary`` op: ``Summary.value[0] = {tag, simple_value=float(value)}``; ``value`` is a real scalar."""
     return apply_op1("ScalarSummary", [convert_to_tensor(tag, dtype=dtypes.string), value], {}, name)
 
 
-def histogram_summary(tag: str, values, name: str):
+def histogram_summary(tag: str, values: TensorLike, name: str) -> Tensor:
     """A ``HistogramSummary`` op over any real tensor (TF's default exponential buckets)."""
     return apply_op1("HistogramSummary", [convert_to_tensor(tag, dtype=dtypes.string), values], {}, name)
 
 
-def image_summary(tag: str, images, max_images: int, name: str):
+def image_summary(tag: str, images: TensorLike, max_images: int, name: str) -> Tensor:
     """An ``ImageSummary`` op over ``[batch, height, width, channels]`` images, channels 1, 3 or 4."""
     return apply_op1("ImageSummary", [convert_to_tensor(tag, dtype=dtypes.string), images],
                      {"max_images": int(max_images)}, name)
 
 
-def text_summary(tag: str, text, name: str):
+def text_summary(tag: str, text: TensorLike, name: str) -> Tensor:
     """A ``TensorSummaryV2`` op for TensorBoard's text plugin over a string tensor."""
     return apply_op1("TensorSummaryV2", [convert_to_tensor(tag, dtype=dtypes.string), text],
                      {"plugin_name": "text"}, name)
 
 
-def merge_summary(inputs, name: str):
+def merge_summary(inputs: TensorLike, name: str) -> Tensor:
     """A ``MergeSummary`` op: the union of the values of serialized ``Summary`` tensors (tags must differ)."""
     return apply_op1("MergeSummary", list(inputs), {"N": len(inputs)}, name)
 

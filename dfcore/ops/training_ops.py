@@ -14,7 +14,10 @@ whole update from the newest committed values (slots are staged before
 ``use_locking=True`` behaviour: updates are serialized, none is lost.
 """
 
-from typing import Any
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -25,6 +28,9 @@ from ..framework.tensor import Tensor
 from ..framework.tensor_conversion import convert_to_tensor
 from . import common_shapes
 from .op_util import apply_op
+
+if TYPE_CHECKING:
+    from ..framework.tensor_like import TensorLike
 
 __all__ = []
 
@@ -70,7 +76,8 @@ _UPDATES: dict[str, Any] = {}
 NUMPY = backends.get(backends.NUMPY)  # the allocator's out= kernel below runs on numpy only
 
 
-def register_update(op_type, names, num_refs, scalars, fn):
+def register_update(op_type: str, names: Sequence[str], num_refs: int, scalars: Sequence[str],
+                    fn: Callable[..., Any]) -> None:
     """Register the ``Apply*`` op ``op_type``: shape function, kernel, stateful, ref inputs, no gradient.
 
     Args:
@@ -89,7 +96,8 @@ def register_update(op_type, names, num_refs, scalars, fn):
 
 
 # -- constructors -----------------------------------------------------------------
-def apply_gradient_descent(var, alpha, delta, use_locking=False, name=None):
+def apply_gradient_descent(var: TensorLike, alpha: TensorLike, delta: TensorLike, use_locking: bool = False,
+                           name: str | None = None) -> Tensor:
     """``var -= alpha * delta``; returns the new value (shape and dtype of ``var``).
 
     Args:
@@ -102,7 +110,8 @@ def apply_gradient_descent(var, alpha, delta, use_locking=False, name=None):
     return apply_update("ApplyGradientDescent", [var, alpha, delta], {"use_locking": bool(use_locking)}, name)
 
 
-def apply_momentum(var, accum, lr, grad, momentum, use_locking=False, use_nesterov=False, name=None):
+def apply_momentum(var: TensorLike, accum: TensorLike, lr: TensorLike, grad: TensorLike, momentum: TensorLike,
+                   use_locking: bool = False, use_nesterov: bool = False, name: str | None = None) -> Tensor:
     """``accum = accum * momentum + grad``; ``var -= lr * accum`` (Nesterov:
     ``var -= lr * grad + lr * momentum * accum``); returns the new ``var``.
 
@@ -114,8 +123,9 @@ def apply_momentum(var, accum, lr, grad, momentum, use_locking=False, use_nester
     return apply_update("ApplyMomentum", [var, accum, lr, grad, momentum], attrs, name)
 
 
-def apply_adam(var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad, use_locking=False,
-               use_nesterov=False, name=None):
+def apply_adam(var: TensorLike, m: TensorLike, v: TensorLike, beta1_power: TensorLike, beta2_power: TensorLike,
+               lr: TensorLike, beta1: TensorLike, beta2: TensorLike, epsilon: TensorLike, grad: TensorLike,
+               use_locking: bool = False, use_nesterov: bool = False, name: str | None = None) -> Tensor:
     """Adam: ``lr_t = lr * sqrt(1 - beta2_power) / (1 - beta1_power)``,
     ``m += (grad - m) * (1 - beta1)``, ``v += (grad² - v) * (1 - beta2)``,
     ``var -= lr_t * m / (sqrt(v) + epsilon)`` (Nesterov uses
@@ -130,7 +140,7 @@ def apply_adam(var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, g
                         name)
 
 
-def apply_update(op_type, inputs, attrs, name):
+def apply_update(op_type: str, inputs: Sequence[TensorLike], attrs: dict[str, Any], name: str | None) -> Tensor:
     """Create the registered ``Apply*`` op ``op_type``; returns its output (the new ``var``).
 
     The leading ``num_refs`` inputs (Variables or refs) are taken by reference; the others are

@@ -7,9 +7,15 @@ follow term by term). They register through :func:`dfcore.ops.training_ops.regis
 so shapes, dtypes, refs, redo on concurrent commits and errors are those of every ``Apply*`` op.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from ..framework.tensor import Tensor
 from .training_ops import apply_update, register_update
+
+if TYPE_CHECKING:
+    from ..framework.tensor_like import TensorLike
 
 __all__ = []
 
@@ -66,7 +72,8 @@ def _attrs(use_locking, **extra):
     return {"use_locking": bool(use_locking), **extra}
 
 
-def apply_adagrad(var, accum, lr, grad, use_locking=False, update_slots=True, name=None) -> Tensor:
+def apply_adagrad(var: TensorLike, accum: TensorLike, lr: TensorLike, grad: TensorLike, use_locking: bool = False,
+                  update_slots: bool = True, name: str | None = None) -> Tensor:
     """Adagrad: ``accum += grad²`` (if ``update_slots``); ``var -= lr * grad / sqrt(accum)``.
 
     Args:
@@ -82,7 +89,9 @@ def apply_adagrad(var, accum, lr, grad, use_locking=False, update_slots=True, na
                         name)
 
 
-def apply_rms_prop(var, ms, mom, lr, rho, momentum, epsilon, grad, use_locking=False, name=None) -> Tensor:
+def apply_rms_prop(var: TensorLike, ms: TensorLike, mom: TensorLike, lr: TensorLike, rho: TensorLike,
+                   momentum: TensorLike, epsilon: TensorLike, grad: TensorLike, use_locking: bool = False,
+                   name: str | None = None) -> Tensor:
     """RMSProp: ``ms += (grad² - ms) * (1 - rho)``; ``mom = mom * momentum + lr * grad / sqrt(ms + epsilon)``;
     ``var -= mom``. Returns the new ``var``; errors as :func:`apply_adagrad`.
 
@@ -91,7 +100,9 @@ def apply_rms_prop(var, ms, mom, lr, rho, momentum, epsilon, grad, use_locking=F
     return apply_update("ApplyRMSProp", [var, ms, mom, lr, rho, momentum, epsilon, grad], _attrs(use_locking), name)
 
 
-def apply_centered_rms_prop(var, mg, ms, mom, lr, rho, momentum, epsilon, grad, use_locking=False, name=None) -> Tensor:
+def apply_centered_rms_prop(var: TensorLike, mg: TensorLike, ms: TensorLike, mom: TensorLike, lr: TensorLike,
+                            rho: TensorLike, momentum: TensorLike, epsilon: TensorLike, grad: TensorLike,
+                            use_locking: bool = False, name: str | None = None) -> Tensor:
     """Centered RMSProp: as :func:`apply_rms_prop` with ``mg += (grad - mg) * (1 - rho)`` and the denominator
     ``sqrt(ms - mg² + epsilon)``. Returns the new ``var``; errors as :func:`apply_adagrad`.
 
@@ -101,7 +112,8 @@ def apply_centered_rms_prop(var, mg, ms, mom, lr, rho, momentum, epsilon, grad, 
                         _attrs(use_locking), name)
 
 
-def apply_adadelta(var, accum, accum_update, lr, rho, epsilon, grad, use_locking=False, name=None) -> Tensor:
+def apply_adadelta(var: TensorLike, accum: TensorLike, accum_update: TensorLike, lr: TensorLike, rho: TensorLike,
+                   epsilon: TensorLike, grad: TensorLike, use_locking: bool = False, name: str | None = None) -> Tensor:
     """Adadelta: ``accum = rho * accum + (1 - rho) * grad²``;
     ``update = sqrt(accum_update + epsilon) / sqrt(accum + epsilon) * grad``; ``var -= lr * update``;
     ``accum_update = rho * accum_update + (1 - rho) * update²``. Returns the new ``var``; errors as
@@ -113,7 +125,8 @@ def apply_adadelta(var, accum, accum_update, lr, rho, epsilon, grad, use_locking
                         name)
 
 
-def apply_ftrl(var, accum, linear, grad, lr, l1, l2, lr_power, use_locking=False, name=None) -> Tensor:
+def apply_ftrl(var: TensorLike, accum: TensorLike, linear: TensorLike, grad: TensorLike, lr: TensorLike, l1: TensorLike,
+               l2: TensorLike, lr_power: TensorLike, use_locking: bool = False, name: str | None = None) -> Tensor:
     """FTRL-proximal: ``new = accum + grad²``; ``linear += grad - (new^-p - accum^-p) / lr * var``;
     ``var = (l1 * sign(linear) - linear) / (new^-p / lr + 2 * l2)`` where ``|linear| > l1``, else 0;
     ``accum = new`` (``p`` = ``lr_power``). Returns the new ``var``; errors as :func:`apply_adagrad`.
@@ -123,7 +136,9 @@ def apply_ftrl(var, accum, linear, grad, lr, l1, l2, lr_power, use_locking=False
     return apply_update("ApplyFtrl", [var, accum, linear, grad, lr, l1, l2, lr_power], _attrs(use_locking), name)
 
 
-def apply_ftrl_v2(var, accum, linear, grad, lr, l1, l2, l2_shrinkage, lr_power, use_locking=False, name=None) -> Tensor:
+def apply_ftrl_v2(var: TensorLike, accum: TensorLike, linear: TensorLike, grad: TensorLike, lr: TensorLike,
+                  l1: TensorLike, l2: TensorLike, l2_shrinkage: TensorLike, lr_power: TensorLike,
+                  use_locking: bool = False, name: str | None = None) -> Tensor:
     """FTRL-proximal with L2 shrinkage: as :func:`apply_ftrl`, with ``grad + 2 * l2_shrinkage * var`` in
     place of ``grad`` in the ``linear`` update (the accumulator still adds ``grad²``).
 

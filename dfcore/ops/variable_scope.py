@@ -11,8 +11,12 @@ to ``GraphKeys.REGULARIZATION_LOSSES``, as in TF. With a partitioner, the variab
 (:mod:`dfcore.ops.partitioned_variables`).
 """
 
+from __future__ import annotations
+
 import contextlib
 import enum
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 from ..framework import dtypes, graph as graph_lib
 from ..framework.graph import GraphKeys
@@ -26,6 +30,9 @@ from .partitioned_variables import (
     shard_slices,
 )
 from .variables import Variable
+
+if TYPE_CHECKING:
+    from ..framework.tensor_like import DTypeLike, TensorLike
 
 _STORE_KEY = ("__variable_store",)
 _SCOPE_KEY = ("__varscope",)
@@ -44,29 +51,31 @@ class VariableScope:
     :data:`AUTO_REUSE`), ``initializer``, ``regularizer``, ``dtype``, ``custom_getter``, and
     ``partitioner`` and ``original_name_scope`` (the name scope its ops went into)."""
 
-    def __init__(self, reuse, name="", initializer=None, regularizer=None, dtype=dtypes.float32,
-                 custom_getter=None, original_name_scope="", partitioner=None):
+    def __init__(self, reuse: bool | None, name: str = "", initializer: Any = None, regularizer: Any = None,
+                 dtype: DTypeLike = dtypes.float32, custom_getter: Any = None, original_name_scope: str = "",
+                 partitioner: Any = None):
         self.name, self._reuse = name, reuse
         self.initializer, self.regularizer, self.custom_getter = initializer, regularizer, custom_getter
         self.dtype, self.original_name_scope = dtypes.as_dtype(dtype).base_dtype, original_name_scope
         self.partitioner = partitioner
 
     @property
-    def reuse(self):
+    def reuse(self) -> bool | None:
         return self._reuse
 
-    def reuse_variables(self):
+    def reuse_variables(self) -> None:
         """Make this scope reuse variables from now on (``tf.get_variable_scope().reuse_variables()``)."""
         self._reuse = True
 
-    def set_initializer(self, initializer):
+    def set_initializer(self, initializer: Any) -> None:
         self.initializer = initializer
 
-    def set_regularizer(self, regularizer):
+    def set_regularizer(self, regularizer: Any) -> None:
         self.regularizer = regularizer
 
-    def get_variable(self, name, shape=None, dtype=None, initializer=None, regularizer=None, trainable=True,
-                     collections=None, custom_getter=None, validate_shape=True, **kwargs):
+    def get_variable(self, name: str, shape: TensorLike = None, dtype: DTypeLike | None = None, initializer: Any = None,
+                     regularizer: Any = None, trainable: bool = True, collections: Sequence[str] | None = None,
+                     custom_getter: Any = None, validate_shape: bool = True, **kwargs: Any) -> Any:
         """:func:`get_variable` in this scope."""
         full_name = f"{self.name}/{name}" if self.name else name
         dtype = dtypes.as_dtype(dtype).base_dtype if dtype is not None else self.dtype
@@ -225,9 +234,11 @@ def get_variable_scope() -> VariableScope:
     return scopes[-1]
 
 
-def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=None, trainable=True,
-                 collections=None, caching_device=None, partitioner=None, validate_shape=True, use_resource=None,
-                 custom_getter=None, constraint=None, **kwargs):
+def get_variable(name: str, shape: TensorLike = None, dtype: DTypeLike | None = None, initializer: Any = None,
+                 regularizer: Any = None, trainable: bool = True, collections: Sequence[str] | None = None,
+                 caching_device: Any = None, partitioner: Any = None, validate_shape: bool = True,
+                 use_resource: bool | None = None, custom_getter: Any = None, constraint: Any = None,
+                 **kwargs: Any) -> Any:
     """The variable ``<scope>/<name>``: created in a scope that does not reuse, returned in one that does.
 
     Args:
@@ -249,9 +260,11 @@ def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=Non
 
 
 @contextlib.contextmanager
-def variable_scope(name_or_scope, default_name=None, values=None, initializer=None, regularizer=None,
-                   caching_device=None, partitioner=None, custom_getter=None, reuse=None, dtype=None,
-                   use_resource=None, constraint=None, auxiliary_name_scope=True):
+def variable_scope(name_or_scope: str | VariableScope | None, default_name: str | None = None,
+                   values: TensorLike = None, initializer: Any = None, regularizer: Any = None,
+                   caching_device: Any = None, partitioner: Any = None, custom_getter: Any = None, reuse: Any = None,
+                   dtype: DTypeLike | None = None, use_resource: bool | None = None, constraint: Any = None,
+                   auxiliary_name_scope: bool = True) -> Iterator[VariableScope]:
     """Enter a variable scope (and a name scope of the same name); yields its :class:`VariableScope`.
 
     ``name_or_scope``: a name (nested under the current scope) or a :class:`VariableScope` to re-enter;
@@ -274,7 +287,7 @@ def variable_scope(name_or_scope, default_name=None, values=None, initializer=No
         relative = name_or_scope if name_or_scope is not None else _unique_scope_name(outer, default_name)
         name = f"{outer.name}/{relative}" if outer.name else relative
         # a default-named scope opens the name scope default_name, made unique by the graph, as TF does
-        name_scope, base = (relative if name_or_scope is not None else default_name), outer
+        name_scope, base = (relative if name_or_scope is not None else default_name or ""), outer  # checked above
     inherited = outer.reuse if reuse is None or reuse is False else reuse
     if isinstance(name_or_scope, VariableScope) and reuse is None:
         inherited = outer.reuse or name_or_scope.reuse

@@ -7,12 +7,25 @@ Source: ``tensorflow/python/ops/variables.py`` (``RefVariable``). A variable
 collections take in a ``MetaGraphDef``.
 """
 
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
 from ..framework import dtypes, graph as graph_lib, meta_graph
 from ..framework.default_session import default_session_for
 from ..framework.graph import GraphKeys
 from ..framework.protos import VariableDef
 from ..framework.tensor_conversion import convert_to_tensor, register_tensor_conversion_function
 from . import array_ops, control_flow_ops, state_ops
+
+if TYPE_CHECKING:
+    from ..framework.dtypes import DType
+    from ..framework.graph import Graph
+    from ..framework.operation import Operation
+    from ..framework.tensor import Tensor
+    from ..framework.tensor_like import DTypeLike, TensorLike
+    from ..framework.tensor_shape import TensorShape
 
 
 class Variable:
@@ -45,9 +58,11 @@ class Variable:
             return object.__new__(_EAGER_VARIABLE_CLASS[0])
         return object.__new__(cls)
 
-    def __init__(self, initial_value=None, trainable=True, collections=None, validate_shape=True,
-                 caching_device=None, name=None, dtype=None, expected_shape=None, constraint=None,
-                 use_resource=None, synchronization=None, aggregation=None, import_scope=None, variable_def=None):
+    def __init__(self, initial_value: TensorLike = None, trainable: bool = True,
+                 collections: Sequence[str] | None = None, validate_shape: bool = True, caching_device: Any = None,
+                 name: str | None = None, dtype: DTypeLike | None = None, expected_shape: Any = None,
+                 constraint: Any = None, use_resource: bool | None = None, synchronization: Any = None,
+                 aggregation: Any = None, import_scope: str | None = None, variable_def: Any = None):
         if variable_def is not None:
             if initial_value is not None:
                 raise ValueError("variable_def and initial_value are mutually exclusive.")
@@ -82,7 +97,7 @@ class Variable:
         self._initial_value = initial
         self._trainable = trainable
         self._constraint = constraint
-        self._save_slice_info = None
+        self._save_slice_info: Any = None  # a SaveSliceInfo for a partitioned variable's shard
         graph.add_to_collections(collections, self)
 
     def _init_from_proto(self, variable_def, import_scope):
@@ -99,7 +114,7 @@ class Variable:
         self._constraint = None
         self._save_slice_info = None
 
-    def to_proto(self, export_scope=None) -> VariableDef | None:
+    def to_proto(self, export_scope: str | None = None) -> VariableDef | None:
         """This variable's ``VariableDef`` (names without ``export_scope``), or None if it is outside that scope."""
         if export_scope is not None and not self._variable.name.startswith(export_scope):
             return None
@@ -113,60 +128,60 @@ class Variable:
                            snapshot_name=strip(self._snapshot.name), trainable=self._trainable)
 
     @staticmethod
-    def from_proto(variable_def, import_scope=None) -> "Variable":
+    def from_proto(variable_def: Any, import_scope: str | None = None) -> Variable:
         """The Variable over the ops ``variable_def`` names (under ``import_scope``) in the default graph."""
         return Variable(variable_def=variable_def, import_scope=import_scope)
 
     # -- identity ----------------------------------------------------------------
     @property
-    def name(self):
+    def name(self) -> str:
         return self._variable.name
 
     @property
-    def op(self):
+    def op(self) -> Operation:
         return self._variable.op
 
     @property
-    def graph(self):
+    def graph(self) -> Graph:
         return self._variable.graph
 
     @property
-    def device(self):
+    def device(self) -> str:
         return self._variable.device
 
     @property
-    def dtype(self):
+    def dtype(self) -> DType:
         return self._variable.dtype
 
     @property
-    def shape(self):
+    def shape(self) -> TensorShape:
         return self._variable.shape
 
-    def get_shape(self):
+    def get_shape(self) -> TensorShape:
         return self._variable.shape
 
     @property
-    def trainable(self):
+    def trainable(self) -> bool:
         return self._trainable
 
     @property
-    def initializer(self):
+    def initializer(self) -> Operation:
         return self._initializer_op
 
     @property
-    def initial_value(self):
+    def initial_value(self) -> Tensor:
         return self._initial_value
 
     @property
-    def constraint(self):
+    def constraint(self) -> Any:
         return self._constraint
 
     # -- values ------------------------------------------------------------------
-    def value(self):
+    def value(self) -> Tensor:
         """The ``<name>/read`` snapshot other ops consume."""
         return self._snapshot
 
-    def read_value(self):
+    def read_value(self) -> Tensor:
         return array_ops.identity(self._variable, name="read")
 
     def _ref(self):
@@ -175,28 +190,31 @@ class Variable:
     def _as_graph_element(self):
         return self._variable
 
-    def initialized_value(self):
+    def initialized_value(self) -> Tensor:
         """The initial value, available only after the initializer ran (TF1's definition)."""
         return control_flow_ops.with_dependencies([self._initializer_op], self._initial_value)
 
-    def eval(self, session=None):
+    def eval(self, session: Any = None) -> Any:
         return self._variable.eval(session=session)
 
-    def load(self, value, session=None):
+    def load(self, value: TensorLike, session: Any = None) -> None:
         """Assign ``value`` in ``session`` through the initializer's feed (TF's ``load``)."""
         session = default_session_for(self._variable, session, "load()")
         session.run(self._initializer_op, {self._initializer_op.inputs[1]: value})
 
-    def assign(self, value, use_locking=False, name=None, read_value=True):
+    def assign(self, value: TensorLike, use_locking: bool = False, name: str | None = None,
+               read_value: bool = True) -> Tensor:
         return state_ops.assign(self._variable, value, use_locking=use_locking, name=name)
 
-    def assign_add(self, delta, use_locking=False, name=None, read_value=True):
+    def assign_add(self, delta: TensorLike, use_locking: bool = False, name: str | None = None,
+                   read_value: bool = True) -> Tensor:
         return state_ops.assign_add(self._variable, delta, use_locking=use_locking, name=name)
 
-    def assign_sub(self, delta, use_locking=False, name=None, read_value=True):
+    def assign_sub(self, delta: TensorLike, use_locking: bool = False, name: str | None = None,
+                   read_value: bool = True) -> Tensor:
         return state_ops.assign_sub(self._variable, delta, use_locking=use_locking, name=name)
 
-    def count_up_to(self, limit):
+    def count_up_to(self, limit: TensorLike) -> Tensor:
         """The value before incrementing it; ``OutOfRangeError`` once it reached ``limit`` (see
         :func:`dfcore.ops.state_ops.count_up_to`)."""
         return state_ops.count_up_to(self._variable, limit)
@@ -248,37 +266,37 @@ for _key in meta_graph.VARIABLE_COLLECTIONS:
                                        Variable.from_proto)
 
 
-def global_variables(scope=None):
+def global_variables(scope: str | None = None) -> list[Variable]:
     return graph_lib.get_default_graph().get_collection(GraphKeys.GLOBAL_VARIABLES, scope)
 
 
 all_variables = global_variables
 
 
-def local_variables(scope=None):
+def local_variables(scope: str | None = None) -> list[Variable]:
     return graph_lib.get_default_graph().get_collection(GraphKeys.LOCAL_VARIABLES, scope)
 
 
-def trainable_variables(scope=None):
+def trainable_variables(scope: str | None = None) -> list[Variable]:
     return graph_lib.get_default_graph().get_collection(GraphKeys.TRAINABLE_VARIABLES, scope)
 
 
-def moving_average_variables(scope=None):
+def moving_average_variables(scope: str | None = None) -> list[Variable]:
     return graph_lib.get_default_graph().get_collection(GraphKeys.MOVING_AVERAGE_VARIABLES, scope)
 
 
-def variables_initializer(var_list, name="init"):
+def variables_initializer(var_list: Sequence[Variable], name: str = "init") -> Operation:
     """One op running the initializers of ``var_list`` (a ``NoOp`` if the list is empty)."""
     if var_list:
         return control_flow_ops.group(*[v.initializer for v in var_list], name=name)
     return control_flow_ops.no_op(name=name)
 
 
-def global_variables_initializer():
+def global_variables_initializer() -> Operation:
     return variables_initializer(global_variables(), name="init")
 
 
-def local_variables_initializer():
+def local_variables_initializer() -> Operation:
     return variables_initializer(local_variables(), name="init")
 
 
@@ -286,5 +304,5 @@ initialize_all_variables = global_variables_initializer
 initialize_variables = variables_initializer
 
 
-def is_variable_initialized(variable):
+def is_variable_initialized(variable: Variable | Tensor) -> Tensor:
     return state_ops.is_variable_initialized(variable)

@@ -7,16 +7,24 @@ first variable by name) are multiplied by ``beta1``/``beta2`` after every
 step's updates, so step ``t`` uses ``beta^t``.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from ..framework.graph import get_default_graph, init_scope_graph
 from ..framework.tensor_conversion import convert_to_tensor
 from ..ops import control_flow_ops, math_ops, state_ops, training_ops
 from .optimizer import Optimizer
 
+if TYPE_CHECKING:
+    from ..framework.tensor_like import TensorLike
+
 
 class AdamOptimizer(Optimizer):
     """Adam (Kingma & Ba); hyperparameters may be floats, Tensors or callables."""
 
-    def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-08, use_locking=False, name="Adam"):
+    def __init__(self, learning_rate: TensorLike = 0.001, beta1: float = 0.9, beta2: float = 0.999,
+                 epsilon: float = 1e-08, use_locking: bool = False, name: str = "Adam"):
         super().__init__(use_locking, name)
         self._lr = learning_rate
         self._beta1 = beta1

@@ -5,9 +5,13 @@ arguments, triggers and error messages. Hooks that watch the global step fetch i
 and read it again only when they are about to act, as TF's do.
 """
 
+from __future__ import annotations
+
 import logging
 import os
 import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -19,6 +23,13 @@ from . import training_util
 from .graph_io import write_graph
 from .saver import Saver
 from .session_run_hook import SessionRunArgs, SessionRunHook
+
+if TYPE_CHECKING:
+    from ..framework.tensor import Tensor
+    from ..runtime.session import Session
+    from .coordinator import Coordinator
+    from .monitored_session import Scaffold
+    from .session_run_hook import SessionRunContext, SessionRunValues
 
 _LOG = logging.getLogger("dfcore.train")
 
@@ -37,13 +48,14 @@ class SecondOrStepTimer:
         ValueError: both or neither given (TF's wording).
     """
 
-    def __init__(self, every_secs=None, every_steps=None):
+    def __init__(self, every_secs: float | None = None, every_steps: int | None = None):
         if (every_secs is None) == (every_steps is None):
             raise ValueError("exactly one of every_steps and every_secs should be provided.")
-        self._every_secs, self._every_steps = every_secs, every_steps
-        self._last_time, self._last_step = None, None
+        self._every_secs, self._every_steps = every_secs, every_steps or 0
+        self._last_time: float = 0.0  # of the last trigger, when _last_step is not None
+        self._last_step: int | None = None
 
-    def should_trigger_for_step(self, step):
+    def should_trigger_for_step(self, step: int) -> bool:
         if self._last_step is None:
             return True
         if self._last_step == step:
@@ -52,7 +64,7 @@ class SecondOrStepTimer:
             return time.time() >= self._last_time + self._every_secs
         return step >= self._last_step + self._every_steps
 
-    def update_last_triggered_step(self, step):
+    def update_last_triggered_step(self, step: int) -> tuple[float | None, int | None]:
         """Record a trigger at ``step``; returns ``(elapsed_secs, elapsed_steps)`` since the last one
         (``(None, None)`` the first time), as TF's timer."""
         now = time.time()
@@ -60,7 +72,7 @@ class SecondOrStepTimer:
         self._last_time, self._last_step = now, step
         return elapsed
 
-    def last_triggered_step(self):
+    def last_triggered_step(self) -> int | None:
         return self._last_step
 
 
@@ -72,24 +84,25 @@ class StopAtStepHook(SessionRunHook):
         RuntimeError (in ``begin``): the graph has no global step.
     """
 
-    def __init__(self, num_steps=None, last_step=None):
+    def __init__(self, num_steps: int | None = None, last_step: int | None = None):
         if num_steps is None and last_step is None:
             raise ValueError("One of num_steps or last_step must be specified.")
         if num_steps is not None and last_step is not None:
             raise ValueError("Only one of num_steps or last_step can be specified.")
-        self._num_steps, self._last_step = num_steps, last_step
+        self._num_steps: Any = num_steps
+        self._last_step: Any = last_step  # set from num_steps in after_create_session
 
-    def begin(self):
+    def begin(self) -> None:
         self._global_step = _global_step_tensor("StopAtStepHook")
 
-    def after_create_session(self, session, coord):
+    def after_create_session(self, session: Session, coord: Coordinator) -> None:
         if self._last_step is None:
             self._last_step = int(session.run(self._global_step)) + self._num_steps
 
-    def before_run(self, run_context):
+    def before_run(self, run_context: SessionRunContext) -> SessionRunArgs:
         return SessionRunArgs(self._global_step)
 
-    def after_run(self, run_context, run_values):
+    def after_run(self, run_context: SessionRunContext, run_values: SessionRunValues) -> None:
         if int(run_values.results) + 1 >= self._last_step:
             # the step fetched ran before this call's update: read it again before stopping
             if int(run_context.session.run(self._global_step)) >= self._last_step:
@@ -110,8 +123,9 @@ class CheckpointSaverHook(SessionRunHook):
         ValueError: both or neither of ``save_secs`` and ``save_steps``; both ``saver`` and ``scaffold``.
     """
 
-    def __init__(self, checkpoint_dir, save_secs=None, save_steps=None, saver=None,
-                 checkpoint_basename="model.ckpt", scaffold=None, listeners=None):
+    def __init__(self, checkpoint_dir: str, save_secs: float | None = None, save_steps: int | None = None,
+                 saver: Saver | None = None, checkpoint_basename: str = "model.ckpt", scaffold: Scaffold | None = None,
+                 listeners: Sequence[Any] | None = None):
         if saver is not None and scaffold is not None:
             raise ValueError("You cannot provide both saver and scaffold.")
         self._saver, self._scaffold = saver, scaffold
@@ -120,13 +134,13 @@ class CheckpointSaverHook(SessionRunHook):
         self._timer = SecondOrStepTimer(every_secs=save_secs, every_steps=save_steps)
         self._listeners = list(listeners or [])
 
-    def begin(self):
+    def begin(self) -> None:
         self._summary_writer = FileWriterCache.get(self._checkpoint_dir)
         self._global_step = _global_step_tensor("CheckpointSaverHook")
         for listener in self._listeners:
             listener.begin()
 
-    def after_create_session(self, session, coord):
+    def after_create_session(self, session: Session, coord: Coordinator) -> None:
         step = int(session.run(self._global_step))
         graph = session.graph
         graph_def = graph.as_graph_def(add_shapes=True)
@@ -137,10 +151,10 @@ class CheckpointSaverHook(SessionRunHook):
         self._save(session, step)
         self._timer.update_last_triggered_step(step)
 
-    def before_run(self, run_context):
+    def before_run(self, run_context: SessionRunContext) -> SessionRunArgs:
         return SessionRunArgs(self._global_step)
 
-    def after_run(self, run_context, run_values):
+    def after_run(self, run_context: SessionRunContext, run_values: SessionRunValues) -> None:
         if self._timer.should_trigger_for_step(int(run_values.results) + 1):
             step = int(run_context.session.run(self._global_step))
             if self._timer.should_trigger_for_step(step):
@@ -148,7 +162,7 @@ class CheckpointSaverHook(SessionRunHook):
                 if self._save(run_context.session, step):
                     run_context.request_stop()
 
-    def end(self, session):
+    def end(self, session: Session) -> None:
         step = int(session.run(self._global_step))
         if step != self._timer.last_triggered_step():
             self._save(session, step)
@@ -179,26 +193,27 @@ class LoggingTensorHook(SessionRunHook):
         ValueError: neither a trigger nor ``at_end``; both triggers.
     """
 
-    def __init__(self, tensors, every_n_iter=None, every_n_secs=None, at_end=False, formatter=None):
+    def __init__(self, tensors: Any, every_n_iter: int | None = None, every_n_secs: float | None = None,
+                 at_end: bool = False, formatter: Callable[[dict[str, Any]], str] | None = None):
         if not at_end and (every_n_iter is None) == (every_n_secs is None):
             raise ValueError("either at_end and/or exactly one of every_n_iter and every_n_secs must be provided.")
         self._tensors = tensors if isinstance(tensors, dict) else {getattr(t, "name", t): t for t in tensors}
         self._tag_order = sorted(self._tensors) if isinstance(tensors, dict) else list(self._tensors)
-        self._timer = None if at_end and every_n_iter is None and every_n_secs is None else \
+        self._timer: Any = None if at_end and every_n_iter is None and every_n_secs is None else \
             SecondOrStepTimer(every_secs=every_n_secs, every_steps=every_n_iter)
         self._at_end, self._formatter, self._iter = at_end, formatter, 0
 
-    def before_run(self, run_context):
+    def before_run(self, run_context: SessionRunContext) -> SessionRunArgs | None:
         self._should_log = self._timer is not None and self._timer.should_trigger_for_step(self._iter)
         return SessionRunArgs(self._tensors) if self._should_log else None
 
-    def after_run(self, run_context, run_values):
+    def after_run(self, run_context: SessionRunContext, run_values: SessionRunValues) -> None:
         if self._should_log:
             elapsed_secs, _ = self._timer.update_last_triggered_step(self._iter)
             self._log(run_values.results, elapsed_secs)
         self._iter += 1
 
-    def end(self, session):
+    def end(self, session: Session) -> None:
         if self._at_end:
             self._log(session.run(self._tensors), None)
 
@@ -223,13 +238,13 @@ class NanLossDuringTrainingError(RuntimeError):
 class NanTensorHook(SessionRunHook):
     """Fails (``NanLossDuringTrainingError``) or stops training when ``loss_tensor`` is NaN."""
 
-    def __init__(self, loss_tensor, fail_on_nan_loss=True):
+    def __init__(self, loss_tensor: Tensor, fail_on_nan_loss: bool = True):
         self._loss_tensor, self._fail_on_nan_loss = loss_tensor, fail_on_nan_loss
 
-    def before_run(self, run_context):
+    def before_run(self, run_context: SessionRunContext) -> SessionRunArgs:
         return SessionRunArgs(self._loss_tensor)
 
-    def after_run(self, run_context, run_values):
+    def after_run(self, run_context: SessionRunContext, run_values: SessionRunValues) -> None:
         if np.isnan(run_values.results):
             if self._fail_on_nan_loss:
                 raise NanLossDuringTrainingError
@@ -240,14 +255,14 @@ class NanTensorHook(SessionRunHook):
 class FinalOpsHook(SessionRunHook):
     """Runs ``final_ops`` when training ends; their values are in ``final_ops_values``."""
 
-    def __init__(self, final_ops, final_ops_feed_dict=None):
+    def __init__(self, final_ops: Any, final_ops_feed_dict: Mapping[Any, Any] | None = None):
         self._final_ops, self._feed_dict, self._values = final_ops, final_ops_feed_dict, None
 
     @property
-    def final_ops_values(self):
+    def final_ops_values(self) -> Any:
         return self._values
 
-    def end(self, session):
+    def end(self, session: Session) -> None:
         if self._final_ops is not None:
             try:
                 self._values = session.run(self._final_ops, feed_dict=self._feed_dict)
@@ -259,8 +274,8 @@ class FinalOpsHook(SessionRunHook):
 class FeedFnHook(SessionRunHook):
     """Feeds ``feed_fn()`` (a ``{tensor: value}`` dict) into every call."""
 
-    def __init__(self, feed_fn):
+    def __init__(self, feed_fn: Callable[[], Mapping[Any, Any]]):
         self._feed_fn = feed_fn
 
-    def before_run(self, run_context):
+    def before_run(self, run_context: SessionRunContext) -> SessionRunArgs:
         return SessionRunArgs(fetches=None, feed_dict=self._feed_fn())

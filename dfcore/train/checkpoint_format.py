@@ -11,6 +11,8 @@ damage that hides a member from the zip directory is caught too. A file that fai
 raises ``DataLossError`` naming it.
 """
 
+from __future__ import annotations
+
 import contextlib
 import io
 import re
@@ -112,8 +114,8 @@ class CheckpointReader:
     def close(self) -> None:
         self._archive.close()
 
-    def __enter__(self):
+    def __enter__(self) -> CheckpointReader:
         return self
 
-    def __exit__(self, *exc_info):
+    def __exit__(self, *exc_info: object) -> None:
         self.close()

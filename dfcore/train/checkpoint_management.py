@@ -30,6 +30,7 @@ import logging
 import os
 import re
 import zlib
+from collections.abc import Sequence
 
 from .. import errors
 from . import file_io
@@ -56,7 +57,7 @@ _OTHER_FIELD = re.compile(r"^\s*\w+\s*:\s*[-+0-9.eE]+\s*$")
 _CHECKSUM = re.compile(r"^# crc32: 0x([0-9a-f]{8})\n")
 
 
-def format_checkpoint_state(state):
+def format_checkpoint_state(state: CheckpointState) -> str:
     """``state`` as TF's text proto (``field: "value"`` lines, C escapes) after a CRC-32 comment line."""
     lines = [f'model_checkpoint_path: "{_escape(state.model_checkpoint_path)}"']
     lines += [f'all_model_checkpoint_paths: "{_escape(p)}"' for p in state.all_model_checkpoint_paths]
@@ -64,7 +65,7 @@ def format_checkpoint_state(state):
     return f"# crc32: 0x{zlib.crc32(body.encode('utf-8')):08x}\n" + body
 
 
-def parse_checkpoint_state(text):
+def parse_checkpoint_state(text: str) -> CheckpointState:
     """The :class:`CheckpointState` in ``text``; comments and numeric fields of newer TF versions are skipped.
 
     Raises:
@@ -122,8 +123,9 @@ def _state_filename(save_dir, latest_filename):
     return os.path.join(save_dir, latest_filename or "checkpoint")
 
 
-def update_checkpoint_state(save_dir, model_checkpoint_path, all_model_checkpoint_paths=None,
-                            latest_filename=None, save_relative_paths=False):
+def update_checkpoint_state(save_dir: str, model_checkpoint_path: str,
+                            all_model_checkpoint_paths: Sequence[str] | None = None, latest_filename: str | None = None,
+                            save_relative_paths: bool = False) -> None:
     """Write the state file of ``save_dir`` atomically; the newest path is appended to the list if missing.
 
     Raises:
@@ -151,7 +153,7 @@ def _relative_to(path, save_dir):
     return os.path.relpath(path, save_dir)
 
 
-def get_checkpoint_state(checkpoint_dir, latest_filename=None):
+def get_checkpoint_state(checkpoint_dir: str, latest_filename: str | None = None) -> CheckpointState | None:
     """The :class:`CheckpointState` of ``checkpoint_dir`` (relative paths joined to it), or None
     if it has no state file.
 
@@ -183,7 +185,7 @@ def get_checkpoint_state(checkpoint_dir, latest_filename=None):
     return CheckpointState(join(state.model_checkpoint_path), [join(p) for p in state.all_model_checkpoint_paths])
 
 
-def latest_checkpoint(checkpoint_dir, latest_filename=None):
+def latest_checkpoint(checkpoint_dir: str, latest_filename: str | None = None) -> str | None:
     """The prefix of the newest checkpoint in ``checkpoint_dir``, or None if none exists."""
     state = get_checkpoint_state(checkpoint_dir, latest_filename)
     if state is None:
@@ -194,17 +196,17 @@ def latest_checkpoint(checkpoint_dir, latest_filename=None):
     return None
 
 
-def checkpoint_exists(checkpoint_prefix):
+def checkpoint_exists(checkpoint_prefix: str) -> bool:
     """Whether the checkpoint with this prefix exists on disk."""
     return os.path.isfile(checkpoint_prefix + CHECKPOINT_SUFFIX)
 
 
-def get_checkpoint_mtimes(checkpoint_prefixes):
+def get_checkpoint_mtimes(checkpoint_prefixes: Sequence[str]) -> list[float]:
     """The modification times (seconds since the epoch) of the existing checkpoints among the prefixes."""
     return [os.path.getmtime(p + CHECKPOINT_SUFFIX) for p in checkpoint_prefixes if checkpoint_exists(p)]
 
 
-def remove_checkpoint(checkpoint_prefix, meta_graph_suffix="meta"):
+def remove_checkpoint(checkpoint_prefix: str, meta_graph_suffix: str = "meta") -> None:
     """Delete the checkpoint's files: ``<checkpoint_prefix>.npz``, its MetaGraphDef ``<checkpoint_prefix>.meta``
     and its sidecars ``<checkpoint_prefix>.<name>.json``, as TF deletes ``.index``, ``.data-*`` and ``.meta``
     (no error for a file already gone).

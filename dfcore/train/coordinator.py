@@ -8,11 +8,15 @@ most ``stop_grace_period_secs``) and re-raises the first exception reported.
 ``OutOfRangeError`` (the input ran out) is a clean stop, never re-raised, as in TF.
 """
 
+from __future__ import annotations
+
 import contextlib
 import logging
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 from .. import errors
 
@@ -28,22 +32,22 @@ class Coordinator:
             reported by :meth:`join` (default: ``(tf.errors.OutOfRangeError,)``).
     """
 
-    def __init__(self, clean_stop_exception_types=None):
+    def __init__(self, clean_stop_exception_types: Sequence[type[BaseException]] | None = None):
         if clean_stop_exception_types is None:
             clean_stop_exception_types = (errors.OutOfRangeError,)
         self._clean_stop_exception_types = tuple(clean_stop_exception_types)
         self._lock = threading.Lock()
         self._stop_event = threading.Event()
-        self._exc_info_to_raise = None
+        self._exc_info_to_raise: BaseException | None = None
         self._joined = False
-        self._registered_threads = set()
+        self._registered_threads: set[threading.Thread] = set()
 
     def _filter_exception(self, ex):
         """None for a clean-stop exception; otherwise ``ex`` (an exception or an ``exc_info`` tuple)."""
         value = ex[1] if isinstance(ex, tuple) else ex
         return None if isinstance(value, self._clean_stop_exception_types) else ex
 
-    def request_stop(self, ex=None):
+    def request_stop(self, ex: BaseException | tuple[Any, Any, Any] | None = None) -> None:
         """Ask every thread to stop; ``ex`` (an exception or ``sys.exc_info()``) is kept if it is the first one.
 
         Raises:
@@ -60,35 +64,36 @@ class Coordinator:
                     self._exc_info_to_raise = value
                 self._stop_event.set()
 
-    def clear_stop(self):
+    def clear_stop(self) -> None:
         """Forget a stop request and its exception, so the threads may be started again."""
         with self._lock:
             self._joined = False
             self._exc_info_to_raise = None
             self._stop_event.clear()
 
-    def should_stop(self):
+    def should_stop(self) -> bool:
         """True once a stop was requested."""
         return self._stop_event.is_set()
 
     @contextlib.contextmanager
-    def stop_on_exception(self):
+    def stop_on_exception(self) -> Iterator[None]:
         """A context manager that requests a stop with the exception raised in its body (swallowing it)."""
         try:
             yield
         except BaseException:  # reported, as TF: any exception stops the coordinated threads
             self.request_stop(ex=sys.exc_info())
 
-    def wait_for_stop(self, timeout=None):
+    def wait_for_stop(self, timeout: float | None = None) -> bool:
         """True once a stop was requested (waits at most ``timeout`` seconds; None: forever)."""
         return self._stop_event.wait(timeout)
 
-    def register_thread(self, thread):
+    def register_thread(self, thread: threading.Thread) -> None:
         """Have :meth:`join` wait for ``thread`` too."""
         with self._lock:
             self._registered_threads.add(thread)
 
-    def join(self, threads=None, stop_grace_period_secs=120, ignore_live_threads=False):
+    def join(self, threads: Iterable[threading.Thread] | None = None, stop_grace_period_secs: float = 120,
+             ignore_live_threads: bool = False) -> None:
         """Wait until ``threads`` and the registered threads end or a stop is requested, then give
         the threads ``stop_grace_period_secs`` to end.
 
@@ -116,16 +121,17 @@ class Coordinator:
                 _LOG.info("Coordinator stopped with threads still running: %s", " ".join(stragglers))
 
     @property
-    def joined(self):
+    def joined(self) -> bool:
         return self._joined
 
-    def raise_requested_exception(self):
+    def raise_requested_exception(self) -> None:
         """Re-raise the exception reported with a stop request, if any."""
         with self._lock:
             if self._exc_info_to_raise is not None:
                 raise self._exc_info_to_raise
 
-    def loop(self, timer_interval_secs, target, args=None, kwargs=None):
+    def loop(self, timer_interval_secs: float, target: Callable[..., Any], args: Sequence[Any] | None = None,
+             kwargs: Mapping[str, Any] | None = None) -> LooperThread:
         """Start a :class:`LooperThread` calling ``target(*args, **kwargs)`` every ``timer_interval_secs``."""
         return LooperThread.loop(self, timer_interval_secs, target, args, kwargs)
 
@@ -139,7 +145,8 @@ class LooperThread(threading.Thread):
         ValueError: ``coord`` is not a Coordinator, or ``args``/``kwargs`` without ``target`` (TF's wording).
     """
 
-    def __init__(self, coord, timer_interval_secs, target=None, args=None, kwargs=None):
+    def __init__(self, coord: Coordinator, timer_interval_secs: float | None, target: Callable[..., Any] | None = None,
+                 args: Sequence[Any] | None = None, kwargs: Mapping[str, Any] | None = None):
         if not isinstance(coord, Coordinator):
             raise ValueError(f"'coord' argument must be a Coordinator: {coord}")
         super().__init__(daemon=True)
@@ -152,13 +159,14 @@ class LooperThread(threading.Thread):
         coord.register_thread(self)
 
     @staticmethod
-    def loop(coord, timer_interval_secs, target, args=None, kwargs=None):
+    def loop(coord: Coordinator, timer_interval_secs: float | None, target: Callable[..., Any],
+             args: Sequence[Any] | None = None, kwargs: Mapping[str, Any] | None = None) -> LooperThread:
         """A started LooperThread calling ``target``."""
         looper = LooperThread(coord, timer_interval_secs, target=target, args=args, kwargs=kwargs)
         looper.start()
         return looper
 
-    def run(self):
+    def run(self) -> None:
         with self._coord.stop_on_exception():
             self.start_loop()
             if self._timer_interval_secs is None:
@@ -171,13 +179,13 @@ class LooperThread(threading.Thread):
                     self.run_loop()
             self.stop_loop()
 
-    def start_loop(self):
+    def start_loop(self) -> None:
         """Called once before the loop (override in subclasses)."""
 
-    def stop_loop(self):
+    def stop_loop(self) -> None:
         """Called once after the loop (override in subclasses)."""
 
-    def run_loop(self):
+    def run_loop(self) -> None:
         """One iteration: calls ``target`` (override in subclasses)."""
         if self._looper_target is not None:
             self._looper_target(*self._looper_args, **self._looper_kwargs)

@@ -8,10 +8,18 @@ device_setter.py`` (``GreedyLoadBalancingStrategy``, ``byte_size_load_fn``).
 variables), whichever strategy placed them.
 """
 
+from __future__ import annotations
+
 import dataclasses
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from ..framework.device import DeviceSpec
 from .cluster_spec import ClusterSpec
+
+if TYPE_CHECKING:
+    from ..framework.graph import Graph
+    from ..framework.operation import Operation
 
 #: Op types placed on the ps by default (TF's ``STANDARD_PS_OPS``).
 STANDARD_PS_OPS = ("Variable", "VariableV2", "AutoReloadVariable", "MutableHashTable", "MutableHashTableV2",
@@ -32,7 +40,7 @@ class _RoundRobinStrategy:
         return task
 
 
-def byte_size_load_fn(op):
+def byte_size_load_fn(op: Operation) -> int:
     """The byte size of ``op``'s single output (a variable's contents).
 
     Raises:
@@ -58,17 +66,17 @@ class GreedyLoadBalancingStrategy:
     Source: TF contrib ``training.GreedyLoadBalancingStrategy``.
     """
 
-    def __init__(self, num_tasks, load_fn=byte_size_load_fn):
+    def __init__(self, num_tasks: int, load_fn: Callable[[Operation], int] = byte_size_load_fn):
         self._num_tasks = num_tasks
         self._load_fn = load_fn
         self._ps_loads = [0] * num_tasks
 
     @property
-    def loads(self):
+    def loads(self) -> list[int]:
         """The load given to each task so far."""
         return list(self._ps_loads)
 
-    def __call__(self, op):
+    def __call__(self, op: Operation) -> int:
         task = min(range(self._num_tasks), key=lambda t: (self._ps_loads[t], t))
         self._ps_loads[task] += self._load_fn(op)
         return task
@@ -97,8 +105,9 @@ class _ReplicaDeviceChooser:
         return worker_device.make_merged_spec(current).to_string()
 
 
-def replica_device_setter(ps_tasks=0, ps_device="/job:ps", worker_device="/job:worker", merge_devices=True,
-                          cluster=None, ps_ops=None, ps_strategy=None):
+def replica_device_setter(ps_tasks: int = 0, ps_device: str = "/job:ps", worker_device: str = "/job:worker",
+                          merge_devices: bool = True, cluster: Any = None, ps_ops: Sequence[str] | None = None,
+                          ps_strategy: Callable[[Operation], int] | None = None) -> Callable[[Operation], str] | None:
     """A device function for ``tf.device``: ps ops to the ps tasks, other ops to ``worker_device``.
 
     Args:
@@ -141,7 +150,7 @@ class PsLoad:
     variables: tuple
 
 
-def ps_load_table(graph, ps_job="ps", num_tasks=None):
+def ps_load_table(graph: Graph, ps_job: str = "ps", num_tasks: int | None = None) -> tuple[PsLoad, ...]:
     """One :class:`PsLoad` per ps task, from the requested devices of ``graph``'s variable ops.
 
     Args:
@@ -149,7 +158,7 @@ def ps_load_table(graph, ps_job="ps", num_tasks=None):
         ps_job: the ps job's name.
         num_tasks: list tasks ``0 … num_tasks-1`` even when empty (default: the tasks seen).
     """
-    loads = {}
+    loads: dict[int, list[tuple[str, int]]] = {}
     for op in graph.get_operations():
         if op.type not in STANDARD_PS_OPS:
             continue

@@ -3,9 +3,16 @@
 Source: ``tensorflow/python/training/gradient_descent.py``.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from ..framework.tensor_conversion import convert_to_tensor
 from ..ops import math_ops, training_ops
 from .optimizer import Optimizer
+
+if TYPE_CHECKING:
+    from ..framework.tensor_like import TensorLike
 
 
 class GradientDescentOptimizer(Optimizer):
@@ -14,7 +21,7 @@ class GradientDescentOptimizer(Optimizer):
     Ops: ``<name>/learning_rate`` and ``<name>/update_<var>/ApplyGradientDescent``.
     """
 
-    def __init__(self, learning_rate, use_locking=False, name="GradientDescent"):
+    def __init__(self, learning_rate: TensorLike, use_locking: bool = False, name: str = "GradientDescent"):
         super().__init__(use_locking, name)
         self._learning_rate = learning_rate
         self._learning_rate_tensor = None

@@ -8,7 +8,7 @@ of one. :func:`write_graph` and :func:`read_proto` are the one writer/reader pai
 """
 
 import os
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from google.protobuf import message, text_format
 
@@ -19,7 +19,7 @@ from .file_io import atomic_write
 _Message = TypeVar("_Message", bound=message.Message)
 
 
-def write_graph(graph_or_graph_def, logdir: str, name: str, as_text: bool = True) -> str:
+def write_graph(graph_or_graph_def: Any, logdir: str, name: str, as_text: bool = True) -> str:
     """Write a Graph's GraphDef (or any protobuf message, a GraphDef or MetaGraphDef) to ``logdir/name``;
     returns that path.
 

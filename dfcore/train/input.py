@@ -12,6 +12,11 @@ last epoch the queue closes and its consumers get ``OutOfRangeError``.
 (``keep_input``) and sparse tensors.
 """
 
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
 from ..framework import dtypes as dtypes_lib
 from ..framework.graph import GraphKeys
 from ..framework.scopes import control_dependencies, name_scope
@@ -31,11 +36,18 @@ from ..ops.math_ops_binary import maximum
 from ..summary import summary
 from .queue_runner import QueueRunner, add_queue_runner
 
+if TYPE_CHECKING:
+    from ..framework.operation import Operation
+    from ..framework.tensor import Tensor
+    from ..framework.tensor_like import TensorLike
+    from ..ops.data_flow_ops import QueueBase
+    from ..ops.variables import Variable
+
 __all__ = ["match_filenames_once", "limit_epochs", "input_producer", "string_input_producer", "range_input_producer",
            "slice_input_producer", "batch", "batch_join", "shuffle_batch", "shuffle_batch_join"]
 
 
-def match_filenames_once(pattern, name=None):
+def match_filenames_once(pattern: TensorLike, name: str | None = None) -> Variable:
     """A local variable holding the sorted file names matching ``pattern`` (a string vector ``[?]``), fixed when
     ``tf.local_variables_initializer()`` runs (TF's ``matching_filenames`` variable)."""
     with name_scope(name, "matching_filenames", [pattern]) as scope:
@@ -43,7 +55,7 @@ def match_filenames_once(pattern, name=None):
                                   collections=[GraphKeys.LOCAL_VARIABLES])
 
 
-def limit_epochs(tensor, num_epochs=None, name=None):
+def limit_epochs(tensor: TensorLike, num_epochs: int | None = None, name: str | None = None) -> Tensor:
     """``tensor``, which raises ``OutOfRangeError`` once evaluated ``num_epochs`` times (None: no limit).
 
     Raises:
@@ -61,8 +73,10 @@ def limit_epochs(tensor, num_epochs=None, name=None):
             return array_ops.identity(tensor, name=scope)
 
 
-def input_producer(input_tensor, element_shape=None, num_epochs=None, shuffle=True, seed=None, capacity=32,
-                   shared_name=None, summary_name=None, name=None, cancel_op=None):
+def input_producer(input_tensor: TensorLike, element_shape: Any = None, num_epochs: int | None = None,
+                   shuffle: bool = True, seed: int | None = None, capacity: int = 32, shared_name: str | None = None,
+                   summary_name: str | None = None, name: str | None = None,
+                   cancel_op: Operation | None = None) -> QueueBase:
     """A FIFOQueue of the rows of ``input_tensor`` (shuffled per epoch if ``shuffle``), refilled by a queue runner.
 
     Args:
@@ -93,8 +107,9 @@ def input_producer(input_tensor, element_shape=None, num_epochs=None, shuffle=Tr
         return queue
 
 
-def string_input_producer(string_tensor, num_epochs=None, shuffle=True, seed=None, capacity=32, shared_name=None,
-                          name=None, cancel_op=None):
+def string_input_producer(string_tensor: TensorLike, num_epochs: int | None = None, shuffle: bool = True,
+                          seed: int | None = None, capacity: int = 32, shared_name: str | None = None,
+                          name: str | None = None, cancel_op: Operation | None = None) -> QueueBase:
     """A queue of the strings of 1-D ``string_tensor`` (e.g. file names), for ``num_epochs`` epochs.
 
     Raises:
@@ -113,7 +128,9 @@ def string_input_producer(string_tensor, num_epochs=None, shuffle=True, seed=Non
                               f"fraction_of_{capacity}_full", scope, cancel_op)
 
 
-def range_input_producer(limit, num_epochs=None, shuffle=True, seed=None, capacity=32, shared_name=None, name=None):
+def range_input_producer(limit: TensorLike, num_epochs: int | None = None, shuffle: bool = True,
+                         seed: int | None = None, capacity: int = 32, shared_name: str | None = None,
+                         name: str | None = None) -> QueueBase:
     """A queue of the int32 integers ``0 … limit - 1``, for ``num_epochs`` epochs."""
     with name_scope(name, "input_producer", [limit]) as scope:
         range_tensor = math_ops.range_(limit)
@@ -121,8 +138,9 @@ def range_input_producer(limit, num_epochs=None, shuffle=True, seed=None, capaci
                               f"fraction_of_{capacity}_full", scope)
 
 
-def slice_input_producer(tensor_list, num_epochs=None, shuffle=True, seed=None, capacity=32, shared_name=None,
-                         name=None):
+def slice_input_producer(tensor_list: Sequence[TensorLike], num_epochs: int | None = None, shuffle: bool = True,
+                         seed: int | None = None, capacity: int = 32, shared_name: str | None = None,
+                         name: str | None = None) -> list[Tensor]:
     """One row of every tensor of ``tensor_list`` (the same row index in each), for ``num_epochs`` epochs.
 
     Returns:
@@ -234,8 +252,9 @@ def _shuffle_batch(tensors, tensor_list_list, batch_size, threads_per_list, capa
         return _as_original_type(tensors, _dequeue(queue, batch_size, allow_smaller_final_batch, scope))
 
 
-def batch(tensors, batch_size, num_threads=1, capacity=32, enqueue_many=False, shapes=None, dynamic_pad=False,
-          allow_smaller_final_batch=False, shared_name=None, name=None):
+def batch(tensors: Any, batch_size: TensorLike, num_threads: int = 1, capacity: int = 32, enqueue_many: bool = False,
+          shapes: Sequence[Any] | None = None, dynamic_pad: bool = False, allow_smaller_final_batch: bool = False,
+          shared_name: str | None = None, name: str | None = None) -> Any:
     """Batches of ``batch_size`` elements of ``tensors`` (a list or dict), filled by ``num_threads`` threads.
 
     Args:
@@ -253,8 +272,9 @@ def batch(tensors, batch_size, num_threads=1, capacity=32, enqueue_many=False, s
                        dynamic_pad, allow_smaller_final_batch, shared_name, name, "batch")
 
 
-def batch_join(tensors_list, batch_size, capacity=32, enqueue_many=False, shapes=None, dynamic_pad=False,
-               allow_smaller_final_batch=False, shared_name=None, name=None):
+def batch_join(tensors_list: Sequence[Any], batch_size: TensorLike, capacity: int = 32, enqueue_many: bool = False,
+               shapes: Sequence[Any] | None = None, dynamic_pad: bool = False, allow_smaller_final_batch: bool = False,
+               shared_name: str | None = None, name: str | None = None) -> Any:
     """Like :func:`batch`, from several lists of tensors (one enqueue thread each; e.g. one reader per file).
 
     Raises:
@@ -265,8 +285,10 @@ def batch_join(tensors_list, batch_size, capacity=32, enqueue_many=False, shapes
                        dynamic_pad, allow_smaller_final_batch, shared_name, name, "batch_join")
 
 
-def shuffle_batch(tensors, batch_size, capacity, min_after_dequeue, num_threads=1, seed=None, enqueue_many=False,
-                  shapes=None, allow_smaller_final_batch=False, shared_name=None, name=None):
+def shuffle_batch(tensors: Any, batch_size: TensorLike, capacity: int, min_after_dequeue: int, num_threads: int = 1,
+                  seed: int | None = None, enqueue_many: bool = False, shapes: Sequence[Any] | None = None,
+                  allow_smaller_final_batch: bool = False, shared_name: str | None = None,
+                  name: str | None = None) -> Any:
     """Random batches of ``tensors``: elements go through a RandomShuffleQueue holding at least
     ``min_after_dequeue`` after each dequeue (until the input ends), so a batch mixes that many.
 
@@ -278,8 +300,10 @@ def shuffle_batch(tensors, batch_size, capacity, min_after_dequeue, num_threads=
                           enqueue_many, shapes, allow_smaller_final_batch, shared_name, name, "shuffle_batch")
 
 
-def shuffle_batch_join(tensors_list, batch_size, capacity, min_after_dequeue, seed=None, enqueue_many=False,
-                       shapes=None, allow_smaller_final_batch=False, shared_name=None, name=None):
+def shuffle_batch_join(tensors_list: Sequence[Any], batch_size: TensorLike, capacity: int, min_after_dequeue: int,
+                       seed: int | None = None, enqueue_many: bool = False, shapes: Sequence[Any] | None = None,
+                       allow_smaller_final_batch: bool = False, shared_name: str | None = None,
+                       name: str | None = None) -> Any:
     """Like :func:`shuffle_batch`, from several lists of tensors (one enqueue thread each)."""
     tensor_list_list = _validate_join(tensors_list)
     return _shuffle_batch(tensors_list[0], tensor_list_list, batch_size, 1, capacity, min_after_dequeue, seed,

@@ -7,11 +7,19 @@ an optimizer's ``learning_rate``. Where TF builds ``tf.cond``/``tf.case`` (dfcor
 functional conditionals), the same values come from ops without branches (see each function).
 """
 
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
 from ..framework import dtypes
 from ..framework.scopes import name_scope
 from ..framework.tensor import Tensor
 from ..framework.tensor_conversion import convert_to_tensor
 from ..ops import array_ops_gather, array_ops_join, math_ops
+
+if TYPE_CHECKING:
+    from ..framework.tensor_like import TensorLike
 
 
 def _require_global_step(global_step, function):
@@ -19,8 +27,8 @@ def _require_global_step(global_step, function):
         raise ValueError(f"global_step is required for {function}.")
 
 
-def exponential_decay(learning_rate, global_step, decay_steps, decay_rate, staircase=False,
-                      name=None) -> Tensor:
+def exponential_decay(learning_rate: TensorLike, global_step: TensorLike, decay_steps: TensorLike,
+                      decay_rate: TensorLike, staircase: bool = False, name: str | None = None) -> Tensor:
     """``learning_rate * decay_rate ** (global_step / decay_steps)``; with ``staircase`` the exponent is floored.
 
     Args:
@@ -43,8 +51,9 @@ def exponential_decay(learning_rate, global_step, decay_steps, decay_rate, stair
         return math_ops.multiply(learning_rate, math_ops.pow(math_ops.cast(decay_rate, dtype), p), name=scope)
 
 
-def polynomial_decay(learning_rate, global_step, decay_steps, end_learning_rate=0.0001, power=1.0, cycle=False,
-                     name=None) -> Tensor:
+def polynomial_decay(learning_rate: TensorLike, global_step: TensorLike, decay_steps: TensorLike,
+                     end_learning_rate: TensorLike = 0.0001, power: TensorLike = 1.0, cycle: bool = False,
+                     name: str | None = None) -> Tensor:
     """``(learning_rate - end_learning_rate) * (1 - step / decay_steps) ** power + end_learning_rate``.
 
     Without ``cycle`` the step is clipped at ``decay_steps`` (the rate stays at ``end_learning_rate``);
@@ -77,7 +86,8 @@ def polynomial_decay(learning_rate, global_step, decay_steps, end_learning_rate=
         return math_ops.add(decayed, end_learning_rate, name=scope)
 
 
-def piecewise_constant(x, boundaries, values, name=None) -> Tensor:
+def piecewise_constant(x: TensorLike, boundaries: Sequence[Any], values: Sequence[Any],
+                       name: str | None = None) -> Tensor:
     """``values[0]`` while ``x <= boundaries[0]``, ``values[i]`` for ``boundaries[i-1] < x <= boundaries[i]``,
     ``values[-1]`` once ``x > boundaries[-1]``.
 

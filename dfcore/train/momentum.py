@@ -4,9 +4,16 @@ Source: ``tensorflow/python/training/momentum.py``. One zeros slot per
 variable, ``"momentum"``, named ``<var>/<name>`` (``w/Momentum``).
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from ..framework.tensor_conversion import convert_to_tensor
 from ..ops import math_ops, training_ops
 from .optimizer import Optimizer
+
+if TYPE_CHECKING:
+    from ..framework.tensor_like import TensorLike
 
 
 class MomentumOptimizer(Optimizer):
@@ -16,7 +23,8 @@ class MomentumOptimizer(Optimizer):
     ``var -= lr * grad + lr * momentum * accum`` (accum already updated), TF's form.
     """
 
-    def __init__(self, learning_rate, momentum, use_locking=False, name="Momentum", use_nesterov=False):
+    def __init__(self, learning_rate: TensorLike, momentum: TensorLike, use_locking: bool = False,
+                 name: str = "Momentum", use_nesterov: bool = False):
         super().__init__(use_locking, name)
         self._learning_rate = learning_rate
         self._momentum = momentum

@@ -13,8 +13,12 @@ The chief also writes TensorBoard summaries to ``summary_dir`` (default ``checkp
 (default 100) or ``save_summaries_secs``.
 """
 
+from __future__ import annotations
+
 import logging
 import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from .. import errors, summary
 from ..framework import graph as graph_lib
@@ -29,6 +33,12 @@ from .coordinator import Coordinator
 from .saver import Saver
 from .session_run_hook import SessionRunArgs, SessionRunContext, SessionRunValues
 from .summary_hooks import StepCounterHook, SummarySaverHook
+
+if TYPE_CHECKING:
+    from ..framework.operation import Operation
+    from ..framework.tensor import Tensor
+    from ..runtime.config import ConfigProto
+    from .session_run_hook import SessionRunHook
 
 _LOG = logging.getLogger("dfcore.train")
 #: Errors after which a monitored session is created again from the latest checkpoint (TF's list).
@@ -46,13 +56,16 @@ class Scaffold:
     ``Saver`` of every global variable). ``init_fn(scaffold, session)`` runs
     after ``init_op``. ``finalize`` also finalizes the graph, as TF does."""
 
-    def __init__(self, init_op=None, init_feed_dict=None, init_fn=None, ready_op=None, local_init_op=None,
-                 summary_op=None, saver=None):
+    saver: Any  # a Saver once finalized
+
+    def __init__(self, init_op: Operation | None = None, init_feed_dict: Mapping[Any, Any] | None = None,
+                 init_fn: Callable[[Scaffold, Session], None] | None = None, ready_op: Tensor | None = None,
+                 local_init_op: Operation | None = None, summary_op: Tensor | None = None, saver: Saver | None = None):
         self.init_op, self.init_feed_dict, self._init_fn = init_op, init_feed_dict, init_fn
         self.ready_op, self.local_init_op, self.saver = ready_op, local_init_op, saver
         self.summary_op = summary_op
 
-    def finalize(self):
+    def finalize(self) -> Scaffold:
         """Make the missing ops — or take those an earlier scaffold of this graph made, from the graph's
         ``INIT_OP``, ``READY_OP``, ``LOCAL_INIT_OP`` and ``SAVERS`` collections — then finalize the graph."""
         graph = graph_lib.get_default_graph()
@@ -70,11 +83,11 @@ class Scaffold:
             graph.finalize()
         return self
 
-    def init_fn(self, session):
+    def init_fn(self, session: Session) -> None:
         if self._init_fn is not None:
             self._init_fn(self, session)
 
-    def is_ready(self, session):
+    def is_ready(self, session: Session) -> bool:
         """True once every global variable is initialized."""
         return True if self.ready_op is None else bool(all(session.run(self.ready_op)))
 
@@ -106,12 +119,12 @@ class ChiefSessionCreator:
     ``checkpoint_dir`` (the saver then keeps counting that directory's earlier checkpoints against
     ``max_to_keep``, as TF's ``SessionManager``), else run the scaffold's init op; then its local init op."""
 
-    def __init__(self, scaffold=None, master="", config=None, checkpoint_dir=None,
-                 checkpoint_filename_with_path=None):
+    def __init__(self, scaffold: Scaffold | None = None, master: str = "", config: ConfigProto | None = None,
+                 checkpoint_dir: str | None = None, checkpoint_filename_with_path: str | None = None):
         self._scaffold, self._master, self._config = scaffold or Scaffold(), master, config
         self._checkpoint_dir, self._checkpoint_path = checkpoint_dir, checkpoint_filename_with_path
 
-    def create_session(self):
+    def create_session(self) -> Session:
         scaffold = self._scaffold.finalize()
         session = Session(self._master, graph=graph_lib.get_default_graph(), config=self._config)
         path, earlier = self._checkpoint_path, None
@@ -141,11 +154,12 @@ class WorkerSessionCreator:
         DeadlineExceededError: the model was not ready in time.
     """
 
-    def __init__(self, scaffold=None, master="", config=None, max_wait_secs=30 * 60):
+    def __init__(self, scaffold: Scaffold | None = None, master: str = "", config: ConfigProto | None = None,
+                 max_wait_secs: float = 30 * 60):
         self._scaffold, self._master, self._config, self._max_wait_secs = scaffold or Scaffold(), master, config, \
             max_wait_secs
 
-    def create_session(self):
+    def create_session(self) -> Session:
         scaffold = self._scaffold.finalize()
         session = Session(self._master, graph=graph_lib.get_default_graph(), config=self._config)
         deadline = time.monotonic() + self._max_wait_secs
@@ -166,7 +180,8 @@ class _MonitoredSession:
     def __init__(self, session_creator, hooks, should_recover, stop_grace_period_secs=120):
         self._creator, self._hooks = session_creator, list(hooks or [])
         self._should_recover, self._stop_grace_period_secs = should_recover, stop_grace_period_secs
-        self._should_stop, self._sess, self._coord = False, None, None
+        self._should_stop, self._coord = False, None
+        self._sess: Any = None  # a Session once created
         for hook in self._hooks:
             hook.begin()
         self._create_session()
@@ -296,27 +311,32 @@ def _merge_options(options, hook_options):
 class MonitoredSession(_MonitoredSession):
     """A monitored session that recovers from preemption (default creator: :class:`ChiefSessionCreator`)."""
 
-    def __init__(self, session_creator=None, hooks=None, stop_grace_period_secs=120):
+    def __init__(self, session_creator: Any = None, hooks: Sequence[SessionRunHook] | None = None,
+                 stop_grace_period_secs: float = 120):
         super().__init__(session_creator or ChiefSessionCreator(), hooks, True, stop_grace_period_secs)
 
 
 class SingularMonitoredSession(_MonitoredSession):
     """A chief's monitored session that does not recover; :meth:`raw_session` gives the underlying Session."""
 
-    def __init__(self, hooks=None, scaffold=None, master="", config=None, checkpoint_dir=None,
-                 stop_grace_period_secs=120, checkpoint_filename_with_path=None):
+    def __init__(self, hooks: Sequence[SessionRunHook] | None = None, scaffold: Scaffold | None = None,
+                 master: str = "", config: ConfigProto | None = None, checkpoint_dir: str | None = None,
+                 stop_grace_period_secs: float = 120, checkpoint_filename_with_path: str | None = None):
         creator = ChiefSessionCreator(scaffold, master, config, checkpoint_dir, checkpoint_filename_with_path)
         super().__init__(creator, hooks, False, stop_grace_period_secs)
 
-    def raw_session(self):
+    def raw_session(self) -> Session:
         return self._sess
 
 
-def MonitoredTrainingSession(master="", is_chief=True, checkpoint_dir=None, scaffold=None, hooks=None,
-                             chief_only_hooks=None, save_checkpoint_secs=USE_DEFAULT, save_summaries_steps=USE_DEFAULT,
-                             save_summaries_secs=USE_DEFAULT, config=None, stop_grace_period_secs=120,
-                             log_step_count_steps=100, max_wait_secs=7200, save_checkpoint_steps=USE_DEFAULT,
-                             summary_dir=None):
+def MonitoredTrainingSession(master: str = "", is_chief: bool = True, checkpoint_dir: str | None = None,
+                             scaffold: Scaffold | None = None, hooks: Sequence[SessionRunHook] | None = None,
+                             chief_only_hooks: Sequence[SessionRunHook] | None = None,
+                             save_checkpoint_secs: Any = USE_DEFAULT, save_summaries_steps: Any = USE_DEFAULT,
+                             save_summaries_secs: Any = USE_DEFAULT, config: ConfigProto | None = None,
+                             stop_grace_period_secs: float = 120, log_step_count_steps: int = 100,
+                             max_wait_secs: float = 7200, save_checkpoint_steps: Any = USE_DEFAULT,
+                             summary_dir: str | None = None) -> MonitoredSession:
     """A :class:`MonitoredSession` for training, set up as TF 1.x sets it up.
 
     The chief restores or initializes and, with a ``checkpoint_dir``, saves checkpoints every
@@ -327,8 +347,8 @@ def MonitoredTrainingSession(master="", is_chief=True, checkpoint_dir=None, scaf
     save_checkpoint_steps, save_checkpoint_secs = _period(save_checkpoint_steps, save_checkpoint_secs, default_secs=600)
     scaffold = scaffold or Scaffold()
     if not is_chief:
-        creator = WorkerSessionCreator(scaffold, master, config, max_wait_secs)
-        return MonitoredSession(creator, hooks, stop_grace_period_secs)
+        return MonitoredSession(WorkerSessionCreator(scaffold, master, config, max_wait_secs), hooks,
+                                stop_grace_period_secs)
     all_hooks = list(chief_only_hooks or []) + list(hooks or [])
     save_summaries_steps, save_summaries_secs = _period(save_summaries_steps, save_summaries_secs, default_steps=100)
     summary_dir = summary_dir or checkpoint_dir

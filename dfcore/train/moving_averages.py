@@ -10,14 +10,26 @@ device when they share one). With ``num_updates`` the decay is
 ``min(decay, (1 + num_updates) / (10 + num_updates))``, on the caller's device.
 """
 
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
 from ..framework import dtypes
 from ..framework.graph import GraphKeys, get_default_graph, graph_of
 from ..framework.tensor_conversion import convert_to_tensor
 from ..ops import control_flow_ops, math_ops, state_ops, variables
 from . import slot_creator
 
+if TYPE_CHECKING:
+    from ..framework.operation import Operation
+    from ..framework.tensor import Tensor
+    from ..framework.tensor_like import TensorLike
+    from ..ops.variables import Variable
 
-def assign_moving_average(variable, value, decay, zero_debias=True, name=None):
+
+def assign_moving_average(variable: Variable, value: TensorLike, decay: TensorLike, zero_debias: bool = True,
+                          name: str | None = None) -> Tensor:
     """Stage ``variable -= (variable - value) * (1 - decay)``; returns the update's output.
 
     Placement as TF's graph mode (the default strategy's ``update`` runs the update in the caller's
@@ -75,18 +87,19 @@ class ExponentialMovingAverage:
         name: suffix of the shadow variables and name scope of the ops.
     """
 
-    def __init__(self, decay, num_updates=None, zero_debias=False, name="ExponentialMovingAverage"):
+    def __init__(self, decay: TensorLike, num_updates: TensorLike | None = None, zero_debias: bool = False,
+                 name: str = "ExponentialMovingAverage"):
         self._decay = decay
         self._num_updates = num_updates
         self._zero_debias = zero_debias
         self._name = name
-        self._averages = {}
+        self._averages: dict[Any, Variable] = {}
 
     @property
-    def name(self):
+    def name(self) -> str:
         return self._name
 
-    def apply(self, var_list=None):
+    def apply(self, var_list: Sequence[Variable] | None = None) -> Operation:
         """Create shadows for ``var_list`` (default: trainable variables); return the update op.
 
         Variables (those of ``var_list`` and a ``num_updates`` variable) are read inside the caller's
@@ -101,7 +114,7 @@ class ExponentialMovingAverage:
         if var_list is None:
             var_list = variables.trainable_variables()
         var_list = list(var_list)
-        zero_debias_true = set()
+        zero_debias_true: set[Any] = set()
         for var in var_list:
             if var.dtype.base_dtype not in (dtypes.float16, dtypes.float32, dtypes.float64):
                 raise TypeError(f"The variables must be half, float, or double: {var.name}")
@@ -130,17 +143,17 @@ class ExponentialMovingAverage:
                        for var in var_list]
             return control_flow_ops.group(*updates, name=scope)
 
-    def average(self, var):
+    def average(self, var: Variable) -> Variable | None:
         """The shadow variable of ``var``, or None."""
         return self._averages.get(var)
 
-    def average_name(self, var):
+    def average_name(self, var: Variable) -> str:
         """The name the shadow of ``var`` has (or would have): ``<var op name>/<name>``."""
         if var in self._averages:
             return self._averages[var].op.name
         return get_default_graph().unique_name(f"{var.op.name}/{self._name}", mark_as_used=False)
 
-    def variables_to_restore(self, moving_avg_variables=None):
+    def variables_to_restore(self, moving_avg_variables: Iterable[Variable] | None = None) -> dict[str, Variable]:
         """A ``{checkpoint name: variable}`` map restoring the averages into the variables themselves.
 
         Moving-averaged variables (default: trainable + ``MOVING_AVERAGE_VARIABLES``)

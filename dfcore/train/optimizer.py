@@ -10,7 +10,10 @@ Subclasses implement ``_create_slots``, ``_prepare``, ``_apply_dense`` and
 optionally ``_finish``.
 """
 
-from collections.abc import Callable, MappingView
+from __future__ import annotations
+
+from collections.abc import Callable, ItemsView, KeysView, Sequence, ValuesView
+from typing import TYPE_CHECKING, Any
 
 from ..framework import dtypes
 from ..framework.graph import GraphKeys, executing_eagerly, get_default_graph, graph_of
@@ -18,6 +21,11 @@ from ..framework.tensor import Tensor
 from ..framework.tensor_conversion import convert_to_tensor
 from ..ops import control_flow_ops, gradients_impl, math_ops, state_ops, variables
 from . import slot_creator
+
+if TYPE_CHECKING:
+    from ..framework.operation import Operation
+    from ..framework.tensor_like import TensorLike
+    from ..ops.variables import Variable
 
 #: What an optimizer accepts for a hyperparameter such as ``learning_rate``: a number, a scalar Tensor
 #: (a placeholder, a schedule) or a callable returning either, called when the updates are built.
@@ -38,21 +46,23 @@ class Optimizer:
     GATE_OP = 1
     GATE_GRAPH = 2
 
-    def __init__(self, use_locking, name):
+    def __init__(self, use_locking: bool, name: str):
         if not name:
             raise ValueError("Must specify the optimizer name")
         self._use_locking = use_locking
         self._name = name
-        self._slots = {}
-        self._non_slot_dict = {}
-        self._hyper_tensors = {}
+        self._slots: dict[str, dict[Any, Variable]] = {}
+        self._non_slot_dict: dict[Any, Variable] = {}
+        self._hyper_tensors: dict[str, Tensor] = {}
 
-    def get_name(self):
+    def get_name(self) -> str:
         return self._name
 
     # -- the two phases --------------------------------------------------------------
-    def minimize(self, loss, global_step=None, var_list=None, gate_gradients=GATE_OP, aggregation_method=None,
-                 colocate_gradients_with_ops=False, name=None, grad_loss=None):
+    def minimize(self, loss: Tensor, global_step: Variable | Tensor | None = None,
+                 var_list: Sequence[Variable] | None = None, gate_gradients: int = GATE_OP,
+                 aggregation_method: Any | None = None, colocate_gradients_with_ops: bool = False,
+                 name: str | None = None, grad_loss: TensorLike | None = None) -> Operation:
         """Add ops that minimize ``loss`` by updating ``var_list``; returns the train Operation.
 
         Raises:
@@ -68,8 +78,9 @@ class Optimizer:
                 f"between variables {[str(v) for _, v in grads_and_vars]} and loss {loss}.")
         return self.apply_gradients(grads_and_vars, global_step=global_step, name=name)
 
-    def compute_gradients(self, loss, var_list=None, gate_gradients=GATE_OP, aggregation_method=None,
-                          colocate_gradients_with_ops=False, grad_loss=None):
+    def compute_gradients(self, loss: Tensor, var_list: Sequence[Variable] | None = None, gate_gradients: int = GATE_OP,
+                          aggregation_method: Any | None = None, colocate_gradients_with_ops: bool = False,
+                          grad_loss: TensorLike | None = None) -> list[tuple[Any, Variable]]:
         """``[(gradient or None, variable), ...]`` of ``loss`` for ``var_list`` (default: trainable variables).
 
         Raises:
@@ -104,7 +115,9 @@ class Optimizer:
         self._assert_valid_dtypes([v for g, v in grads_and_vars if g is not None])
         return grads_and_vars
 
-    def apply_gradients(self, grads_and_vars, global_step=None, name=None):
+    def apply_gradients(self, grads_and_vars: Sequence[tuple[Any, Variable]],
+                        global_step: Variable | Tensor | None = None,
+                        name: str | None = None) -> Operation:
         """Apply ``(gradient, variable)`` pairs; increment ``global_step`` after the updates if given.
 
         Returns:
@@ -152,18 +165,18 @@ class Optimizer:
         return train_op
 
     # -- slots -----------------------------------------------------------------------
-    def get_slot_names(self):
+    def get_slot_names(self) -> list[str]:
         """Sorted names of the slots this optimizer creates (``["momentum"]``, ``["m", "v"]``)."""
         return sorted(self._slots)
 
-    def get_slot(self, var, name):
+    def get_slot(self, var: Variable, name: str) -> Variable | None:
         """The slot variable ``name`` of ``var``, or None."""
         named_slots = self._slots.get(name)
         if not named_slots:
             return None
         return named_slots.get(slot_creator.var_key(var))
 
-    def variables(self):
+    def variables(self) -> list[Variable]:
         """The optimizer's slot and non-slot variables in the default graph, sorted by name."""
         graph = get_default_graph()
         found = [v for (_, g), v in self._non_slot_dict.items() if g is graph]
@@ -263,7 +276,7 @@ def _flatten(var_list):
     as TF's ``nest.flatten``."""
     if isinstance(var_list, dict):
         return list(var_list.values())
-    if isinstance(var_list, (list, tuple, MappingView)):
+    if isinstance(var_list, (list, tuple, KeysView, ValuesView, ItemsView)):  # dict views too
         return [v for item in var_list for v in _flatten(item)]
     return [var_list]
 

@@ -13,15 +13,25 @@ coordinator, so ``coord.join()`` waits for them. A runner travels in a MetaGraph
 collection as TF's ``QueueRunnerDef`` (:meth:`QueueRunner.to_proto` / :meth:`QueueRunner.from_proto`).
 """
 
+from __future__ import annotations
+
 import logging
 import threading
 import weakref
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from .. import errors
 from ..framework import graph as graph_lib, input_events, meta_graph
 from ..framework.default_session import get_default_session
 from ..framework.graph import GraphKeys
 from ..framework.protos import QueueRunnerDef
+
+if TYPE_CHECKING:
+    from ..framework.operation import Operation
+    from ..ops.data_flow_ops import QueueBase
+    from ..runtime.session import BaseSession, Session
+    from .coordinator import Coordinator
 
 __all__ = ["QueueRunner", "add_queue_runner", "start_queue_runners"]
 
@@ -44,8 +54,10 @@ class QueueRunner:
         ValueError: no queue or no enqueue ops, or both them and ``queue_runner_def`` (TF's wording).
     """
 
-    def __init__(self, queue=None, enqueue_ops=None, close_op=None, cancel_op=None,
-                 queue_closed_exception_types=None, queue_runner_def=None, import_scope=None):
+    def __init__(self, queue: QueueBase | None = None, enqueue_ops: Sequence[Operation] | None = None,
+                 close_op: Operation | None = None, cancel_op: Operation | None = None,
+                 queue_closed_exception_types: Sequence[type[BaseException]] | None = None,
+                 queue_runner_def: Any = None, import_scope: str | None = None):
         if queue_runner_def is not None:
             if queue or enqueue_ops:
                 raise ValueError("queue_runner_def and queue are mutually exclusive.")
@@ -59,8 +71,8 @@ class QueueRunner:
             self._cancel_op = cancel_op if cancel_op is not None else queue.close(cancel_pending_enqueues=True)
             self._queue_closed_exception_types = tuple(queue_closed_exception_types or (errors.OutOfRangeError,))
         self._lock = threading.Lock()
-        self._runs_per_session = weakref.WeakKeyDictionary()
-        self._exceptions_raised = []
+        self._runs_per_session: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self._exceptions_raised: list[BaseException] = []
 
     def _init_from_proto(self, queue_runner_def, import_scope):
         graph = graph_lib.get_default_graph()
@@ -76,7 +88,7 @@ class QueueRunner:
             errors.exception_type_from_error_code(code) for code in queue_runner_def.queue_closed_exception_types
         ) or (errors.OutOfRangeError,)
 
-    def to_proto(self, export_scope=None):
+    def to_proto(self, export_scope: str | None = None) -> Any:
         """This runner as TF's ``QueueRunnerDef`` (names without ``export_scope``); None if its queue is outside it."""
         if export_scope is not None and not self.name.startswith(export_scope):
             return None
@@ -89,40 +101,41 @@ class QueueRunner:
                                           for cls in self._queue_closed_exception_types])
 
     @staticmethod
-    def from_proto(queue_runner_def, import_scope=None):
+    def from_proto(queue_runner_def: Any, import_scope: str | None = None) -> QueueRunner:
         """The QueueRunner a ``QueueRunnerDef`` describes, on the default graph's ops."""
         return QueueRunner(queue_runner_def=queue_runner_def, import_scope=import_scope)
 
     @property
-    def queue(self):
+    def queue(self) -> QueueBase:
         return self._queue
 
     @property
-    def enqueue_ops(self):
+    def enqueue_ops(self) -> list[Operation]:
         return list(self._enqueue_ops)
 
     @property
-    def close_op(self):
+    def close_op(self) -> Operation:
         return self._close_op
 
     @property
-    def cancel_op(self):
+    def cancel_op(self) -> Operation:
         return self._cancel_op
 
     @property
-    def queue_closed_exception_types(self):
+    def queue_closed_exception_types(self) -> tuple[type[BaseException], ...]:
         return self._queue_closed_exception_types
 
     @property
-    def exceptions_raised(self):
+    def exceptions_raised(self) -> list[BaseException]:
         """Exceptions raised by threads started without a coordinator (with one, it keeps them)."""
         return list(self._exceptions_raised)
 
     @property
-    def name(self):
+    def name(self) -> str:
         return self._queue.name
 
-    def create_threads(self, sess, coord=None, daemon=False, start=False):
+    def create_threads(self, sess: Session, coord: Coordinator | None = None, daemon: bool = False,
+                       start: bool = False) -> list[threading.Thread]:
         """The runner's threads for ``sess`` (none if they are still running there): one per enqueue op,
         plus, with ``coord``, the thread that cancels the queue when a stop is requested."""
         with self._lock:
@@ -185,12 +198,13 @@ def _run_ignoring_errors(sess, op):
         _LOG.debug("Ignored exception: %s", error)
 
 
-def add_queue_runner(qr, collection=GraphKeys.QUEUE_RUNNERS):
+def add_queue_runner(qr: QueueRunner, collection: str = GraphKeys.QUEUE_RUNNERS) -> None:
     """Add ``qr`` to the default graph's ``collection`` (``tf.GraphKeys.QUEUE_RUNNERS``)."""
     graph_lib.get_default_graph().add_to_collection(collection, qr)
 
 
-def start_queue_runners(sess=None, coord=None, daemon=True, start=True, collection=GraphKeys.QUEUE_RUNNERS):
+def start_queue_runners(sess: BaseSession | None = None, coord: Coordinator | None = None, daemon: bool = True,
+                        start: bool = True, collection: str = GraphKeys.QUEUE_RUNNERS) -> list[threading.Thread]:
     """Start the threads of every queue runner in ``sess``'s graph collection; returns them.
 
     Raises:

@@ -41,9 +41,10 @@ class RMSPropOptimizer(Optimizer):
                             epsilon=self._epsilon)
 
     def _apply_dense(self, grad, var):
-        hyper = [self._hyper(name, var) for name in ("learning_rate", "decay", "momentum", "epsilon")]
+        lr, decay, momentum, epsilon = (self._hyper(name, var) for name in ("learning_rate", "decay", "momentum",
+                                                                            "epsilon"))
         rms, mom = self.get_slot(var, "rms"), self.get_slot(var, "momentum")
         if self._centered:
-            return apply_centered_rms_prop(var, self.get_slot(var, "mg"), rms, mom, *hyper, grad,
+            return apply_centered_rms_prop(var, self.get_slot(var, "mg"), rms, mom, lr, decay, momentum, epsilon, grad,
                                            use_locking=self._use_locking).op
-        return apply_rms_prop(var, rms, mom, *hyper, grad, use_locking=self._use_locking).op
+        return apply_rms_prop(var, rms, mom, lr, decay, momentum, epsilon, grad, use_locking=self._use_locking).op

@@ -10,6 +10,7 @@ shape-and-slice raises ``UnimplementedError``.
 """
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -64,7 +65,7 @@ def _save_v2_kernel(op):
     return compute
 
 
-def as_str(value) -> str:
+def as_str(value: Any) -> str:
     """A string tensor element (``str``, ``bytes`` or a 0-d object array) as ``str``."""
     value = value.item() if isinstance(value, np.ndarray) else value
     return value.decode("utf-8") if isinstance(value, bytes) else str(value)

@@ -32,11 +32,14 @@ and checkpoint keys through ``save/SaveV2``'s inputs. ``save()`` also writes
 ``<prefix>.meta``, the graph's ``MetaGraphDef`` (:mod:`dfcore.framework.meta_graph`).
 """
 
+from __future__ import annotations
+
 import logging
 import os
 import re
 import time
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -47,6 +50,11 @@ from ..framework.protos import MetaGraphDef, SaverDef
 from ..ops import array_ops, constant_op, control_flow_ops, state_ops, variables
 from ..runtime.session import BaseSession
 from . import checkpoint_format, checkpoint_management, file_io, graph_io, save_op, training_util
+
+if TYPE_CHECKING:
+    from ..framework.graph import Graph
+    from ..framework.tensor_like import TensorLike
+    from ..runtime.session import Session
 
 _LOG = logging.getLogger(__name__)
 
@@ -76,13 +84,15 @@ class Saver:
         KeyError: a ``saver_def`` name is not in the default graph.
     """
 
-    def __init__(self, var_list=None, max_to_keep=5, keep_checkpoint_every_n_hours=10000.0, name=None,
-                 allow_empty=False, pad_step_number=False, save_relative_paths=False, sharded=False,
-                 write_version=SaverDef.V2, restore_sequentially=False, saver_def: SaverDef | None = None):
+    def __init__(self, var_list: Any = None, max_to_keep: int | None = 5,
+                 keep_checkpoint_every_n_hours: float = 10000.0, name: str | None = None, allow_empty: bool = False,
+                 pad_step_number: bool = False, save_relative_paths: bool = False, sharded: bool = False,
+                 write_version: int = SaverDef.V2, restore_sequentially: bool = False,
+                 saver_def: SaverDef | None = None):
         self._pad_step_number = pad_step_number
         self._save_relative_paths = save_relative_paths
         self._last_checkpoints: list[tuple[str, float]] = []
-        self._checkpoints_to_be_deleted: list[str] = []
+        self._checkpoints_to_be_deleted: list[tuple[str, float]] = []
         self._saver_def = None
         # checkpoint key -> (variable ref tensor, restore placeholder, its Assign op)
         self._entries: dict[str, tuple[Any, Any, Any]] = {}
@@ -166,13 +176,14 @@ class Saver:
         return _scoped_saver_def(self._saver_def, meta_graph.strip_name_scope, export_scope)
 
     @staticmethod
-    def from_proto(saver_def: SaverDef, import_scope: str | None = None) -> "Saver":
+    def from_proto(saver_def: SaverDef, import_scope: str | None = None) -> Saver:
         """The Saver over the ops ``saver_def`` names under ``import_scope`` in the default graph."""
         return Saver(saver_def=saver_def, name=import_scope)
 
-    def export_meta_graph(self, filename=None, collection_list=None, as_text=False, export_scope=None,
-                          clear_devices=False, clear_extraneous_savers=False, strip_default_attrs=False,
-                          save_debug_info=False) -> MetaGraphDef:
+    def export_meta_graph(self, filename: str | None = None, collection_list: Sequence[str] | None = None,
+                          as_text: bool = False, export_scope: str | None = None, clear_devices: bool = False,
+                          clear_extraneous_savers: bool = False, strip_default_attrs: bool = False,
+                          save_debug_info: bool = False) -> MetaGraphDef:
         """:func:`export_meta_graph` of the default graph with this Saver's SaverDef."""
         return export_meta_graph(filename=filename, saver_def=self._saver_def, collection_list=collection_list,
                                  as_text=as_text, export_scope=export_scope, clear_devices=clear_devices,
@@ -180,8 +191,9 @@ class Saver:
                                  strip_default_attrs=strip_default_attrs, save_debug_info=save_debug_info)
 
     # -- saving ----------------------------------------------------------------------
-    def save(self, sess, save_path, global_step=None, latest_filename=None, meta_graph_suffix="meta",
-             write_meta_graph=True, write_state=True, strip_default_attrs=False):
+    def save(self, sess: Session, save_path: str, global_step: TensorLike | None = None,
+             latest_filename: str | None = None, meta_graph_suffix: str = "meta", write_meta_graph: bool = True,
+             write_state: bool = True, strip_default_attrs: bool = False) -> str | None:
         """Write the variables' values in ``sess`` to ``<save_path>[-<step>].npz``; return that prefix.
 
         ``global_step`` (int, Tensor or Variable) is appended to the name. With
@@ -253,18 +265,18 @@ class Saver:
             checkpoint_management.remove_checkpoint(path)
 
     @property
-    def last_checkpoints(self):
+    def last_checkpoints(self) -> list[str]:
         """Prefixes of the checkpoints not yet deleted, oldest first."""
         return [p for p, _ in self._last_checkpoints]
 
-    def recover_last_checkpoints(self, checkpoint_paths):
+    def recover_last_checkpoints(self, checkpoint_paths: Sequence[str]) -> None:
         """Resume ``max_to_keep`` bookkeeping from an earlier run's ``all_model_checkpoint_paths``."""
         mtimes = checkpoint_management.get_checkpoint_mtimes(checkpoint_paths)
         existing = [p for p in checkpoint_paths if checkpoint_management.checkpoint_exists(p)]
         self._last_checkpoints = list(zip(existing, mtimes))
 
     # -- restoring -------------------------------------------------------------------
-    def restore(self, sess, save_path):
+    def restore(self, sess: Session, save_path: str | None) -> None:
         """Assign every variable of this Saver its value from checkpoint ``save_path``, in one step.
 
         Raises:
@@ -343,11 +355,11 @@ def meta_graph_filename(checkpoint_filename: str, meta_graph_suffix: str = "meta
 
 
 # -- tf.train.export_meta_graph / import_meta_graph ----------------------------------
-def export_meta_graph(filename: str | None = None, meta_info_def=None, graph_def=None,
-                      saver_def: SaverDef | None = None, collection_list=None, as_text: bool = False, graph=None,
-                      export_scope: str | None = None, clear_devices: bool = False,
-                      clear_extraneous_savers: bool = False, strip_default_attrs: bool = False,
-                      save_debug_info: bool = False) -> MetaGraphDef:
+def export_meta_graph(filename: str | None = None, meta_info_def: Any = None, graph_def: Any = None,
+                      saver_def: SaverDef | None = None, collection_list: Sequence[str] | None = None,
+                      as_text: bool = False, graph: Graph | None = None, export_scope: str | None = None,
+                      clear_devices: bool = False, clear_extraneous_savers: bool = False,
+                      strip_default_attrs: bool = False, save_debug_info: bool = False) -> MetaGraphDef:
     """The ``MetaGraphDef`` of ``graph`` (default graph), also written to ``filename`` (binary, or text with
     ``as_text``) atomically if given; see :func:`dfcore.framework.meta_graph.export_scoped_meta_graph`.
 
@@ -367,8 +379,8 @@ def export_meta_graph(filename: str | None = None, meta_info_def=None, graph_def
     return meta_graph_def
 
 
-def import_meta_graph(meta_graph_or_file, clear_devices: bool = False, import_scope: str | None = None,
-                      input_map: dict | None = None) -> "Saver | None":
+def import_meta_graph(meta_graph_or_file: Any, clear_devices: bool = False, import_scope: str | None = None,
+                      input_map: dict | None = None) -> Saver | None:
     """Import a ``MetaGraphDef`` (message, or a binary/text file) into the default graph with its collections
     (Variables rebuilt from their ``VariableDef``s); returns a Saver built from its ``SaverDef``, else a
     Saver of all global variables if it has none, else None (TF's ``import_meta_graph``).

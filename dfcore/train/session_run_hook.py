@@ -6,7 +6,14 @@ same ``Session.run`` call as the caller's, and ``after_run`` gets their values
 (:class:`SessionRunValues`). A hook ends training with ``run_context.request_stop()``.
 """
 
+from __future__ import annotations
+
 import collections
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..runtime.session import Session
+    from .coordinator import Coordinator
 
 
 class SessionRunHook:
@@ -17,19 +24,19 @@ class SessionRunHook:
     (only when training ends without an error).
     """
 
-    def begin(self):
+    def begin(self) -> None:
         pass
 
-    def after_create_session(self, session, coord):
+    def after_create_session(self, session: Session, coord: Coordinator) -> None:
         pass
 
-    def before_run(self, run_context):
+    def before_run(self, run_context: SessionRunContext) -> SessionRunArgs | None:
         return None
 
-    def after_run(self, run_context, run_values):
+    def after_run(self, run_context: SessionRunContext, run_values: SessionRunValues) -> None:
         pass
 
-    def end(self, session):
+    def end(self, session: Session) -> None:
         pass
 
 
@@ -48,20 +55,20 @@ class SessionRunContext:
     """The call being made (``original_args``: the caller's :class:`SessionRunArgs`) and the ``session``;
     a hook calls :meth:`request_stop` to end training after this call."""
 
-    def __init__(self, original_args, session):
+    def __init__(self, original_args: SessionRunArgs, session: Session):
         self._original_args, self._session, self._stop_requested = original_args, session, False
 
     @property
-    def original_args(self):
+    def original_args(self) -> SessionRunArgs:
         return self._original_args
 
     @property
-    def session(self):
+    def session(self) -> Session:
         return self._session
 
     @property
-    def stop_requested(self):
+    def stop_requested(self) -> bool:
         return self._stop_requested
 
-    def request_stop(self):
+    def request_stop(self) -> None:
         self._stop_requested = True

@@ -6,21 +6,32 @@ Source: ``tensorflow/python/training/slot_creator.py``. A slot of variable
 at the root name scope, and colocated with ``v``.
 """
 
+from __future__ import annotations
+
 import contextlib
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 from ..framework import dtypes
 from ..framework.tensor_shape import TensorShape
 from ..ops import array_ops, variables
 
+if TYPE_CHECKING:
+    from ..framework.dtypes import DType
+    from ..framework.graph import Graph
+    from ..framework.tensor import Tensor
+    from ..framework.tensor_like import DTypeLike, TensorLike
+    from ..ops.variables import Variable
+
 
 @contextlib.contextmanager
-def init_scope(graph):
+def init_scope(graph: Graph) -> Iterator[None]:
     """``graph`` as default with control dependencies cleared (TF's ``ops.init_scope`` in graph mode)."""
     with graph.as_default(), graph.control_dependencies(None):
         yield
 
 
-def create_slot(primary, val, name, colocate_with_primary=True):
+def create_slot(primary: Variable | Tensor, val: TensorLike, name: str, colocate_with_primary: bool = True) -> Variable:
     """A slot variable for ``primary`` (a Variable or Tensor) initialized to ``val``.
 
     Args:
@@ -37,7 +48,8 @@ def create_slot(primary, val, name, colocate_with_primary=True):
         return variables.Variable(val, trainable=False, name=f"{primary.op.name}/{name}")
 
 
-def create_zeros_slot(primary, name, dtype=None, colocate_with_primary=True):
+def create_zeros_slot(primary: Variable | Tensor, name: str, dtype: DType | None = None,
+                      colocate_with_primary: bool = True) -> Variable:
     """A slot of zeros with ``primary``'s shape and dtype (or ``dtype``).
 
     Raises:
@@ -49,7 +61,8 @@ def create_zeros_slot(primary, name, dtype=None, colocate_with_primary=True):
     return create_slot(primary, lambda: array_ops.zeros(dims, dtype, name="zeros"), name, colocate_with_primary)
 
 
-def create_slot_with_initializer(primary, initializer, shape, dtype, name, colocate_with_primary=True):
+def create_slot_with_initializer(primary: Variable | Tensor, initializer: Any, shape: Any, dtype: DTypeLike, name: str,
+                                 colocate_with_primary: bool = True) -> Variable:
     """A slot for ``primary`` initialized to ``initializer(shape, dtype=dtype)`` (Adagrad's constant 0.1).
 
     Args:
@@ -70,6 +83,6 @@ def _defined_dims(primary, shape):
     return shape.as_list()
 
 
-def var_key(var):
+def var_key(var: Variable | Tensor) -> tuple[Graph, str]:
     """The key of ``var`` in slot tables: (graph, op name), as TF's ``_var_key``."""
     return (var.op.graph, var.op.name)

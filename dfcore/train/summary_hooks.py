@@ -6,9 +6,12 @@ Source: ``tensorflow/python/training/basic_session_run_hooks.py`` (TF 1.x): the 
 writing to one directory share one event file.
 """
 
+from __future__ import annotations
+
 import logging
 import os
 import time
+from typing import TYPE_CHECKING, Any
 
 from ..framework.protos import SessionLog, Summary
 from ..runtime.config import RunOptions
@@ -18,6 +21,11 @@ from . import training_util
 from .basic_session_run_hooks import SecondOrStepTimer, _global_step_tensor
 from .file_io import atomic_write
 from .session_run_hook import SessionRunArgs, SessionRunHook
+
+if TYPE_CHECKING:
+    from ..runtime.session import Session
+    from .monitored_session import Scaffold
+    from .session_run_hook import SessionRunContext, SessionRunValues
 
 _LOG = logging.getLogger("dfcore.train")
 
@@ -32,8 +40,8 @@ class SummarySaverHook(SessionRunHook):
         RuntimeError: (at ``begin``) the graph has no global step.
     """
 
-    def __init__(self, save_steps=None, save_secs=None, output_dir=None, summary_writer=None, scaffold=None,
-                 summary_op=None):
+    def __init__(self, save_steps: int | None = None, save_secs: float | None = None, output_dir: str | None = None,
+                 summary_writer: Any = None, scaffold: Scaffold | None = None, summary_op: Any = None):
         if (scaffold is None) == (summary_op is None):
             raise ValueError("Exactly one of scaffold or summary_op must be provided.")
         if output_dir is None and summary_writer is None:
@@ -41,10 +49,10 @@ class SummarySaverHook(SessionRunHook):
         self._summary_op, self._scaffold = summary_op, scaffold
         self._writer, self._output_dir = summary_writer, output_dir
         self._timer = SecondOrStepTimer(every_secs=save_secs, every_steps=save_steps)
-        self._next_step = None
+        self._next_step: int | None = None
 
-    def begin(self):
-        if self._writer is None:
+    def begin(self) -> None:
+        if self._writer is None and self._output_dir is not None:  # the constructor asks for one of them
             self._writer = FileWriterCache.get(self._output_dir)
         self._global_step = _global_step_tensor("SummarySaverHook")
         self._next_step = None
@@ -55,14 +63,14 @@ class SummarySaverHook(SessionRunHook):
             return []
         return list(op) if isinstance(op, (list, tuple)) else [op]
 
-    def before_run(self, run_context):
+    def before_run(self, run_context: SessionRunContext) -> SessionRunArgs:
         self._request = self._next_step is None or self._timer.should_trigger_for_step(self._next_step)
         fetches = {"global_step": self._global_step}
         if self._request and self._summaries():
             fetches["summary"] = self._summaries()
         return SessionRunArgs(fetches)
 
-    def after_run(self, run_context, run_values):
+    def after_run(self, run_context: SessionRunContext, run_values: SessionRunValues) -> None:
         global_step = int(run_values.results["global_step"]) + 1  # the fetched value may predate this step's
         if self._next_step is None or self._request:            # increment; read it again before writing
             global_step = int(run_context.session.run(self._global_step))
@@ -74,7 +82,7 @@ class SummarySaverHook(SessionRunHook):
                 self._writer.add_summary(summary, global_step)
         self._next_step = global_step + 1
 
-    def end(self, session):
+    def end(self, session: Session) -> None:
         self._writer.flush()
 
 
@@ -87,23 +95,24 @@ class StepCounterHook(SessionRunHook):
         RuntimeError: (at ``begin``) the graph has no global step.
     """
 
-    def __init__(self, every_n_steps=100, every_n_secs=None, output_dir=None, summary_writer=None):
+    def __init__(self, every_n_steps: int | None = 100, every_n_secs: float | None = None,
+                 output_dir: str | None = None, summary_writer: Any = None):
         if (every_n_steps is None) == (every_n_secs is None):
             raise ValueError("exactly one of every_n_steps and every_n_secs should be provided.")
         self._timer = SecondOrStepTimer(every_steps=every_n_steps, every_secs=every_n_secs)
         self._writer, self._output_dir = summary_writer, output_dir
         self._tag = "global_step/sec"
 
-    def begin(self):
+    def begin(self) -> None:
         if self._writer is None and self._output_dir:
             self._writer = FileWriterCache.get(self._output_dir)
         self._global_step = _global_step_tensor("StepCounterHook")
-        self._last = None
+        self._last: tuple[int, float] | None = None
 
-    def before_run(self, run_context):
+    def before_run(self, run_context: SessionRunContext) -> SessionRunArgs:
         return SessionRunArgs(self._global_step)
 
-    def after_run(self, run_context, run_values):
+    def after_run(self, run_context: SessionRunContext, run_values: SessionRunValues) -> None:
         step = int(run_values.results)
         if self._last is None:
             self._timer.update_last_triggered_step(step)
@@ -133,24 +142,25 @@ class ProfilerHook(SessionRunHook):
         PermissionDeniedError, ...: (at ``begin`` or on a traced step) ``output_dir`` cannot be written.
     """
 
-    def __init__(self, save_steps=None, save_secs=None, output_dir="", show_dataflow=True, show_memory=False):
+    def __init__(self, save_steps: int | None = None, save_secs: float | None = None, output_dir: str = "",
+                 show_dataflow: bool = True, show_memory: bool = False):
         self._timer = SecondOrStepTimer(every_secs=save_secs, every_steps=save_steps)
         self._output_dir = output_dir or os.curdir  # TF's default "" writes into the working directory
         self._show_dataflow, self._show_memory = show_dataflow, show_memory
 
-    def begin(self):
+    def begin(self) -> None:
         self._global_step = training_util._get_or_create_global_step_read()  # pre-increment: "stale", as TF
         if self._global_step is None:
             raise RuntimeError("Global step should be created to use ProfilerHook.")
         self._writer = FileWriterCache.get(self._output_dir)
-        self._next_step = None
+        self._next_step: int | None = None
 
-    def before_run(self, run_context):
+    def before_run(self, run_context: SessionRunContext) -> SessionRunArgs:
         self._request = self._next_step is not None and self._timer.should_trigger_for_step(self._next_step)
         options = RunOptions(trace_level=RunOptions.FULL_TRACE) if self._request else None
         return SessionRunArgs({"global_step": self._global_step}, options=options)
 
-    def after_run(self, run_context, run_values):
+    def after_run(self, run_context: SessionRunContext, run_values: SessionRunValues) -> None:
         stale_step = int(run_values.results["global_step"])
         if self._next_step is None:  # the first trace comes save_steps (or save_secs) after the first call
             self._timer.update_last_triggered_step(stale_step)

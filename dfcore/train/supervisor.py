@@ -11,9 +11,13 @@ dfcore differs: no ``SVStepCounterThread`` (``global_step/sec``), and ``local_in
 Scaffold's (TF's defaults).
 """
 
+from __future__ import annotations
+
 import contextlib
 import os
 import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from .. import errors
 from ..framework import graph as graph_lib
@@ -22,6 +26,16 @@ from ..summary import FileWriterCache
 from . import training_util
 from .coordinator import Coordinator
 from .monitored_session import USE_DEFAULT, ChiefSessionCreator, Scaffold, WorkerSessionCreator
+
+if TYPE_CHECKING:
+    from ..framework.graph import Graph
+    from ..framework.tensor import Tensor
+    from ..framework.tensor_like import TensorLike
+    from ..ops.variables import Variable
+    from ..runtime.config import ConfigProto
+    from ..runtime.session import Session
+    from .queue_runner import QueueRunner
+    from .saver import Saver
 
 
 class Supervisor:
@@ -39,10 +53,12 @@ class Supervisor:
 
     USE_DEFAULT = USE_DEFAULT
 
-    def __init__(self, graph=None, ready_op=USE_DEFAULT, is_chief=True, init_op=USE_DEFAULT, init_feed_dict=None,
-                 local_init_op=USE_DEFAULT, logdir=None, summary_op=USE_DEFAULT, saver=USE_DEFAULT,
-                 global_step=USE_DEFAULT, save_summaries_secs=120, save_model_secs=600, recovery_wait_secs=30,
-                 stop_grace_secs=120, checkpoint_basename="model.ckpt", init_fn=None):
+    def __init__(self, graph: Graph | None = None, ready_op: Any = USE_DEFAULT, is_chief: bool = True,
+                 init_op: Any = USE_DEFAULT, init_feed_dict: Mapping[Any, Any] | None = None,
+                 local_init_op: Any = USE_DEFAULT, logdir: str | None = None, summary_op: Any = USE_DEFAULT,
+                 saver: Any = USE_DEFAULT, global_step: Any = USE_DEFAULT, save_summaries_secs: float = 120,
+                 save_model_secs: float = 600, recovery_wait_secs: float = 30, stop_grace_secs: float = 120,
+                 checkpoint_basename: str = "model.ckpt", init_fn: Callable[[Session], None] | None = None):
         self._graph = graph or graph_lib.get_default_graph()
         with self._graph.as_default():
             self._scaffold = Scaffold(
@@ -54,40 +70,42 @@ class Supervisor:
         self._is_chief, self._logdir, self._checkpoint_basename = is_chief, logdir, checkpoint_basename
         self._save_summaries_secs, self._save_model_secs = save_summaries_secs, save_model_secs
         self._recovery_wait_secs, self._stop_grace_secs = recovery_wait_secs, stop_grace_secs
-        self._coord, self._threads, self._sess = Coordinator(), [], None
+        self._coord = Coordinator()
+        self._threads: list[threading.Thread] = []
+        self._sess: Any = None  # a Session once prepared
 
     # -- what TF exposes ------------------------------------------------------
     @property
-    def is_chief(self):
+    def is_chief(self) -> bool:
         return self._is_chief
 
     @property
-    def coord(self):
+    def coord(self) -> Coordinator:
         return self._coord
 
     @property
-    def global_step(self):
+    def global_step(self) -> Variable | Tensor | None:
         return self._global_step
 
     @property
-    def save_path(self):
+    def save_path(self) -> str | None:
         return os.path.join(self._logdir, self._checkpoint_basename) if self._logdir else None
 
     @property
-    def saver(self):
+    def saver(self) -> Saver | None:
         return None if self._no_saver else self._scaffold.saver
 
     @property
-    def summary_writer(self):
+    def summary_writer(self) -> Any:
         return FileWriterCache.get(self._logdir) if self._logdir and self._is_chief else None
 
     def should_stop(self) -> bool:
         return self._coord.should_stop()
 
-    def request_stop(self, ex=None) -> None:
+    def request_stop(self, ex: BaseException | tuple[Any, Any, Any] | None = None) -> None:
         self._coord.request_stop(ex)
 
-    def summary_computed(self, sess, summary, global_step=None) -> None:
+    def summary_computed(self, sess: Session, summary: Any, global_step: TensorLike | None = None) -> None:
         """Write a summary the caller computed (raises RuntimeError without a summary writer, as TF)."""
         if self.summary_writer is None:
             raise RuntimeError("Writing a summary requires a summary writer.")
@@ -96,8 +114,9 @@ class Supervisor:
         self.summary_writer.add_summary(summary, global_step)
 
     # -- sessions ---------------------------------------------------------------
-    def prepare_or_wait_for_session(self, master="", config=None, wait_for_checkpoint=False, max_wait_secs=7200,
-                                    start_standard_services=True):
+    def prepare_or_wait_for_session(self, master: str = "", config: ConfigProto | None = None,
+                                    wait_for_checkpoint: bool = False, max_wait_secs: float = 7200,
+                                    start_standard_services: bool = True) -> Session:
         """The chief's restored-or-initialized session, or a worker's once the chief is done; with
         ``start_standard_services`` also the queue runners and (chief) the checkpoint and summary threads."""
         del wait_for_checkpoint
@@ -114,7 +133,8 @@ class Supervisor:
         return self._sess
 
     @contextlib.contextmanager
-    def managed_session(self, master="", config=None, start_standard_services=True, close_summary_writer=True):
+    def managed_session(self, master: str = "", config: ConfigProto | None = None, start_standard_services: bool = True,
+                        close_summary_writer: bool = True) -> Iterator[Session]:
         """A context manager yielding the session; see the module docstring for what it starts and stops."""
         sess = self.prepare_or_wait_for_session(master, config, start_standard_services=start_standard_services)
         try:
@@ -127,14 +147,15 @@ class Supervisor:
         finally:
             self.stop(close_summary_writer=close_summary_writer)
 
-    def start_queue_runners(self, sess, queue_runners=None):
+    def start_queue_runners(self, sess: Session,
+                            queue_runners: Sequence[QueueRunner] | None = None) -> list[threading.Thread]:
         """Start the graph's QueueRunners (or ``queue_runners``) under this supervisor's coordinator."""
         runners = queue_runners if queue_runners is not None else self._graph.get_collection("queue_runners")
         threads = [t for runner in runners for t in runner.create_threads(sess, self._coord, daemon=True, start=True)]
         self._threads.extend(threads)
         return threads
 
-    def stop(self, threads=None, close_summary_writer=True) -> None:
+    def stop(self, threads: Sequence[threading.Thread] | None = None, close_summary_writer: bool = True) -> None:
         """Stop the services and queue runners, save a last checkpoint (chief) and close the session."""
         self._coord.request_stop()
         try:
@@ -166,7 +187,7 @@ class Supervisor:
         return int(self._sess.run(self._global_step)) if self._global_step is not None else None
 
     def _save_checkpoint(self):
-        if self.saver is not None and self._logdir:
+        if self.saver is not None and self.save_path is not None:  # a logdir was given
             self.saver.save(self._sess, self.save_path, global_step=self._step())
 
     def _write_summaries(self):

@@ -24,7 +24,11 @@ dfcore difference: ``ready_for_local_init_op`` is a bool vector (True where a gl
 variable is still uninitialized) instead of TF's vector of their names.
 """
 
+from __future__ import annotations
+
 import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from ..framework.graph import GraphKeys, graph_of
 from ..ops import array_ops, control_flow_ops, data_flow_ops, state_ops, variables
@@ -33,6 +37,13 @@ from ..ops.math_ops_binary import logical_not
 from .optimizer import Optimizer
 from .queue_runner import QueueRunner
 from .session_run_hook import SessionRunHook
+
+if TYPE_CHECKING:
+    from ..framework.operation import Operation
+    from ..framework.tensor import Tensor
+    from ..ops.data_flow_ops import QueueBase
+    from ..ops.variables import Variable
+    from .moving_averages import ExponentialMovingAverage
 
 
 class SyncReplicasOptimizer(Optimizer):
@@ -47,8 +58,10 @@ class SyncReplicasOptimizer(Optimizer):
         use_locking, name: as for every optimizer.
     """
 
-    def __init__(self, opt, replicas_to_aggregate, total_num_replicas=None, variable_averages=None,
-                 variables_to_average=None, use_locking=False, name="sync_replicas"):
+    def __init__(self, opt: Optimizer, replicas_to_aggregate: int, total_num_replicas: int | None = None,
+                 variable_averages: ExponentialMovingAverage | None = None,
+                 variables_to_average: Sequence[Variable] | None = None, use_locking: bool = False,
+                 name: str = "sync_replicas"):
         if total_num_replicas is None:
             total_num_replicas = replicas_to_aggregate
         super().__init__(use_locking, name)
@@ -61,21 +74,25 @@ class SyncReplicasOptimizer(Optimizer):
         self._variable_averages = variable_averages
         self._variables_to_average = variables_to_average
         self._gradients_applied = False
-        self._init_tokens_ops = {}  # num_tokens -> op: asking twice (a hook and the program) builds one op
-        self._global_step = None
-        self._sync_token_queue = None
-        self._chief_queue_runner = None
-        self._accumulator_list = []
-        self._local_step = None
-        self.local_step_init_op = None
-        self.chief_init_op = None
-        self.ready_for_local_init_op = None
+        # num_tokens -> op: asking twice (a hook and the program) builds one op
+        self._init_tokens_ops: dict[int, Operation] = {}
+        # set by apply_gradients
+        self._global_step: Any = None
+        self._sync_token_queue: Any = None
+        self._chief_queue_runner: Any = None
+        self._accumulator_list: list[tuple[Any, str]] = []
+        self._local_step: Any = None
+        self.local_step_init_op: Tensor | None = None
+        self.chief_init_op: Operation | None = None
+        self.ready_for_local_init_op: Tensor | None = None
 
-    def compute_gradients(self, *args, **kwargs):
+    def compute_gradients(self, *args: Any, **kwargs: Any) -> list[tuple[Any, Variable]]:
         """The wrapped optimizer's ``compute_gradients``."""
         return self._opt.compute_gradients(*args, **kwargs)
 
-    def apply_gradients(self, grads_and_vars, global_step=None, name=None):
+    def apply_gradients(self, grads_and_vars: Sequence[tuple[Any, Variable]],
+                        global_step: Variable | Tensor | None = None,
+                        name: str | None = None) -> Operation:
         """Build the worker's train op and the chief's sync op (see the module doc).
 
         Returns:
@@ -94,7 +111,8 @@ class SyncReplicasOptimizer(Optimizer):
             return self._build(graph, grads_and_vars, global_step)
 
     def _build(self, graph, grads_and_vars, global_step):
-        train_ops, aggregated, var_list = [], [], []
+        train_ops, var_list = [], []
+        aggregated: list[Any] = []
         local_anchor = control_flow_ops.no_op()
         with graph.colocate_with(local_anchor):  # keeps the local step off the ps
             self._local_step = variables.Variable(0, trainable=False, collections=[GraphKeys.LOCAL_VARIABLES],
@@ -140,32 +158,32 @@ class SyncReplicasOptimizer(Optimizer):
         return train_op
 
     @property
-    def sync_op(self):
+    def sync_op(self) -> Operation:
         """The chief's op: take the averaged gradients, apply them, enqueue the tokens (dfcore)."""
         self._check_applied("sync_op")
         return self._sync_op
 
     @property
-    def worker_push_ops(self):
+    def worker_push_ops(self) -> list[Operation]:
         """The worker's accumulator ``apply_grad`` ops, without the token wait (dfcore)."""
         self._check_applied("worker_push_ops")
         return list(self._worker_push_ops)
 
     @property
-    def accumulators(self):
+    def accumulators(self) -> list[tuple[Any, str]]:
         """``(ConditionalAccumulator, device)`` per variable with a gradient (dfcore)."""
         return list(self._accumulator_list)
 
     @property
-    def local_step(self):
+    def local_step(self) -> Variable:
         """The worker's ``sync_rep_local_step`` variable (dfcore)."""
         return self._local_step
 
     @property
-    def sync_token_queue(self):
+    def sync_token_queue(self) -> QueueBase:
         return self._sync_token_queue
 
-    def get_chief_queue_runner(self):
+    def get_chief_queue_runner(self) -> QueueRunner:
         """The chief's QueueRunner running the sync op.
 
         Raises:
@@ -175,7 +193,7 @@ class SyncReplicasOptimizer(Optimizer):
             raise ValueError("Should be called after apply_gradients().")
         return self._chief_queue_runner
 
-    def get_init_tokens_op(self, num_tokens=-1):
+    def get_init_tokens_op(self, num_tokens: int = -1) -> Operation:
         """The op filling the token queue at the start (``-1``: ``replicas_to_aggregate`` tokens).
 
         Raises:
@@ -204,18 +222,18 @@ class SyncReplicasOptimizer(Optimizer):
                     return self._sync_token_queue.enqueue_many((tokens,))
             return control_flow_ops.no_op(name="no_init_tokens")
 
-    def make_session_run_hook(self, is_chief, num_tokens=-1):
+    def make_session_run_hook(self, is_chief: bool, num_tokens: int = -1) -> SessionRunHook:
         """A :class:`SessionRunHook` that initializes this optimizer's sync state for a monitored session
         (chief: ``chief_init_op``, the init tokens and the chief queue runner; others: ``local_step_init_op``)."""
         return _SyncReplicasOptimizerHook(self, is_chief, num_tokens)
 
-    def get_slot(self, *args, **kwargs):
+    def get_slot(self, *args: Any, **kwargs: Any) -> Variable | None:
         return self._opt.get_slot(*args, **kwargs)
 
-    def get_slot_names(self, *args, **kwargs):
+    def get_slot_names(self, *args: Any, **kwargs: Any) -> list[str]:
         return self._opt.get_slot_names(*args, **kwargs)
 
-    def variables(self):
+    def variables(self) -> list[Variable]:
         return self._opt.variables()
 
     def _check_applied(self, what):

@@ -5,20 +5,29 @@ non-trainable, in the ``GLOBAL_VARIABLES`` and ``GLOBAL_STEP`` collections,
 initialized to 0; optimizers increment it when passed as ``global_step``.
 """
 
+from __future__ import annotations
+
 import logging
+from typing import TYPE_CHECKING, Any
 
 from ..framework import dtypes
 from ..framework.graph import GraphKeys, get_default_graph
 from ..framework.tensor import Tensor
 from ..ops import array_ops, variables
 
+if TYPE_CHECKING:
+    from ..framework.graph import Graph
+    from ..framework.tensor_like import TensorLike
+    from ..ops.variables import Variable
+    from ..runtime.session import Session
 
-def global_step(sess, global_step_tensor):
+
+def global_step(sess: Session, global_step_tensor: TensorLike) -> int:
     """The current value of ``global_step_tensor`` in ``sess``, as a Python int."""
     return int(sess.run(global_step_tensor))
 
 
-def get_global_step(graph=None):
+def get_global_step(graph: Graph | None = None) -> Variable | Tensor | None:
     """The global step of ``graph`` (default graph): the only member of the ``GLOBAL_STEP``
     collection, else the tensor ``global_step:0``, else None.
 
@@ -41,7 +50,7 @@ def get_global_step(graph=None):
     return step
 
 
-def create_global_step(graph=None):
+def create_global_step(graph: Graph | None = None) -> Variable:
     """Create the global step variable of ``graph`` (named ``global_step``, at the root name scope).
 
     Raises:
@@ -56,14 +65,14 @@ def create_global_step(graph=None):
                                   collections=[GraphKeys.GLOBAL_VARIABLES, GraphKeys.GLOBAL_STEP])
 
 
-def get_or_create_global_step(graph=None):
+def get_or_create_global_step(graph: Graph | None = None) -> Variable | Tensor:
     """The global step of ``graph``, created if it has none."""
     graph = graph or get_default_graph()
     step = get_global_step(graph)
     return step if step is not None else create_global_step(graph)
 
 
-def assert_global_step(global_step_tensor):
+def assert_global_step(global_step_tensor: Any) -> None:
     """Raise TypeError unless ``global_step_tensor`` is an integer scalar Variable or Tensor (TF's wording)."""
     if not isinstance(global_step_tensor, (variables.Variable, Tensor)):
         raise TypeError(f'Existing "global_step" must be a Variable or Tensor: {global_step_tensor}.')
@@ -85,7 +94,7 @@ def _get_or_create_global_step_read(graph=None):
     cached = graph.get_collection(GLOBAL_STEP_READ_KEY)
     if cached:
         return cached[0]
-    step = get_global_step(graph)
+    step: Any = get_global_step(graph)  # its operators are registered by ops/, unseen by mypy
     if step is None:
         return None
     with graph.as_default(), graph.name_scope(None), graph.name_scope(step.op.name + "/"):

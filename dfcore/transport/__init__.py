@@ -14,15 +14,21 @@
   :mod:`~dfcore.transport.grpc_mpi` (``protocol="grpc+mpi"``: gRPC for control, MPI for tensors).
 """
 
+from __future__ import annotations
+
 import ipaddress
 import json
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from .. import errors
 from ..distribute import cluster_runtime
 from ..distribute.cluster import TaskBackend, TaskListener, register_task_backend, register_task_listener
 from ..runtime import session_targets
+
+if TYPE_CHECKING:
+    from ..distribute.cluster import Server
 
 #: The environment variable for special cases of ``tf.train.Server``. Unset (the default): a server joins this
 #: process's in-process cluster and, on a loopback address, also listens there with gRPC (:func:`listens`), as
@@ -45,7 +51,7 @@ def grpc_enabled() -> bool:
     return isinstance(tf_config, dict) and bool(tf_config.get("cluster"))
 
 
-def listens(server) -> bool:
+def listens(server: Server) -> bool:
     """True when an in-process ``server`` also listens with gRPC: its address's host is a loopback one (nothing
     listens beyond loopback unless a cluster's processes are started as TF's, with ``TF_CONFIG``) and
     ``DFCORE_SERVERS`` is not ``in_process``."""

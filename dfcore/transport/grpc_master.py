@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import itertools
 import threading
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import grpc
 
@@ -30,6 +31,12 @@ from ..runtime.session_resources import SessionResources
 from ..runtime.variable_store import VariableStore
 from .grpc_transport import CHANNEL_OPTIONS, grpc_error, status_code
 from .grpc_wire import MASTER_SERVICE, device_from_proto, device_to_proto, tensor_from_proto, tensor_to_proto
+
+if TYPE_CHECKING:
+    from ..framework.operation import Operation
+    from ..framework.tensor import Tensor
+    from ..runtime.step_plan import StepPlan
+    from .grpc_transport import GrpcTransport
 
 #: Seconds a client waits for the master's reply to a call other than ``RunStep`` (which the step's own
 #: deadline bounds).
@@ -50,19 +57,21 @@ class _MasterSession:
 
     def __init__(self, target: str, graph_def, config: ConfigProto) -> None:
         self._target, self._config = target, config
-        self.version = 0
+        self.version = 1
         self.lock = threading.Lock()
-        self.session: Session | None = None
-        self.replace(graph_def)
+        self.graph, self.session = self._open(graph_def)
 
     def replace(self, graph_def) -> None:
         """Run ``graph_def`` from now on (a new version of the client's graph)."""
+        graph, session = self._open(graph_def)
+        self.session.close()
+        self.graph, self.session = graph, session
+        self.version += 1
+
+    def _open(self, graph_def) -> tuple[graph_lib.Graph, Session]:
         graph = graph_lib.Graph()
         import_nodes(graph_def, "", graph)
-        if self.session is not None:
-            self.session.close()
-        self.graph, self.session = graph, Session(self._target, graph=graph, config=self._config)
-        self.version += 1
+        return graph, Session(self._target, graph=graph, config=self._config)
 
 
 class MasterService:
@@ -72,7 +81,7 @@ class MasterService:
     wording), ``InvalidArgumentError`` for a malformed graph or feed, and whatever the step raises.
     """
 
-    def __init__(self, transport) -> None:
+    def __init__(self, transport: GrpcTransport) -> None:
         self._transport = transport
         self._target = "grpc://" + transport.address
         self._sessions: dict[str, _MasterSession] = {}
@@ -201,10 +210,11 @@ class RemoteMasterBinding:
         except grpc.RpcError as error:
             raise grpc_error(error, f"{method} on the master at {self.target}") from None
 
-    def check_step(self, plan) -> None:
+    def check_step(self, plan: StepPlan) -> None:
         """Nothing to check here: the master checks its tasks."""
 
-    def run(self, graph, fetches, targets, feed_tensors, feed_values, options: RunOptions,
+    def run(self, graph: graph_lib.Graph, fetches: Sequence[Tensor], targets: Sequence[Operation],
+            feed_tensors: Sequence[Tensor], feed_values: Sequence[Any], options: RunOptions,
             run_metadata: RunMetadata | None) -> list[Any]:
         """One ``RunStep`` on the master: the fetched values, in ``fetches``' order (``run_metadata`` filled
         with the master's when given)."""

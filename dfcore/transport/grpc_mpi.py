@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from .. import errors
@@ -86,7 +86,7 @@ class GrpcMpiTransport:
     def unwire_tensor(self, wire: Any) -> Any:
         return self.tensors.unwire_tensor(wire)
 
-    def wait_for_goodbyes(self, ranks, timeout_s: float | None = None) -> bool:
+    def wait_for_goodbyes(self, ranks: Iterable[int], timeout_s: float | None = None) -> bool:
         return self.tensors.wait_for_goodbyes(ranks, timeout_s)
 
     # -- the gRPC server's own -----------------------------------------------------------------------------

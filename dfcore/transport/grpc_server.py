@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import socket
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import grpc
 
@@ -26,6 +26,10 @@ from .grpc_transport import GrpcTransport, status_code
 from .grpc_wire import WORKER_SERVICE, parse_graph_handle
 from .master import TaskBinding
 from .task import TaskRuntime
+
+if TYPE_CHECKING:
+    from ..runtime.config import ConfigProto
+    from .grpc_master import RemoteMasterBinding
 
 _RUNTIMES: dict[str, TaskRuntime] = {}  # listening address -> the task this process runs there
 _LOCK = threading.Lock()
@@ -71,7 +75,7 @@ def _install_worker_session_methods(runtime: TaskRuntime) -> None:
     """The WorkerService methods the runtime's kinds do not use: ``CreateWorkerSession`` (nothing to set up:
     a task's state is shared by its masters), ``DeleteWorkerSession`` (the caller's graphs are forgotten),
     and ``DeregisterGraph``."""
-    transport = runtime.transport
+    transport: Any = runtime.transport  # a GrpcTransport or its MPI wrapper: add_service
 
     def create(request, context):
         transport.caller_rank(context)
@@ -139,7 +143,7 @@ def runtime_at(address: str) -> TaskRuntime | None:
         return _RUNTIMES.get(address)
 
 
-def resolve(target, config):
+def resolve(target: str, config: ConfigProto | None) -> TaskBinding | RemoteMasterBinding | None:
     """The binding of a ``grpc://host:port`` target: this process's own task there, else (with gRPC servers
     enabled) the remote master at that address; None otherwise."""
     runtime = runtime_at(target[len("grpc://"):])
@@ -150,7 +154,7 @@ def resolve(target, config):
     return None
 
 
-def remote_master(target, config):
+def remote_master(target: str, config: ConfigProto | None) -> RemoteMasterBinding:
     """A binding that runs every ``Session.run`` on the master listening at ``target`` (TF's ``GrpcSession``).
 
     Raises:

@@ -210,7 +210,7 @@ def _graph_handle(transport, handle):
     return f"{transport.incarnation:x}/{handle[0]}/{handle[1]}"
 
 
-def parse_graph_handle(transport, text):
+def parse_graph_handle(transport: Any, text: str) -> tuple[int, int]:
     """The ``(master rank, index)`` of a graph handle this task gave.
 
     Raises:

@@ -18,7 +18,12 @@ pools them), and the calling thread then receives the other tasks' messages itse
 waits (:meth:`~dfcore.transport.seam.Transport.progress_until`), so a ``_Recv`` completes on it.
 """
 
+from __future__ import annotations
+
+import functools
 import threading
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from .. import errors
 from ..runtime import step as step_lib
@@ -28,6 +33,13 @@ from ..runtime.device_set import DeviceSet
 from ..runtime.executor import StepContext, inline_runner
 from .service import wire_partition
 
+if TYPE_CHECKING:
+    from ..runtime.config import ConfigProto
+    from ..runtime.session_resources import SessionResources
+    from ..runtime.step_plan import StepPlan
+    from ..runtime.variable_store import StepTransaction
+    from .task import TaskRuntime
+
 #: Seconds a session waits for another task to answer ``get_status`` / ``register_graph``.
 CONNECT_TIMEOUT_S = 60.0
 
@@ -35,7 +47,7 @@ CONNECT_TIMEOUT_S = 60.0
 class RemotePartition:
     """What the master holds of a partition run elsewhere: values summarised from its trace reply."""
 
-    def __init__(self, values=()):
+    def __init__(self, values: Iterable[Any] = ()):
         self.values = list(values)
 
 
@@ -51,7 +63,7 @@ class TaskBinding:
         DeadlineExceededError: a task did not answer ``get_status`` within :data:`CONNECT_TIMEOUT_S`.
     """
 
-    def __init__(self, runtime, task, config=None):
+    def __init__(self, runtime: TaskRuntime, task: str, config: ConfigProto | None = None):
         self._runtime = runtime
         self._transport = runtime.transport
         self.task = task
@@ -60,11 +72,11 @@ class TaskBinding:
                                     client_device=task + "/device:CPU:0")
         self.variable_store = runtime.state.variable_store
         self.resources = runtime.session_resources()
-        self._registered = {}
-        self._sent_graphs = {}
+        self._registered: dict[int, Any] = {}  # id(plan) -> (plan, remote, handles)
+        self._sent_graphs: dict[int, Any] = {}
         self._lock = threading.Lock()
 
-    def check_step(self, plan):
+    def check_step(self, plan: StepPlan) -> None:
         """Raise ``UnavailableError`` when a task the plan needs has exited."""
         for index, rank in self._placed(plan)[0].items():
             if self._transport.gone(rank):
@@ -73,7 +85,8 @@ class TaskBinding:
                     f"device {plan.partitions[index].device}.")
 
     # -- one step ------------------------------------------------------------
-    def run_step(self, plan, feed_values, txn, resources, step_id, pool, timeout_s=None, trace=False):
+    def run_step(self, plan: StepPlan, feed_values: Sequence[Any], txn: StepTransaction, resources: SessionResources,
+                 step_id: int, pool: Any, timeout_s: float | None = None, trace: bool = False) -> step_lib.StepResult:
         """Run one step of ``plan`` across the job's tasks; as :func:`dfcore.runtime.step.run_step`.
 
         A ``timeout_s`` the caller set travels with each ``run_graph`` request (the seconds left), so
@@ -84,10 +97,10 @@ class TaskBinding:
         # the handle names the step on every task: unique in this process, as sessions number their steps alike
         step_handle = (self._transport.rank, self._runtime.new_step_id())
         rendezvous = self._runtime.steps.find_or_create(step_handle, peers=sorted(set(remote.values())))
-        replies = {}
+        replies: dict[int, Any] = {}
         frame = CallFrame(feed_values, plan.num_retvals)  # the client partition (feeds, fetches) runs here
         try:
-            timings = [] if trace else None
+            timings: list[Any] | None = [] if trace else None
             deadline = Deadline(DEFAULT_STEP_TIMEOUT_S if timeout_s is None else timeout_s)
             barrier = step_lib.Barrier(len(plan.partitions), rendezvous, deadline)
             # as in-process (step.run_step): a deadline the caller set holds between ops, on every task
@@ -96,10 +109,10 @@ class TaskBinding:
             for index, rank in remote.items():
                 future = self._transport.request(rank, "run_graph", handles[index], step_handle, step_id, trace,
                                                  None if timeout_s is None else deadline.remaining_s())
-                future.add_done_callback(lambda f, i=index: _settle(f, i, replies, barrier))
+                future.add_done_callback(functools.partial(_settle, index=index, replies=replies, barrier=barrier))
             local = {i: (lambda fn: pool.submit(fn)) if i in plan.pooled else inline_runner
                      for i in range(len(plan.partitions)) if i not in remote}
-            executors = step_lib.start_executors(plan, local, ctx, barrier, timings)
+            executors: list[Any] = step_lib.start_executors(plan, local, ctx, barrier, timings)
             self._transport.progress_until(barrier.finished, deadline.remaining_s())
             barrier.wait()
             values = step_lib.fetched_values(plan, frame)
@@ -142,7 +155,7 @@ class TaskBinding:
             futures = {}
             for index, rank in remote.items():
                 new_graph = self._sent_graphs.get(rank) != graph_key
-                if new_graph and graph_def is None:
+                if new_graph and graph_def is None and graph is not None:  # a partition elsewhere has ops
                     graph_def = graph.as_graph_def()
                 self._sent_graphs[rank] = graph_key
                 partition = wire_partition(plan.graphs[plan.partitions[index].device])
@@ -155,7 +168,7 @@ class TaskBinding:
             return remote, handles
 
 
-def _settle(future, index, replies, barrier):
+def _settle(future: Any, index: int, replies: dict[int, Any], barrier: Any) -> None:
     error = future.exception()
     if error is None:
         replies[index] = future.result()

@@ -15,13 +15,20 @@ partition starts on the sending task waits in a rendezvous created on demand; on
 step ended there is refused.
 """
 
+from __future__ import annotations
+
 import collections
 import threading
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 from .. import errors
 from ..framework.rendezvous_key import parse_key
 from ..runtime.rendezvous import Rendezvous, TransferRecord
 from .seam import error_from_wire, error_to_wire
+
+if TYPE_CHECKING:
+    from .seam import Transport
 
 
 class RemoteRendezvous(Rendezvous):
@@ -34,15 +41,15 @@ class RemoteRendezvous(Rendezvous):
             the step's other partitions; a task tells nobody: its reply carries the error).
     """
 
-    def __init__(self, transport, handle, peers=()):
+    def __init__(self, transport: Transport, handle: tuple[int, int], peers: Iterable[int] = ()):
         super().__init__()
         self._transport = transport
         self._handle = handle
         self._peers = tuple(peers)
-        self._remote_transfers = []
-        self._remote_sent = {}
+        self._remote_transfers: list[TransferRecord] = []
+        self._remote_sent: dict[str, float] = {}
 
-    def send(self, key, value, nbytes=None, copy=True):
+    def send(self, key: str, value: Any, nbytes: int | None = None, copy: bool = True) -> None:
         """As :meth:`Rendezvous.send`; a key whose receiving device is in another process waits here, encoded
         for the wire (a snapshot: one copy whatever ``copy`` says), until that process pulls it."""
         parsed = parse_key(key)
@@ -51,7 +58,7 @@ class RemoteRendezvous(Rendezvous):
         self._raise_if_aborted_locked()
         return self.deliver(key, self._transport.wire_tensor(value), _wire_nbytes(value) if nbytes is None else nbytes)
 
-    def recv_async(self, key, done):
+    def recv_async(self, key: str, done: Callable[[errors.OpError | None, Any], None]) -> None:
         """As :meth:`Rendezvous.recv_async`; a key whose sending device is in another process is pulled from
         there (``recv_tensor``), and ``done`` runs on the thread that receives the reply."""
         src = self._transport.rank_of_device(parse_key(key).src_device)
@@ -85,12 +92,12 @@ class RemoteRendezvous(Rendezvous):
         except errors.AbortedError:
             pass  # the step was aborted here already; the value is not needed
 
-    def add_remote_transfers(self, records):
+    def add_remote_transfers(self, records: Iterable[TransferRecord]) -> None:
         """Add another task's :class:`TransferRecord` s of this step (for ``RunMetadata.transfers``)."""
         with self._lock:
             self._remote_transfers.extend(records)
 
-    def transfers(self):
+    def transfers(self) -> list[TransferRecord]:
         """Every matched transfer of the step known here: those received here (with the sender's send times),
         and the other tasks' ones reported back to the master (a key sent to another task is that task's)."""
         me = self._transport.rank
@@ -102,7 +109,7 @@ class RemoteRendezvous(Rendezvous):
                  for t in super().transfers() if self._transport.rank_of_device(t.dst_device) == me]
         return sorted(local + remote, key=lambda t: t.match_time_s)
 
-    def start_abort(self, status):
+    def start_abort(self, status: errors.OpError) -> None:
         """Abort here and tell the peers (once)."""
         if self.is_aborted:
             return
@@ -110,11 +117,11 @@ class RemoteRendezvous(Rendezvous):
         for peer in self._peers:
             self._transport.post(peer, "abort_step", self._handle, error_to_wire(status))
 
-    def serve_pull(self, key, done):
+    def serve_pull(self, key: str, done: Callable[[errors.OpError | None, Any], None]) -> None:
         """Answer another task's pull of ``key``: ``done(error, wire value)`` once this task's ``_Send`` posted it."""
         Rendezvous.recv_async(self, key, done)
 
-    def clean_up(self, step_id):
+    def clean_up(self, step_id: int) -> None:
         """The step ended here: fail the pulls still waiting, if any (TF's ``Cleanup``), telling no peer."""
         with self._lock:
             waiting = any(item.waiter is not None for item in self._table.values())
@@ -134,17 +141,17 @@ def _wire_nbytes(value):
 class StepTable:
     """The process's rendezvous per live step handle (TF's ``RendezvousMgr``)."""
 
-    def __init__(self, transport):
+    def __init__(self, transport: Transport):
         self._transport = transport
         self._lock = threading.Lock()
-        self._steps = {}
-        self._finished = collections.deque(maxlen=4096)
-        self._finished_set = set()
+        self._steps: dict[tuple[int, int], RemoteRendezvous] = {}
+        self._finished: collections.deque[tuple[int, int]] = collections.deque(maxlen=4096)
+        self._finished_set: set[tuple[int, int]] = set()
         transport.on_request("recv_tensor", self._recv_tensor)
         transport.on_message("abort_step", self._on_abort)
         transport.busy_while(lambda: bool(self._steps))
 
-    def find_or_create(self, handle, peers=()):
+    def find_or_create(self, handle: tuple[int, int], peers: Iterable[int] = ()) -> RemoteRendezvous:
         """The rendezvous of ``handle``, created if new (the master creates its step's before asking any
         other task to run a partition of it, so ``peers`` is always given to a new one)."""
         with self._lock:
@@ -156,7 +163,7 @@ class StepTable:
             found = self._steps[handle] = RemoteRendezvous(self._transport, handle, peers)
         return found
 
-    def release(self, handle):
+    def release(self, handle: tuple[int, int]) -> None:
         """Forget ``handle``'s rendezvous: pulls still waiting there fail, later ones are refused."""
         with self._lock:
             released = self._steps.pop(handle, None)
@@ -189,5 +196,6 @@ class StepTable:
     def _on_abort(self, source, handle, wire):
         with self._lock:
             rendezvous = self._steps.get(handle)
-        if rendezvous is not None:
-            rendezvous.start_abort(error_from_wire(wire))
+        status = error_from_wire(wire)
+        if rendezvous is not None and status is not None:  # an abort_step message always names its error
+            rendezvous.start_abort(status)

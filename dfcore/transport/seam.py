@@ -61,6 +61,8 @@ class Transport(Protocol):
 
     def start(self) -> None: ...
 
+    def close(self) -> None: ...
+
 
 def error_to_wire(error: BaseException) -> tuple[str, str]:
     """``(class name, message)`` of an exception, for a message."""

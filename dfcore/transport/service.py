@@ -15,9 +15,13 @@ continue there as their ``_Recv`` s complete: a hand-off to another thread costs
 ps partition's work, and no kernel blocks a thread (queues and accumulators are asynchronous).
 """
 
+from __future__ import annotations
+
 import collections
 import itertools
 import threading
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from .. import errors
 from ..distribute.cluster_runtime import ClusterResources, ClusterVariableStore, TaskResources
@@ -31,6 +35,11 @@ from ..runtime.executor import StepContext, inline_runner
 from ..runtime.grappler.graph_item import Node
 from ..runtime.partition import PartitionGraph, PartitionNode
 from ..runtime.partition_compiler import compile_partition
+
+if TYPE_CHECKING:
+    from ..runtime.device_set import Device
+    from .rendezvous import StepTable
+    from .seam import Transport
 
 #: The graphs (versions) a task keeps per master, most recent first, for partitions registered later.
 GRAPHS_PER_MASTER = 4
@@ -49,17 +58,17 @@ class ValueSummary:
 
     __slots__ = ("shape", "dtype", "nbytes")
 
-    def __init__(self, shape, dtype, nbytes):
+    def __init__(self, shape: tuple[int, ...], dtype: Any, nbytes: int):
         self.shape, self.dtype, self.nbytes = shape, dtype, nbytes
 
     @classmethod
-    def of(cls, value):
+    def of(cls, value: Any) -> ValueSummary | None:
         if not hasattr(value, "dtype"):
             return None
         return cls(tuple(getattr(value, "shape", ())), value.dtype, int(getattr(value, "nbytes", 0)))
 
 
-def wire_partition(partition_graph):
+def wire_partition(partition_graph: PartitionGraph) -> tuple[str, list[tuple[Any, ...]]]:
     """A :class:`PartitionGraph` as plain records for a message: each node's original op referenced by name, or,
     for a node the graph optimizer made (a folded ``Const`` that keeps the name of the ``Fill`` it replaces), its
     output ``(dtype, shape)`` pairs, from which the receiving task rebuilds it (:func:`_original`)."""
@@ -83,17 +92,17 @@ def _original(ops, name, op_type, attrs, device, original):
 class WorkerService:
     """Serves ``get_status``, ``register_graph``, ``run_graph``, ``end_step`` for this process's task."""
 
-    def __init__(self, transport, steps, state, devices):
+    def __init__(self, transport: Transport, steps: StepTable, state: TaskState, devices: Iterable[Device]):
         self._transport = transport
         self._steps = steps
         self._state = state
         self._devices = tuple(devices)
         self._resources = ClusterResources(state)
         self._lock = threading.Lock()
-        self._graphs = {}
-        self._partitions = {}
+        self._graphs: dict[int, Any] = {}
+        self._partitions: dict[tuple[int, int], Any] = {}
         self._handles = itertools.count()
-        self._live = {}
+        self._live: dict[Any, Any] = {}
         transport.on_request("get_status", self._get_status)
         transport.on_request("register_graph", self._register_graph)
         transport.on_request("run_graph", self._run_graph)
@@ -142,7 +151,7 @@ class WorkerService:
         # step's deferred effects (a queue's enqueue, a mutex's release) are keyed by its handle, which is unique
         ctx = StepContext(txn, self._resources, step_handle, rendezvous, partition.device, tracing=trace,
                           deadline=deadline)
-        timings = [] if trace else None
+        timings: list[Any] | None = [] if trace else None
         executor = None
 
         def done(error):
@@ -155,12 +164,12 @@ class WorkerService:
         executor = make_executor(partition, ctx, inline_runner, done, timings)
         executor.start()
 
-    def deregister(self, handle):
+    def deregister(self, handle: tuple[int, int]) -> None:
         """Forget a registered partition (TF's ``DeregisterGraph``); an unknown handle is ignored."""
         with self._lock:
             self._partitions.pop(handle, None)
 
-    def forget_master(self, source):
+    def forget_master(self, source: int) -> None:
         """Forget every graph and partition the task ``source`` registered (TF's ``DeleteWorkerSession``)."""
         with self._lock:
             self._graphs.pop(source, None)

@@ -7,16 +7,25 @@ Transport-neutral: MPI (:mod:`dfcore.mpi.runtime`) and gRPC (:mod:`dfcore.transp
 with their transport.
 """
 
+from __future__ import annotations
+
 import itertools
 import logging
 import threading
 import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from .. import errors
 from ..distribute.cluster_runtime import ClusterResources
 from ..runtime.device_set import DeviceSet, passes_device_filters
 from .rendezvous import StepTable
 from .service import TaskState, WorkerService
+
+if TYPE_CHECKING:
+    from ..distribute.cluster import Server
+    from ..runtime.device_set import Device
+    from .seam import Transport
 
 #: Seconds between the "still waiting" lines of a session whose tasks are not all up (TF's master: 10 s).
 STILL_WAITING_LOG_S = 10.0
@@ -37,7 +46,7 @@ class TaskRuntime:
             in-process cluster when the server is also one of its tasks; None: a new :class:`TaskState`.
     """
 
-    def __init__(self, transport, server, start=True, state=None):
+    def __init__(self, transport: Transport, server: Server, start: bool = True, state: TaskState | None = None):
         self.transport = transport
         self.layout = transport.layout
         self.rank = transport.rank
@@ -47,29 +56,29 @@ class TaskRuntime:
         job, task = self.layout.task_of_rank(self.rank)
         self.devices = DeviceSet.from_config(server.config, job=job, task=task).devices
         self.service = WorkerService(transport, self.steps, self.state, self.devices)
-        self._task_devices = {}  # rank -> that task's devices (its get_status reply)
+        self._task_devices: dict[int, Any] = {}  # rank -> that task's devices (its get_status reply)
         self._lock = threading.Lock()
         self._step_ids = itertools.count(1)
         if start:
             transport.start()
 
-    def new_step_id(self):
+    def new_step_id(self) -> int:
         """A step id no other step of this process's sessions has (TF's master draws unique ids too)."""
         return next(self._step_ids)
 
-    def task_name(self, rank=None):
+    def task_name(self, rank: int | None = None) -> str:
         return self.layout.task_name(self.rank if rank is None else rank)
 
-    def session_resources(self):
+    def session_resources(self) -> ClusterResources:
         """A session's resources: variables and queues of this task's state (random generators per session)."""
         return ClusterResources(self.state)
 
-    def forget_task(self, rank):
+    def forget_task(self, rank: int) -> None:
         """Drop what is known of ``rank``'s devices (it restarted: ask again)."""
         with self._lock:
             self._task_devices.pop(rank, None)
 
-    def cluster_devices(self, timeout_s, device_filters=()):
+    def cluster_devices(self, timeout_s: float | None, device_filters: Sequence[str] = ()) -> list[Device]:
         """The devices of this task and of every task matching ``device_filters``, in rank order.
 
         Each task is asked once with ``get_status``. Source: ``device_filters`` in TF's
@@ -91,7 +100,7 @@ class TaskRuntime:
         with self._lock:
             missing = [r for r in ranks if r != self.rank and r not in self._task_devices]
             self._task_devices.update(self._ask_until_up(missing, timeout_s))
-        devices = []
+        devices: list[Device] = []
         for rank in ranks:
             found = self.devices if rank == self.rank else self._task_devices[rank]
             devices.extend(d for d in found if passes_device_filters(d.name, device_filters, own))

@@ -3,7 +3,7 @@
 * docs/architecture.md#layers: every import of every dfcore module (module level, inside functions and
   classes, relative or absolute) names its own unit or a unit of a lower layer of :data:`LAYERS`; only the lazy
   PEP 562 ``__getattr__`` namespace hooks of :data:`HOOKS` may point up. No import cycle joins two units.
-* The public API of ``dfcore/runtime/`` and ``dfcore/distribute/`` is annotated (mypy then checks those
+* The public API of the packages in :data:`ANNOTATED_PACKAGES` is annotated (mypy then checks those
   functions' bodies): every public function and method names its parameter and return types.
 """
 
@@ -37,11 +37,18 @@ def _unannotated(tree):
     yield from visit(tree, "", True)
 
 
-@pytest.mark.parametrize("path", sorted([*(DFCORE / "runtime").glob("*.py"), *(DFCORE / "distribute").glob("*.py")]),
-                         ids=lambda p: f"{p.parent.name}/{p.name}")
-def test_public_api_of_runtime_and_distribute_is_annotated(path):
+# The packages whose public API is annotated; pyproject's [tool.mypy] checks their helpers' bodies too.
+ANNOTATED_PACKAGES = ("runtime", "distribute", "transport", "data", "mpi", "train", "ops")
+# Not yet: the two ways of constructing an op there are being made one (issue 28); annotate them after.
+_NOT_YET_ANNOTATED = {"ops/op_util.py", "ops/array_ops_util.py"}
+
+
+@pytest.mark.parametrize("path", sorted(p for pkg in ANNOTATED_PACKAGES for p in (DFCORE / pkg).rglob("*.py")
+                                        if str(p.relative_to(DFCORE)) not in _NOT_YET_ANNOTATED),
+                         ids=lambda p: str(p.relative_to(DFCORE)))
+def test_public_api_of_annotated_packages_is_annotated(path):
     missing = list(_unannotated(ast.parse(path.read_text(encoding="utf-8"))))
-    assert not missing, f"{path.parent.name}/{path.name}: unannotated public API: {missing}"
+    assert not missing, f"{path.relative_to(DFCORE)}: unannotated public API: {missing}"
 
 
 # -- layers: docs/architecture.md#layers ---------------------------------------------------------------------------
