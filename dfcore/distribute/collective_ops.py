@@ -42,7 +42,7 @@ from ..framework import registry
 from ..framework.device import DeviceSpec
 from ..framework.tensor import Tensor
 from ..ops import common_shapes, math_dtypes
-from ..ops.op_util import graph_of
+from ..ops.op_util import apply_op, graph_of
 from ..runtime import cost_model, sim_clock
 from ..runtime.rendezvous import create_key
 from . import collective_cost, schedules
@@ -94,7 +94,7 @@ def collective_all_reduce(tensors: Sequence[Any], algorithm: str = "ring", reduc
         outputs = []
         for rank, tensor in enumerate(tensors):
             with graph.colocate_with(tensor.op):
-                op = graph.create_op("CollectiveAllReduce", [tensor], dict(attrs, rank=rank), name)
+                op = apply_op("CollectiveAllReduce", [tensor], dict(attrs, rank=rank), name)
             outputs.append(op.outputs[0])
     return outputs
 

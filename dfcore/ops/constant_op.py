@@ -7,9 +7,10 @@ float32 and ints int32 unless ``dtype`` says otherwise; a scalar is broadcast to
 
 import numpy as np
 
-from ..framework import dtypes, graph as graph_lib, registry
+from ..framework import dtypes, registry
 from ..framework.tensor_conversion import infer_dtype, to_numpy
 from ..framework.tensor_shape import TensorShape
+from .op_util import apply_op1
 
 
 def constant(value, dtype=None, shape=None, name="Const", verify_shape=False):
@@ -37,9 +38,7 @@ def constant(value, dtype=None, shape=None, name="Const", verify_shape=False):
             raise ValueError(f"Too many elements provided. Needed at most {int(np.prod(shape))}, but received "
                              f"{array.size}")
     array.setflags(write=False)
-    graph = graph_lib.get_default_graph()
-    op = graph.create_op("Const", [], {"value": array, "dtype": dtype}, name or "Const")
-    return op.outputs[0]
+    return apply_op1("Const", [], {"value": array, "dtype": dtype}, name or "Const")
 
 
 @registry.RegisterShape("Const")

@@ -210,7 +210,7 @@ def range_(start, limit=None, delta=1, dtype=None, name="range"):
         if dtype is None:
             widest = max((a.dtype.base_dtype for a in args), key=_RANGE_DTYPES.index)
             args = [cast(a, widest) for a in args]
-        return graph.create_op("Range", args, {"Tidx": args[0].dtype.base_dtype}, scope).outputs[0]
+        return apply_op1("Range", args, {"Tidx": args[0].dtype.base_dtype}, scope)
 
 
 def _range_error(start, limit, delta):
@@ -265,7 +265,7 @@ def cumsum(x, axis=0, exclusive=False, reverse=False, name=None):
         x = convert_to_tensor(x, name="x")
         axis = convert_to_tensor(axis, dtype=dtypes.int32)
         attrs = {"exclusive": bool(exclusive), "reverse": bool(reverse)}
-        return graph.create_op("Cumsum", [x, axis], attrs, name or "Cumsum").outputs[0]
+        return apply_op1("Cumsum", [x, axis], attrs, name or "Cumsum")
 
 
 @registry.RegisterShape("Cumsum")
