@@ -181,14 +181,13 @@ def run(plan: Plan, layer: MessageLayer) -> None:
         whatever the layer raises (the caller aborts its transport).
     """
     inputs, outputs = layer.inputs, layer.outputs
-    transfer = layer.transfer
+    transfer, reduce, copy = layer.transfer, layer.reduce, layer.copy
 
     def combine(move: Move, message: Any) -> None:
         if move.op == "reduce":
-            own = (outputs if move.dst_written else inputs)[move.dst][move.lo:move.hi]
-            layer.reduce(move, own, message)
+            reduce(move, (outputs if move.dst_written else inputs)[move.dst][move.lo:move.hi], message)
         else:
-            layer.copy(move, message)
+            copy(move, message)
 
     for item in plan.items:
         if isinstance(item, Move):
