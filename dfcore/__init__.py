@@ -5,9 +5,12 @@ Session. Public names follow TF1's API; ``dfcore.compat.v1`` is the same namespa
 Each ops module lists its public names in ``__all__``; this file gathers them.
 """
 
+import importlib
+
 from . import errors
 from .eager import GradientTape, defun, enable_eager_execution, executing_eagerly, function
 from .framework import dtypes
+from .framework.default_session import get_default_session
 from .framework.device import DeviceSpec
 from .framework.dtypes import (
     DType,
@@ -55,6 +58,7 @@ from .framework.scopes import (
 from .framework.tensor import Tensor
 from .framework.tensor_conversion import convert_to_tensor, register_tensor_conversion_function
 from .framework.tensor_shape import Dimension, TensorShape
+from .framework.versions import __version__
 from .ops import (  # register gradients
     array_grad as _array_grad,
     control_flow_grad as _control_flow_grad,  # Switch, Merge, Enter, Exit, NextIteration, their gradients
@@ -117,17 +121,16 @@ from .runtime.config import (
     step_records,
 )
 from .runtime.placement_options import PlacementOptions
-from .runtime.session import InteractiveSession, Session, get_default_session
+from .runtime.session import InteractiveSession, Session
 
 # isort: split
 # The subpackages come last, after every name above: they build on `import dfcore as tf`, so they need the
 # core namespace filled in first. mpi/ and transport/ come after distribute/, with which they register their
-# server backends.
+# server backends; task_processes registers run_job's gRPC jobs with mpi/.
 from absl import flags  # tf.flags is absl's, as in TF 1.x
 
 from . import (
     app,
-    compat,
     data,
     debugging,
     distribute,
@@ -146,6 +149,7 @@ from . import (
     queue,
     random,
     summary,
+    task_processes,
     test,
     tf_logging as logging,
     train,
@@ -154,10 +158,11 @@ from . import (
 from .data.fixed_length_reader import FixedLengthRecordReader  # TF 1.x readers
 from .data.queue_readers import IdentityReader, ReaderBase, TFRecordReader, WholeFileReader
 
-__version__ = "0.1.0"
-
 
 def __getattr__(name: str):
-    """A TF 1.x name dfcore lacks: an AttributeError that says so (PEP 562; see dfcore.compat.missing)."""
+    """``tf.compat``, loaded on first use (compat.v1 is this namespace, so compat/ builds on it), or for a TF 1.x
+    name dfcore lacks an AttributeError that says so (PEP 562; see dfcore.compat.missing)."""
+    if name == "compat":
+        return importlib.import_module(".compat", __name__)
     from .compat.missing import missing_attribute
     raise missing_attribute(__name__, "tf", name)

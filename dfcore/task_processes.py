@@ -4,7 +4,8 @@ Source: how TF's classic between-graph programs are started (the "Distributed Te
 ``mnist_replica.py``: one process per task, each told the cluster by ``TF_CONFIG`` or by
 ``--ps_hosts/--worker_hosts/--job_name/--task_index``) and issue 16 item 3 (the launcher's rules).
 Used by ``python -m dfcore.launch --grpc`` and ``run_job(..., transport="grpc")``; the MPI launcher's
-rules that hold for both (arguments, deadline, heartbeat, exit statuses) live in :mod:`dfcore.launch`.
+rules that hold for both live in :mod:`dfcore.mpi.job_command` (arguments, exit statuses) and
+:mod:`dfcore.launch` (deadline, heartbeat).
 
 * Each task gets a free port on ``127.0.0.1`` (:func:`free_loopback_ports`) and ``TF_CONFIG``
   (:func:`task_environment`); tasks are numbered job by job as MPI ranks are
@@ -28,6 +29,7 @@ from collections.abc import Sequence
 from typing import IO
 
 from .distribute.cluster_resolver.tfconfig import TF_CONFIG_ENV
+from .mpi.process_jobs import ProcessJobKind, register_process_job
 from .mpi.processes import kill_job, start_job
 from .mpi.report import TASK_RANK_ENV
 from .mpi.world import Layout
@@ -190,3 +192,5 @@ def untag(text: str, layout: Layout) -> tuple[str, dict[int, str]]:
         plain.append(line)
     return "\n".join(plain) + ("\n" if plain else ""), {rank: "\n".join(lines) for rank, lines in by_rank.items()}
 
+
+register_process_job("grpc", ProcessJobKind(TaskJob, untag))  # run_job(transport="grpc") starts TaskJobs

@@ -22,18 +22,17 @@ arrows link send → transfer → recv.
 How edges are found:
 
 - Data inputs of a node come from ``graph`` when it knows the node (a ``Graph`` or an
-  iterable of partition graphs); otherwise from the node's timeline label
-  (``"n = Op(a, b:1, ^c)"``, see :func:`~dfcore.runtime.step_stats.timeline_label`).
+  iterable of partition graphs); otherwise from the node's record (``NodeExecStats.detail``, the parts of
+  its label ``"n = Op(a, b:1, ^c)"``; for TF's ``StepStats`` message, read from the label as TF's
+  ``timeline.py`` reads it: :func:`~dfcore.runtime.step_stats.parse_timeline_label`).
   Control inputs (``^c``) draw no arrow, as in TF. An input ``x`` means ``x:0``; if no
   node ``x`` ran, a ``/_<n>`` suffix is stripped (TF's rule for partition-renamed nodes).
 - A ``_Send``'s label names no input, so without a graph its producer is its own node
   name less the ``/_<n>`` suffix that partitioning adds (``Const/_0`` → ``Const``, output 0).
-- Which end of a transfer a node is comes from its op type (``_Send``/``_HostSend`` or
-  ``_Recv``/``_HostRecv``).
-- Sends and recvs pair by ``(tensor_name, send device, recv device)`` read from their
-  labels (``"s = _Send(edge_5_Const @<recv_device>)"`` on the send device,
-  ``"r = _Recv(edge_5_Const @<send_device>)"`` on the recv device), in start order.
-  The transfer's bytes are the recv's ``output_bytes[0]``.
+- Sends and recvs pair by their rendezvous key's parts, the loop iteration included
+  (:func:`~dfcore.runtime.transfer_pairs.pair_transfers`), so a loop's transfers pair iteration by
+  iteration. The transfer's bytes are the recv's ``output_bytes[0]``. A node run inside a loop (op or
+  transfer) has ``frame_id`` and ``iteration`` in its args (dfcore's; TF's timeline has no loops).
 """
 
 import json
@@ -41,12 +40,10 @@ import re
 
 from . import errors
 from .framework import protos
-from .runtime.step_stats import StepStats, TimelineLabel, parse_timeline_label
+from .runtime.step_stats import StepStats
+from .runtime.transfer_pairs import pack_lanes, pair_transfers, transfer_role
 
 _PARTITION_SUFFIX = re.compile(r"/_\d+$")
-
-# Which end of a transfer each runtime-inserted op type is (TF's IsSend/IsRecv).
-_TRANSFER_ROLE = {"_Send": "send", "_HostSend": "send", "_Recv": "recv", "_HostRecv": "recv"}
 
 
 class _Slice:
@@ -77,14 +74,10 @@ _SPANS = {"wall": _wall_span, "simulated": _simulated_span}
 
 
 def _assign_lanes(slices):
-    """Give each slice a tid (from 1) so that slices sharing a tid never overlap."""
-    lane_ends = []
-    for s in sorted(slices, key=lambda s: (s.start, s.end, s.name)):
-        lane = next((i for i, end in enumerate(lane_ends) if s.start >= end), None)
-        if lane is None:
-            lane = len(lane_ends)
-            lane_ends.append(None)
-        lane_ends[lane] = s.end
+    """Give each slice a tid (from 1) so that slices sharing a tid never overlap (ties by name)."""
+    ordered = sorted(slices, key=lambda s: s.name)
+    lanes, _ = pack_lanes([(s.start, s.end) for s in ordered])
+    for s, lane in zip(ordered, lanes):
         s.tid = lane + 1
 
 
@@ -140,13 +133,6 @@ def _graph_inputs(graph):
     return {op.name: tuple(t.name for t in op.inputs) for g in graphs for op in g.get_operations()}
 
 
-def _label(ns):
-    try:
-        return parse_timeline_label(ns.timeline_label)
-    except errors.InvalidArgumentError:
-        return TimelineLabel(ns.node_name, ns.op_type)
-
-
 class Timeline:
     """A step's timeline, exportable to Chrome Trace Format (TF ``timeline.Timeline``).
 
@@ -180,7 +166,7 @@ class Timeline:
             raise ValueError(f'time must be "wall" or "simulated", got {time!r}')
         span = _SPANS[time]
         trace = _ChromeTrace()
-        nodes = []  # (device, stats, label, inputs, slice)
+        nodes = []  # (device, stats, inputs, slice)
         tensor_pids = {}
         for dev in self._step_stats.dev_stats:
             pid = trace.new_process(f"{dev.device} Compute")
@@ -188,38 +174,35 @@ class Timeline:
                 tensor_pids[dev.device] = trace.new_process(f"{dev.device} Tensors")
             device_slices = []
             for ns in dev.node_stats:
-                label = _label(ns)
                 s = _Slice(ns.node_name, *span(ns), pid)
-                nodes.append((dev.device, ns, label, self._inputs_of(ns, label), s))
+                nodes.append((dev.device, ns, self._inputs_of(ns), s))
                 device_slices.append(s)
             _assign_lanes(device_slices)
-        by_name = {ns.node_name: s for _, ns, _, _, s in nodes}
-        for _, ns, label, inputs, s in nodes:
-            trace.region(s, "Op", ns.op_type, _op_args(ns, label, inputs))
+        by_name = {ns.node_name: s for _, ns, _, s in nodes}
+        for _, ns, inputs, s in nodes:
+            trace.region(s, "Op", ns.op_type, _op_args(ns, inputs))
         edges = self._data_edges(nodes, by_name)
         if show_dataflow:
             for tensor, src, dst in edges:
                 if (src.pid, src.tid) != (dst.pid, dst.tid):
                     trace.flow(tensor, src, dst)
-        self._emit_transfers(trace, nodes, show_dataflow)
+        _emit_transfers(trace, nodes, show_dataflow)
         if show_memory:
             _emit_memory(trace, nodes, edges, tensor_pids)
         return trace.to_json()
 
-    def _inputs_of(self, ns, label):
-        """Input names for args and edges: the graph's if it knows the node, else the label's."""
+    def _inputs_of(self, ns):
+        """Input names for args and edges: the graph's if it knows the node, else its record's."""
         if ns.node_name in self._graph_inputs:
             return self._graph_inputs[ns.node_name]
-        if label.is_transfer:
-            return ()
-        return label.inputs
+        return () if ns.detail.is_transfer else ns.detail.inputs
 
     def _data_edges(self, nodes, by_name):
         """``(tensor "op:i", producer slice, consumer slice)`` for every data input found."""
         edges = []
-        for _, ns, label, inputs, s in nodes:
+        for _, ns, inputs, s in nodes:
             names = [i for i in inputs if not i.startswith("^")]
-            if _role(ns, label) == "send" and not names and ns.node_name not in self._graph_inputs:
+            if transfer_role(ns) == "send" and not names and ns.node_name not in self._graph_inputs:
                 producer = by_name.get(_PARTITION_SUFFIX.sub("", ns.node_name))
                 if producer is not None:
                     edges.append((f"{producer.name}:0", producer, s))
@@ -231,52 +214,45 @@ class Timeline:
                     edges.append((f"{op}:{index or 0}", by_name[op], s))
         return edges
 
-    def _emit_transfers(self, trace, nodes, show_dataflow):
-        ends = {"send": {}, "recv": {}}
-        for device, ns, label, _, s in nodes:
-            role = _role(ns, label)
-            if role is not None:
-                # A send's peer is the recv device; a recv's peer is the send device.
-                link = (device, label.peer_device) if role == "send" else (label.peer_device, device)
-                ends[role].setdefault((label.tensor_name, *link), []).append((ns, s))
-        sends, recvs = ends["send"], ends["recv"]
-        by_link = {}
-        for key in sorted(set(sends) & set(recvs)):
-            for send, recv in zip(sorted(sends[key], key=_by_start), sorted(recvs[key], key=_by_start)):
-                by_link.setdefault(key[1:], []).append((key[0], send, recv))
-        for (src, dst), transfers in sorted(by_link.items()):
-            pid = trace.new_process(f"{src} -> {dst} Transfers")
-            slices = []
-            for tensor_name, (_, send_s), (_, recv_s) in transfers:
-                start = max(send_s.start, recv_s.start)
-                slices.append(_Slice(tensor_name, start, max(start, recv_s.end), pid))
-            _assign_lanes(slices)
-            for (tensor_name, (send_ns, send_s), (recv_ns, recv_s)), s in zip(transfers, slices):
-                nbytes = recv_ns.output_bytes[0] if recv_ns.output_bytes else 0
-                args = {"tensor_name": tensor_name, "bytes": nbytes, "src_device": src, "dst_device": dst,
-                        "send_node": send_ns.node_name, "recv_node": recv_ns.node_name}
-                trace.region(s, "Transfer", f"{tensor_name} ({nbytes} B)", args)
-                if show_dataflow:
-                    trace.flow(tensor_name, send_s, s)
-                    trace.flow(tensor_name, s, recv_s)
+
+def _emit_transfers(trace, nodes, show_dataflow):
+    """One ``"<src> -> <dst> Transfers"`` process per link, a ``Transfer`` event per send/recv pair."""
+    by_link = {}
+    for pair in pair_transfers(((device, ns, (ns, s)) for device, ns, _, s in nodes), lambda end: end[1].start):
+        by_link.setdefault((pair.key.src_device, pair.key.dst_device), []).append(pair)
+    for (src, dst), pairs in sorted(by_link.items()):
+        pid = trace.new_process(f"{src} -> {dst} Transfers")
+        slices = []
+        for pair in pairs:
+            start = max(pair.send[1].start, pair.recv[1].start)
+            slices.append(_Slice(pair.key.tensor_name, start, max(start, pair.recv[1].end), pid))
+        _assign_lanes(slices)
+        for pair, s in zip(pairs, slices):
+            (send_ns, send_s), (recv_ns, recv_s) = pair.send, pair.recv
+            tensor_name = pair.key.tensor_name
+            nbytes = recv_ns.output_bytes[0] if recv_ns.output_bytes else 0
+            args = {"tensor_name": tensor_name, "bytes": nbytes, "src_device": src, "dst_device": dst,
+                    "send_node": send_ns.node_name, "recv_node": recv_ns.node_name, **_loop_args(recv_ns)}
+            trace.region(s, "Transfer", f"{tensor_name} ({nbytes} B)", args)
+            if show_dataflow:
+                trace.flow(tensor_name, send_s, s)
+                trace.flow(tensor_name, s, recv_s)
 
 
-def _role(ns, label):
-    """``"send"``, ``"recv"`` or None: which end of a transfer this node is."""
-    return _TRANSFER_ROLE.get(ns.op_type) if label.is_transfer else None
+def _loop_args(ns):
+    """``{"frame_id", "iteration"}`` of a node run inside a loop; empty in the root frame."""
+    frame_iter = ns.detail.frame_iter
+    return {} if frame_iter is None else {"frame_id": frame_iter[0], "iteration": frame_iter[1]}
 
 
-def _by_start(pair):
-    return pair[1].start, pair[0].node_name
-
-
-def _op_args(ns, label, inputs):
+def _op_args(ns, inputs):
+    detail = ns.detail
     args = {"name": ns.node_name, "op": ns.op_type}
-    if label.is_transfer and not inputs:
-        inputs = (f"{label.tensor_name} @{label.peer_device}",)
+    if detail.is_transfer and not inputs:
+        inputs = (f"{detail.tensor_name} @{detail.peer_device}",)
     for i, name in enumerate(inputs):
         args[f"input{i}"] = name
-    return args
+    return {**args, **_loop_args(ns)}
 
 
 def _emit_memory(trace, nodes, edges, tensor_pids):
@@ -286,7 +262,7 @@ def _emit_memory(trace, nodes, edges, tensor_pids):
         last_use[tensor] = max(last_use.get(tensor, dst.end), dst.end)
     changes = {}
     object_id = 0
-    for device, ns, _, _, s in nodes:
+    for device, ns, _, s in nodes:
         pid = tensor_pids[device]
         for index, nbytes in enumerate(ns.output_bytes):
             tensor = f"{ns.node_name}:{index}"

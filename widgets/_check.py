@@ -5,13 +5,14 @@ what it accepts and where that comes from, instead of an ``AttributeError`` deep
 """
 
 from dfcore import Graph, RunMetadata  # the public classes, wherever they are defined
-from dfcore.distribute.cluster import ClusterDef, ClusterSpec, Server
+from dfcore.distribute.cluster import ClusterDef, Server
 from dfcore.distribute.staleness import RunRecord
 from dfcore.distribute.trace import AllReduceResult, CollectiveTrace
 from dfcore.framework.protos import StepStats as StepStatsProto
 from dfcore.runtime.cost_placer import CostPlacement
 from dfcore.runtime.session import BaseSession
 from dfcore.runtime.step_stats import StepStats
+from dfcore.train.cluster_spec import ClusterSpec
 
 #: What each kind of argument may be, and how the message describes it.
 SESSION = ((BaseSession,), "a Session (dfcore.Session(...))")

@@ -14,10 +14,8 @@ Pure functions over dfcore's records (no ipywidgets):
 
 import collections
 
-from dfcore import errors
+from dfcore.framework.rendezvous_key import parse_key
 from dfcore.runtime.partition_control_flow import control_loop_frame
-from dfcore.runtime.rendezvous import parse_key
-from dfcore.runtime.step_stats import parse_timeline_label
 
 
 def _executions(step_stats):
@@ -76,12 +74,3 @@ def transfers_per_iteration(records):
     dead = collections.Counter(frame_iter for device, name, frame_iter in records.dead_nodes
                                if frame_iter is not None and types.get((device, name)) == "_Recv")
     return [(frame, it, counts[(frame, it)], dead[(frame, it)]) for frame, it in sorted(counts)]
-
-
-def frame_iter_of(label):
-    """``(frame_id, iteration)`` of a node run inside a loop, from its timeline label; None outside loops
-    or for a label dfcore did not write."""
-    try:
-        return parse_timeline_label(label).frame_iter
-    except errors.InvalidArgumentError:  # a label from another tool: no iteration to show
-        return None

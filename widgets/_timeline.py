@@ -5,30 +5,29 @@ Pure functions over a :class:`~dfcore.runtime.step_stats.StepStats` (no ipywidge
 - Times are microseconds from the step's first start, on the *simulated* clock
   (``sim_start_micros``/``sim_end_micros``) or the *wall* clock (``all_start_micros``
   and ``all_end_rel_micros``).
-- A transfer pairs a ``_Send`` and a ``_Recv`` by ``(tensor_name, send device, recv
-  device)`` read from their timeline labels; it spans from the end of the send (the
-  value is posted) to the end of the recv (the receiver has it). Feeds and fetches
-  (``_Arg``/``_Retval``, the step's call frame) are not transfers.
+- A transfer pairs a ``_Send`` and a ``_Recv`` by their rendezvous key's parts, the loop iteration
+  included (:func:`dfcore.runtime.transfer_pairs.pair_transfers`, which the Chrome trace uses too); it
+  spans from the end of the send (the value is posted) to the end of the recv (the receiver has it).
+  Feeds and fetches (``_Arg``/``_Retval``, the step's call frame) are not transfers.
 - The compute/communication overlap of a step is the share of communication time
   during which some device computes: ``|C ∩ T| / |T|`` in %, where ``T`` is the union
   of the transfer spans and ``C`` the union of the spans of every op that is not a
   ``_Send``/``_Recv``.
-- Control flow: a node run inside a loop carries its ``(frame_id, iteration)`` (from its timeline
-  label), so each iteration is its own bar, labelled ``name ·i``, and a ``_Send``/``_Recv`` pairs with
-  the one of the same iteration; nodes that ran dead (given the run's ``StepRecords.dead_nodes``) are
+- Control flow: a node run inside a loop carries its ``(frame_id, iteration)`` (its record's
+  ``detail.frame_iter``), so each iteration is its own bar, labelled ``name ·i``, and a ``_Send``/``_Recv``
+  pairs with the one of the same iteration; nodes that ran dead (given the run's ``StepRecords.dead_nodes``) are
   grey dashed outlines, and a transfer whose ``_Recv`` ran dead is grey. A dotted line marks where each
   iteration of a loop frame starts (its first node run, on any device), labelled ``iter i`` where there is room.
 """
 
 import dataclasses
 
-from dfcore.runtime.step_stats import parse_timeline_label
+from dfcore.runtime.transfer_pairs import TRANSFER_ROLES, pack_lanes, pair_transfers
 
-from . import _control_flow, _palette, _svg
+from . import _palette, _svg
 from ._format import device_sort_key, format_bytes, format_us, short_device
 
 MODES = ("simulated", "wall")
-_TRANSFER_OPS = {"_Send": "send", "_HostSend": "send", "_Recv": "recv", "_HostRecv": "recv"}
 LABEL_WIDTH, RIGHT_PAD, CAPTION_HEIGHT, AXIS_HEIGHT = 112, 16, 22, 28
 #: A lane title's width per character: bold sans-serif, 11 px for compute lanes, 10 px for transfers.
 LABEL_PX_PER_CHAR = {"compute": 6.2, "transfers": 5.6}
@@ -45,7 +44,6 @@ class OpSpan:
     op_type: str
     start_us: float
     end_us: float
-    label: str
     frame_iter: tuple | None = None
     dead: bool = False
 
@@ -120,31 +118,22 @@ def step_spans(step_stats, mode="simulated", dead=frozenset()):
     dead = frozenset(dead)
     spans = []
     for device, ns, start, end in raw:
-        frame_iter = _control_flow.frame_iter_of(ns.timeline_label)
-        spans.append(OpSpan(device, ns.node_name, ns.op_type, start - origin, end - origin, ns.timeline_label,
-                            frame_iter, (device, ns.node_name, frame_iter) in dead))
+        frame_iter = ns.detail.frame_iter
+        spans.append(OpSpan(device, ns.node_name, ns.op_type, start - origin, end - origin, frame_iter,
+                            (device, ns.node_name, frame_iter) in dead))
     ops = sorted(spans, key=lambda s: (s.start_us, device_sort_key(s.device), s.name, s.frame_iter or ()))
-    bytes_of = {(s.device, s.name, s.frame_iter): ns.output_bytes for s, (_, ns, _, _) in zip(spans, raw)}
-    transfers = _pair_transfers(ops, bytes_of)
+    transfers = _transfers(zip(spans, raw))
     devices = tuple(sorted({dev.device for dev in step_stats.dev_stats}, key=device_sort_key))
     end = max([s.end_us for s in ops] + [t.end_us for t in transfers], default=0)
     return StepSpans(mode, tuple(ops), transfers, devices, end)
 
 
-def _pair_transfers(ops, bytes_of):
-    ends = {"send": {}, "recv": {}}
-    for span in ops:
-        role = _TRANSFER_OPS.get(span.op_type)
-        if role is None:
-            continue
-        parsed = parse_timeline_label(span.label)
-        src, dst = (span.device, parsed.peer_device) if role == "send" else (parsed.peer_device, span.device)
-        ends[role].setdefault((parsed.tensor_name, src, dst, span.frame_iter or (0, 0)), []).append(span)
-    transfers = []
-    for key in sorted(set(ends["send"]) & set(ends["recv"])):
-        for send, recv in zip(ends["send"][key], ends["recv"][key]):
-            nbytes = (bytes_of.get((recv.device, recv.name, recv.frame_iter)) or (0,))[0]
-            transfers.append(TransferSpan(*key[:3], send, recv, nbytes))
+def _transfers(spans_and_stats):
+    """The :class:`TransferSpan` s of a step's ``(OpSpan, (device, stats, start, end))`` pairs."""
+    pairs = pair_transfers(((device, ns, (span, ns)) for span, (device, ns, _, _) in spans_and_stats),
+                           lambda end: end[0].start_us)
+    transfers = [TransferSpan(p.key.tensor_name, p.key.src_device, p.key.dst_device, p.send[0], p.recv[0],
+                              (p.recv[1].output_bytes or (0,))[0]) for p in pairs]
     return tuple(sorted(transfers, key=lambda t: (t.start_us, t.end_us, t.tensor_name)))
 
 
@@ -204,7 +193,7 @@ def overlap(spans):
     The % is 0.0 when the step has no transfer time.
     """
     comm = union((t.start_us, t.end_us) for t in spans.transfers)
-    compute = union((s.start_us, s.end_us) for s in spans.ops if s.op_type not in _TRANSFER_OPS)
+    compute = union((s.start_us, s.end_us) for s in spans.ops if s.op_type not in TRANSFER_ROLES)
     comm_us = sum(e - s for s, e in comm)
     compute_us = sum(e - s for s, e in compute)
     percent = 100.0 * _intersection_length(comm, compute) / comm_us if comm_us else 0.0
@@ -213,16 +202,8 @@ def overlap(spans):
 
 def _rows(spans):
     """Greedy rows so that spans in one row never overlap (at most MAX_ROWS rows; the last one may)."""
-    row_ends, rows = [], {}
-    for span in sorted(spans, key=lambda s: (s.start_us, s.end_us)):
-        row = next((r for r, end in enumerate(row_ends) if span.start_us >= end), None)
-        if row is None:
-            row = min(len(row_ends), MAX_ROWS - 1)
-            if row == len(row_ends):
-                row_ends.append(0)
-        row_ends[row] = max(row_ends[row], span.end_us)
-        rows[span] = row
-    return rows, max(len(row_ends), 1)
+    rows, count = pack_lanes([(s.start_us, s.end_us) for s in spans], MAX_ROWS)
+    return dict(zip(spans, rows)), max(count, 1)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -311,7 +292,7 @@ def _op_bar(span, lay, lane):
             f"{format_us(span.start_us)} → {format_us(span.end_us)}" + (" (ran dead)" if span.dead else "")
     if span.dead:
         return _svg.rect(x0, top, width, height, _palette.DEAD_FILL, _palette.DEAD_INK, title, dash="3,2")
-    if span.op_type in _TRANSFER_OPS:
+    if span.op_type in TRANSFER_ROLES:
         return _svg.rect(x0, top, width, height, "white", _palette.TRANSFER, title, stroke_width=1.5)
     bar = _svg.rect(x0, top, width, height, _palette.device_fill(span.device), _palette.device_color(span.device),
                     title)

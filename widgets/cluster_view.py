@@ -17,9 +17,9 @@ import dataclasses
 import ipywidgets as widgets
 
 from dfcore.distribute import cluster_runtime
-from dfcore.distribute.cluster import ClusterSpec
 from dfcore.errors import UnavailableError
 from dfcore.framework.device import DeviceSpec
+from dfcore.train.cluster_spec import ClusterSpec
 from dfcore.train.device_setter import STANDARD_PS_OPS, byte_size_load_fn, ps_load_table
 
 from . import _check, _html, _palette, _ps_charts, _svg

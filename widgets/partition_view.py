@@ -21,8 +21,8 @@ import collections
 
 import ipywidgets as widgets
 
+from dfcore.framework.rendezvous_key import parse_key
 from dfcore.runtime.config import step_records
-from dfcore.runtime.rendezvous import parse_key
 from dfcore.runtime.sendrecv_ops import rendezvous_key
 from dfcore.runtime.subgraph import is_client_endpoint
 

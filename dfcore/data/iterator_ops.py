@@ -21,10 +21,11 @@ import weakref
 from typing import Any
 
 from ..framework import dtypes as dtypes_lib
+from ..framework.graph import graph_of
 from ..framework.tensor import Tensor
 from ..framework.tensor_conversion import convert_to_tensor
 from ..framework.tensor_shape import TensorShape
-from ..ops.op_util import apply_op, apply_op1, graph_of
+from ..ops.op_util import apply_op, apply_op1
 from . import iterator_kernels, structure as nest
 from .dataset_ops import Dataset
 

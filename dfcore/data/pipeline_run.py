@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
-from ..runtime.step_stats import DeviceStepStats, NodeExecStats, StepStats, timeline_label
+from ..runtime.step_stats import DeviceStepStats, NodeExecStats, StepStats, TimelineLabel
 
 #: The op type of the training side's node: one whole ``Session.run`` step on the accelerator.
 TRAIN_STEP = "TrainStep"
@@ -109,12 +109,13 @@ class LaneRecorder:
         self._lanes: dict[str, list[NodeExecStats]] = {}
 
     def add(self, device: str, name: str, op_type: str, start_us: int, end_us: int, output_bytes: tuple = (),
-            label: str | None = None, thread_id: int = 0) -> None:
+            detail: TimelineLabel | None = None, thread_id: int = 0) -> None:
         start_us, end_us = int(start_us), int(max(end_us, start_us))
+        detail = detail or TimelineLabel(name, op_type)
         self._lanes.setdefault(device, []).append(NodeExecStats(
             node_name=name, op_type=op_type, all_start_micros=start_us, op_start_rel_micros=0,
             op_end_rel_micros=end_us - start_us, all_end_rel_micros=end_us - start_us, thread_id=thread_id,
-            output_bytes=output_bytes, timeline_label=label or timeline_label(name, op_type),
+            output_bytes=output_bytes, timeline_label=detail.text(), detail=detail,
             sim_start_micros=start_us if self._simulated else None,
             sim_end_micros=end_us if self._simulated else None))
 
@@ -123,9 +124,9 @@ class LaneRecorder:
         """The batch of ``step`` copied host → accelerator: a ``_Send`` on the host, a ``_Recv`` spanning the copy."""
         tensor = f"edge_batch_{step}"
         self.add(host, f"batch_{step}/_send", "_Send", send_us, send_us,
-                 label=timeline_label(f"batch_{step}/_send", "_Send", tensor_name=tensor, peer_device=accelerator))
+                 detail=TimelineLabel(f"batch_{step}/_send", "_Send", tensor_name=tensor, peer_device=accelerator))
         self.add(accelerator, f"batch_{step}/_recv", "_Recv", start_us, end_us, (nbytes,),
-                 label=timeline_label(f"batch_{step}/_recv", "_Recv", tensor_name=tensor, peer_device=host))
+                 detail=TimelineLabel(f"batch_{step}/_recv", "_Recv", tensor_name=tensor, peer_device=host))
 
     def step_stats(self) -> StepStats:
         """Devices sorted by name, each device's nodes by (start, name)."""

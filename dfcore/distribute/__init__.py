@@ -13,9 +13,10 @@ records.
 
 import importlib
 
+from ..train.cluster_spec import ClusterSpec
 from . import cluster_resolver
 from .all_reduce import all_reduce
-from .cluster import ClusterSpec, Server
+from .cluster import Server
 from .collective_cost import PsRingPoint, predicted_time_s, ps_vs_ring_curve, simulate_schedule
 from .collective_ops import collective_all_reduce
 from .fusion import BatchAllReduceResult, batch_all_reduce

@@ -8,7 +8,7 @@ algorithms, the chunking rule and the exact bytes each device sends are document
 
 Every message is a real transfer: the sender posts its current chunk to a
 :class:`~dfcore.runtime.rendezvous.Rendezvous` under a key from
-:func:`~dfcore.runtime.rendezvous.create_key` whose tensor name is
+:func:`~dfcore.framework.rendezvous_key.create_key` whose tensor name is
 ``<name>/<algorithm>/r<round>/c<chunk>`` (so every message leaves a
 :class:`~dfcore.runtime.rendezvous.TransferRecord`), and the receiver reduces it into its
 output buffer or copies it there. Each message is copied once: without trace values the
@@ -37,8 +37,9 @@ import numpy as np
 
 from .. import errors
 from ..framework.device import DeviceSpec
+from ..framework.rendezvous_key import create_key
 from ..runtime import cost_model
-from ..runtime.rendezvous import Rendezvous, create_key
+from ..runtime.rendezvous import Rendezvous
 from . import all_reduce_arrays, collective_cost, schedule_interpreter, schedules
 from .trace import AllReduceResult, ChunkTransfer, CollectiveTrace, FusionCopy, RoundRecord
 

@@ -40,7 +40,8 @@ from ..runtime.variable_store import VariableState, VariableStore, VarRef
 
 if TYPE_CHECKING:
     from ..runtime.step_plan import StepPlan
-    from .cluster import ClusterSpec, Server
+    from ..train.cluster_spec import ClusterSpec
+    from .cluster import Server
 
 _LOCK = threading.Lock()
 _CLUSTERS: dict[tuple, InProcessCluster] = {}  # by the spec's _key

@@ -40,11 +40,12 @@ import numpy as np
 from .. import backends, errors
 from ..framework import registry
 from ..framework.device import DeviceSpec
+from ..framework.graph import graph_of
+from ..framework.rendezvous_key import create_key
 from ..framework.tensor import Tensor
 from ..ops import common_shapes, math_dtypes
-from ..ops.op_util import apply_op, graph_of
+from ..ops.op_util import apply_op
 from ..runtime import cost_model, sim_clock
-from ..runtime.rendezvous import create_key
 from . import collective_cost, schedules
 from .all_reduce import all_reduce, canonical_devices
 from .all_reduce_arrays import is_device_array

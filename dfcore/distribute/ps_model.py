@@ -27,7 +27,8 @@ from ..runtime import cost_model, prune
 from ..runtime.config import ConfigProto
 from ..runtime.session import Session
 from ..train import device_setter
-from .cluster import ClusterSpec, Server
+from ..train.cluster_spec import ClusterSpec
+from .cluster import Server
 from .ps_modes import DISCIPLINES
 
 NUM_FEATURES, NUM_CLASSES = 64, 10

@@ -27,7 +27,7 @@ from ..framework.graph import Graph
 from ..models.mlp import average_gradients, mlp_variables, tower_loss
 from ..ops import array_ops, variables
 from ..runtime.session import Session
-from .cluster import ClusterSpec
+from ..train.cluster_spec import ClusterSpec
 from .ps_data import ShardedDigits
 from .ps_model import NUM_FEATURES, ModelConfig, build_worker, start_cluster
 

@@ -4,7 +4,8 @@ Source: ``tensorflow/python/framework/ops.py`` (class ``Graph``). Op names are
 unique per graph (``MatMul``, ``MatMul_1``, ``layer1/MatMul``), built by
 :meth:`Graph.unique_name` with TF's case-insensitive counter. Scopes stack:
 name scopes, control dependencies, device functions (innermost wins field by
-field) and colocation.
+field) and colocation. :func:`graph_of` picks the graph an op of some inputs goes to (TF's
+``ops._get_graph_from_inputs``).
 """
 
 import contextlib
@@ -465,3 +466,30 @@ def reset_default_graph():
         raise AssertionError("Do not use tf.reset_default_graph() to clear nested graphs. "
                              "If you need a cleared graph, exit the nesting and create a new graph.")
     _global_default_graph = Graph()
+
+
+def graph_of(values):
+    """The graph of the first Tensor (or Variable/Operation) among ``values``, else the default graph.
+
+    Raises:
+        ValueError: two values come from different graphs (TF's wording).
+    """
+    found = None
+    for value in values:
+        graph = _graph_of_value(value)
+        if graph is None:
+            continue
+        if found is None:
+            found, first = graph, value
+        elif graph is not found:
+            raise ValueError(f"Tensor({value!r}) must be from the same graph as Tensor({first!r}).")
+    return found if found is not None else get_default_graph()
+
+
+def _graph_of_value(value):
+    if getattr(value, "_is_eager", False):  # an eager tensor or variable: the op goes to the default graph
+        return None
+    if isinstance(value, Tensor):
+        return value.graph
+    graph = getattr(value, "graph", None)
+    return graph if isinstance(graph, Graph) else None

@@ -26,6 +26,7 @@ from .importer import import_graph_def
 from .operation import Operation
 from .protos import CollectionDef, GraphDef, MetaGraphDef, NodeDef, SaverDef
 from .tensor import Tensor
+from .versions import __version__
 
 _LOG = logging.getLogger(__name__)
 UNBOUND_INPUT_PREFIX = "$unbound_inputs_"
@@ -116,8 +117,6 @@ def export_scoped_meta_graph(graph_def: GraphDef | None = None, graph=None, expo
 def _stamp_writer(meta_info_def) -> None:
     """Say that dfcore, not TensorFlow, wrote this (``tensorflow_version``; ``any_info`` unless the caller's
     ``meta_info_def`` has its own)."""
-    from .. import __version__
-
     meta_info_def.tensorflow_version = f"dfcore {__version__}"
     meta_info_def.tensorflow_git_version = f"dfcore-{__version__}"
     if not meta_info_def.HasField("any_info"):

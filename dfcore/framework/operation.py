@@ -7,6 +7,7 @@ Source: ``tensorflow/python/framework/ops.py`` (class ``Operation``) and
 """
 
 from . import registry
+from .default_session import default_session_for
 from .graph_def import make_node_def
 from .tensor import Tensor
 
@@ -133,8 +134,6 @@ class Operation:
 
     def run(self, feed_dict=None, session=None):
         """Run this op in ``session`` (default: the default session)."""
-        from ..runtime.session import default_session_for  # here: framework/ never imports runtime/ at module level
-
         default_session_for(self, session, "run()").run(self, feed_dict)
 
     def __repr__(self):

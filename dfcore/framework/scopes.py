@@ -10,9 +10,7 @@ from . import graph as graph_lib
 
 
 def _graph_for(values):
-    from ..ops.op_util import graph_of  # here: framework/ never imports ops/ at module level
-
-    return graph_of(values or [])
+    return graph_lib.graph_of(values or [])
 
 
 @contextlib.contextmanager

@@ -6,6 +6,7 @@ value; its value exists only while a Session step runs. Its name is
 """
 
 from . import tensor_shape
+from .default_session import default_session_for
 
 
 class Tensor:
@@ -18,7 +19,8 @@ class Tensor:
         shape: the static :class:`TensorShape` (possibly partial).
     """
 
-    # Operators are installed by dfcore.ops.math_ops via _override_operator, as TF does.
+    # Operators are installed by dfcore.ops.math_ops via _override_operator, as TF does; iteration (``unstack``)
+    # by dfcore.ops.array_ops_join.
     __array_priority__ = 100
     # An EagerTensor (dfcore.eager) says True: it belongs to no graph, so ops take the default graph.
     _is_eager = False
@@ -70,8 +72,6 @@ class Tensor:
 
     def eval(self, feed_dict=None, session=None):
         """The value of this tensor in ``session`` (default: the default session)."""
-        from ..runtime.session import default_session_for  # here: framework/ never imports runtime/ at module level
-
         return default_session_for(self, session, "eval()").run(self, feed_dict)
 
     def __repr__(self):
@@ -95,14 +95,6 @@ class Tensor:
             "instead of `if t:` to test if a tensor is defined, and use TensorFlow ops such as "
             "tf.cond to execute subgraphs conditioned on the value of a tensor."
         )
-
-    def __iter__(self):
-        shape = self._shape
-        if shape.ndims is None or shape.ndims == 0 or shape.as_list()[0] is None:
-            raise TypeError("Tensor objects are only iterable when the first dimension is known.")
-        from ..ops import array_ops_join  # here: framework/ never imports ops/ at module level
-
-        return iter(array_ops_join.unstack(self))
 
     def __len__(self):
         raise TypeError(

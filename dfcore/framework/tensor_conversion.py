@@ -3,6 +3,9 @@
 Source: ``tensorflow/python/framework/ops.py`` (``convert_to_tensor``,
 ``register_tensor_conversion_function``). Python and numpy values become
 ``Const`` ops; Python floats default to float32 and ints to int32, as in TF.
+As in TF, ops/ registers the generic conversions: a list or tuple holding Tensors is packed with
+``tf.stack`` (``array_ops_join``, priority 99) and any other value becomes ``tf.constant``
+(``constant_op``, priority 200), so this module imports nothing above framework/.
 """
 
 from collections.abc import Callable
@@ -17,7 +20,9 @@ _CONVERSION_FUNCTIONS: list[tuple[int, type | tuple[type, ...], Callable[..., An
 
 
 def register_tensor_conversion_function(base_type, conversion_func, priority=100):
-    """Register ``conversion_func(value, dtype=None, name=None, as_ref=False) -> Tensor``."""
+    """Register ``conversion_func(value, dtype=None, name=None, as_ref=False) -> Tensor`` for values of
+    ``base_type``; lower ``priority`` is tried first, and a function that returns ``NotImplemented`` passes
+    the value on to the next one (TF's rule)."""
     _CONVERSION_FUNCTIONS.append((priority, base_type, conversion_func))
     _CONVERSION_FUNCTIONS.sort(key=lambda item: item[0])
 
@@ -38,35 +43,33 @@ def convert_to_tensor(value, dtype=None, name=None, preferred_dtype=None, as_ref
             )
         return value
     for _, base_type, function in _CONVERSION_FUNCTIONS:
-        if isinstance(value, base_type):
-            return function(value, dtype=dtype, name=name, as_ref=as_ref)
-    if isinstance(value, (list, tuple)) and contains_tensor(value):
-        from ..ops import array_ops_join  # here: framework/ never imports ops/ at module level
-
-        items = list(value) if dtype is None else [convert_to_tensor(v, dtype=dtype) for v in value]
-        return array_ops_join.stack(items, name=name or "packed")
-    if dtype is None and preferred_dtype is not None:
-        try:
-            return _constant(value, dtypes.as_dtype(preferred_dtype), name)
-        except (TypeError, ValueError):
-            pass
-    return _constant(value, dtype, name)
+        if not isinstance(value, base_type):
+            continue
+        if dtype is None and preferred_dtype is not None:
+            try:
+                result = function(value, dtype=dtypes.as_dtype(preferred_dtype), name=name, as_ref=as_ref)
+            except (TypeError, ValueError):
+                result = NotImplemented
+            if result is not NotImplemented:
+                return result
+        result = function(value, dtype=dtype, name=name, as_ref=as_ref)
+        if result is not NotImplemented:
+            return result
+    raise TypeError(f"Failed to convert object of type {type(value)} to Tensor. Contents: {value}. Consider casting "
+                    "elements to a supported type.")
 
 
 def contains_tensor(values):
-    """True if ``values`` (a nested list/tuple) holds a Tensor or a convertible object like a Variable."""
+    """True if ``values`` (a nested list/tuple) holds a Tensor or a convertible object like a Variable (a value
+    of a type with its own conversion function; the constant conversion of any ``object`` does not count)."""
     for v in values:
-        if isinstance(v, Tensor) or (isinstance(v, (list, tuple)) and contains_tensor(v)):
-            return True
-        if any(isinstance(v, base) for _, base, _ in _CONVERSION_FUNCTIONS):
+        if isinstance(v, (list, tuple)):
+            if contains_tensor(v):
+                return True
+        elif isinstance(v, Tensor) or any(base is not object and isinstance(v, base)
+                                          for _, base, _ in _CONVERSION_FUNCTIONS):
             return True
     return False
-
-
-def _constant(value, dtype, name):
-    from ..ops import constant_op  # here: framework/ never imports ops/ at module level
-
-    return constant_op.constant(value, dtype=dtype, name=name or "Const")
 
 
 def infer_dtype(value):

@@ -9,7 +9,7 @@ under a second).
 >>> result = run_job("train.py", ps=1, workers=3, args=["--steps", "100"])  # doctest: +SKIP
 >>> result.ranks["/job:ps/replica:0/task:0"]["step_stats"]                  # doctest: +SKIP
 
-The job is ``python -m dfcore.launch``'s command (:func:`dfcore.launch.command_and_env`),
+The job is ``python -m dfcore.launch``'s command (:func:`dfcore.mpi.job_command.command_and_env`),
 run in its own session; its output goes to files and this process only polls (every
 50 ms), so no wait lasts past the deadline. Output lines are tagged with their rank (Open
 MPI's ``--output tag``, MPICH's ``-prepend-rank``) so a failure names the rank whose traceback
@@ -32,6 +32,8 @@ from .. import errors
 from .departures import DEFAULT_GRACE_S, JOB_DIR_ENV, DepartureWatch
 from .env import CLUSTER_ENV, RANK_TAG_FLAGS, mpi_flavor, private_session_directory
 from .failures import MPIJobError, job_error, last_traceback, launcher_failed_to_start, untag
+from .job_command import check_job_arguments, command_and_env
+from .process_jobs import process_job
 from .processes import MPIJob, find_descendants, start_job
 from .progress_bar import progress_bar
 from .report import RESULTS_ENV, dumps, read_progress, read_reports
@@ -161,10 +163,6 @@ def run_job(program, ps=0, workers=None, ranks=None, args=(), timeout_s=120, pro
             (names the argument and its range; nothing is started), an unknown ``transport``.
         FileNotFoundError: no ``mpiexec`` (MPI only).
     """
-    # here: dfcore.launch and dfcore.task_processes must not be imported with the package
-    from ..launch import check_job_arguments
-    from ..task_processes import TaskJob
-
     if timeout_s is None:
         raise ValueError("timeout_s must be > 0 seconds: run_job always has a deadline, got None")
     if transport not in ("mpi", "grpc"):
@@ -185,7 +183,7 @@ def run_job(program, ps=0, workers=None, ranks=None, args=(), timeout_s=120, pro
             start = time.monotonic()
             for attempt in range(1, LAUNCH_ATTEMPTS + 1):
                 if transport == "grpc":
-                    job = TaskJob(layout, command, env, out, err, with_tf_flags=tf_flags)
+                    job = process_job("grpc").start(layout, command, env, out, err, with_tf_flags=tf_flags)
                 else:
                     process = start_job(command, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
                     # {pid: (rank or None, start time)} of Hydra's processes (out of the job's session)
@@ -246,9 +244,7 @@ def _untag(text, flavor, layout):
     """``(text without rank or task tags, {rank: its lines})``."""
     if flavor != "tasks":
         return untag(text, flavor)
-    from ..task_processes import untag as untag_tasks
-
-    return untag_tasks(text, layout)
+    return process_job("grpc").untag(text, layout)
 
 
 def _describe(program):
@@ -258,8 +254,6 @@ def _describe(program):
 def _command(ps, workers, ranks, argv, transport):
     """``(command, env, layout)``; MPI's output is tagged with ranks (:data:`~dfcore.mpi.env.RANK_TAG_FLAGS`).
     With ``"grpc"``: ``(argv after python, this process's environment, layout)``."""
-    from ..launch import command_and_env  # here: dfcore.launch must not be imported with the package
-
     options = (["--ps", str(ps)] if ps else []) + ([] if workers is None else ["--workers", str(workers)]) \
         + ([] if ranks is None else ["-n", str(ranks)]) + (["--grpc"] if transport == "grpc" else [])
     try:

@@ -272,7 +272,7 @@ class MPIClusterResolver:
 
     def cluster_spec(self):
         """The job's ``tf.train.ClusterSpec``."""
-        from ..distribute.cluster import ClusterSpec
+        from ..train.cluster_spec import ClusterSpec
 
         return ClusterSpec(self._layout.cluster_dict())
 

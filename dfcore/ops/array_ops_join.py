@@ -11,7 +11,7 @@ import numpy as np
 from .. import errors
 from ..framework import dtypes, registry, scopes
 from ..framework.tensor import Tensor
-from ..framework.tensor_conversion import contains_tensor, convert_to_tensor
+from ..framework.tensor_conversion import contains_tensor, convert_to_tensor, register_tensor_conversion_function
 from ..framework.tensor_shape import Dimension, TensorShape
 from . import common_shapes
 from .array_ops_util import (
@@ -370,6 +370,27 @@ def unstack(value, num=None, axis=0, name="unstack"):
         if num is None:
             raise ValueError(f"Cannot infer num from shape {shape}")
     return scoped_op("Unpack", name, [("value", value, None)], {"num": int(num), "axis": int(axis)}).outputs
+
+
+def _tensor_iter(self):
+    """``iter(tensor)``: its slices along axis 0 (TF's ``Tensor.__iter__``)."""
+    shape = self._shape
+    if shape.ndims is None or shape.ndims == 0 or shape.as_list()[0] is None:
+        raise TypeError("Tensor objects are only iterable when the first dimension is known.")
+    return iter(unstack(self))
+
+
+def _autopacking_conversion(value, dtype=None, name=None, as_ref=False):
+    """``convert_to_tensor`` of a list or tuple holding Tensors: one packed Tensor (TF's autopacking);
+    ``NotImplemented`` for one without Tensors, which ``tf.constant`` converts."""
+    if not contains_tensor(value):
+        return NotImplemented
+    items = list(value) if dtype is None else [convert_to_tensor(v, dtype=dtype) for v in value]
+    return stack(items, name=name or "packed")
+
+
+Tensor._override_operator("__iter__", _tensor_iter)
+register_tensor_conversion_function((list, tuple), _autopacking_conversion, priority=99)
 
 
 @registry.RegisterShape("Unpack")

@@ -14,11 +14,12 @@ import numpy as np
 
 from .. import errors
 from ..framework import dtypes
+from ..framework.graph import graph_of
 from ..framework.tensor import Tensor
 from ..framework.tensor_conversion import convert_to_tensor
 from ..framework.tensor_shape import TensorShape
 from . import common_shapes
-from .op_util import apply_op, graph_of
+from .op_util import apply_op
 
 INDEX_TYPES = (dtypes.int32, dtypes.int64)
 SAME_DTYPE_LIST = "same-dtype list"

@@ -8,7 +8,7 @@ float32 and ints int32 unless ``dtype`` says otherwise; a scalar is broadcast to
 import numpy as np
 
 from ..framework import dtypes, registry
-from ..framework.tensor_conversion import infer_dtype, to_numpy
+from ..framework.tensor_conversion import infer_dtype, register_tensor_conversion_function, to_numpy
 from ..framework.tensor_shape import TensorShape
 from .op_util import apply_op1
 
@@ -58,3 +58,11 @@ registry.NotDifferentiable("Const")
 
 def is_constant(tensor):
     return tensor.op.type == "Const"
+
+
+def _constant_conversion(value, dtype=None, name=None, as_ref=False):
+    """``convert_to_tensor`` of any other value (a Python or numpy value): a ``Const`` op."""
+    return constant(value, dtype=dtype, name=name or "Const")
+
+
+register_tensor_conversion_function(object, _constant_conversion, priority=200)

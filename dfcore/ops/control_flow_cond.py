@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..framework import dtypes, nest
-from ..framework.graph import executing_eagerly
+from ..framework.graph import executing_eagerly, graph_of
 from ..framework.operation import Operation
 from ..framework.tensor import Tensor
 from ..framework.tensor_conversion import convert_to_tensor
@@ -33,7 +33,6 @@ from . import (
     reductions,
 )
 from .control_flow_context import CondContext
-from .op_util import graph_of
 
 __all__ = ["cond", "case"]
 

@@ -11,11 +11,11 @@ import numpy as np
 
 from .. import errors
 from ..framework import dtypes, registry
-from ..framework.graph import _as_operation
+from ..framework.graph import _as_operation, graph_of
 from ..framework.scopes import name_scope
 from ..framework.tensor_conversion import convert_to_tensor
 from . import common_shapes
-from .op_util import apply_op, graph_of
+from .op_util import apply_op
 
 registry.RegisterShape("NoOp")(common_shapes.no_outputs)
 registry.RegisterArrayKernel("NoOp")(lambda op, backend: lambda: None)

@@ -25,11 +25,12 @@ import numpy as np
 
 from .. import errors
 from ..framework import dtypes, registry
+from ..framework.graph import graph_of
 from ..framework.tensor_conversion import convert_to_tensor
 from ..framework.tensor_shape import TensorShape
 from . import common_shapes
 from .array_ops_util import with_rank
-from .op_util import apply_op, graph_of
+from .op_util import apply_op
 
 __all__ = ["switch", "ref_switch", "merge", "enter", "exit", "next_iteration", "loop_cond", "control_trigger"]
 

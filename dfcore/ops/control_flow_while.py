@@ -19,12 +19,11 @@ from collections.abc import Callable
 from typing import Any
 
 from ..framework import nest
-from ..framework.graph import executing_eagerly
+from ..framework.graph import executing_eagerly, graph_of
 from ..framework.tensor_conversion import convert_to_tensor
 from ..framework.tensor_shape import TensorShape, as_shape
 from . import array_ops, constant_op, control_flow_prims, math_ops
 from .control_flow_context import WhileContext
-from .op_util import graph_of
 
 __all__ = ["while_loop"]
 

@@ -20,7 +20,7 @@ import threading
 import numpy as np
 
 from .. import errors
-from ..runtime.rendezvous import create_key
+from ..framework.rendezvous_key import create_key
 
 _WAITER_IDS = itertools.count(1)
 

@@ -14,11 +14,11 @@ from collections.abc import Callable
 from typing import Any
 
 from ..framework import nest
+from ..framework.graph import graph_of
 from ..framework.tensor_conversion import convert_to_tensor
 from ..framework.tensor_shape import TensorShape
 from . import array_ops, array_ops_gather, array_ops_join, array_ops_layout
 from .control_flow_while import while_loop
-from .op_util import graph_of
 
 __all__ = ["map_fn", "scan", "foldl", "foldr"]
 

@@ -8,6 +8,7 @@ for tight tolerances.
 
 import numpy as np
 
+from ..framework.default_session import get_default_session
 from ..framework.tensor_conversion import convert_to_tensor
 from . import array_ops
 from .gradients_impl import gradients
@@ -30,8 +31,6 @@ def compute_gradient(x, x_shape, y, y_shape, x_init_value=None, delta=1e-3, init
         x_init_value = x_init_value or [None] * len(x)
         return [compute_gradient(xi, si, y, y_shape, vi, delta, init_targets, extra_feed_dict, session)
                 for xi, si, vi in zip(x, x_shape, x_init_value)]
-    from ..runtime.session import get_default_session
-
     session = session or get_default_session()
     if session is None:
         raise ValueError("compute_gradient needs a session: pass session= or use `with tf.Session():`")

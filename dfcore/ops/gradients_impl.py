@@ -15,9 +15,9 @@ import collections
 import contextlib
 
 from ..framework import dtypes, registry
+from ..framework.graph import graph_of
 from ..framework.tensor_conversion import convert_to_tensor
 from . import array_ops, math_ops, while_grad
-from .op_util import graph_of
 
 
 def gradients(ys, xs, grad_ys=None, name="gradients", colocate_gradients_with_ops=False,

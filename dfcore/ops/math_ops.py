@@ -11,6 +11,7 @@ import numpy as np
 
 from .. import errors
 from ..framework import dtypes, registry
+from ..framework.graph import graph_of
 from ..framework.tensor import Tensor
 from ..framework.tensor_conversion import convert_to_tensor
 from ..framework.tensor_shape import TensorShape
@@ -21,7 +22,7 @@ from .math_ops_binary import binary, mul, sub  # TF1 aliases
 from .math_ops_matmul import *
 from .math_ops_unary import *
 from .math_ops_unary import neg  # TF1 alias
-from .op_util import apply_op1, convert_same_dtype, graph_of
+from .op_util import apply_op1, convert_same_dtype
 from .reductions import *
 
 __all__ = (

@@ -9,9 +9,10 @@ one dtype, the output has the broadcast shape. Gradients live in
 
 from .. import errors
 from ..framework import dtypes, registry
+from ..framework.graph import graph_of
 from . import common_shapes
 from .math_dtypes import BOOL, REAL, check_input
-from .op_util import apply_op1, convert_same_dtype, graph_of
+from .op_util import apply_op1, convert_same_dtype
 
 __all__ = [
     "add",

@@ -3,36 +3,9 @@
 Source: TF's ``op_def_library.apply_op`` and ``ops._get_graph_from_inputs``.
 """
 
-from ..framework import graph as graph_lib
+from ..framework.graph import graph_of
 from ..framework.tensor import Tensor
 from ..framework.tensor_conversion import convert_to_tensor
-
-
-def graph_of(values):
-    """The graph of the first Tensor (or Variable/Operation) among ``values``, else the default graph.
-
-    Raises:
-        ValueError: two values come from different graphs (TF's wording).
-    """
-    found = None
-    for value in values:
-        graph = _graph_of_value(value)
-        if graph is None:
-            continue
-        if found is None:
-            found, first = graph, value
-        elif graph is not found:
-            raise ValueError(f"Tensor({value!r}) must be from the same graph as Tensor({first!r}).")
-    return found if found is not None else graph_lib.get_default_graph()
-
-
-def _graph_of_value(value):
-    if getattr(value, "_is_eager", False):  # an eager tensor or variable: the op goes to the default graph
-        return None
-    if isinstance(value, Tensor):
-        return value.graph
-    graph = getattr(value, "graph", None)
-    return graph if isinstance(graph, graph_lib.Graph) else None
 
 
 def apply_op(op_type, inputs, attrs=None, name=None, dtype=None):

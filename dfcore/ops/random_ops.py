@@ -12,13 +12,14 @@ import numpy as np
 
 from .. import errors
 from ..framework import dtypes, graph as graph_lib, registry
+from ..framework.graph import graph_of
 from ..framework.scopes import name_scope
 from ..framework.tensor import Tensor
 from ..framework.tensor_conversion import convert_to_tensor
 from ..framework.tensor_shape import TensorShape
 from . import common_shapes, math_ops
 from .array_ops import constant_value
-from .op_util import apply_op1, graph_of
+from .op_util import apply_op1
 
 __all__ = [
     "get_seed",

@@ -12,11 +12,12 @@ import math
 import numpy as np
 
 from ..framework import dtypes, registry
+from ..framework.graph import graph_of
 from ..framework.tensor_conversion import convert_to_tensor
 from ..framework.tensor_shape import TensorShape
 from . import common_shapes
 from .math_dtypes import BOOL, INDEX, REAL, check_input
-from .op_util import apply_op1, graph_of
+from .op_util import apply_op1
 
 __all__ = [
     "reduce_sum",

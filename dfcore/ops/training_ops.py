@@ -20,10 +20,11 @@ import numpy as np
 
 from .. import backends, errors
 from ..framework import registry
+from ..framework.graph import graph_of
 from ..framework.tensor import Tensor
 from ..framework.tensor_conversion import convert_to_tensor
 from . import common_shapes
-from .op_util import apply_op, graph_of
+from .op_util import apply_op
 
 __all__ = []
 

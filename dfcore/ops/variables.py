@@ -8,6 +8,7 @@ collections take in a ``MetaGraphDef``.
 """
 
 from ..framework import dtypes, graph as graph_lib, meta_graph
+from ..framework.default_session import default_session_for
 from ..framework.graph import GraphKeys
 from ..framework.protos import VariableDef
 from ..framework.tensor_conversion import convert_to_tensor, register_tensor_conversion_function
@@ -183,8 +184,6 @@ class Variable:
 
     def load(self, value, session=None):
         """Assign ``value`` in ``session`` through the initializer's feed (TF's ``load``)."""
-        from ..runtime.session import default_session_for
-
         session = default_session_for(self._variable, session, "load()")
         session.run(self._initializer_op, {self._initializer_op.inputs[1]: value})
 

@@ -15,6 +15,7 @@ import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from .step_stats import TimelineLabel
 from .straight_line import StraightLine, straight_line
 
 STRAIGHT_LINE_STEP = 10  # the step of a partition that first runs its generated function
@@ -34,7 +35,7 @@ class CompiledNode:
                  "releases", "reads_variable", "small")
 
     def __init__(self, name: str, op_type: str, compute: Callable[..., Any], in_slots: Sequence[Any], out_slot: int,
-                 num_outputs: int, needs_context: bool, is_async: bool, source: Any, label: str) -> None:
+                 num_outputs: int, needs_context: bool, is_async: bool, source: Any, label: TimelineLabel) -> None:
         self.name = name
         self.op_type = op_type
         self.compute = compute

@@ -11,30 +11,25 @@ A session reads ``device_count``, ``log_device_placement``, ``allow_soft_placeme
 
 ``Session.run`` fills a ``RunMetadata`` as TF does: ``partition_graphs`` (GraphDefs) and ``step_stats``
 (TF's ``StepStats``, wall clock). What dfcore records beyond TF's message — the step stats on the
-simulated clock, the rendezvous transfers, the collectives' round-by-round traces — is kept beside it as a
-:class:`StepRecords`, found with :func:`step_records` (the widgets and lessons use it).
+simulated clock, the rendezvous transfers, the collectives' round-by-round traces — is a
+:class:`StepRecords` attached to the ``RunMetadata`` object itself (dfcore's ``RunMetadata`` wraps TF's
+message: :mod:`dfcore.framework.run_metadata`), found with :func:`step_records` (the widgets and lessons
+use it); it goes when the object goes, or when the object is refilled.
 """
 
 from __future__ import annotations
 
-import collections
 import dataclasses
-import threading
-from typing import TYPE_CHECKING
+from typing import Any
 
-from ..framework.protos import ConfigProto, GPUOptions, GraphOptions, OptimizerOptions, RunMetadata, RunOptions
+from ..framework import protos
+from ..framework.protos import ConfigProto, GPUOptions, GraphOptions, OptimizerOptions, RunOptions
+from ..framework.run_metadata import RunMetadata, attached_step_records
 from .rendezvous import TransferRecord
 from .step_stats import StepStats
 
-if TYPE_CHECKING:  # distribute/ is the layer above runtime/: its records are named here, never imported
-    from ..distribute.trace import CollectiveTrace
-
 __all__ = ["ConfigProto", "GPUOptions", "GraphOptions", "OptimizerOptions", "RunMetadata", "RunOptions", "StepRecords",
            "step_records"]
-
-# How many traced RunMetadata messages keep their records (oldest forgotten first). TF's message cannot
-# hold a reference, so dfcore keeps (message, records) pairs; holding the message keeps its id() unique.
-RECORDS_KEPT = 256
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,27 +46,8 @@ class StepRecords:
 
     step_stats: StepStats
     transfers: tuple[TransferRecord, ...]
-    collective_traces: tuple[CollectiveTrace, ...]
+    collective_traces: tuple[Any, ...]  # CollectiveTrace records: distribute/ is above runtime/, never imported
     dead_nodes: tuple[tuple[str, str, tuple[int, int] | None], ...] = ()
-
-
-_lock = threading.Lock()
-_records: collections.OrderedDict[int, tuple[RunMetadata, StepRecords]] = collections.OrderedDict()
-
-
-def attach_step_records(run_metadata: RunMetadata, records: StepRecords) -> None:
-    """Keep ``records`` for ``run_metadata`` (replacing earlier ones; the oldest beyond RECORDS_KEPT go)."""
-    with _lock:
-        _records.pop(id(run_metadata), None)
-        _records[id(run_metadata)] = (run_metadata, records)
-        while len(_records) > RECORDS_KEPT:
-            _records.popitem(last=False)
-
-
-def forget_step_records(run_metadata: RunMetadata) -> None:
-    """Drop the records of ``run_metadata`` (it is being refilled by an untraced run)."""
-    with _lock:
-        _records.pop(id(run_metadata), None)
 
 
 def step_records(run_metadata: RunMetadata) -> StepRecords:
@@ -79,15 +55,16 @@ def step_records(run_metadata: RunMetadata) -> StepRecords:
 
     Raises:
         TypeError: ``run_metadata`` is not a ``RunMetadata``.
-        ValueError: it was not filled by a ``Session.run`` with ``RunOptions(trace_level=FULL_TRACE)``, or
-            by one of the last RECORDS_KEPT such runs.
+        ValueError: it was not filled by a ``Session.run`` with ``RunOptions(trace_level=FULL_TRACE)`` (or is
+            TF's bare message, which carries no records).
     """
+    if isinstance(run_metadata, protos.RunMetadata):
+        raise ValueError("TF's RunMetadata message carries no dfcore step records: pass dfcore's "
+                         "tf.RunMetadata() to Session.run")
     if not isinstance(run_metadata, RunMetadata):
         raise TypeError(f"step_records() expects a RunMetadata; got {type(run_metadata).__name__}")
-    with _lock:
-        entry = _records.get(id(run_metadata))
-    if entry is None or entry[0] is not run_metadata:
+    records = attached_step_records(run_metadata)
+    if records is None:
         raise ValueError("This RunMetadata has no dfcore step records: pass it to Session.run with "
-                         "options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE) (dfcore keeps the records "
-                         f"of the last {RECORDS_KEPT} traced runs)")
-    return entry[1]
+                         "options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)")
+    return records

@@ -159,11 +159,12 @@ def _statically_small(op):
 
 
 def _label(node):
+    """The parts of ``node``'s timeline label (:class:`~dfcore.runtime.step_stats.TimelineLabel`)."""
     if node.op in ("_Send", "_Recv"):
         peer = node.get_attr("recv_device") if node.op == "_Send" else node.get_attr("send_device")
-        return step_stats.timeline_label(node.name, node.op, tensor_name=node.get_attr("tensor_name"),
-                                         peer_device=peer)
-    return step_stats.timeline_label(node.name, node.op, node.inputs)
+        return step_stats.TimelineLabel(node.name, node.op, tensor_name=node.get_attr("tensor_name"),
+                                        peer_device=peer)
+    return step_stats.TimelineLabel(node.name, node.op, tuple(node.inputs))
 
 
 def _dereferencing(compute, positions, needs_context):

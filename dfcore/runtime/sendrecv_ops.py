@@ -13,7 +13,7 @@ from typing import Any
 
 from .. import backends
 from ..framework import registry
-from .rendezvous import create_key
+from ..framework.rendezvous_key import create_key
 from .variable_store import VarRef
 
 

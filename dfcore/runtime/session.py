@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 from .. import errors
 from ..framework import graph as graph_lib
-from ..framework.default_stack import DefaultStack
+from ..framework.default_session import default_session
 from ..framework.protos import GraphDef
 from . import placer, step as step_lib, step_plan
 from .cancellation import DEFAULT_STEP_TIMEOUT_S
@@ -374,12 +374,12 @@ class BaseSession:
 
     def as_default(self) -> contextlib.AbstractContextManager[Any]:
         """A context manager making this the default session (for ``Tensor.eval``)."""
-        return _default_session(self)
+        return default_session(self)
 
     def __enter__(self) -> BaseSession:
         self._graph_context = self._graph.as_default()
         self._graph_context.__enter__()
-        self._default_session_context = _default_session(self)
+        self._default_session_context = default_session(self)
         self._default_session_context.__enter__()
         return self
 
@@ -411,7 +411,7 @@ class InteractiveSession(BaseSession):
     def __init__(self, target: str = "", graph: graph_lib.Graph | None = None, config: ConfigProto | None = None,
                  executor_runner: str = "auto", placement: PlacementArg = None) -> None:
         super().__init__(target, graph, config, executor_runner, placement)
-        self._interactive_context = _default_session(self)
+        self._interactive_context = default_session(self)
         self._interactive_context.__enter__()
         self._graph_context = self._graph.as_default()
         self._graph_context.__enter__()
@@ -421,36 +421,3 @@ class InteractiveSession(BaseSession):
             self._graph_context.__exit__(None, None, None)
             self._interactive_context.__exit__(None, None, None)
         super().close()
-
-
-# -- the default session --------------------------------------------------------
-_default_sessions = DefaultStack()
-
-
-def _default_session(session):
-    return _default_sessions.get_controller(session)
-
-
-def get_default_session() -> BaseSession | None:
-    """The innermost default session of this thread, or None."""
-    return _default_sessions.top()
-
-
-def default_session_for(element: Any, session: BaseSession | None, what: str) -> BaseSession:
-    """The session to evaluate ``element`` in, checking that it owns the element's graph.
-
-    Raises:
-        ValueError: no default session, or the session's graph differs (TF's wording).
-    """
-    if session is None:
-        session = get_default_session()
-        if session is None:
-            raise ValueError(
-                f"Cannot evaluate tensor using `{what}`: No default session is registered. Use `with "
-                "sess.as_default()` or pass an explicit session to `eval(session=sess)`"
-            )
-    if session.graph is not element.graph:
-        raise ValueError(
-            "Cannot use the given session to evaluate tensor: the tensor's graph is different from the session's graph."
-        )
-    return session

@@ -8,8 +8,12 @@ clock the executor used), the ``*_rel_micros`` fields are relative to it.
 ``sim_start_micros``/``sim_end_micros`` are absolute times on the simulated
 clock, filled in by the simulated-clock replay.
 
-The timeline label is one TF string format, built by :func:`timeline_label`
-and parsed by :func:`parse_timeline_label`:
+Each node's record carries its parts as a :class:`TimelineLabel` (``NodeExecStats.detail``: op, inputs,
+the tensor and peer device of a transfer, the loop frame and iteration), and the timeline label, one TF
+string format, is built from them (:meth:`TimelineLabel.text`, :func:`timeline_label`). dfcore's readers
+(the Chrome trace, the widgets) read ``detail``; :func:`parse_timeline_label` turns a label back into its
+parts only for records that come as labels alone (TF's ``StepStats`` message, as TF's ``timeline.py``
+reads it, or a record built by hand). The format:
 
 - ordinary op: ``"<node> = <OpType>(<input>, <input>, ...)"``, the inputs as in
   a NodeDef (``x`` for output 0, ``x:1``, ``^ctrl`` for control inputs);
@@ -39,7 +43,9 @@ class NodeExecStats:
     """How one node ran in one step (TF ``NodeExecStats``).
 
     ``output_bytes`` holds the size of each output in bytes (a tuple of ints; lists are
-    converted). ``sim_*`` are None until the simulated clock has replayed the step.
+    converted). ``sim_*`` are None until the simulated clock has replayed the step. ``detail`` (dfcore's)
+    is the structured form of ``timeline_label``; a record made without it takes the parts of its label
+    (:func:`parse_timeline_label`; a label not of that form gives just the name and op type).
     """
 
     node_name: str
@@ -53,9 +59,12 @@ class NodeExecStats:
     timeline_label: str
     sim_start_micros: int | None = None
     sim_end_micros: int | None = None
+    detail: TimelineLabel | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "output_bytes", tuple(int(b) for b in self.output_bytes))
+        if self.detail is None:
+            object.__setattr__(self, "detail", _parts_of(self.timeline_label, self.node_name, self.op_type))
 
     @property
     def all_end_micros(self) -> int:
@@ -145,16 +154,17 @@ class StepStats:
 
     @classmethod
     def from_proto(cls, proto: protos.StepStats) -> StepStats:
-        """A StepStats of TF's ``StepStats`` message (wall clock only; no simulated times): the op type comes
-        from each node's timeline label, ``output_bytes`` from its outputs' requested bytes."""
+        """A StepStats of TF's ``StepStats`` message (wall clock only; no simulated times): the op type and
+        the other parts of ``detail`` come from each node's timeline label (as TF's ``timeline.py`` reads
+        them), ``output_bytes`` from its outputs' requested bytes."""
         devices: list[DeviceStepStats] = []
         for dev in proto.dev_stats:
             nodes: list[NodeExecStats] = []
             for ns in dev.node_stats:
-                label = _LABEL.match(ns.timeline_label)
+                detail = _parts_of(ns.timeline_label, ns.node_name, "")  # TF's message has only the label
                 sizes = {o.slot: o.tensor_description.allocation_description.requested_bytes for o in ns.output}
                 nodes.append(NodeExecStats(
-                    node_name=ns.node_name, op_type=label.group("op") if label else "",
+                    node_name=ns.node_name, op_type=detail.op_type, detail=detail,
                     all_start_micros=ns.all_start_micros, op_start_rel_micros=ns.op_start_rel_micros,
                     op_end_rel_micros=ns.op_end_rel_micros, all_end_rel_micros=ns.all_end_rel_micros,
                     thread_id=ns.thread_id, output_bytes=tuple(sizes.get(i, 0) for i in range(len(sizes))),
@@ -174,7 +184,7 @@ class StepStats:
                 dev_stats=[
                     DeviceStepStats(
                         device=dev["device"],
-                        node_stats=[NodeExecStats(**ns) for ns in dev["node_stats"]],
+                        node_stats=[_node_from_dict(ns) for ns in dev["node_stats"]],
                         memory=[AllocatorMemoryUsed(**m) for m in dev.get("memory", [])],
                     )
                     for dev in data["dev_stats"]
@@ -188,6 +198,16 @@ def _node_to_dict(ns: NodeExecStats) -> dict[str, Any]:
     out = dataclasses.asdict(ns)
     out["output_bytes"] = list(ns.output_bytes)
     return out
+
+
+def _node_from_dict(data: Mapping[str, Any]) -> NodeExecStats:
+    fields = dict(data)
+    detail = fields.pop("detail", None)
+    if detail is not None:
+        frame_iter = detail.get("frame_iter")
+        fields["detail"] = TimelineLabel(**{**detail, "inputs": tuple(detail.get("inputs", ())),
+                                            "frame_iter": tuple(frame_iter) if frame_iter is not None else None})
+    return NodeExecStats(**fields)
 
 
 class StepStatsCollector:
@@ -233,7 +253,9 @@ class StepStatsCollector:
 
 @dataclasses.dataclass(frozen=True)
 class TimelineLabel:
-    """The parts of a timeline label; ``tensor_name``/``peer_device`` are set only for transfers."""
+    """The parts of a node's timeline label: the node, its op type, its NodeDef-style ``inputs``;
+    ``tensor_name``/``peer_device`` only for transfers (a ``_Send``'s peer is the recv device, a ``_Recv``'s
+    the send device); ``frame_iter`` = ``(frame_id, iteration)`` for a run inside a loop, else None."""
 
     node_name: str
     op_type: str
@@ -247,21 +269,30 @@ class TimelineLabel:
         """True for ``_Send``/``_Recv`` labels (they name a tensor and the peer device)."""
         return self.tensor_name is not None
 
+    def text(self) -> str:
+        """The timeline label these parts make (:func:`timeline_label`, then :func:`iteration_label`)."""
+        label = timeline_label(self.node_name, self.op_type, self.inputs, self.tensor_name, self.peer_device)
+        return iteration_label(label, self.frame_iter)
+
+
+def loop_iteration(frame_iter: tuple[int, int] | None) -> tuple[int, int] | None:
+    """``frame_iter = (frame_id, iter)`` of a run inside a loop frame; None for the root frame (``frame_id``
+    0) or None."""
+    return None if frame_iter is None or frame_iter[0] == 0 else (frame_iter[0], frame_iter[1])
+
 
 def iteration_label(label: str, frame_iter: tuple[int, int] | None) -> str:
     """``label`` of a node run in iteration ``frame_iter = (frame_id, iter)`` of a loop frame; unchanged
     for the root frame (``frame_id`` 0) or None."""
-    if frame_iter is None or frame_iter[0] == 0:
-        return label
-    return f"{label} @frame {frame_iter[0]} iter {frame_iter[1]}"
+    frame_iter = loop_iteration(frame_iter)
+    return label if frame_iter is None else f"{label} @frame {frame_iter[0]} iter {frame_iter[1]}"
 
 
 def instance_name(node_name: str, frame_iter: tuple[int, int] | None) -> str:
     """The name of one execution of a node: the node's name, with ``@<frame_id>:<iter>`` inside a loop
     (the simulated clock's task name for that iteration)."""
-    if frame_iter is None or frame_iter[0] == 0:
-        return node_name
-    return f"{node_name}@{frame_iter[0]}:{frame_iter[1]}"
+    frame_iter = loop_iteration(frame_iter)
+    return node_name if frame_iter is None else f"{node_name}@{frame_iter[0]}:{frame_iter[1]}"
 
 
 def timeline_label(node_name: str, op_type: str, inputs: Sequence[str] = (), tensor_name: str | None = None,
@@ -300,3 +331,10 @@ def parse_timeline_label(label: str) -> TimelineLabel:
     if at:
         return TimelineLabel(node, op, (), tensor_name, peer, frame_iter)
     return TimelineLabel(node, op, tuple(body.split(", ")) if body else (), frame_iter=frame_iter)
+
+
+def _parts_of(label: str, node_name: str, op_type: str) -> TimelineLabel:
+    try:
+        return parse_timeline_label(label)
+    except errors.InvalidArgumentError:  # a label from another tool: only the name and op type are known
+        return TimelineLabel(node_name, op_type)

@@ -22,15 +22,17 @@ extra ``GPU_<i>_bfc reserved`` record.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import TYPE_CHECKING
 
 from .. import backends
 from ..framework import registry
 from ..framework.device import DeviceSpec
+from ..framework.run_metadata import attach_step_records
 from ..ops import op_costs
 from . import cost_model, sim_clock, step_collectives, step_stats
-from .config import ConfigProto, RunMetadata, RunOptions, StepRecords, attach_step_records, forget_step_records
+from .config import ConfigProto, RunMetadata, RunOptions, StepRecords
 from .control_flow_executor import frame_id_of
 from .cost_graph import cost_graph
 from .device_set import DeviceSet, allocator_name
@@ -59,9 +61,8 @@ def fill_run_metadata(run_metadata: RunMetadata, plan: StepPlan, result: StepRes
     """Refill ``run_metadata`` (TF's message, cleared first as TF's session parses it anew): its
     ``partition_graphs`` when asked, its ``step_stats`` with FULL_TRACE (and ``cost_graph`` when the config's
     ``graph_options.build_cost_model`` > 0), and then dfcore's
-    :class:`~dfcore.runtime.config.StepRecords` beside it."""
-    run_metadata.Clear()
-    forget_step_records(run_metadata)
+    :class:`~dfcore.runtime.config.StepRecords` attached to it (TF's bare message takes no records)."""
+    run_metadata.Clear()  # the step records of an earlier run go too
     if options.output_partition_graphs:
         run_metadata.partition_graphs.extend(plan.graphs[d].as_graph_def() for d in sorted(plan.graphs))
     if options.trace_level >= RunOptions.FULL_TRACE and result.timings is not None:
@@ -80,8 +81,8 @@ def dead_nodes(plan: StepPlan, result: StepResult) -> tuple[tuple[str, str, tupl
     None in the root frame, as :func:`~dfcore.runtime.step_stats.iteration_label`)."""
     names = {p.device: p.nodes for p in plan.partitions}
     timings = sorted((t for t in result.timings or () if t.dead), key=lambda t: (t.start_s, t.device, t.index))
-    return tuple((t.device, names[t.device][t.index].name,
-                  t.frame_iter if t.frame_iter is not None and t.frame_iter[0] != 0 else None) for t in timings)
+    return tuple((t.device, names[t.device][t.index].name, step_stats.loop_iteration(t.frame_iter))
+                 for t in timings)
 
 
 def build_step_stats(plan: StepPlan, result: StepResult, machine: cost_model.MachineProfile,
@@ -101,12 +102,13 @@ def build_step_stats(plan: StepPlan, result: StepResult, machine: cost_model.Mac
         measured_s = t.kernel_timer.elapsed_s() if t.kernel_timer is not None else t.end_s - t.start_s
         duration_us = max(0, int(round(measured_s * 1e6)))
         wall_start.setdefault(t.device, int(base_wall_us + (t.start_s - base_perf) * 1e6))
+        detail = dataclasses.replace(node.label, frame_iter=step_stats.loop_iteration(t.frame_iter))
         collector.record(t.device, NodeExecStats(
             node_name=node.name, op_type=node.op_type,
             all_start_micros=int(base_wall_us + (t.start_s - base_perf) * 1e6),
             op_start_rel_micros=0, op_end_rel_micros=duration_us, all_end_rel_micros=duration_us,
             thread_id=t.thread_id, output_bytes=tuple(_nbytes(v) for v in t.outputs),
-            timeline_label=step_stats.iteration_label(node.label, t.frame_iter),
+            timeline_label=detail.text(), detail=detail,
             sim_start_micros=int(round(sim.start_s[step_stats.instance_name(node.name, t.frame_iter)] * 1e6)),
             sim_end_micros=int(round(sim.end_s[step_stats.instance_name(node.name, t.frame_iter)] * 1e6))))
     for m in messages:
@@ -127,11 +129,11 @@ def _record_message(collector, message, sim, wall_start):
             (message.dst_device, "_Recv", message.src_device, end_us, (message.nbytes,)))
     for device, op_type, peer, sim_end, output in ends:
         name = f"{message.task}/{op_type[1:].lower()}"
+        detail = step_stats.TimelineLabel(name, op_type, tensor_name=message.task, peer_device=peer)
         collector.record(device, NodeExecStats(
             node_name=name, op_type=op_type, all_start_micros=wall_start.get(device, 0), op_start_rel_micros=0,
             op_end_rel_micros=0, all_end_rel_micros=0, thread_id=0, output_bytes=output,
-            timeline_label=step_stats.timeline_label(name, op_type, tensor_name=message.task, peer_device=peer),
-            sim_start_micros=start_us, sim_end_micros=sim_end))
+            timeline_label=detail.text(), detail=detail, sim_start_micros=start_us, sim_end_micros=sim_end))
 
 
 def _simulate(plan, result, machine):

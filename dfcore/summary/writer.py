@@ -10,7 +10,8 @@ import os
 import time
 
 from .. import errors
-from ..framework.protos import Event, MetaGraphDef, RunMetadata, SessionLog, Summary, TaggedRunMetadata
+from ..framework.protos import Event, MetaGraphDef, SessionLog, Summary, TaggedRunMetadata
+from ..framework.run_metadata import message_of
 from .event_file import EventFile
 
 
@@ -97,11 +98,13 @@ class FileWriter:
             TypeError: ``run_metadata`` is not a ``RunMetadata``.
             ValueError: ``tag`` is empty.
         """
-        if not isinstance(run_metadata, RunMetadata):
-            raise TypeError(f"add_run_metadata() expects a RunMetadata; got {type(run_metadata).__name__}")
+        try:
+            message = message_of(run_metadata)
+        except TypeError:
+            raise TypeError(f"add_run_metadata() expects a RunMetadata; got {type(run_metadata).__name__}") from None
         if not tag:
             raise ValueError("add_run_metadata() needs a non-empty tag, such as 'step%d' % step")
-        tagged = TaggedRunMetadata(tag=tag, run_metadata=run_metadata.SerializeToString())
+        tagged = TaggedRunMetadata(tag=tag, run_metadata=message.SerializeToString())
         self._add(Event(tagged_run_metadata=tagged), global_step)
 
     def add_session_log(self, session_log: SessionLog, global_step=None) -> None:

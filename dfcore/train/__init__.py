@@ -6,7 +6,6 @@ the queue-based input pipeline (``batch``, ``shuffle_batch``, ``*_input_producer
 Source: ``tensorflow/python/training/``; names as TF1's ``tf.train``.
 """
 
-from ..distribute.cluster import ClusterSpec, Server
 from ..framework.protos import (  # TF 1.x exports these messages here
     BytesList,
     ClusterDef,
@@ -43,6 +42,7 @@ from .checkpoint_management import (
     remove_checkpoint,
     update_checkpoint_state,
 )
+from .cluster_spec import ClusterSpec
 from .coordinator import Coordinator, LooperThread
 from .device_setter import GreedyLoadBalancingStrategy, byte_size_load_fn, ps_load_table, replica_device_setter
 from .ftrl import FtrlOptimizer
@@ -89,6 +89,10 @@ from .training_util import (
 
 
 def __getattr__(name: str):
-    """A TF 1.x name dfcore lacks: an AttributeError that says so (PEP 562; see dfcore.compat.missing)."""
+    """``tf.train.Server`` (distribute/ defines it, on top of train/), or for a TF 1.x name dfcore lacks an
+    AttributeError that says so (PEP 562; see dfcore.compat.missing)."""
+    if name == "Server":
+        from ..distribute.cluster import Server
+        return Server
     from ..compat.missing import missing_attribute
     raise missing_attribute(__name__, "tf.train", name)

@@ -11,6 +11,7 @@ variables), whichever strategy placed them.
 import dataclasses
 
 from ..framework.device import DeviceSpec
+from .cluster_spec import ClusterSpec
 
 #: Op types placed on the ps by default (TF's ``STANDARD_PS_OPS``).
 STANDARD_PS_OPS = ("Variable", "VariableV2", "AutoReloadVariable", "MutableHashTable", "MutableHashTableV2",
@@ -113,8 +114,6 @@ def replica_device_setter(ps_tasks=0, ps_device="/job:ps", worker_device="/job:w
         TypeError: ``ps_strategy`` is not callable (TF's wording).
     """
     if cluster is not None:
-        from ..distribute.cluster import ClusterSpec
-
         cluster_spec = (cluster if isinstance(cluster, ClusterSpec) else ClusterSpec(cluster)).as_dict()
         ps_job_name = DeviceSpec.from_string(ps_device).job
         if ps_job_name not in cluster_spec or cluster_spec[ps_job_name] is None:

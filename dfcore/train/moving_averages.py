@@ -11,10 +11,9 @@ device when they share one). With ``num_updates`` the decay is
 """
 
 from ..framework import dtypes
-from ..framework.graph import GraphKeys, get_default_graph
+from ..framework.graph import GraphKeys, get_default_graph, graph_of
 from ..framework.tensor_conversion import convert_to_tensor
 from ..ops import control_flow_ops, math_ops, state_ops, variables
-from ..ops.op_util import graph_of
 from . import slot_creator
 
 

@@ -13,11 +13,10 @@ optionally ``_finish``.
 from collections.abc import Callable, MappingView
 
 from ..framework import dtypes
-from ..framework.graph import GraphKeys, executing_eagerly, get_default_graph
+from ..framework.graph import GraphKeys, executing_eagerly, get_default_graph, graph_of
 from ..framework.tensor import Tensor
 from ..framework.tensor_conversion import convert_to_tensor
 from ..ops import control_flow_ops, gradients_impl, math_ops, state_ops, variables
-from ..ops.op_util import graph_of
 from . import slot_creator
 
 #: What an optimizer accepts for a hyperparameter such as ``learning_rate``: a number, a scalar Tensor

@@ -19,9 +19,9 @@ import weakref
 
 from .. import errors
 from ..framework import graph as graph_lib, input_events, meta_graph
+from ..framework.default_session import get_default_session
 from ..framework.graph import GraphKeys
 from ..framework.protos import QueueRunnerDef
-from ..runtime.session import get_default_session
 
 __all__ = ["QueueRunner", "add_queue_runner", "start_queue_runners"]
 

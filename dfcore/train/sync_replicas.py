@@ -26,11 +26,10 @@ variable is still uninitialized) instead of TF's vector of their names.
 
 import logging
 
-from ..framework.graph import GraphKeys
+from ..framework.graph import GraphKeys, graph_of
 from ..ops import array_ops, control_flow_ops, data_flow_ops, state_ops, variables
 from ..ops.array_ops_join import stack
 from ..ops.math_ops_binary import logical_not
-from ..ops.op_util import graph_of
 from .optimizer import Optimizer
 from .queue_runner import QueueRunner
 from .session_run_hook import SessionRunHook

@@ -20,7 +20,8 @@ import grpc
 from .. import errors
 from ..framework import graph as graph_lib
 from ..framework.importer import import_nodes
-from ..framework.protos import RunMetadata, RunOptions
+from ..framework.protos import RunOptions
+from ..framework.run_metadata import RunMetadata, message_of
 from ..framework.tf_protos import master_pb2
 from ..runtime.config import ConfigProto
 from ..runtime.device_set import DeviceSet
@@ -129,7 +130,7 @@ class MasterService:
             raise errors.NotFoundError(None, None, str(error).strip("'\"")) from None
         metadata = RunMetadata()
         values = found.session.run([fetches, targets], feeds, options=request.options, run_metadata=metadata)[0]
-        response = master_pb2.RunStepResponse(metadata=metadata)
+        response = master_pb2.RunStepResponse(metadata=message_of(metadata))
         for name, value in zip(request.fetch, values, strict=True):
             response.tensor.add(name=name, tensor=tensor_to_proto(value))
         return response

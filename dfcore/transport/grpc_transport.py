@@ -31,8 +31,8 @@ from typing import Any
 import grpc
 
 from .. import errors
-from ..distribute.cluster import ClusterSpec
 from ..framework.device import DeviceSpec
+from ..train.cluster_spec import ClusterSpec
 from . import grpc_wire, seam
 from .grpc_wire import CODECS, WORKER_SERVICE
 from .layout import ClusterLayout

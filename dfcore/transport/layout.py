@@ -7,8 +7,8 @@ tasks are found by address (gRPC) numbers them here: jobs in the spec's order, t
 
 from __future__ import annotations
 
-from ..distribute.cluster import ClusterSpec
 from ..framework.device import DeviceSpec
+from ..train.cluster_spec import ClusterSpec
 
 
 class ClusterLayout:

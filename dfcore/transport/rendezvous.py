@@ -19,7 +19,8 @@ import collections
 import threading
 
 from .. import errors
-from ..runtime.rendezvous import Rendezvous, TransferRecord, parse_key
+from ..framework.rendezvous_key import parse_key
+from ..runtime.rendezvous import Rendezvous, TransferRecord
 from .seam import error_from_wire, error_to_wire
 
 

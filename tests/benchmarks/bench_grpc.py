@@ -46,7 +46,7 @@ def task_main(job, cluster, echo_port, out_path):
     import grpc
 
     import dfcore as tf
-    from dfcore.runtime.rendezvous import create_key
+    from dfcore.framework.rendezvous_key import create_key
     from dfcore.transport import grpc_server
 
     config = tf.ConfigProto(device_count={"CPU": 1, "GPU": 0})

@@ -49,8 +49,8 @@ def _barrier(comm):
 def rank_main(out_path):
     """One rank of the job; each writes its samples (seconds) as JSON to ``<out_path>.<rank>``."""
     import dfcore as tf
+    from dfcore.framework.rendezvous_key import create_key
     from dfcore.mpi import MPIClusterResolver, runtime
-    from dfcore.runtime.rendezvous import create_key
 
     resolver = MPIClusterResolver()
     config = tf.ConfigProto(device_count={"CPU": 1, "GPU": 0})

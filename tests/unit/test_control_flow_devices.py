@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import dfcore as tf
-from dfcore.runtime import rendezvous
+from dfcore.framework import rendezvous_key
 from dfcore.runtime.control_flow_executor import frame_id_of
 
 ITERATIONS = 4
@@ -78,7 +78,7 @@ def test_transfers_per_iteration_carry_frame_and_iteration_in_their_keys(num_dev
     _, meta = _run(num_devices)
     transfers = tf.step_records(meta).transfers
     frame_id = frame_id_of(0, 0, "while/while_context")
-    keys = {t.key: rendezvous.parse_key(t.key) for t in transfers}
+    keys = {t.key: rendezvous_key.parse_key(t.key) for t in transfers}
     in_loop = [t for t in transfers if keys[t.key].frame_id == frame_id]
     # per iteration (ITERATIONS live ones plus the last, which only tests the condition and sends dead
     # values): the LoopCond to each other device, and the chain GPU:0 -> GPU:1 -> ... -> GPU:0

@@ -20,6 +20,7 @@ from process_checks import processes_with
 
 import dfcore as tf
 from dfcore import launch, task_processes
+from dfcore.mpi import job_command
 from dfcore.mpi.job import MPIJobError, run_job
 from dfcore.mpi.world import Layout
 
@@ -67,7 +68,7 @@ def test_task_prefixes_are_taken_off_and_sorted_by_task():
 
 def test_tf_flags_without_grpc_is_a_usage_error():
     with pytest.raises(SystemExit):
-        launch.command_and_env(["--tf-flags", "--workers", "2", "x.py"])
+        job_command.command_and_env(["--tf-flags", "--workers", "2", "x.py"])
 
 
 def test_print_command_shows_each_tasks_command_and_tf_config(capsys):

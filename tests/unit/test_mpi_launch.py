@@ -13,7 +13,7 @@ import dfcore as tf
 from dfcore import launch
 from dfcore.framework.graph_def import make_graph_def, make_node_def
 from dfcore.framework.importer import import_nodes
-from dfcore.mpi import env as env_lib
+from dfcore.mpi import env as env_lib, job_command
 from dfcore.mpi.world import Layout, MPIClusterResolver
 
 
@@ -26,13 +26,13 @@ from dfcore.mpi.world import Layout, MPIClusterResolver
     (["--print-command", "x.py", "--ps", "9"], ["--print-command"], ["x.py", "--ps", "9"]),
 ])
 def test_the_program_starts_at_the_first_word_that_is_not_a_launcher_option(argv, options, program):
-    assert launch.split_argv(argv) == (options, program)
+    assert job_command.split_argv(argv) == (options, program)
 
 
 def test_the_command_runs_every_rank_under_rank_main_with_the_layout(monkeypatch):
     monkeypatch.setattr(env_lib, "find_mpiexec", lambda path=None: "/opt/mpi/bin/mpiexec")
     monkeypatch.setattr(env_lib, "mpi_flavor", lambda mpiexec: "openmpi")
-    command, env, _ = launch.command_and_env(["--ps", "1", "--workers", "2", "train.py", "--steps", "5"])
+    command, env, _ = job_command.command_and_env(["--ps", "1", "--workers", "2", "train.py", "--steps", "5"])
     assert command[:3] == ["/opt/mpi/bin/mpiexec", "-n", "3"]
     assert "--oversubscribe" in command
     assert command[-4:] == [env_lib.RANK_MAIN, "train.py", "--steps", "5"]
@@ -46,7 +46,7 @@ def test_the_command_runs_every_rank_under_rank_main_with_the_layout(monkeypatch
 def test_inconsistent_or_empty_launches_are_usage_errors(argv, monkeypatch):
     monkeypatch.setattr(env_lib, "find_mpiexec", lambda path=None: "/opt/mpi/bin/mpiexec")
     with pytest.raises(SystemExit):
-        launch.command_and_env(argv)
+        job_command.command_and_env(argv)
 
 
 def test_root_variables_only_for_root_and_user_settings_win(monkeypatch):

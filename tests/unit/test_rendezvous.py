@@ -11,8 +11,9 @@ import pytest
 from hypothesis import given, strategies as st
 
 from dfcore import errors
+from dfcore.framework.rendezvous_key import ParsedKey, create_key, parse_key
 from dfcore.runtime import rendezvous
-from dfcore.runtime.rendezvous import ParsedKey, Rendezvous, TransferRecord, create_key, parse_key
+from dfcore.runtime.rendezvous import Rendezvous, TransferRecord
 
 CPU0 = "/job:localhost/replica:0/task:0/device:CPU:0"
 GPU0 = "/job:localhost/replica:0/task:0/device:GPU:0"

@@ -1,8 +1,11 @@
 """ConfigProto, RunOptions and RunMetadata are TF's messages: a traced step fills TF's StepStats and
 partition graphs (serializable, wire-compatible), TF's classic Timeline idiom works on them, and dfcore's
-own records of the step (simulated clock, transfers) sit beside the message in tf.step_records."""
+own records of the step (simulated clock, transfers) are attached to the RunMetadata object (found with
+tf.step_records) and go with it."""
 
+import gc
 import json
+import weakref
 
 import numpy as np
 import pytest
@@ -58,6 +61,28 @@ def test_dfcores_records_of_the_step_sit_beside_the_message():
     assert [t.nbytes for t in records.transfers if t.src_device != t.dst_device] == [64, 64]  # a to GPU, b back
     with pytest.raises(TypeError, match="expects a RunMetadata"):
         tf.step_records(records)
+
+
+def test_the_step_records_go_with_their_run_metadata():
+    metadata = _traced()
+    records = weakref.ref(tf.step_records(metadata))
+    copied = tf.RunMetadata()
+    copied.CopyFrom(metadata)
+    assert tf.step_records(copied) is records() and copied == metadata
+    del metadata, copied
+    gc.collect()
+    assert records() is None  # no table in any module kept them
+
+
+def test_a_refill_without_trace_drops_the_records_and_tfs_bare_message_has_none():
+    metadata = _traced()
+    with tf.Session() as sess:
+        sess.run(tf.constant(1.0), run_metadata=metadata)
+    with pytest.raises(ValueError, match="no dfcore step records"):
+        tf.step_records(metadata)
+    assert not metadata.HasField("step_stats")
+    with pytest.raises(ValueError, match="TF's RunMetadata message carries no dfcore step records"):
+        tf.step_records(config_pb2.RunMetadata())
 
 
 def test_tfs_timeline_idiom_works_on_the_message():

@@ -33,6 +33,7 @@ def test_node_exec_stats_uses_tf_field_names():
     assert fields == [
         "node_name", "op_type", "all_start_micros", "op_start_rel_micros", "op_end_rel_micros",
         "all_end_rel_micros", "thread_id", "output_bytes", "timeline_label", "sim_start_micros", "sim_end_micros",
+        "detail",  # dfcore's: the parts of timeline_label
     ]
     ns = node("MatMul", 100, dur=30, output_bytes=[16, 4])
     assert ns.output_bytes == (16, 4) and ns.all_end_micros == 130
@@ -167,3 +168,25 @@ def test_label_round_trip_for_ops(name, op, inputs):
 def test_label_round_trip_for_transfers(name, op, tensor_name, device):
     label = timeline_label(name, op, tensor_name=tensor_name, peer_device=device)
     assert parse_timeline_label(label) == TimelineLabel(name, op, (), tensor_name, device)
+
+
+@given(_op_names, _op_types, _inputs, st.none() | st.tuples(st.integers(1, 9), st.integers(0, 99)))
+def test_a_labels_parts_make_the_label_that_parses_back_to_them(name, op, inputs, frame_iter):
+    parts = TimelineLabel(name, op, tuple(inputs), frame_iter=frame_iter)
+    assert parse_timeline_label(parts.text()) == parts
+
+
+# -- each node's record carries its label's parts (NodeExecStats.detail) ------
+
+
+def test_a_records_parts_survive_json_and_a_record_made_from_a_label_takes_its_parts():
+    parts = TimelineLabel("y/_1", "_Recv", (), "edge_3_y", GPU0, (4, 2))
+    given_parts = NodeExecStats("y/_1", "_Recv", 5, 0, 1, 1, 0, (12,), parts.text(), 1, 2, parts)
+    stats = StepStats([DeviceStepStats(CPU0, [given_parts])])
+    back = StepStats.from_dict(json.loads(json.dumps(stats.to_dict())))
+    assert back == stats and back.dev_stats[0].node_stats[0].detail.frame_iter == (4, 2)
+    from_label = NodeExecStats("y/_1", "_Recv", 5, 0, 1, 1, 0, (12,), f"y/_1 = _Recv(edge_3_y @{GPU0}) @frame 4 iter 2")
+    assert from_label.detail == parts
+    assert NodeExecStats("n", "Foo", 0, 0, 0, 0, 0, (), "not a label").detail == TimelineLabel("n", "Foo")
+    from_tf = StepStats.from_proto(stats.to_proto()).dev_stats[0].node_stats[0]  # TF's message: the label alone
+    assert (from_tf.op_type, from_tf.detail) == ("_Recv", parts)

@@ -17,7 +17,8 @@ import pytest
 
 import dfcore as tf
 from dfcore import errors
-from dfcore.runtime.rendezvous import Rendezvous, create_key
+from dfcore.framework.rendezvous_key import create_key
+from dfcore.runtime.rendezvous import Rendezvous
 from dfcore.runtime.step_stats import DeviceStepStats, NodeExecStats, StepStats, StepStatsCollector, timeline_label
 from dfcore.timeline import Timeline
 

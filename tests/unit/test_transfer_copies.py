@@ -10,8 +10,9 @@ import numpy as np
 
 import dfcore as tf
 from dfcore.distribute import all_reduce
+from dfcore.framework.rendezvous_key import create_key
 from dfcore.runtime import allocator
-from dfcore.runtime.rendezvous import Rendezvous, create_key
+from dfcore.runtime.rendezvous import Rendezvous
 
 GPU0, GPU1 = "/job:localhost/replica:0/task:0/device:GPU:0", "/job:localhost/replica:0/task:0/device:GPU:1"
 MIB = 1 << 20

@@ -15,7 +15,7 @@ import pytest
 
 import dfcore as tf
 from dfcore.framework.registry import DEAD
-from dfcore.runtime.rendezvous import create_key
+from dfcore.framework.rendezvous_key import create_key
 from dfcore.transport.rendezvous import StepTable
 from dfcore.transport.seam import wait
 

@@ -7,7 +7,7 @@ import pytest
 from ipywidgets.embed import embed_data
 
 import dfcore as tf
-from dfcore.runtime.config import attach_step_records
+from dfcore.framework.run_metadata import attach_step_records
 from dfcore.runtime.step_stats import DeviceStepStats, NodeExecStats, StepStats, timeline_label
 from widgets import TimelineView, _palette, _svg, _timeline
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import abc
 from typing import Any
 
-from ..cluster import ClusterSpec
+from ...train.cluster_spec import ClusterSpec
 
 
 def format_master_url(master: str, rpc_layer: str | None = None) -> str:

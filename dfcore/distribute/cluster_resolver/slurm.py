@@ -16,7 +16,7 @@ import os
 import re
 from typing import Any
 
-from ..cluster import ClusterSpec
+from ...train.cluster_spec import ClusterSpec
 from .base import ClusterResolver, format_master_url
 
 _RANGE = re.compile(r"^(\d+)(?:-(\d+))?$")

@@ -13,7 +13,7 @@ import json
 import os
 from typing import Any
 
-from ..cluster import ClusterSpec
+from ...train.cluster_spec import ClusterSpec
 from .base import ClusterResolver, format_master_url
 
 #: The environment variable TF's tools and ``python -m dfcore.launch --grpc`` put the cluster in.
