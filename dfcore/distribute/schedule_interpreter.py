@@ -128,7 +128,11 @@ def plan(schedule: schedules.Schedule, mean: bool, ranks: tuple[int, ...] | None
         mean: the reduction is a mean (its ``Finalize`` steps divide, and write the chunk).
         batched: group the messages into :class:`Batch` items (each round's consecutive messages, cut at
             every ``Finalize``); False: one :class:`Move` item a message (every rank held).
+    Raises:
+        ValueError: ``ranks`` given for an unbatched plan.
     """
+    if ranks is not None and not batched:
+        raise ValueError("An unbatched plan holds every rank; give ranks only with batched=True")
     held = range(schedule.num_ranks) if ranks is None else ranks
     written = [bytearray(len(schedule.chunk_ranges)) for _ in range(schedule.num_ranks)]
     items: list[Move | Batch | Divide] = []

@@ -109,3 +109,5 @@ def test_a_plan_is_worked_out_once_and_names_what_a_rank_never_receives():
     assert all(isinstance(item, si.Batch) for item in mine.items)
     assert {m.src for item in mine.items for m in item.sends} == {1}
     assert {m.dst for item in mine.items for m in item.recvs} == {1}
+    with pytest.raises(ValueError, match="unbatched plan holds every rank"):
+        si.plan(schedule, False, (1,))
