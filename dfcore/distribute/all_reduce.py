@@ -40,7 +40,7 @@ from ..framework.device import DeviceSpec
 from ..framework.rendezvous_key import create_key
 from ..runtime import cost_model
 from ..runtime.rendezvous import Rendezvous
-from . import all_reduce_arrays, collective_cost, schedules
+from . import all_reduce_arrays, collective_cost, schedule_interpreter, schedules
 from .trace import AllReduceResult, ChunkTransfer, CollectiveTrace, FusionCopy, RoundRecord
 
 _REDUCE_UFUNC = {"sum": np.add, "mean": np.add, "max": np.maximum}
@@ -149,11 +149,9 @@ def _holds_device_arrays(values):
 def _run_device(schedule, xp, flats, devices, rendezvous, reduction, name, trace):
     """:func:`run_schedule` for device arrays (:mod:`dfcore.distribute.all_reduce_arrays`), aborting the
     rendezvous on an error as it does."""
-    steps, unwritten = _plan(schedule, reduction == "mean")
     keys = message_keys(schedule, tuple(devices), name)
     with _aborting_on_failure(rendezvous, name):
-        return all_reduce_arrays.run_device_schedule(schedule, xp, flats, keys, steps, unwritten, rendezvous,
-                                                     reduction, trace)
+        return all_reduce_arrays.run_device_schedule(schedule, xp, flats, keys, rendezvous, reduction, trace)
 
 
 def canonical_devices(devices: Sequence[str] | None, count: int) -> tuple[str, ...]:
@@ -237,8 +235,12 @@ def run_schedule(schedule: schedules.Schedule, flats: Sequence[np.ndarray], devi
     ``records`` holds, per message, ``[value_sent, partial_sum_after]`` (None without ``trace``).
     On any error the rendezvous is aborted with it and the error re-raised.
     """
+    outs = flats if in_place else [np.empty(flats[0].size, flats[0].dtype) for _ in flats]
+    layer = _HostLayer(flats, outs, message_keys(schedule, tuple(devices), name), rendezvous, reduction, trace)
     with _aborting_on_failure(rendezvous, name):
-        return _run(schedule, flats, devices, rendezvous, reduction, name, trace, in_place)
+        schedule_interpreter.run(schedule_interpreter.plan(schedule, reduction == "mean"), layer)
+        layer.finish()
+    return layer.outputs, layer.records
 
 
 @contextlib.contextmanager
@@ -256,86 +258,65 @@ def _aborting_on_failure(rendezvous: Rendezvous, name: str) -> Iterator[None]:
         raise failure from error
 
 
-@functools.lru_cache(maxsize=256)
-def _plan(schedule: schedules.Schedule, mean: bool) -> tuple[tuple[Any, ...], tuple[tuple[tuple[int, int], ...], ...]]:
-    """What :func:`_run` does at each step, worked out once per schedule (and whether the reduction is a mean,
-    whose ``Finalize`` steps write): ``(steps, unwritten)``.
+class _HostLayer(schedule_interpreter.MessageLayer):
+    """The numpy message layer: every rank's buffers in this process, messages through ``rendezvous``
+    (:mod:`~dfcore.distribute.schedule_interpreter`); with ``trace``, ``records`` gets per message
+    ``[value sent, partial sum after]``."""
 
-    A step is ``(kind, src, dst, lo, hi, src_written, dst_written)`` for a message (``kind`` "reduce" or
-    "copy"; ``*_written``: whether that rank's output already holds the chunk, else its input is read) and
-    ``("finalize", rank, None, lo, hi, written, None)``; ``unwritten[r]`` lists the element ranges rank
-    ``r``'s output never receives (copied from its input at the end of an out-of-place run)."""
-    written = [bytearray(len(schedule.chunk_ranges)) for _ in range(schedule.num_ranks)]
-    steps: list[tuple[Any, ...]] = []
-    for step in schedule.steps:
-        lo, hi = step.element_range
-        if isinstance(step, schedules.Message):
-            s, d = step.src, step.dst
-            steps.append((step.op, s, d, lo, hi, bool(written[s][step.chunks[0]]),
-                          bool(written[d][step.chunks[0]])))
-            rank = d
-        else:
-            steps.append(("finalize", step.rank, None, lo, hi, bool(written[step.rank][step.chunks[0]]), None))
-            if not mean:
-                continue
-            rank = step.rank
-        for c in step.chunks:
-            written[rank][c] = 1
-    unwritten = tuple(tuple(r for c, r in enumerate(schedule.chunk_ranges) if not written[rank][c])
-                      for rank in range(schedule.num_ranks))
-    return tuple(steps), unwritten
+    def __init__(self, flats, outs, keys, rendezvous, reduction, trace):
+        self.inputs, self.outputs, self.keys = flats, outs, keys
+        self.ufunc = _REDUCE_UFUNC[reduction]
+        self.divisor = flats[0].dtype.type(len(flats))
+        self.records = [] if trace else None
+        # rank -> [(start, stop, record)] of partial sums awaiting a snapshot
+        self.pending = [[] for _ in flats] if trace else None
+        box = self.box = []
+        self.done = lambda error, value: box.append((error, value))  # a plain function: no bound method per call
+        self.recv_async = rendezvous.recv_async
+        # a traced message is kept, so the rendezvous copies it; else the receiver reads the sender's chunk at once
+        self.send = rendezvous.send if trace else functools.partial(rendezvous.send, copy=False)
 
-
-def _run(schedule, flats, devices, rendezvous, reduction, name, trace, in_place):
-    n, size, dtype = schedule.num_ranks, flats[0].size, flats[0].dtype
-    outs = flats if in_place else [np.empty(size, dtype) for _ in range(n)]
-    ufunc = _REDUCE_UFUNC[reduction]
-    divisor = dtype.type(n)
-    keys = message_keys(schedule, tuple(devices), name)
-    steps, unwritten = _plan(schedule, reduction == "mean")
-    box = []
-    settle = box.append
-
-    def done(error, value):
-        settle((error, value))
-
-    records = [] if trace else None
-    pending = [[] for _ in range(n)] if trace else None  # rank -> [(start, stop, record)] awaiting a snapshot
-    recv_async = rendezvous.recv_async
-    # a traced message is kept, so the rendezvous copies it; else the receiver reads the sender's chunk at once
-    send = rendezvous.send if trace else functools.partial(rendezvous.send, copy=False)
-    for key, (op, s, d, lo, hi, src_written, dst_written) in zip(keys, steps):
-        if key is None:  # Finalize: rank s
-            if reduction == "mean":
-                if trace:
-                    _snapshot_before_write(pending[s], outs[s], lo, hi)
-                np.divide((outs[s] if src_written else flats[s])[lo:hi], divisor, out=outs[s][lo:hi])
-            continue
-        send(key, (outs[s] if src_written else flats[s])[lo:hi])
-        recv_async(key, done)
-        error, message = box.pop()
+    def transfer(self, move, source):
+        key = self.keys[move.step]
+        self.send(key, source)
+        self.recv_async(key, self.done)
+        error, message = self.box.pop()
         if error is not None:
             raise error
-        target = outs[d][lo:hi]
-        if trace:
-            _resolve_sent(pending[s], lo, hi, message)
-            _snapshot_before_write(pending[d], outs[d], lo, hi)
-        if op == "reduce":
-            ufunc(target if dst_written else flats[d][lo:hi], message, out=target)
-        else:
-            target[...] = message
-        if trace:
-            record = [message, message if op == "copy" else None]
-            records.append(record)
-            if op == "reduce":
-                pending[d].append((lo, hi, record))
-    for r in range(n):
-        if not in_place:
-            for lo, hi in unwritten[r]:
-                outs[r][lo:hi] = flats[r][lo:hi]
-        if trace:
-            _snapshot_before_write(pending[r], outs[r], 0, size)
-    return outs, records
+        if self.pending is not None:
+            _resolve_sent(self.pending[move.src], move.lo, move.hi, message)
+        return message
+
+    def reduce(self, move, own, message):
+        if self.pending is not None:
+            _snapshot_before_write(self.pending[move.dst], self.outputs[move.dst], move.lo, move.hi)
+        self.ufunc(own, message, out=self.outputs[move.dst][move.lo:move.hi])
+        if self.records is not None:
+            record = [message, None]
+            self.records.append(record)
+            self.pending[move.dst].append((move.lo, move.hi, record))
+
+    def copy(self, move, message):
+        if self.pending is not None:
+            _snapshot_before_write(self.pending[move.dst], self.outputs[move.dst], move.lo, move.hi)
+        self.outputs[move.dst][move.lo:move.hi] = message
+        if self.records is not None:
+            self.records.append([message, message])
+
+    def divide(self, item, value):
+        if self.pending is not None:
+            _snapshot_before_write(self.pending[item.rank], self.outputs[item.rank], item.lo, item.hi)
+        np.divide(value, self.divisor, out=self.outputs[item.rank][item.lo:item.hi])
+
+    def fill(self, rank, lo, hi):
+        if self.outputs[rank] is not self.inputs[rank]:  # out of place
+            self.outputs[rank][lo:hi] = self.inputs[rank][lo:hi]
+
+    def finish(self):
+        """Snapshot the partial sums still waiting (their buffers change no more)."""
+        if self.pending is not None:
+            for pending, out in zip(self.pending, self.outputs):
+                _snapshot_before_write(pending, out, 0, out.size)
 
 
 def _resolve_sent(entries, lo, hi, message):

@@ -24,7 +24,7 @@ import numpy as np
 
 from .. import backends, errors
 from ..runtime.rendezvous import Rendezvous
-from . import schedules
+from . import schedule_interpreter, schedules
 
 _FLOATS = ("float16", "float32", "float64")
 
@@ -116,46 +116,66 @@ def synchronize(arrays: Sequence[Any]) -> None:
 
 
 def run_device_schedule(schedule: schedules.Schedule, xp: Any, flats: Sequence[Any], keys: Sequence[str | None],
-                        steps: Sequence[tuple[Any, ...]], unwritten: Sequence[tuple[tuple[int, int], ...]],
                         rendezvous: Rendezvous, reduction: str, trace: bool) -> tuple[list[Any], list[Any] | None]:
-    """Move the values of ``flats`` (1-D device arrays, one per rank) by ``schedule``; ``keys``, ``steps``
-    and ``unwritten`` as :mod:`dfcore.distribute.all_reduce` plans them. Returns ``(outputs, records)``,
-    ``records`` holding per message ``[value sent, partial sum after]`` as host arrays (None without
-    ``trace``)."""
-    n, size = schedule.num_ranks, flats[0].shape[0]
-    itemsize = np.dtype(dtype_name(xp, flats[0].dtype)).itemsize
-    outs = []
-    for f in flats:
-        with scope(f):
-            outs.append(xp.empty((size,), dtype=f.dtype, device=array_api_compat.device(f)))
-    combine = xp.maximum if reduction == "max" else xp.add
-    box: list[Any] = []
-    done = functools.partial(_settle, box)
-    records: list[Any] | None = [] if trace else None
-    for key, (op, s, d, lo, hi, src_written, dst_written) in zip(keys, steps):
-        if key is None:  # Finalize: rank s divides its fully reduced chunk (mean)
-            if reduction == "mean":
-                with scope(outs[s]):
-                    outs[s][lo:hi] = (outs[s] if src_written else flats[s])[lo:hi] / float(n)
-            continue
-        rendezvous.send(key, (outs[s] if src_written else flats[s])[lo:hi], nbytes=(hi - lo) * itemsize, copy=False)
-        rendezvous.recv_async(key, done)
-        error, message = box.pop()
+    """Move the values of ``flats`` (1-D device arrays, one per rank) by ``schedule``
+    (:mod:`~dfcore.distribute.schedule_interpreter`); ``keys``: the rendezvous key of each step (None for a
+    ``Finalize``). Returns ``(outputs, records)``, ``records`` holding per message ``[value sent, partial sum
+    after]`` as host arrays (None without ``trace``)."""
+    layer = _DeviceLayer(xp, flats, keys, rendezvous, reduction, trace)
+    schedule_interpreter.run(schedule_interpreter.plan(schedule, reduction == "mean"), layer)
+    return layer.outputs, layer.records
+
+
+class _DeviceLayer(schedule_interpreter.MessageLayer):
+    """The device-array message layer: each rank's output on its input's device; a message is posted as the
+    sender's chunk itself and copied once, onto the receiver's device."""
+
+    def __init__(self, xp, flats, keys, rendezvous, reduction, trace):
+        self.inputs, self.keys, self.rendezvous = flats, keys, rendezvous
+        self.itemsize = np.dtype(dtype_name(xp, flats[0].dtype)).itemsize
+        self.outputs = []
+        for f in flats:
+            with scope(f):
+                self.outputs.append(xp.empty((f.shape[0],), dtype=f.dtype, device=array_api_compat.device(f)))
+        self.combine = xp.maximum if reduction == "max" else xp.add
+        self.num_ranks = float(len(flats))
+        self.box: list[Any] = []
+        self.done = functools.partial(_settle, self.box)
+        self.records: list[Any] | None = [] if trace else None
+
+    def transfer(self, step, source):
+        key = self.keys[step.step]
+        self.rendezvous.send(key, source, nbytes=(step.hi - step.lo) * self.itemsize, copy=False)
+        self.rendezvous.recv_async(key, self.done)
+        error, message = self.box.pop()
         if error is not None:
             raise error
-        message = move(message, outs[d])  # the transfer: one copy, onto the receiver's device
-        with scope(outs[d]):
-            if op == "reduce":
-                outs[d][lo:hi] = combine(outs[d][lo:hi] if dst_written else flats[d][lo:hi], message)
-            else:
-                outs[d][lo:hi] = message
-        if records is not None:
-            records.append([to_host(message), to_host(outs[d][lo:hi])])
-    for r in range(n):
-        with scope(outs[r]):
-            for lo, hi in unwritten[r]:
-                outs[r][lo:hi] = flats[r][lo:hi]
-    return outs, records
+        return move(message, self.outputs[step.dst])  # the transfer: one copy, onto the receiver's device
+
+    def reduce(self, move, own, message):
+        target = self.outputs[move.dst]
+        with scope(target):
+            target[move.lo:move.hi] = self.combine(own, message)
+        self._record(move, message)
+
+    def copy(self, move, message):
+        target = self.outputs[move.dst]
+        with scope(target):
+            target[move.lo:move.hi] = message
+        self._record(move, message)
+
+    def _record(self, move, message):
+        if self.records is not None:
+            self.records.append([to_host(message), to_host(self.outputs[move.dst][move.lo:move.hi])])
+
+    def divide(self, item, value):
+        target = self.outputs[item.rank]
+        with scope(target):
+            target[item.lo:item.hi] = value / self.num_ranks
+
+    def fill(self, rank, lo, hi):
+        with scope(self.outputs[rank]):
+            self.outputs[rank][lo:hi] = self.inputs[rank][lo:hi]
 
 
 def _settle(box, error, value):

@@ -44,6 +44,7 @@ from ..framework.graph import graph_of
 from ..framework.rendezvous_key import create_key
 from ..framework.tensor import Tensor
 from ..ops import common_shapes, math_dtypes
+from ..ops.op_util import apply_op
 from ..runtime import cost_model, sim_clock
 from . import collective_cost, schedules
 from .all_reduce import all_reduce, canonical_devices
@@ -94,7 +95,7 @@ def collective_all_reduce(tensors: Sequence[Any], algorithm: str = "ring", reduc
         outputs = []
         for rank, tensor in enumerate(tensors):
             with graph.colocate_with(tensor.op):
-                op = graph.create_op("CollectiveAllReduce", [tensor], dict(attrs, rank=rank), name)
+                op = apply_op("CollectiveAllReduce", [tensor], dict(attrs, rank=rank), name)
             outputs.append(op.outputs[0])
     return outputs
 

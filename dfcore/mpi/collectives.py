@@ -5,7 +5,8 @@ docs/architecture.md#transports; the schedules of :mod:`dfcore.distribute.schedu
 the communicator plays device i); mpi4py's buffer interface (``Sendrecv``/``Isend``/
 ``Irecv``, no pickling) and ``MPI.Allreduce`` as the reference.
 
-One call per rank, collective over ``comm``. The schedule's steps are cut into *batches*:
+One call per rank, collective over ``comm``. The schedule is run by
+:mod:`dfcore.distribute.schedule_interpreter` (this module is its MPI message layer) in *batches*:
 runs of consecutive messages of one round, split at every ``Finalize`` (mean's division).
 Every rank walks the same batches; in each it posts the receives and sends of its own
 messages at once — one ``Sendrecv`` when it has exactly one of each (every ring step),
@@ -42,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import errors
-from ..distribute import collective_cost, schedules
+from ..distribute import collective_cost, schedule_interpreter, schedules
 from ..distribute.all_reduce import build_trace, machine_for_devices, message_keys
 from ..distribute.arguments import check_rank
 from ..distribute.trace import AllReduceResult
@@ -133,11 +134,12 @@ def all_reduce(value: Any, comm: Any = None, algorithm: str = "ring", reduction:
     schedules.check_arguments(algorithm, n, array.size, num_subchunks, convention, reduction=reduction)
     flat = np.ascontiguousarray(array).reshape(-1)
     schedule = schedules.build_schedule(algorithm, n, flat.size, num_subchunks, convention)
-    plan = _plan(schedule, me, reduction == "mean")
+    plan = schedule_interpreter.plan(schedule, reduction == "mean", (me,), batched=True)
     out = np.empty_like(flat)
     recorder = _Recorder(trace_values) if trace else None
     start = time.perf_counter()
-    _execute(plan, comm, flat, out, _UFUNC[reduction], flat.dtype.type(n), recorder, start)
+    schedule_interpreter.run(plan, _MpiLayer(comm, me, flat, out, reduction, recorder, start,
+                                             _scratch_buffer(flat.dtype, _scratch_size(plan))))
     wall = time.perf_counter() - start
     if recorder is not None:  # traced
         _last[name] = RankTrace(
@@ -271,53 +273,11 @@ def _disagreement(metas, name):
                 None, None, f"all_reduce {name!r}: the {len(values)} ranks must agree on the {what}, got {listed}")
 
 
-@dataclasses.dataclass(frozen=True)
-class _Batch:
-    """One batch of a rank: sends ``(index, lo, hi, dst, from_out)``; receives
-    ``(index, lo, hi, src, reduce, own_from_out, scratch_offset)``; ``scratch`` elements needed."""
-
-    sends: tuple
-    recvs: tuple
-    scratch: int
-
-
 @functools.lru_cache(maxsize=256)
-def _plan(schedule, me, mean):
-    """Rank ``me``'s items — :class:`_Batch` or (``mean`` only) a division ``(lo, hi, from_out)`` — and
-    the ranges it never receives (copied from the input at the end)."""
-    written = bytearray(len(schedule.chunk_ranges))
-    items, sends, recvs, offset, current = [], [], [], 0, None
-    index = 0
-
-    def flush():
-        nonlocal sends, recvs, offset
-        if sends or recvs:
-            items.append(_Batch(tuple(sends), tuple(recvs), offset))
-        sends, recvs, offset = [], [], 0
-
-    for step in schedule.steps:
-        if isinstance(step, schedules.Finalize):
-            flush()
-            current = None
-            if mean and step.rank == me:
-                items.append((*step.element_range, bool(written[step.chunks[0]])))
-                written[step.chunks[0]:step.chunks[-1] + 1] = b"\1" * len(step.chunks)
-            continue
-        if step.round != current:
-            flush()
-            current = step.round
-        lo, hi = step.element_range
-        if step.src == me:
-            sends.append((index, lo, hi, step.dst, bool(written[step.chunks[0]])))
-        if step.dst == me:
-            reduce = step.op == "reduce"
-            recvs.append((index, lo, hi, step.src, reduce, bool(written[step.chunks[0]]), offset))
-            offset += (hi - lo) if reduce else 0
-            written[step.chunks[0]:step.chunks[-1] + 1] = b"\1" * len(step.chunks)
-        index += 1
-    flush()
-    leftovers = tuple(schedule.chunk_ranges[c] for c in range(len(written)) if not written[c])
-    return tuple(items), leftovers
+def _scratch_size(plan):
+    """Elements of the receive buffer a rank's batches need at most: the chunks one batch reduces."""
+    return max((sum(m.hi - m.lo for m in item.recvs if m.op == "reduce")
+                for item in plan.items if isinstance(item, schedule_interpreter.Batch)), default=0)
 
 
 def _scratch_buffer(dtype, size):
@@ -335,41 +295,65 @@ class _Recorder:
         self.values_sent, self.partials = ({}, {}) if values else (None, None)
 
 
-def _execute(plan, comm, flat, out, ufunc, divisor, recorder, start):
-    from mpi4py import MPI
+class _MpiLayer(schedule_interpreter.MessageLayer):
+    """The MPI message layer (:mod:`~dfcore.distribute.schedule_interpreter`): this rank's buffers; a batch's
+    receives and sends posted at once (one ``Sendrecv`` when it has one of each, else ``Irecv``/``Isend`` and
+    ``Waitall``), tagged with the message index; a chunk to reduce lands in ``scratch``, one to copy straight
+    in the output."""
 
-    items, leftovers = plan
-    byte = MPI.BYTE
-    scratch = _scratch_buffer(flat.dtype, max((i.scratch for i in items if isinstance(i, _Batch)), default=0))
-    for item in items:
-        if not isinstance(item, _Batch):  # finalize: mean's division of an owned chunk
-            lo, hi, from_out = item
-            np.divide((out if from_out else flat)[lo:hi], divisor, out=out[lo:hi])
-            continue
-        into = [scratch[off:off + hi - lo] if reduce else out[lo:hi] for _, lo, hi, _, reduce, _, off in item.recvs]
-        posted = time.perf_counter() - start
+    def __init__(self, comm, me, flat, out, reduction, recorder, start, scratch):
+        from mpi4py import MPI
+
+        self.mpi, self.comm = MPI, comm
+        self.inputs, self.outputs = {me: flat}, {me: out}
+        self.flat, self.out, self.scratch = flat, out, scratch
+        self.ufunc, self.divisor = _UFUNC[reduction], flat.dtype.type(comm.Get_size())
+        self.recorder, self.start = recorder, start
+
+    def exchange(self, batch, sources):
+        byte, out, recorder = self.mpi.BYTE, self.out, self.recorder
+        into, offset = [], 0
+        for move in batch.recvs:
+            if move.op == "reduce":
+                into.append(self.scratch[offset:offset + move.hi - move.lo])
+                offset += move.hi - move.lo
+            else:
+                into.append(out[move.lo:move.hi])
+        posted = time.perf_counter() - self.start
         if recorder is not None:
-            for index, lo, hi, _, from_out in item.sends:
-                recorder.send_times[index] = posted
+            for move, source in zip(batch.sends, sources):
+                recorder.send_times[move.index] = posted
                 if recorder.values_sent is not None:
-                    recorder.values_sent[index] = (out if from_out else flat)[lo:hi].copy()
-        if len(item.sends) == 1 and len(item.recvs) == 1:
-            (s_index, s_lo, s_hi, dst, s_out), (r_index, _, _, src, _, _, _) = item.sends[0], item.recvs[0]
-            comm.Sendrecv([(out if s_out else flat)[s_lo:s_hi], byte], dst, s_index % _TAG_MODULUS,
-                          [into[0], byte], src, r_index % _TAG_MODULUS)
+                    recorder.values_sent[move.index] = source.copy()
+        if len(batch.sends) == 1 and len(batch.recvs) == 1:
+            sent, arriving = batch.sends[0], batch.recvs[0]
+            self.comm.Sendrecv([sources[0], byte], sent.dst, sent.index % _TAG_MODULUS,
+                               [into[0], byte], arriving.src, arriving.index % _TAG_MODULUS)
         else:
-            requests = [comm.Irecv([buf, byte], src, index % _TAG_MODULUS)
-                        for buf, (index, _, _, src, _, _, _) in zip(into, item.recvs)]
-            requests += [comm.Isend([(out if from_out else flat)[lo:hi], byte], dst, index % _TAG_MODULUS)
-                         for index, lo, hi, dst, from_out in item.sends]
-            MPI.Request.Waitall(requests)
-        done = time.perf_counter() - start
-        for buf, (index, lo, hi, _, reduce, own_from_out, _) in zip(into, item.recvs):
-            if reduce:
-                ufunc((out if own_from_out else flat)[lo:hi], buf, out=out[lo:hi])
-            if recorder is not None:
-                recorder.recv_times[index] = (posted, done)
-                if recorder.partials is not None:
-                    recorder.partials[index] = out[lo:hi].copy()
-    for lo, hi in leftovers:
-        out[lo:hi] = flat[lo:hi]
+            requests = [self.comm.Irecv([buf, byte], move.src, move.index % _TAG_MODULUS)
+                        for buf, move in zip(into, batch.recvs)]
+            requests += [self.comm.Isend([source, byte], move.dst, move.index % _TAG_MODULUS)
+                         for source, move in zip(sources, batch.sends)]
+            self.mpi.Request.Waitall(requests)
+        if recorder is not None:
+            done = time.perf_counter() - self.start
+            for move in batch.recvs:
+                recorder.recv_times[move.index] = (posted, done)
+        return into
+
+    def reduce(self, move, own, message):
+        self.ufunc(own, message, out=self.out[move.lo:move.hi])
+        self._record(move)
+
+    def copy(self, move, message):  # received straight into the output
+        self._record(move)
+
+    def _record(self, move):
+        if self.recorder is not None and self.recorder.partials is not None:
+            self.recorder.partials[move.index] = self.out[move.lo:move.hi].copy()
+
+    def divide(self, item, value):
+        np.divide(value, self.divisor, out=self.out[item.lo:item.hi])
+
+    def fill(self, rank, lo, hi):
+        self.out[lo:hi] = self.flat[lo:hi]

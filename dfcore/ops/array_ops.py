@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .. import errors
-from ..framework import dtypes, graph as graph_lib, registry, scopes
+from ..framework import dtypes, registry, scopes
 from ..framework.tensor import Tensor
 from ..framework.tensor_conversion import convert_to_tensor
 from ..framework.tensor_shape import TensorShape
@@ -71,7 +71,7 @@ def placeholder(dtype: DTypeLike, shape: TensorLike = None, name: str | None = N
     Raises (at run time): InvalidArgumentError ``You must feed a value for placeholder tensor ...``.
     """
     attrs = {"dtype": dtypes.as_dtype(dtype).base_dtype, "shape": TensorShape(shape)}
-    return graph_lib.get_default_graph().create_op("Placeholder", [], attrs, name or "Placeholder").outputs[0]
+    return apply_op1("Placeholder", [], attrs, name or "Placeholder")
 
 
 @registry.RegisterShape("Placeholder")

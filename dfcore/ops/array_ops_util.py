@@ -19,6 +19,7 @@ from ..framework.tensor import Tensor
 from ..framework.tensor_conversion import convert_to_tensor
 from ..framework.tensor_shape import TensorShape
 from . import common_shapes
+from .op_util import apply_op
 
 INDEX_TYPES = (dtypes.int32, dtypes.int64)
 SAME_DTYPE_LIST = "same-dtype list"
@@ -48,7 +49,7 @@ def scoped_op(op_type, name, inputs, attrs=None):
                 tensors.extend(_convert_list(op_type, arg, value))
             else:
                 tensors.append(_convert_arg(op_type, arg, value, allowed))
-        return graph.create_op(op_type, tensors, attrs, scope or op_type)
+        return apply_op(op_type, tensors, attrs, scope or op_type)
 
 
 def _convert_arg(op_type, arg, value, allowed):

@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..framework import dtypes, graph as graph_lib, registry
+from ..framework import dtypes, registry
 from ..framework.tensor_conversion import infer_dtype, register_tensor_conversion_function, to_numpy
 from ..framework.tensor_shape import TensorShape
+from .op_util import apply_op1
 
 if TYPE_CHECKING:
     from ..framework.tensor import Tensor
@@ -46,9 +47,7 @@ def constant(value: TensorLike, dtype: DTypeLike | None = None, shape: TensorLik
             raise ValueError(f"Too many elements provided. Needed at most {int(np.prod(shape))}, but received "
                              f"{array.size}")
     array.setflags(write=False)
-    graph = graph_lib.get_default_graph()
-    op = graph.create_op("Const", [], {"value": array, "dtype": dtype}, name or "Const")
-    return op.outputs[0]
+    return apply_op1("Const", [], {"value": array, "dtype": dtype}, name or "Const")
 
 
 @registry.RegisterShape("Const")

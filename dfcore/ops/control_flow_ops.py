@@ -70,9 +70,7 @@ def _summarize(value, summarize):
 
 def no_op(name: str | None = None) -> Operation:
     """An op that does nothing; useful as a control-dependency anchor."""
-    from ..framework import graph as graph_lib
-
-    return graph_lib.get_default_graph().create_op("NoOp", [], {}, name or "NoOp")
+    return apply_op("NoOp", [], {}, name or "NoOp")
 
 
 def group(*inputs: Any, name: str | None = None) -> Operation:

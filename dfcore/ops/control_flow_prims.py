@@ -195,9 +195,7 @@ def _loop_cond_shape(op):
 
 def control_trigger(name: str | None = None) -> Operation:
     """An op that is never dead, for control edges. Source: ``gen_control_flow_ops.control_trigger``."""
-    from ..framework import graph as graph_lib
-
-    return graph_lib.get_default_graph().create_op("ControlTrigger", [], {}, name or "ControlTrigger")
+    return apply_op("ControlTrigger", [], {}, name or "ControlTrigger")
 
 
 registry.RegisterShape("ControlTrigger")(common_shapes.no_outputs)
@@ -227,4 +225,4 @@ def _apply(op_type, inputs, attrs, name):
     graph = graph_of(inputs)
     with graph.as_default():
         tensors = [convert_to_tensor(value) for value in inputs]
-        return graph.create_op(op_type, tensors, {"T": tensors[0].dtype.base_dtype, **attrs}, name)
+        return apply_op(op_type, tensors, {"T": tensors[0].dtype.base_dtype, **attrs}, name)

@@ -223,7 +223,7 @@ def range_(start: TensorLike, limit: TensorLike = None, delta: TensorLike = 1, d
         if dtype is None:
             widest = max((a.dtype.base_dtype for a in args), key=_RANGE_DTYPES.index)
             args = [cast(a, widest) for a in args]
-        return graph.create_op("Range", args, {"Tidx": args[0].dtype.base_dtype}, scope).outputs[0]
+        return apply_op1("Range", args, {"Tidx": args[0].dtype.base_dtype}, scope)
 
 
 def _range_error(start, limit, delta):
@@ -279,7 +279,7 @@ def cumsum(x: TensorLike, axis: TensorLike = 0, exclusive: bool = False, reverse
         x = convert_to_tensor(x, name="x")
         axis = convert_to_tensor(axis, dtype=dtypes.int32)
         attrs = {"exclusive": bool(exclusive), "reverse": bool(reverse)}
-        return graph.create_op("Cumsum", [x, axis], attrs, name or "Cumsum").outputs[0]
+        return apply_op1("Cumsum", [x, axis], attrs, name or "Cumsum")
 
 
 @registry.RegisterShape("Cumsum")

@@ -9,10 +9,17 @@ from ..framework.tensor_conversion import convert_to_tensor
 
 
 def apply_op(op_type, inputs, attrs=None, name=None, dtype=None):
-    """Create an op of ``op_type`` in the inputs' graph and return the Operation.
+    """Create an op of ``op_type`` in the inputs' graph (the default graph when none has one) and return the
+    Operation: the one way an op is constructed (TF's ``op_def_library.apply_op``). Op constructors call it,
+    or :func:`~dfcore.ops.array_ops_util.scoped_op`, which names converted inputs in the op's name scope
+    first; ``Graph.create_op``, the graph's own primitive, is called only here and by GraphDef import.
 
     ``inputs`` may hold Tensors or convertible values; ``dtype`` (if given)
-    converts non-Tensor inputs to that dtype.
+    converts non-Tensor inputs to that dtype; ``name``: the base name (default ``op_type``), made unique in
+    the name scope (one ending in ``/`` is taken as it is).
+
+    Raises:
+        ValueError: inputs from different graphs, or an invalid name; as ``Graph.create_op``.
     """
     graph = graph_of(inputs)
     with graph.as_default():

@@ -23,6 +23,7 @@ from ..framework.tensor_conversion import convert_to_tensor
 from ..framework.tensor_shape import TensorShape
 from . import common_shapes, math_ops
 from .array_ops import constant_value
+from .op_util import apply_op1
 
 if TYPE_CHECKING:
     from ..framework.tensor_like import DTypeLike, TensorLike
@@ -264,13 +265,12 @@ def random_uniform(shape: TensorLike, minval: TensorLike = 0, maxval: TensorLike
         shape = _shape_tensor(shape)
         minval = convert_to_tensor(minval, dtype=dtype, name="min")
         maxval = convert_to_tensor(maxval, dtype=dtype, name="max")
-        graph = graph_lib.get_default_graph()
         attrs = _seed_attrs(seed)
         if dtype.is_integer:
             attrs.update(Tout=dtype, T=shape.dtype.base_dtype)
-            return graph.create_op("RandomUniformInt", [shape, minval, maxval], attrs, scope).outputs[0]
+            return apply_op1("RandomUniformInt", [shape, minval, maxval], attrs, scope)
         attrs.update(dtype=dtype, T=shape.dtype.base_dtype)
-        rnd = graph.create_op("RandomUniform", [shape], attrs, "RandomUniform").outputs[0]
+        rnd = apply_op1("RandomUniform", [shape], attrs, "RandomUniform")
         return math_ops.add(rnd * (maxval - minval), minval, name=scope)
 
 
@@ -284,7 +284,7 @@ def _scaled_normal(op_type, default_name, shape, mean, stddev, dtype, seed, name
         stddev = convert_to_tensor(stddev, dtype=dtype, name="stddev")
         attrs = _seed_attrs(seed)
         attrs.update(dtype=dtype, T=shape.dtype.base_dtype)
-        rnd = graph_lib.get_default_graph().create_op(op_type, [shape], attrs, op_type).outputs[0]
+        rnd = apply_op1(op_type, [shape], attrs, op_type)
         return math_ops.add(rnd * stddev, mean, name=scope)
 
 
@@ -320,7 +320,7 @@ def random_shuffle(value: TensorLike, seed: int | None = None, name: str | None 
         value = convert_to_tensor(value)
         attrs = _seed_attrs(seed)
         attrs["T"] = value.dtype.base_dtype
-        return graph.create_op("RandomShuffle", [value], attrs, name or "RandomShuffle").outputs[0]
+        return apply_op1("RandomShuffle", [value], attrs, name or "RandomShuffle")
 
 
 def multinomial(logits: TensorLike, num_samples: TensorLike, seed: int | None = None, name: str | None = None,
@@ -339,8 +339,7 @@ def multinomial(logits: TensorLike, num_samples: TensorLike, seed: int | None = 
         num_samples = convert_to_tensor(num_samples, dtype=dtypes.int32, name="num_samples")
         attrs = _seed_attrs(seed)
         attrs.update(T=logits.dtype.base_dtype, output_dtype=dtypes.as_dtype(output_dtype or dtypes.int64).base_dtype)
-        return graph_lib.get_default_graph().create_op("Multinomial", [logits, num_samples], attrs,
-                                                       "Multinomial").outputs[0]
+        return apply_op1("Multinomial", [logits, num_samples], attrs, "Multinomial")
 
 
 uniform = random_uniform

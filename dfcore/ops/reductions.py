@@ -20,6 +20,7 @@ from ..framework.tensor_conversion import convert_to_tensor
 from ..framework.tensor_shape import TensorShape
 from . import common_shapes
 from .math_dtypes import BOOL, INDEX, REAL, check_input
+from .op_util import apply_op1
 
 if TYPE_CHECKING:
     from ..framework.dtypes import DType
@@ -163,7 +164,7 @@ def reduce_op(op_type: str, input_tensor: TensorLike, axis: TensorLike, keepdims
                 axes = range_(0, array_ops.rank(x))
         else:
             axes = convert_to_tensor(axis, preferred_dtype=dtypes.int32)
-        return graph.create_op(op_type, [x, axes], {"keep_dims": bool(keepdims)}, name or default_name).outputs[0]
+        return apply_op1(op_type, [x, axes], {"keep_dims": bool(keepdims)}, name or default_name)
 
 
 def deprecated_lookup(new_name: str, new_value: Any, old_name: str, old_value: Any) -> Any:
@@ -257,7 +258,7 @@ def _arg_reduce(op_type, input, axis, name, dimension, output_type):
         x = convert_to_tensor(input)
         axis = convert_to_tensor(0 if axis is None else axis, preferred_dtype=dtypes.int32)
         attrs = {"output_type": dtypes.as_dtype(output_type).base_dtype}
-        return graph.create_op(op_type, [x, axis], attrs, name or op_type).outputs[0]
+        return apply_op1(op_type, [x, axis], attrs, name or op_type)
 
 
 def argmax(input: TensorLike, axis: TensorLike = None, name: str | None = None, dimension: TensorLike = None,

@@ -32,11 +32,9 @@ registry.NotDifferentiable("VariableV2")
 
 def variable_op_v2(shape: TensorLike, dtype: DTypeLike, name: str = "Variable", container: str = "",
                    shared_name: str = "") -> Tensor:
-    from ..framework import graph as graph_lib
-
     attrs = {"shape": TensorShape(shape), "dtype": dtypes.as_dtype(dtype).base_dtype,
              "container": container, "shared_name": shared_name}
-    return graph_lib.get_default_graph().create_op("VariableV2", [], attrs, name).outputs[0]
+    return apply_op1("VariableV2", [], attrs, name)
 
 
 def assign(ref: TensorLike, value: TensorLike, validate_shape: bool | None = None, use_locking: bool | None = None,

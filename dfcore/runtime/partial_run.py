@@ -16,10 +16,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from .. import errors, tf_logging
-from .executor import StepContext, inline_runner
-from .rendezvous import Rendezvous
 from .session_resources import SessionResources
-from .step import Barrier, start_executors
+from .step import Step
 from .variable_store import StepTransaction
 
 if TYPE_CHECKING:
@@ -57,12 +55,9 @@ class PartialRun:
         self._txn, self._resources, self._step_id = txn, resources, step_id
         self._timeout_s = timeout_s
         self.ended = False
-        self._rendezvous = Rendezvous()
-        self._barrier = Barrier(len(plan.partitions), self._rendezvous)
-        ctx = StepContext(txn, resources, step_id, self._rendezvous)
-        runners = {i: (lambda fn: pool.submit(fn)) if i in plan.pooled and pool is not None else inline_runner
-                   for i in range(len(plan.partitions))}
-        start_executors(plan, runners, ctx, self._barrier, None)
+        step = Step(plan, (), txn, resources, step_id)
+        self._rendezvous, self._barrier = step.rendezvous, step.barrier
+        step.start(pool)
 
     def check(self, feeds: Sequence[Tensor], fetches: Sequence[Tensor]) -> None:
         """Raise ``InvalidArgumentError`` (TF's wording) unless ``feeds`` and ``fetches`` were named at setup,

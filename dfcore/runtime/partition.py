@@ -47,9 +47,8 @@ from ..framework import dtypes
 from ..framework.graph_def import make_graph_def, make_node_def
 from ..framework.operation import Operation
 from ..framework.protos import GraphDef, NodeDef
-from .device_set import incarnation_of
 from .partition_control_flow import add_control_loops, colocate_control_flow
-from .subgraph import check_endpoints, endpoint
+from .subgraph import check_endpoints, endpoint, send_recv_attrs
 
 CLIENT_DEVICE = "/job:localhost/replica:0/task:0/device:CPU:0"
 
@@ -167,11 +166,6 @@ class _Partitioner:
         self.graphs.setdefault(node.device, []).append(node)
         return node
 
-    def pair_attrs(self, tensor_name, src, dst):
-        return {"tensor_name": tensor_name, "send_device": src.device,
-                "send_device_incarnation": incarnation_of(src.device), "recv_device": dst.device,
-                "client_terminated": False, "_src": src.name, "_dst": dst.name}
-
     def connect(self, dst, src, index, edge_id, dtype, is_ref, ref_recvs, read_inputs):
         """Wire edge ``src:index → dst`` (index -1: control), inserting a pair across devices."""
         if src.device == dst.device:
@@ -197,7 +191,7 @@ class _Partitioner:
                                       {"dtype": dtypes.float32, "value": np.zeros((0,), np.float32)},
                                       inputs=[f"^{src.name}"]))
             send_from, dtype = dummy.name, dtypes.float32
-        attrs = self.pair_attrs(tensor_name, src, dst)
+        attrs = {**send_recv_attrs(tensor_name, src.device, dst.device, False), "_src": src.name, "_dst": dst.name}
         self.add(_Builder(self.new_name(src.name), "_Send", src.device, {"T": dtype, **attrs}, inputs=[send_from]))
         recv = self.add(_Builder(self.new_name(src.name), "_Recv", dst.device, {"tensor_type": dtype, **attrs}))
         if index < 0:

@@ -16,7 +16,7 @@ caller gets the error (or its interrupt, re-raised) only once no executor runs.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .. import backends, errors
@@ -64,31 +64,61 @@ def run_step(plan: StepPlan, feed_values: Sequence[Any], txn: StepTransaction, r
         DeadlineExceededError: the step ran past ``timeout_s``.
         KeyboardInterrupt: re-raised once the interrupted step is cancelled everywhere.
     """
-    deadline = Deadline(DEFAULT_STEP_TIMEOUT_S if timeout_s is None else timeout_s)
-    rendezvous = Rendezvous(allocator_for=getattr(resources, "allocator", None))
-    frame = CallFrame(feed_values, plan.num_retvals)
-    timings: list[Any] | None = [] if trace else None
-    barrier = Barrier(len(plan.partitions), rendezvous, deadline)
-    resources.watch_step(step_id, barrier.abort)  # a closing session cancels the step
-    # a deadline the caller set holds between ops too; the default one only bounds waits (reading the
-    # clock before every op costs ~60 ns, some 8% of a cheap op)
-    ctx = StepContext(txn, resources, step_id, rendezvous, tracing=trace,
-                      deadline=None if timeout_s is None else deadline, call_frame=frame)
-    runners = {i: (lambda fn: pool.submit(fn)) if i in plan.pooled else inline_runner
-               for i in range(len(plan.partitions))}
+    step = Step(plan, feed_values, txn, resources, step_id, timeout_s, trace)
+    resources.watch_step(step_id, step.barrier.abort)  # a closing session cancels the step
     allocators = {p.device: resources.allocator(p.device) for p in plan.partitions} if trace else {}
     before = {device: allocator.stats() for device, allocator in allocators.items()}
     try:
-        executors = start_executors(plan, runners, ctx, barrier, timings)
-        barrier.wait()
+        step.start(pool)
+        step.barrier.wait()
     except BaseException as interrupt:
-        if not barrier.finished():  # Ctrl-C while the step ran or was waited for: cancel it as a deadline would
-            barrier.cancel(interrupt)
+        if not step.barrier.finished():  # Ctrl-C while the step ran or was waited for: cancel it as a deadline would
+            step.barrier.cancel(interrupt)
         raise
-    values = fetched_values(plan, frame)
-    result = StepResult(values, executors, timings, rendezvous, ctx.collectives)
+    result = step.result()
     result.allocator_stats = {device: (before[device], allocator.stats()) for device, allocator in allocators.items()}
     return result
+
+
+class Step:
+    """What every run of a plan sets up the same way — a normal, a remote (master) and a partial run: the
+    deadline, the rendezvous, the call frame, the :class:`Barrier`, the :class:`StepContext` and the runners.
+
+    Args:
+        plan, feed_values, txn, resources, step_id, timeout_s, trace: as :func:`run_step` (a partial run
+            feeds through its rendezvous: no ``feed_values``).
+        rendezvous: the step's rendezvous; None: a new in-process one whose crossing values land in the
+            receiving device's allocator (``resources.allocator``).
+    """
+
+    def __init__(self, plan: StepPlan, feed_values: Sequence[Any], txn: StepTransaction, resources: SessionResources,
+                 step_id: Any, timeout_s: float | None = None, trace: bool = False,
+                 rendezvous: Rendezvous | None = None) -> None:
+        self.plan = plan
+        self.deadline = Deadline(DEFAULT_STEP_TIMEOUT_S if timeout_s is None else timeout_s)
+        self.rendezvous = Rendezvous(allocator_for=getattr(resources, "allocator", None)) \
+            if rendezvous is None else rendezvous
+        self.frame = CallFrame(feed_values, plan.num_retvals)
+        self.timings: list[Any] | None = [] if trace else None
+        self.barrier = Barrier(len(plan.partitions), self.rendezvous, self.deadline)
+        # a deadline the caller set holds between ops too; the default one only bounds waits (reading the
+        # clock before every op costs ~60 ns, some 8% of a cheap op)
+        self.ctx = StepContext(txn, resources, step_id, self.rendezvous, tracing=trace,
+                               deadline=None if timeout_s is None else self.deadline, call_frame=self.frame)
+        self.executors: list[Executor | ControlFlowExecutor | None] = [None] * len(plan.partitions)
+
+    def start(self, pool: Any, elsewhere: Collection[int] = ()) -> None:
+        """Start the executors of every partition but those in ``elsewhere`` (indices run by other tasks):
+        the plan's pooled ones on ``pool`` (None: every one inline, on the calling thread), as
+        :func:`start_executors` (whose interrupt it re-raises)."""
+        runners = {i: (lambda fn: pool.submit(fn)) if i in self.plan.pooled and pool is not None else inline_runner
+                   for i in range(len(self.plan.partitions)) if i not in elsewhere}
+        self.executors = start_executors(self.plan, runners, self.ctx, self.barrier, self.timings)
+
+    def result(self) -> StepResult:
+        """The :class:`StepResult` of the finished step (after ``barrier.wait()``)."""
+        return StepResult(fetched_values(self.plan, self.frame), self.executors, self.timings, self.rendezvous,
+                          self.ctx.collectives)
 
 
 def start_executors(plan: StepPlan, runners: Mapping[int, Callable[..., Any]], ctx: StepContext,

@@ -64,7 +64,8 @@ def endpoint(role: str, tensor: Tensor, index: int, client: str,
     if call_frame:
         return endpoint_name(op_type, tensor.name, index), op_type, {"T": dtype, "index": index}
     dtype_attr = "tensor_type" if op_type == "_Recv" else "T"
-    return endpoint_name(op_type, tensor.name), op_type, {dtype_attr: dtype, **_client_attrs(tensor, client)}
+    return endpoint_name(op_type, tensor.name), op_type, {dtype_attr: dtype,
+                                                           **send_recv_attrs(tensor.name, client, client, True)}
 
 
 def is_client_endpoint(node: Any) -> bool:
@@ -85,6 +86,12 @@ def check_endpoints(feeds: Sequence[Tensor], fetches: Sequence[Tensor]) -> None:
             raise errors.InvalidArgumentError(None, None, f"{tensor.name} is both fed and fetched.")
 
 
-def _client_attrs(tensor, client):
-    return {"tensor_name": tensor.name, "send_device": client, "send_device_incarnation": incarnation_of(client),
-            "recv_device": client, "client_terminated": True}
+def send_recv_attrs(tensor_name: str, send_device: str, recv_device: str,
+                    client_terminated: bool) -> dict[str, Any]:
+    """The attrs a ``_Send`` and its ``_Recv`` share (``graph_partition.cc``'s ``SetSendRecvAttrs``,
+    ``subgraph.cc``'s client-terminated endpoints): ``tensor_name``, ``send_device``,
+    ``send_device_incarnation`` (:func:`~dfcore.runtime.device_set.incarnation_of`), ``recv_device``,
+    ``client_terminated``. The rendezvous key of the pair is built from them."""
+    return {"tensor_name": tensor_name, "send_device": send_device,
+            "send_device_incarnation": incarnation_of(send_device), "recv_device": recv_device,
+            "client_terminated": client_terminated}

@@ -21,6 +21,7 @@ from ..framework.operation import Operation
 from ..framework.tensor import Tensor
 from ..ops import common_shapes
 from ..ops.constant_op import constant
+from ..ops.op_util import apply_op
 from . import checkpoint_format, file_io
 
 registry.RegisterShape("SaveV2")(common_shapes.no_outputs)
@@ -50,8 +51,8 @@ def save_v2(prefix: Tensor, tensor_names: Sequence[str], tensors: Sequence[Tenso
     with graph.name_scope(name) as scope:
         names = constant(list(tensor_names), name="tensor_names")
         slices = constant([""] * len(tensor_names), name="shape_and_slices")
-        return graph.create_op("SaveV2", [prefix, names, slices, *tensors],
-                               {"dtypes": [t.dtype.base_dtype for t in tensors]}, name=scope)
+        return apply_op("SaveV2", [prefix, names, slices, *tensors],
+                        {"dtypes": [t.dtype.base_dtype for t in tensors]}, name=scope)
 
 
 @registry.RegisterKernel("SaveV2")

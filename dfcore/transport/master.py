@@ -27,10 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import errors
 from ..runtime import step as step_lib
-from ..runtime.call_frame import CallFrame
-from ..runtime.cancellation import DEFAULT_STEP_TIMEOUT_S, Deadline
 from ..runtime.device_set import DeviceSet
-from ..runtime.executor import StepContext, inline_runner
 from .service import wire_partition
 
 if TYPE_CHECKING:
@@ -98,34 +95,29 @@ class TaskBinding:
         step_handle = (self._transport.rank, self._runtime.new_step_id())
         rendezvous = self._runtime.steps.find_or_create(step_handle, peers=sorted(set(remote.values())))
         replies: dict[int, Any] = {}
-        frame = CallFrame(feed_values, plan.num_retvals)  # the client partition (feeds, fetches) runs here
         try:
-            timings: list[Any] | None = [] if trace else None
-            deadline = Deadline(DEFAULT_STEP_TIMEOUT_S if timeout_s is None else timeout_s)
-            barrier = step_lib.Barrier(len(plan.partitions), rendezvous, deadline)
-            # as in-process (step.run_step): a deadline the caller set holds between ops, on every task
-            ctx = StepContext(txn, resources, step_id, rendezvous, tracing=trace,
-                              deadline=None if timeout_s is None else deadline, call_frame=frame)
+            # the client partition (feeds, fetches) runs here; a deadline the caller set holds between ops,
+            # on every task
+            step = step_lib.Step(plan, feed_values, txn, resources, step_id, timeout_s, trace, rendezvous)
             for index, rank in remote.items():
                 future = self._transport.request(rank, "run_graph", handles[index], step_handle, step_id, trace,
-                                                 None if timeout_s is None else deadline.remaining_s())
-                future.add_done_callback(functools.partial(_settle, index=index, replies=replies, barrier=barrier))
-            local = {i: (lambda fn: pool.submit(fn)) if i in plan.pooled else inline_runner
-                     for i in range(len(plan.partitions)) if i not in remote}
-            executors: list[Any] = step_lib.start_executors(plan, local, ctx, barrier, timings)
-            self._transport.progress_until(barrier.finished, deadline.remaining_s())
-            barrier.wait()
-            values = step_lib.fetched_values(plan, frame)
+                                                 None if timeout_s is None else step.deadline.remaining_s())
+                future.add_done_callback(functools.partial(_settle, index=index, replies=replies, barrier=step.barrier))
+            step.start(pool, elsewhere=remote)
+            self._transport.progress_until(step.barrier.finished, step.deadline.remaining_s())
+            step.barrier.wait()
+            result = step.result()
         except BaseException:
             self._end(remote, step_handle, commit=False)
             raise
         self._end(remote, step_handle, commit=True)
+        executors: list[Any] = result.executors  # another task's partition: its fetched values stand in
         for index, reply in replies.items():
             executors[index] = RemotePartition(reply["values"] if reply else ())
-            if reply and timings is not None:
-                timings.extend(reply["timings"])
+            if reply and result.timings is not None:
+                result.timings.extend(reply["timings"])
                 rendezvous.add_remote_transfers(reply["transfers"])
-        return step_lib.StepResult(values, executors, timings, rendezvous, ctx.collectives)
+        return result
 
     def _end(self, remote, step_handle, commit):
         """Tell every task of the step to commit (or drop) its writes; on commit, wait until each has: once

@@ -128,3 +128,21 @@ def test_handle_format():
             self.name = name
 
     assert partial_run_handle([T("b:0"), T("a:0")], [T("y:0")], [T("init")], 3) == "a:0,b:0->y:0/init/1/;3"
+
+
+def test_a_value_crossing_devices_lands_in_the_receivers_allocator_as_in_a_run():
+    # a run's rendezvous copies a value that crosses devices into a buffer of the receiving device's
+    # allocator; a partial run's step is set up the same way (it used a bare rendezvous that allocated none)
+    a = tf.placeholder(tf.float32, shape=[3], name="a")
+    with tf.device("/gpu:1"):
+        r1 = tf.add(a, a, name="r1")
+    r2 = tf.multiply(r1, 2.0, name="r2")
+    feed = np.ones(3, np.float32)
+    with tf.Session(config=GPUS) as sess:
+        cpu = sess._resources.allocator("/job:localhost/replica:0/task:0/device:CPU:0")
+        counts = [cpu.stats().num_allocs]
+        sess.run(r2, {a: feed})
+        counts.append(cpu.stats().num_allocs)
+        np.testing.assert_array_equal(sess.partial_run(sess.partial_run_setup([r2], [a]), r2, {a: feed}), 4 * feed)
+        counts.append(cpu.stats().num_allocs)
+    assert np.diff(counts).tolist() == [1, 1]  # r1's [3] floats arriving from GPU:1, in each kind of run
