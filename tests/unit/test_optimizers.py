@@ -104,6 +104,32 @@ def test_adam_kernel_exact_formula_including_epsilon_and_nesterov():
         np.testing.assert_allclose(got, var0 - step * alpha / (np.sqrt(v1) + eps), rtol=1e-12)
 
 
+def test_adam_on_a_large_float32_variable_is_the_formula_bit_for_bit():
+    """A variable of several cache blocks and a partial one (the blocked numpy kernel): var, m and v equal the
+    formula evaluated in float32 with whole-array numpy, in TF's order (training_ops.cc), exactly."""
+    shape = (3, training_ops.ADAM_BLOCK + 7)
+    var0, m0, grad = (RNG.standard_normal(shape).astype(np.float32) for _ in range(3))
+    v0 = np.abs(RNG.standard_normal(shape)).astype(np.float32)
+    b1p, b2p, lr, b1, b2, eps = (np.float32(x) for x in (0.81, 0.998, 0.01, 0.9, 0.999, 1e-3))
+    for nesterov in (False, True):
+        with tf.Graph().as_default():
+            var, m, v = (tf.Variable(x) for x in (var0, m0, v0))
+            out = training_ops.apply_adam(var, m, v, b1p, b2p, lr, b1, b2, eps, tf.constant(grad),
+                                          use_nesterov=nesterov)
+            with tf.Session() as sess:
+                sess.run(tf.global_variables_initializer())
+                got = sess.run(out)
+                got_m, got_v = sess.run([m, v])
+        alpha = lr * np.sqrt(1 - b2p) / (1 - b1p)
+        m1 = m0 + (grad - m0) * (1 - b1)
+        v1 = v0 + (grad * grad - v0) * (1 - b2)
+        step = (grad * (1 - b1) + b1 * m1) if nesterov else m1
+        np.testing.assert_array_equal(got_m, m1)
+        np.testing.assert_array_equal(got_v, v1)
+        np.testing.assert_array_equal(got, var0 - step * alpha / (np.sqrt(v1) + eps))
+        assert got.dtype == np.float32
+
+
 def test_float32_variable_with_float32_updates():
     w = tf.Variable(np.ones(3, np.float32))
     train = tf.train.MomentumOptimizer(0.5, 0.5).apply_gradients([(tf.constant(np.ones(3, np.float32)), w)])
