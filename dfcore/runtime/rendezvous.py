@@ -18,6 +18,10 @@ Semantics, as in TF 1.x:
   is copied to a host (numpy) array at send time (:func:`dfcore.backends.to_numpy`;
   the ``_Recv`` takes it into its device's backend), so the two devices never alias
   one buffer, as a device-to-device copy would not; a same-device value passes through.
+  So does a numpy value between two CPU devices of one task (TF's ``SameWorkerRecvDone``
+  hands host memory over without a copy; kernels never write into their inputs), unless it is
+  as large as the allocator's pooled buffers (:data:`~dfcore.runtime.allocator.POOL_MIN_BYTES`),
+  which are copied into the receiver's pool as before.
 
 Every match is logged as a :class:`TransferRecord` so widgets can show how long
 each receiver waited.
@@ -37,6 +41,7 @@ import numpy as np
 from .. import backends, errors
 from ..framework.device import DeviceSpec
 from ..framework.registry import DEAD
+from . import allocator as allocator_lib
 
 
 @dataclasses.dataclass(frozen=True)
@@ -143,6 +148,15 @@ def _is_hex(text):
     return 0 < len(text) <= 16 and all(c in "0123456789abcdefABCDEF" for c in text)
 
 
+@functools.lru_cache(maxsize=4096)
+def _host_to_host(parsed: ParsedKey) -> bool:
+    """Whether ``parsed`` joins two CPU devices of one task (one process's host memory, as TF's
+    ``SameWorkerRecvDone`` sees it): a value may cross without a copy."""
+    src, dst = DeviceSpec.from_string(parsed.src_device), DeviceSpec.from_string(parsed.dst_device)
+    return (src.device_type == dst.device_type == "CPU"
+            and (src.job, src.replica, src.task) == (dst.job, dst.replica, dst.task))
+
+
 def _device_owner(value: Any) -> Any:
     """The backend of a tensor that copies on its own device (cupy: it crosses without the host), else None."""
     if isinstance(value, np.ndarray | np.generic) or value is None:
@@ -243,6 +257,8 @@ class Rendezvous:
         parsed = parse_key(key)
         if value is DEAD:  # a dead tensor (an untaken branch) crosses as the marker itself, 0 bytes
             nbytes = 0
+        elif type(value) is np.ndarray and value.nbytes < allocator_lib.POOL_MIN_BYTES and _host_to_host(parsed):
+            pass  # one task's host memory: handed over as it is
         elif copy and parsed.src_device != parsed.dst_device and (owner := _device_owner(value)) is not None:
             value = owner.copy_on_device(value)  # a GPU's tensor stays on a GPU
         elif copy and parsed.src_device != parsed.dst_device:
