@@ -149,10 +149,11 @@ def _is_hex(text):
 
 
 @functools.lru_cache(maxsize=4096)
-def _host_to_host(parsed: ParsedKey) -> bool:
-    """Whether ``parsed`` joins two CPU devices of one task (one process's host memory, as TF's
-    ``SameWorkerRecvDone`` sees it): a value may cross without a copy."""
-    src, dst = DeviceSpec.from_string(parsed.src_device), DeviceSpec.from_string(parsed.dst_device)
+def _host_to_host(src_device: str, dst_device: str) -> bool:
+    """Whether the two device names are CPU devices of one task (one process's host memory, as TF's
+    ``SameWorkerRecvDone`` sees it): a value may cross without a copy (cached by the names, whose hashes
+    the strings keep)."""
+    src, dst = DeviceSpec.from_string(src_device), DeviceSpec.from_string(dst_device)
     return (src.device_type == dst.device_type == "CPU"
             and (src.job, src.replica, src.task) == (dst.job, dst.replica, dst.task))
 
@@ -257,7 +258,8 @@ class Rendezvous:
         parsed = parse_key(key)
         if value is DEAD:  # a dead tensor (an untaken branch) crosses as the marker itself, 0 bytes
             nbytes = 0
-        elif type(value) is np.ndarray and value.nbytes < allocator_lib.POOL_MIN_BYTES and _host_to_host(parsed):
+        elif type(value) is np.ndarray and value.nbytes < allocator_lib.POOL_MIN_BYTES and _host_to_host(
+                parsed.src_device, parsed.dst_device):
             pass  # one task's host memory: handed over as it is
         elif copy and parsed.src_device != parsed.dst_device and (owner := _device_owner(value)) is not None:
             value = owner.copy_on_device(value)  # a GPU's tensor stays on a GPU
