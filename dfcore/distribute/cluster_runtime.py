@@ -118,6 +118,9 @@ class InProcessCluster(TaskResources):
         self.spec = spec
         self._servers: dict[str, Server] = {}
         self._down: dict[str, str] = {}  # task -> why it is down
+        #: Bumped whenever a task starts or stops (read without the lock: a check that passed at one value
+        #: still holds while the value is unchanged).
+        self.membership_epoch = 0
         self.variable_store = ClusterVariableStore()
 
     def task_names(self) -> list[str]:
@@ -177,11 +180,13 @@ class InProcessCluster(TaskResources):
         with self._lock:
             self._servers[server.task_name] = server
             self._down.pop(server.task_name, None)
+            self.membership_epoch += 1
 
     def _stop(self, task, reason):
         error = errors.UnavailableError(None, None, f"Task {task} is down: {reason}")
         with self._lock:
             self._down[task] = reason
+            self.membership_epoch += 1
             mine = [k for k in self._resources if k[0] == task]
             resources = [self._resources.pop(k) for k in mine]
         self.variable_store.purge_task(task)
@@ -219,19 +224,24 @@ class ClusterBinding:
         self.device_set = cluster.device_set(task, config.device_filters if config is not None else ())
         self.variable_store = cluster.variable_store
         self.resources = ClusterResources(cluster)
-        self._plan_tasks: dict[int, tuple[StepPlan, list[str]]] = {}  # id(plan) -> (plan, its tasks)
+        # id(plan) -> (plan, its tasks, the membership epoch its last passing check saw)
+        self._plan_tasks: dict[int, tuple[StepPlan, list[str], int]] = {}
 
     def check_step(self, plan: StepPlan) -> None:
-        """Raise ``UnavailableError`` if a task with a partition of ``plan`` is down."""
+        """Raise ``UnavailableError`` if a task with a partition of ``plan`` is down (asked of the cluster only
+        when a task started or stopped since the plan's last check passed)."""
         entry = self._plan_tasks.get(id(plan))
+        epoch = self.cluster.membership_epoch
+        if entry is not None and entry[0] is plan and entry[2] == epoch:
+            return
         if entry is None or entry[0] is not plan:
-            tasks = sorted({task_of(p.device) for p in plan.partitions} | {self.task})
-            entry = self._plan_tasks[id(plan)] = (plan, tasks)
+            entry = (plan, sorted({task_of(p.device) for p in plan.partitions} | {self.task}), -1)
         for task in entry[1]:
             if not self.cluster.is_up(task):
                 raise errors.UnavailableError(
                     None, None, f"Task {task} is unavailable ({self.cluster.down_reason(task)}); the step needs "
                     "its devices. Restart its tf.train.Server, or place the ops elsewhere.")
+        self._plan_tasks[id(plan)] = (plan, entry[1], epoch)
 
 
 def _key(spec):

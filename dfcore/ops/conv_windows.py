@@ -7,11 +7,12 @@ padding as ``core/framework/kernel_shape_util.cc``.
 
 A :class:`WindowPlan` holds, for one input shape and one window geometry, each window tap's rectangle: the
 output positions whose window reads a real (unpadded) input at that tap, and the input rows and columns they
-read. Padding is never materialized: the im2col buffer's padded entries are zeroed once when the buffer is
-made and never written again, so a call copies only real inputs (``taps`` strided copies) and multiplies
-once. Scratch buffers are reused through a per-plan free list (a list's ``pop``/``append`` are atomic, so
-two threads running one op each get their own buffer), and a batch larger than :data:`SCRATCH_BYTES` of
-columns is lowered in chunks of images, so the scratch a plan keeps stays bounded.
+read (col2im adds tap by tap through them). im2col copies the input into a padded scratch buffer whose border
+was zeroed once when it was made (only the interior is written), then every window at once from a strided view
+of it (runs of ``kw·C`` values, not ``taps`` copies of ``C``-value runs), and multiplies once. Scratch
+buffers are reused through a per-plan free list (a list's ``pop``/``append`` are atomic, so two threads
+running one op each get their own buffer), and a batch larger than :data:`SCRATCH_BYTES` of columns is
+lowered in chunks of images, so the scratch a plan keeps stays bounded.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
 
 #: The most bytes of im2col columns one chunk of images fills (a larger batch is lowered chunk by chunk).
 SCRATCH_BYTES = 8 << 20
@@ -58,6 +60,12 @@ class WindowPlan:
         sh, sw = strides
         dh, dw = dilations
         h, w = in_shape[1], in_shape[2]
+        self._step = (sh, sw, dh, dw)
+        self._top, self._left = top, left
+        # the padded input every window lies in: rows -top .. padded_h - top - 1 of the input
+        self._padded_hw = (max(top + h, (out_h - 1) * sh + (kh - 1) * dh + 1),
+                           max(left + w, (out_w - 1) * sw + (kw - 1) * dw + 1))
+        self._unpadded = top == left == 0 and self._padded_hw == (h, w)
         self.taps = []
         for i in range(kh):
             rows = _tap_range(out_h, h, i * dh - top, sh)
@@ -73,20 +81,22 @@ class WindowPlan:
         self._free: dict[tuple[np.dtype, bool], list[np.ndarray]] = {}
 
     # -- scratch -------------------------------------------------------------------------------------------
-    def _take(self, dtype: np.dtype, zero_padding: bool) -> np.ndarray:
-        """A buffer ``[chunk, out_h, out_w, kh, kw, C]`` of ``dtype``; with ``zero_padding`` its padded entries
-        are zero (an im2col buffer), else it is uninitialized (col2im's)."""
-        free = self._free.get((dtype, zero_padding))
+    def _take(self, dtype: np.dtype, padded: bool = False) -> np.ndarray:
+        """An uninitialized buffer ``[chunk, out_h, out_w, kh, kw, C]`` of ``dtype`` (im2col's and col2im's
+        columns), or with ``padded`` the padded input ``[chunk, padded h, padded w, C]``, zero outside the
+        input (zeroed when made; only the interior is ever written)."""
+        free = self._free.get((dtype, padded))
         if free:
             try:
                 return free.pop()
             except IndexError:  # another thread took the last one
                 pass
-        shape = (self.chunk, self.out_h, self.out_w, self.kh, self.kw, self.in_shape[3])
-        return np.zeros(shape, dtype) if zero_padding and not self.full else np.empty(shape, dtype)
+        if padded:
+            return np.zeros((self.chunk, *self._padded_hw, self.in_shape[3]), dtype)
+        return np.empty((self.chunk, self.out_h, self.out_w, self.kh, self.kw, self.in_shape[3]), dtype)
 
-    def _give(self, buf: np.ndarray, zero_padding: bool) -> None:
-        self._free.setdefault((buf.dtype, zero_padding), []).append(buf)
+    def _give(self, buf: np.ndarray, padded: bool = False) -> None:
+        self._free.setdefault((buf.dtype, padded), []).append(buf)
 
     # -- im2col / col2im -----------------------------------------------------------------------------------
     def chunks(self) -> list[tuple[int, int]]:
@@ -95,14 +105,35 @@ class WindowPlan:
         return [(s, min(n, s + self.chunk)) for s in range(0, n, self.chunk)] or [(0, 0)]
 
     def _fill(self, cols: np.ndarray, x: np.ndarray) -> None:
-        for i, j, orow, ocol, irow, icol in self.taps:
-            cols[:, orow, ocol, i, j] = x[:, irow, icol]
+        """im2col: ``cols[n, oh, ow, i, j, c]`` = the (zero-padded) input under tap ``(i, j)`` of window
+        ``(oh, ow)``, for the images of ``x`` (at most :attr:`chunk`)."""
+        if self._unpadded:
+            self._copy_windows(cols, x)
+            return
+        n, h, w, _ = x.shape
+        buf = self._take(x.dtype, padded=True)
+        try:
+            inner = buf[:n]
+            inner[:, self._top:self._top + h, self._left:self._left + w] = x
+            self._copy_windows(cols, inner)
+        finally:
+            self._give(buf, padded=True)
+
+    def _copy_windows(self, cols: np.ndarray, padded: np.ndarray) -> None:
+        """One copy from a strided view of every window of ``padded``: runs of ``kw·C`` values where the
+        dilation is 1 (a copy per tap would move runs of ``C``)."""
+        sh, sw, dh, dw = self._step
+        s_n, s_h, s_w, s_c = padded.strides
+        n, channels = padded.shape[0], padded.shape[3]
+        windows = as_strided(padded, (n, self.out_h, self.out_w, self.kh, self.kw, channels),
+                             (s_n, sh * s_h, sw * s_w, dh * s_h, dw * s_w, s_c), writeable=False)
+        np.copyto(cols[:n], windows)
 
     def matmul_columns(self, x: np.ndarray, weights: np.ndarray, out: np.ndarray) -> np.ndarray:
         """``out[N·out_h·out_w, O] = im2col(x) @ weights`` (``weights`` ``[kh·kw·C, O]``), chunk by chunk."""
         if self.identity:
             return np.matmul(x.reshape(-1, x.shape[3]), weights, out=out)
-        cols = self._take(x.dtype, True)
+        cols = self._take(x.dtype)
         try:
             rows = self.out_h * self.out_w
             for start, stop in self.chunks():
@@ -110,14 +141,14 @@ class WindowPlan:
                 self._fill(part, x[start:stop])
                 np.matmul(part.reshape((stop - start) * rows, -1), weights, out=out[start * rows: stop * rows])
         finally:
-            self._give(cols, True)
+            self._give(cols)
         return out
 
     def columns_t_matmul(self, x: np.ndarray, dy: np.ndarray, out: np.ndarray) -> np.ndarray:
         """``out[kh·kw·C, O] = im2col(x)^T @ dy`` (``dy`` ``[N·out_h·out_w, O]``): a filter's gradient."""
         if self.identity:
             return np.matmul(x.reshape(-1, x.shape[3]).T, dy, out=out)
-        cols = self._take(x.dtype, True)
+        cols = self._take(x.dtype)
         rows = self.out_h * self.out_w
         try:
             for k, (start, stop) in enumerate(self.chunks()):
@@ -129,7 +160,7 @@ class WindowPlan:
                 else:
                     out += lhs @ dy[start * rows: stop * rows]
         finally:
-            self._give(cols, True)
+            self._give(cols)
         return out
 
     def col2im_matmul(self, dy: np.ndarray, weights_t: np.ndarray, dx: np.ndarray) -> np.ndarray:
@@ -138,7 +169,7 @@ class WindowPlan:
         if self.identity:
             np.matmul(dy, weights_t, out=dx.reshape(-1, dx.shape[3]))
             return dx
-        cols = self._take(dy.dtype, False)
+        cols = self._take(dy.dtype)
         rows = self.out_h * self.out_w
         try:
             for start, stop in self.chunks():
@@ -148,7 +179,7 @@ class WindowPlan:
                 for i, j, orow, ocol, irow, icol in self.taps:
                     target[:, irow, icol] += part[:, orow, ocol, i, j]
         finally:
-            self._give(cols, False)
+            self._give(cols)
         return dx
 
 

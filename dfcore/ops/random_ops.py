@@ -176,10 +176,12 @@ def _uniform01(gen, shape, dtype):
 def _truncated(gen, shape, dtype):
     """Standard normal samples, each redrawn until it lies within two standard deviations."""
     sample = gen.standard_normal(shape)
-    bad = np.abs(sample) > 2.0
-    while bad.any():
-        sample[bad] = gen.standard_normal(int(bad.sum()))
-        bad = np.abs(sample) > 2.0
+    flat = sample.reshape(-1)  # a view: redraws land in ``sample``
+    bad = np.flatnonzero(np.abs(flat) > 2.0)  # ascending, as a boolean mask would take them
+    while bad.size:  # only the redrawn positions are looked at again
+        redrawn = gen.standard_normal(bad.size)
+        flat[bad] = redrawn
+        bad = bad[np.abs(redrawn) > 2.0]
     return sample
 
 

@@ -18,6 +18,10 @@ Semantics, as in TF 1.x:
   is copied to a host (numpy) array at send time (:func:`dfcore.backends.to_numpy`;
   the ``_Recv`` takes it into its device's backend), so the two devices never alias
   one buffer, as a device-to-device copy would not; a same-device value passes through.
+  So does a numpy value between two CPU devices of one task (TF's ``SameWorkerRecvDone``
+  hands host memory over without a copy; kernels never write into their inputs), unless it is
+  as large as the allocator's pooled buffers (:data:`~dfcore.runtime.allocator.POOL_MIN_BYTES`),
+  which are copied into the receiver's pool as before.
 
 Every match is logged as a :class:`TransferRecord` so widgets can show how long
 each receiver waited.
@@ -26,6 +30,7 @@ each receiver waited.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import threading
 import time
 from collections.abc import Callable
@@ -34,8 +39,10 @@ from typing import Any
 import numpy as np
 
 from .. import backends, errors
+from ..framework.device import DeviceSpec
 from ..framework.registry import DEAD
 from ..framework.rendezvous_key import ParsedKey, create_key, parse_key
+from . import allocator as allocator_lib
 
 # The key's format lives in framework/ (TF's Rendezvous::CreateKey); a rendezvous user finds it here too.
 __all__ = ["ParsedKey", "Rendezvous", "TransferRecord", "create_key", "parse_key"]
@@ -64,6 +71,16 @@ class TransferRecord:
     def recv_wait_s(self) -> float:
         """How long the consumer waited for the producer (0 if the value was already there)."""
         return max(0.0, self.match_time_s - self.recv_request_time_s)
+
+
+@functools.lru_cache(maxsize=4096)
+def _host_to_host(src_device: str, dst_device: str) -> bool:
+    """Whether the two device names are CPU devices of one task (one process's host memory, as TF's
+    ``SameWorkerRecvDone`` sees it): a value may cross without a copy (cached by the names, whose hashes
+    the strings keep)."""
+    src, dst = DeviceSpec.from_string(src_device), DeviceSpec.from_string(dst_device)
+    return (src.device_type == dst.device_type == "CPU"
+            and (src.job, src.replica, src.task) == (dst.job, dst.replica, dst.task))
 
 
 def _device_owner(value: Any) -> Any:
@@ -166,6 +183,9 @@ class Rendezvous:
         parsed = parse_key(key)
         if value is DEAD:  # a dead tensor (an untaken branch) crosses as the marker itself, 0 bytes
             nbytes = 0
+        elif type(value) is np.ndarray and value.nbytes < allocator_lib.POOL_MIN_BYTES and _host_to_host(
+                parsed.src_device, parsed.dst_device):
+            pass  # one task's host memory: handed over as it is
         elif copy and parsed.src_device != parsed.dst_device and (owner := _device_owner(value)) is not None:
             value = owner.copy_on_device(value)  # a GPU's tensor stays on a GPU
         elif copy and parsed.src_device != parsed.dst_device:

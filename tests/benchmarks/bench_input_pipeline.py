@@ -9,19 +9,15 @@ The decode is a sleep (``dfcore.examples.digits_pipeline.decode``), which releas
 
 Then a whole tf.data tutorial-style program (``tfdata_program.py``: from_tensor_slices, map, repeat, batch,
 prefetch, an initializable iterator, a ``tf.layers`` MLP) runs in separate processes, dfcore and TensorFlow
-interleaved, BLAS on one thread in both; TensorFlow is the Python named by ``DFCORE_TF_PYTHON`` (else this one,
-when it can import ``tensorflow``). Printed: seconds after the imports and whole-process wall time, medians,
-and dfcore / TF (target, issue 32: <= 1.5).
+interleaved, BLAS on one thread in both (``_programs.py``; TensorFlow is the Python named by ``DFCORE_TF_PYTHON``,
+else this one when it can import ``tensorflow``). Printed: wall and CPU seconds after the imports and of the
+whole process, medians, and dfcore / TF (target, issue 32: <= 1.5).
 """
 
-import importlib.util
-import os
-import pathlib
 import statistics
-import subprocess
-import sys
 import time
 
+from _programs import compare
 from _timing import one_blas_thread, report
 
 import dfcore as tf
@@ -120,48 +116,13 @@ def train_only(data):
     return run_steps, sess.close
 
 
-PROGRAM = pathlib.Path(__file__).resolve().parent / "tfdata_program.py"
 PROGRAM_STEPS, PROGRAM_ROUNDS = 300, 3
-
-
-def _tensorflow_python():
-    """A Python interpreter that imports tensorflow, or None."""
-    named = os.environ.get("DFCORE_TF_PYTHON")
-    if named:
-        return named
-    return sys.executable if importlib.util.find_spec("tensorflow") is not None else None
-
-
-def _program_seconds(python, engine):
-    """``(seconds after imports, whole-process wall seconds)`` of one run of the tutorial program."""
-    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
-    start = time.perf_counter()
-    out = subprocess.run([python, str(PROGRAM), engine, str(PROGRAM_STEPS)], capture_output=True, text=True,
-                         env=env, check=True, timeout=600).stdout
-    wall = time.perf_counter() - start
-    return float(out.split("seconds ")[1].split()[0]), wall
 
 
 def whole_program():
     """The tutorial program on dfcore and on TensorFlow, interleaved rounds; prints medians and ratios."""
-    tf_python = _tensorflow_python()
-    engines = {"dfcore": sys.executable} | ({"tensorflow": tf_python} if tf_python else {})
-    samples = {name: [] for name in engines}
-    for r in range(PROGRAM_ROUNDS):
-        for name in (list(engines) if r % 2 == 0 else list(engines)[::-1]):
-            samples[name].append(_program_seconds(engines[name], name))
-    print(f"\ntf.data tutorial program ({PROGRAM_STEPS} steps, batch 64, MLP 784-128-10), median of "
-          f"{PROGRAM_ROUNDS} interleaved runs per engine, load {os.getloadavg()[0]:.1f}"
-          + ("" if tf_python else "; TensorFlow not found (set DFCORE_TF_PYTHON)"))
-    rows = []
-    for name, runs in samples.items():
-        rows.append((f"{name}: after imports", statistics.median(r[0] for r in runs), "s"))
-        rows.append((f"{name}: whole process", statistics.median(r[1] for r in runs), "s"))
-    if tf_python:
-        for index, what in enumerate(("after imports", "whole process")):
-            ratio = statistics.median(a[index] / b[index] for a, b in zip(samples["dfcore"], samples["tensorflow"]))
-            rows.append((f"dfcore / TF, {what} (target <= 1.5)", ratio, "x"))
-    report(rows)
+    compare("tfdata_program.py", PROGRAM_STEPS, PROGRAM_ROUNDS,
+            "tf.data tutorial program (batch 64, MLP 784-128-10)", 1.5)
 
 
 def main():

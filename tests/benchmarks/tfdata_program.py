@@ -4,34 +4,22 @@
 
 ``from_tensor_slices`` over fed arrays → ``map`` (cast, scale, flatten) → ``repeat`` → ``batch(64)`` →
 ``prefetch(1)``, an initializable iterator, a ``tf.layers`` MLP 784-128-10 trained with SGD. Prints the
-seconds after the imports and the final loss (the engines must agree on it). Run by
+seconds (wall and CPU) after the imports and the final loss (the engines must agree on it). Run by
 ``bench_input_pipeline.py`` in separate processes, one per engine.
 """
 
-import os
 import sys
 import time
 
 import numpy as np
+from _program_engine import engine
 
 BATCH, IMAGES = 64, 2048
 
 
-def engine(name: str):
-    if name == "tensorflow":
-        os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
-        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-        import tensorflow.compat.v1 as tf
-        tf.disable_v2_behavior()
-        tf.logging.set_verbosity(tf.logging.ERROR)
-        return tf
-    import dfcore as tf
-    return tf
-
-
 def main(name: str, steps: int) -> float:
     tf = engine(name)
-    started = time.perf_counter()
+    started, started_cpu = time.perf_counter(), time.process_time()
     rng = np.random.RandomState(0)
     images = rng.randint(0, 256, size=(IMAGES, 28, 28)).astype(np.uint8)
     labels = rng.randint(0, 10, size=IMAGES).astype(np.int64)
@@ -56,7 +44,7 @@ def main(name: str, steps: int) -> float:
         sess.run(iterator.initializer, {images_ph: images, labels_ph: labels})
         for _ in range(steps):
             _, value = sess.run([train, loss])
-    print(f"seconds {time.perf_counter() - started:.3f} loss {value:.4f}")
+    print(f"seconds {time.perf_counter() - started:.3f} cpu {time.process_time() - started_cpu:.3f} loss {value:.4f}")
     return value
 
 

@@ -187,6 +187,7 @@ def test_a_stopped_task_makes_steps_that_need_it_unavailable(cluster):
             local = tf.constant(3.0) * 2.0
     with tf.Session(servers[("worker", 0)].target, graph=graph) as sess:
         sess.run(v.initializer)
+        assert sess.run(v) == 1.0  # the same plan passed its check before the task stopped: still checked again
         servers[("ps", 0)].stop("test")
         with pytest.raises(tf.errors.UnavailableError, match=r"Task /job:ps/replica:0/task:0 is unavailable \(test\)"):
             sess.run(v)

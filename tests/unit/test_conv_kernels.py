@@ -22,6 +22,7 @@ CASES = [  # (height, width, kernel, strides, dilations, padding)
     (7, 9, (3, 3), (1, 1), (2, 3), "VALID"),
     (6, 7, (1, 1), (1, 1), (1, 1), "SAME"),  # im2col is the input itself
     (6, 7, (1, 1), (2, 2), (1, 1), "VALID"),
+    (7, 6, (3, 2), (1, 1), (2, 2), "SAME"),  # dilated windows in the padded input
 ]
 
 
@@ -55,6 +56,25 @@ def chunked(request, monkeypatch):
     if request.param:
         monkeypatch.setattr(conv_windows, "SCRATCH_BYTES", 1)
     return request.param
+
+
+@pytest.mark.parametrize("height, width, kernel, strides, dilations, padding", CASES)
+def test_im2col_of_a_partial_chunk_is_the_definition_run_after_run(height, width, kernel, strides, dilations,
+                                                                     padding):
+    """The columns of 3 images in a plan whose chunk holds 4 (the padded scratch is reused with new data)."""
+    shape = (3, height, width, 2)
+    oh, ow, top, left = _geometry(shape, kernel, strides, dilations, padding)
+    plan = conv_windows.WindowPlan((4, height, width, 2), *kernel, strides, dilations, oh, ow, top, left)
+    plan.chunk = 4
+    rng = np.random.default_rng(height + 7 * width)
+    for _ in range(2):
+        x = rng.standard_normal(shape)
+        want = np.zeros((3, oh, ow, *kernel, 2))
+        for y, z, i, j, row, col in _positions(shape, kernel, strides, dilations, padding):
+            want[:, y, z, i, j] = x[:, row, col]
+        cols = np.full((4, oh, ow, *kernel, 2), np.nan)
+        plan._fill(cols[:3], x)
+        np.testing.assert_array_equal(cols[:3], want)
 
 
 @pytest.mark.parametrize("height, width, kernel, strides, dilations, padding", CASES)

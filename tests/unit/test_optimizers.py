@@ -86,22 +86,47 @@ def test_adam_matches_numpy_with_bias_correction():
             assert sess.run(beta1_power) == b1p and sess.run(beta2_power) == b2p
 
 
+def _adam_op(var0, m0, v0, grad, scalars, nesterov):
+    """One ApplyAdam on variables initialized to ``var0, m0, v0``: the new var, m and v."""
+    with tf.Graph().as_default():
+        var, m, v = (tf.Variable(x) for x in (var0, m0, v0))
+        out = training_ops.apply_adam(var, m, v, *scalars, tf.constant(grad), use_nesterov=nesterov)
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            got = sess.run(out)
+            return got, *sess.run([m, v])
+
+
+def _adam_formula(var0, m0, v0, grad, scalars, nesterov):
+    """TF's ApplyAdam (training_ops.cc) in whole-array numpy, in its order: the new var, m and v."""
+    b1p, b2p, lr, b1, b2, eps = scalars
+    alpha = lr * np.sqrt(1 - b2p) / (1 - b1p)
+    m1 = m0 + (grad - m0) * (1 - b1)
+    v1 = v0 + (grad * grad - v0) * (1 - b2)
+    step = (grad * (1 - b1) + b1 * m1) if nesterov else m1
+    return var0 - step * alpha / (np.sqrt(v1) + eps), m1, v1
+
+
 def test_adam_kernel_exact_formula_including_epsilon_and_nesterov():
     var0, m0, v0, grad = INIT, np.full(INIT.shape, 0.1), np.full(INIT.shape, 0.2), GRADS[0]
-    b1p, b2p, lr, b1, b2, eps = 0.81, 0.998, 0.01, 0.9, 0.999, 1e-3
+    scalars = (0.81, 0.998, 0.01, 0.9, 0.999, 1e-3)
     for nesterov in (False, True):
-        with tf.Graph().as_default():
-            var, m, v = (tf.Variable(x) for x in (var0, m0, v0))
-            out = training_ops.apply_adam(var, m, v, b1p, b2p, lr, b1, b2, eps, tf.constant(grad),
-                                          use_nesterov=nesterov)
-            with tf.Session() as sess:
-                sess.run(tf.global_variables_initializer())
-                got = sess.run(out)
-        alpha = lr * np.sqrt(1 - b2p) / (1 - b1p)
-        m1 = m0 + (grad - m0) * (1 - b1)
-        v1 = v0 + (grad**2 - v0) * (1 - b2)
-        step = (grad * (1 - b1) + b1 * m1) if nesterov else m1
-        np.testing.assert_allclose(got, var0 - step * alpha / (np.sqrt(v1) + eps), rtol=1e-12)
+        got = _adam_op(var0, m0, v0, grad, scalars, nesterov)[0]
+        np.testing.assert_allclose(got, _adam_formula(var0, m0, v0, grad, scalars, nesterov)[0], rtol=1e-12)
+
+
+def test_adam_on_a_large_float32_variable_is_the_formula_bit_for_bit():
+    """A variable of several cache blocks and a partial one (the blocked numpy kernel): var, m and v equal the
+    formula evaluated in float32 with whole-array numpy, exactly."""
+    shape = (3, training_ops.ADAM_BLOCK + 7)
+    var0, m0, grad = (RNG.standard_normal(shape).astype(np.float32) for _ in range(3))
+    v0 = np.abs(RNG.standard_normal(shape)).astype(np.float32)
+    scalars = tuple(np.float32(x) for x in (0.81, 0.998, 0.01, 0.9, 0.999, 1e-3))
+    for nesterov in (False, True):
+        got = _adam_op(var0, m0, v0, grad, scalars, nesterov)
+        for value, want in zip(got, _adam_formula(var0, m0, v0, grad, scalars, nesterov)):
+            assert value.dtype == np.float32
+            np.testing.assert_array_equal(value, want)
 
 
 def test_float32_variable_with_float32_updates():

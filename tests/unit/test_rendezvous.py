@@ -224,6 +224,22 @@ def test_cross_device_recv_first_also_gets_a_copy(no_thread_leak):
     np.testing.assert_array_equal(got[0], source)
 
 
+def test_a_numpy_value_between_cpus_of_one_task_is_handed_over_and_larger_or_remote_ones_are_copied(monkeypatch):
+    """TF's SameWorkerRecvDone: host memory of one worker crosses as is; another task's CPU gets a copy, and so
+    does a value as large as the allocator's pooled buffers (copied into the receiver's pool)."""
+    cpu1 = "/job:localhost/replica:0/task:0/device:CPU:1"
+    other_task = "/job:worker/replica:0/task:1/device:CPU:0"
+    rv = Rendezvous()
+    source = np.arange(4.0)
+    rv.send(key(src=CPU0, dst=cpu1), source)
+    assert rv.recv(key(src=CPU0, dst=cpu1)) is source
+    rv.send(key("remote", src=CPU0, dst=other_task), source)
+    assert not np.shares_memory(rv.recv(key("remote", src=CPU0, dst=other_task)), source)
+    monkeypatch.setattr(rendezvous.allocator_lib, "POOL_MIN_BYTES", source.nbytes)
+    rv.send(key("large", src=CPU0, dst=cpu1), source)
+    assert not np.shares_memory(rv.recv(key("large", src=CPU0, dst=cpu1)), source)
+
+
 def test_same_device_send_passes_the_object_through():
     rv = Rendezvous()
     source = np.arange(4.0)

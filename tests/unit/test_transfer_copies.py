@@ -73,6 +73,45 @@ def test_a_send_recv_pair_in_a_session_step_copies_once(monkeypatch):
     assert peak < 2 * value.nbytes, peak  # one transfer's copy alive at a time, never a second one
 
 
+def test_towers_on_cpus_of_one_task_share_values_and_train_as_on_one_device(monkeypatch):
+    """Values handed between CPU devices without a copy (variables read by every tower, gradients back) and
+    buffers the allocator pools (monkeypatched down to 64 KiB: they are copied) give the one-device result,
+    step after step; what the client fetched is never overwritten."""
+    monkeypatch.setattr(allocator, "POOL_MIN_BYTES", 64 << 10)
+    rng = np.random.default_rng(3)
+    w0 = rng.standard_normal((256, 128)).astype(np.float32)  # 128 KiB: pooled, so copied
+    v0 = rng.standard_normal((128, 4)).astype(np.float32)  # 2 KiB: handed over
+    xs = (0.1 * rng.standard_normal((8, 256))).astype(np.float32)
+
+    def run(towers):
+        graph = tf.Graph()
+        with graph.as_default():
+            with tf.device("/cpu:0"):
+                w, v = tf.Variable(w0), tf.Variable(v0)
+                x = tf.constant(xs)
+            losses = []
+            for i, part in enumerate(tf.split(x, towers)):
+                with tf.device(f"/cpu:{i}"):
+                    losses.append(tf.reduce_sum(tf.square(tf.matmul(tf.nn.relu(tf.matmul(part, w)), v))))
+            with tf.device("/cpu:0"):
+                loss = tf.add_n(losses)
+                train = tf.train.GradientDescentOptimizer(1e-4).minimize(loss)
+        config = tf.ConfigProto(device_count={"CPU": towers}, inter_op_parallelism_threads=2)
+        with tf.Session(graph=graph, config=config) as sess:
+            sess.run(tf.global_variables_initializer())
+            fetched = [sess.run([train, loss, w, v])[1:] for _ in range(4)]
+            kept = [[np.copy(a) for a in f] for f in fetched]
+            sess.run(train)
+        for got, want in zip(fetched, kept):
+            for a, b in zip(got, want):
+                np.testing.assert_array_equal(a, b)
+        return kept
+
+    for one, four in zip(run(1), run(4)):
+        for a, b in zip(one, four):
+            np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-5)  # float32 sums in another order
+
+
 class _SpyRendezvous(Rendezvous):
     """Keeps each posted message (what the receiver reads)."""
 
