@@ -19,6 +19,8 @@ import threading
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from .. import backends, errors
 from .call_frame import CallFrame
 from .cancellation import DEFAULT_STEP_TIMEOUT_S, Deadline, cancelled_error
@@ -156,9 +158,19 @@ def start_executors(plan: StepPlan, runners: Mapping[int, Callable[..., Any]], c
 
 def fetched_values(plan: StepPlan, frame: CallFrame) -> list[Any]:
     """The fetched values of a finished step, aligned with the plan's fetches: a fed one is its feed (the
-    frame's argument), any other the frame's return value; as numpy, what the client gets."""
-    return [backends.to_numpy(frame.get_arg(where) if kind == "feed" else frame.retval(where))
+    frame's argument), any other the frame's return value; as numpy, what the client gets.
+
+    Each array is the client's own copy, as TF's fetch gives (``TF_TensorToPyArray``,
+    ``tensorflow/python/lib/core/ndarray_tensor.cc``, reuses a buffer only when nothing else holds it): a
+    fetched variable, or a value a device handed over without a copy, may be the very array a variable keeps,
+    and writing into the fetched array must not change the variable.
+    """
+    return [_client_array(backends.to_numpy(frame.get_arg(where) if kind == "feed" else frame.retval(where)))
             for kind, where in plan.fetch_sources]
+
+
+def _client_array(value: Any) -> Any:
+    return value.copy() if isinstance(value, np.ndarray) else value
 
 
 class Barrier:

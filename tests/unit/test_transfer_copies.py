@@ -7,6 +7,7 @@ sender's chunk); a traced one keeps the copy the rendezvous made. Source: TF's i
 import tracemalloc
 
 import numpy as np
+import pytest
 
 import dfcore as tf
 from dfcore.distribute import all_reduce
@@ -138,3 +139,22 @@ def test_an_untraced_ring_reads_each_message_from_the_sender_and_a_traced_one_ke
     traced = _SpyRendezvous()
     all_reduce(inputs, rendezvous=traced)
     assert not any(np.shares_memory(m, s) for m in traced.posted for s in inputs)  # the trace keeps copies
+
+
+@pytest.mark.parametrize("fetch", ["variable", "identity_same_device", "identity_other_device"])
+def test_writing_into_a_fetched_array_leaves_the_variable_as_it_was(fetch):
+    # TF's fetch gives the client its own ndarray (TF_TensorToPyArray copies a buffer the runtime still holds):
+    # neither the variable fetched as is nor a value handed over between CPU devices without a copy aliases it
+    graph = tf.Graph()
+    with graph.as_default():
+        with tf.device("/cpu:1"):
+            v = tf.Variable(np.ones(3, np.float32))
+            same = tf.identity(v)
+        with tf.device("/cpu:0"):
+            other = tf.identity(v)
+        fetched = {"variable": v, "identity_same_device": same, "identity_other_device": other}[fetch]
+    with tf.Session(graph=graph, config=tf.ConfigProto(device_count={"CPU": 2})) as sess:
+        sess.run(v.initializer)
+        value = sess.run(fetched)
+        value[0] = 5.0
+        np.testing.assert_array_equal(sess.run(v), np.ones(3, np.float32))
