@@ -96,19 +96,23 @@ def test_a_class_exported_twice_is_documented_once_and_aliased():
     ("c = tf.matmul(a, b)", None),
     ("Switch", None),  # an op type
     ("group", None),  # a plain word
+    ("dequeue_many(32)", None),  # a method, named without its class
+    ("QueueBase.dequeue_many", "dfcore.QueueBase.dequeue_many"),
     ("tf.no_such_name", None),
 ])
 def test_inline_code_names_the_api_entry_it_uses(code, target):
-    documented = ["dfcore.device", "dfcore.train.replica_device_setter", "dfcore.distribute.all_reduce",
-                  "dfcore.distribute.collective.all_reduce_x", "widgets.PartitionView", "dfcore.Session",
-                  "dfcore.Session.run", "dfcore.group", "dfcore.control_flow.Switch", "dfcore.matmul"]
+    documented = {"dfcore.device": "function", "dfcore.train.replica_device_setter": "function",
+                  "dfcore.distribute.all_reduce": "function", "dfcore.distribute.collective.all_reduce_x": "function",
+                  "widgets.PartitionView": "class", "dfcore.Session": "class", "dfcore.Session.run": "method",
+                  "dfcore.group": "function", "dfcore.control_flow.Switch": "class", "dfcore.matmul": "function",
+                  "dfcore.QueueBase.dequeue_many": "method"}
     assert links.api_target(code, documented, frozenset({"Switch", "MatMul"})) == target
 
 
 def test_api_target_prefers_the_top_level_namespace():
-    documented = ["dfcore.distribute.ClusterSpec", "dfcore.train.ClusterSpec", "dfcore.Session"]
+    documented = dict.fromkeys(["dfcore.distribute.ClusterSpec", "dfcore.train.ClusterSpec", "dfcore.Session"], "class")
     assert links.api_target("ClusterSpec", documented, frozenset()) == "dfcore.train.ClusterSpec"
-    assert links.api_target("Session", ["dfcore.train.Session", *documented], frozenset()) == "dfcore.Session"
+    assert links.api_target("Session", {"dfcore.train.Session": "class", **documented}, frozenset()) == "dfcore.Session"
 
 
 LESSON = """# Devices

@@ -90,11 +90,12 @@ class Reference:
             return f"{app.builder.get_relative_uri(docname, target[0])}#{target[1]}"
 
         py, std = app.env.get_domain("py"), app.env.get_domain("std")
-        objects = {name: (entry.docname, entry.node_id) for name, entry in py.objects.items()  # type: ignore[attr-defined]
+        entries = {name: entry for name, entry in py.objects.items()  # type: ignore[attr-defined]
                    if entry.docname.startswith(OUT + "/")}
+        kinds = {name: entry.objtype for name, entry in entries.items()}
         op_types = frozenset(registered_op_types())
-        links.link_api_names(doctree, lambda text: links.api_target(text, objects, op_types),
-                             lambda name: uri(objects[name]))
+        links.link_api_names(doctree, lambda text: links.api_target(text, kinds, op_types),
+                             lambda name: uri((entries[name].docname, entries[name].node_id)))
         terms = {name: std.objects.get(("term", name)) or std.objects.get(("term", name.lower()))  # type: ignore[attr-defined]
                  for name in self.glossary}
         links.link_glossary_terms(doctree, {n: p for n, p in self.glossary.items() if terms[n]},

@@ -14,7 +14,7 @@ underscore or a capital letter) and not be an op type (``Switch``, ``Identity`` 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 
 from docutils import nodes
 
@@ -23,6 +23,7 @@ _NAME = re.compile(r"[A-Za-z_][\w.]*[\w]")
 _PREFERENCE = ("dfcore.train.", "widgets.", "dfcore.distribute.", "dfcore.launch.")
 # Where a literal or a term is left as it is: already a link, a heading, code and cell outputs.
 _SKIP_INSIDE = (nodes.reference, nodes.title, nodes.literal_block, nodes.raw, nodes.term, nodes.literal)
+_MODULE_LEVEL = frozenset({"module", "function", "class", "exception", "data"})
 API_CLASS, GLOSSARY_CLASS = "dfcore-api-link", "dfcore-glossary-link"
 
 
@@ -41,9 +42,12 @@ def _rank(name: str) -> tuple[int, int, str]:
     return order, len(name), name
 
 
-def api_target(text: str, documented: Iterable[str], op_types: frozenset[str]) -> str | None:
-    """The documented name (``dfcore.device``) that the inline code ``text`` uses, or None."""
-    documented = set(documented)
+def api_target(text: str, documented: Mapping[str, str], op_types: frozenset[str]) -> str | None:
+    """The documented name (``dfcore.device``) that the inline code ``text`` uses, or None.
+
+    ``documented`` maps each documented name to its kind (``function``, ``method`` ...); a bare name matches only
+    module-level names (``take_grad`` alone is not linked, ``ConditionalAccumulator.take_grad`` is).
+    """
     name = called_name(text)
     if name is None:
         return None
@@ -54,7 +58,8 @@ def api_target(text: str, documented: Iterable[str], op_types: frozenset[str]) -
         return name if name in documented else None
     if "." not in name and (name in op_types or not ("_" in name.strip("_") or name != name.lower())):
         return None
-    found = sorted((d for d in documented if d.endswith("." + name)), key=_rank)
+    found = sorted((d for d, kind in documented.items() if d.endswith("." + name)
+                    and ("." in name or kind in _MODULE_LEVEL)), key=_rank)
     return found[0] if found else None
 
 
