@@ -55,12 +55,14 @@ def test_glossary_term_without_a_lesson_page_keeps_its_number_and_is_reported():
 def test_tf_names_page_lists_what_compat_report_lists(capsys):
     assert compat_report.main(["--json"]) == 0
     report = json.loads(capsys.readouterr().out)
-    page = pages.tf_names_page()
-    listed = set(re.findall(r"^\| `(tf\.[\w.]+)` \| \w+ \| (have|partial)", page, re.MULTILINE))
+    page = pages.tf_names_page(documented={"dfcore.device"})
+    listed = set(re.findall(r"^\| (?:`|\{py:obj\}`)(tf\.[\w.]+)[^|]* \| \w+ \| (have|partial)", page, re.MULTILINE))
     assert listed == {(s["name"], s["status"]) for s in report["symbols"] if s["status"] != "lack"}
     rows = re.findall(r"^\| `([\w.]+)` \| (\d+) \| (\d+) \| (\d+) \| (\d+) \|$", page, re.MULTILINE)
     assert rows == [(n["namespace"], *(str(n[k]) for k in ("have", "partial", "lack", "total")))
                     for n in report["namespaces"]]
+    assert "| {py:obj}`tf.device <dfcore.device>` | function | have |" in page  # linked to its API entry
+    assert "| `tf.Session` | class | have |" in page  # no API entry given: plain code
     partial = next(s for s in report["symbols"] if s["status"] == "partial")
     assert f"partial: {partial['reason'].replace('|', chr(92) + '|')}" in page
 
@@ -181,3 +183,10 @@ def test_built_glossary_links_each_term_to_its_lesson_and_widgets_page_documents
     page = (out / "reference" / "widgets.html").read_text()
     for name in widgets.__all__:
         assert f'id="widgets.{name}"' in page, name
+
+
+def test_built_tf_names_page_links_a_documented_name_to_its_entry(book):
+    out, _ = book
+    html = (out / "reference" / "tf_names.html").read_text()
+    assert re.search(r'<a class="reference internal" href="tf.html#dfcore.device"[^>]*>'
+                     r'<code class="xref py py-obj docutils literal notranslate"><span class="pre">tf.device', html)

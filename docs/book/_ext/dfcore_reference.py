@@ -72,8 +72,8 @@ class Reference:
         for name in pages.missing_lessons(terms, lessons):
             logger.warning("glossary term %r: its lesson has no page in %s", name, srcdir)
         texts = {f"{p.slug}.md": api.render_page(p) for p in api_pages}
-        texts |= {"tf_names.md": pages.tf_names_page(), "glossary.md": pages.glossary_page(terms, lessons),
-                  "index.md": pages.index_page(api_pages)}
+        texts |= {"tf_names.md": pages.tf_names_page(documented=api.entry_names(api_pages)),
+                  "glossary.md": pages.glossary_page(terms, lessons), "index.md": pages.index_page(api_pages)}
         for name, text in texts.items():
             write_if_changed(out / name, text)
         for stale in {p.name for p in out.glob("*.md")} - set(texts):

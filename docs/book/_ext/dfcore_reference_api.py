@@ -187,6 +187,11 @@ def api_pages(groups: list[str] | None = None) -> list[Page]:
     return [p for p in pages if groups is None or p.slug in groups]
 
 
+def entry_names(pages: list[Page]) -> set[str]:
+    """Every name the pages document (``dfcore.nn.conv2d``), aliases included."""
+    return {entry.name for page in pages for sec in page.sections for entry in sec.entries}
+
+
 def _module_directive(sec: Section) -> str:
     """``automodule`` where the namespace's import path is its module's name, else a bare ``py:module``."""
     real = getattr(resolve(sec.module), "__name__", "") == sec.module

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pathlib
 import tomllib
+from collections.abc import Collection
 from itertools import groupby
 
 from dfcore_reference_api import Page
@@ -23,8 +24,19 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def tf_names_page(symbols: list[Symbol] | None = None) -> str:
-    """``tf_names.md``: the per-namespace counts, then each namespace's names that dfcore has (or has in part)."""
+def _status_cell(sym: Symbol) -> str:
+    return _cell(f"partial: {sym.reason}") if sym.status == PARTIAL else sym.status
+
+
+def _name_cell(name: str, documented: Collection[str]) -> str:
+    """``tf.nn.conv2d`` as code, linked to its API entry (``dfcore.nn.conv2d``) when the reference has one."""
+    target = "dfcore" + name.removeprefix("tf")
+    return f"{{py:obj}}`{name} <{target}>`" if target in documented else f"`{name}`"
+
+
+def tf_names_page(symbols: list[Symbol] | None = None, documented: Collection[str] = ()) -> str:
+    """``tf_names.md``: the per-namespace counts, then each namespace's names that dfcore has (or has in part),
+    each linked to its API entry where ``documented`` (the API pages' names) has it."""
     symbols = all_symbols() if symbols is None else symbols
     lines = ["(tf-names)=", "# TF 1.x names in dfcore", "",
              "Which names of TensorFlow 1.x's API dfcore implements, by namespace, as `python -m "
@@ -38,8 +50,7 @@ def tf_names_page(symbols: list[Symbol] | None = None) -> str:
         if not had:
             continue
         lines += ["", f"## `{namespace}`", "", "| name | kind | status |", "| --- | --- | --- |"]
-        lines += [f"| `{s.name}` | {s.kind} | {_cell(f'partial: {s.reason}' if s.status == PARTIAL else s.status)} |"
-                  for s in had]
+        lines += [f"| {_name_cell(s.name, documented)} | {s.kind} | {_status_cell(s)} |" for s in had]
     return "\n".join(lines) + "\n"
 
 
