@@ -25,11 +25,16 @@ GLOSSARY = NOTEBOOKS / "glossary.toml"
 sys.path.insert(0, str(EXT))
 
 import dfcore_reference_api as api  # noqa: E402
-import dfcore_reference_links as links  # noqa: E402
 import dfcore_reference_pages as pages  # noqa: E402
 
 import widgets  # noqa: E402
 from dfcore import compat_report  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def links():
+    """The links module (it builds docutils nodes: docutils comes with the book's extra)."""
+    return pytest.importorskip("dfcore_reference_links", reason="docutils is not installed (the book's extra)")
 
 
 def test_glossary_page_has_every_term_with_a_link_to_its_lesson():
@@ -102,7 +107,7 @@ def test_a_class_exported_twice_is_documented_once_and_aliased():
     ("QueueBase.dequeue_many", "dfcore.QueueBase.dequeue_many"),
     ("tf.no_such_name", None),
 ])
-def test_inline_code_names_the_api_entry_it_uses(code, target):
+def test_inline_code_names_the_api_entry_it_uses(links, code, target):
     documented = {"dfcore.device": "function", "dfcore.train.replica_device_setter": "function",
                   "dfcore.distribute.all_reduce": "function", "dfcore.distribute.collective.all_reduce_x": "function",
                   "widgets.PartitionView": "class", "dfcore.Session": "class", "dfcore.Session.run": "method",
@@ -111,7 +116,7 @@ def test_inline_code_names_the_api_entry_it_uses(code, target):
     assert links.api_target(code, documented, frozenset({"Switch", "MatMul"})) == target
 
 
-def test_api_target_prefers_the_top_level_namespace():
+def test_api_target_prefers_the_top_level_namespace(links):
     documented = dict.fromkeys(["dfcore.distribute.ClusterSpec", "dfcore.train.ClusterSpec", "dfcore.Session"], "class")
     assert links.api_target("ClusterSpec", documented, frozenset()) == "dfcore.train.ClusterSpec"
     assert links.api_target("Session", {"dfcore.train.Session": "class", **documented}, frozenset()) == "dfcore.Session"
