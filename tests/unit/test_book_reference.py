@@ -195,3 +195,13 @@ def test_built_tf_names_page_links_a_documented_name_to_its_entry(book):
     html = (out / "reference" / "tf_names.html").read_text()
     assert re.search(r'<a class="reference internal" href="tf.html#dfcore.device"[^>]*>'
                      r'<code class="xref py py-obj docutils literal notranslate"><span class="pre">tf.device', html)
+
+
+def test_api_page_lists_module_level_names_not_members_and_leaves_builtin_annotations_unlinked(book):
+    out, _ = book
+    body, sidebar = (out / "reference" / "tf.html").read_text().split('class="sphinxsidebar"', 1)
+    assert 'class="reference internal" href="#dfcore.DeviceSpec"' in sidebar
+    assert 'href="#dfcore.DeviceSpec.from_string"' in body and 'href="#dfcore.DeviceSpec.from_string"' not in sidebar
+    # `x: bool` in a signature is Python's bool: no link to tf.bool (dfcore.bool), documented on this page
+    assert 'id="dfcore.bool"' in body and 'class="reference internal" href="#dfcore.bool"' not in body
+    assert re.search(r'<span class="pre">bool</span>', body)

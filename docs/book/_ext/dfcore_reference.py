@@ -4,7 +4,8 @@ On ``builder-inited`` it writes ``<srcdir>/reference/``: ``index.md``, one API p
 over the public names, see ``dfcore_reference_api``), ``tf_names.md`` and ``glossary.md`` (see
 ``dfcore_reference_pages``); a file is rewritten only when its text changes, so an unchanged reference is not
 read again. On ``doctree-resolved`` it links each lesson's first use of an API name or a glossary term
-(``dfcore_reference_links``).
+(``dfcore_reference_links``). On the API pages, a class's members stay out of the page's contents list and
+Python's built-in names in signatures (``bool``) stay unlinked, not fuzzily linked to ``tf.bool``.
 
 Settings (conf.py): ``dfcore_reference_glossary``, the glossary.toml to read (default: ``glossary.toml`` in the
 source folder, else ``notebooks/glossary.toml`` in the nearest folder above it that has one);
@@ -29,6 +30,7 @@ from sphinx.util import logging
 
 OUT = "reference"
 logger = logging.getLogger(__name__)
+_MEMBERS = frozenset({"method", "classmethod", "staticmethod", "attribute", "property"})
 _BUILTINS = frozenset(name for name in dir(builtins) if not name.startswith("_"))
 
 
@@ -102,6 +104,16 @@ class Reference:
                                   lambda name: uri(terms[name]))
 
 
+def members_out_of_contents(app: Sphinx, doctree: nodes.document) -> None:
+    """Keep a reference page's contents (the page's side list) to its module-level names: a class's methods and
+    attributes get no entry, which halves the list of a page such as ``tf.train``."""
+    if not app.env.docname.startswith(OUT + "/"):
+        return
+    for desc in doctree.findall(addnodes.desc):
+        if desc.get("objtype") in _MEMBERS:
+            desc["no-contents-entry"] = True
+
+
 class BuiltinNames(SphinxPostTransform):
     """Leave Python's built-in names in signatures and docstrings unlinked: ``x: bool`` names Python's ``bool``,
     which the book does not document, not ``tf.bool``, which it does (a fuzzy match would link it there)."""
@@ -124,4 +136,5 @@ def setup(app: Sphinx) -> dict[str, Any]:
     reference = Reference()
     app.connect("builder-inited", reference.generate)
     app.connect("doctree-resolved", reference.link_lesson)
+    app.connect("doctree-read", members_out_of_contents, priority=400)  # before the contents are collected (500)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

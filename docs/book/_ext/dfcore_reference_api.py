@@ -18,8 +18,8 @@ from collections.abc import Iterator
 from dfcore.compat.symbols import listed_namespaces, tf_v1_symbols
 
 OWN_PACKAGES = ("dfcore", "widgets")
-# Namespaces with a page of their own (not the TF one), and TF namespaces the book leaves out: tf.compat.v1 is
-# the top-level namespace again.
+# dfcore's own namespaces with a page each, and the TF namespaces without a TF page: tf.compat.v1 is the top-level
+# namespace again, tf.distribute is dfcore.distribute (its own page, with its submodules).
 OWN_PAGES = ("dfcore.distribute", "dfcore.launch", "widgets")
 SKIPPED_TF = ("tf.compat", "tf.distribute")
 
