@@ -38,9 +38,9 @@ class ParameterServerView(StaticPicture, widgets.VBox):
 
     Attributes:
         runs: ``{name: RunRecord}``; lanes: ``{name: tuple of Lane}``; histograms: ``{name:
-        {staleness: applied gradients}}``; windows: ``{name: [(t0_s, t1_s)]}``; frames: ``{name:
-        Stack of frame HTMLs}``; run_picker (``ToggleButtons``), play, slider, stack (per-run
-        panels), links (the ``jslink`` s).
+            {staleness: applied gradients}}``; windows: ``{name: [(t0_s, t1_s)]}``; frames: ``{name:
+            Stack of frame HTMLs}``; run_picker (``ToggleButtons``), play, slider, stack (per-run
+            panels), links (the ``jslink`` s).
 
     Raises:
         ValueError: no run, ``windows`` < 1 or ``span_s`` <= 0.

@@ -48,7 +48,7 @@ class TimelineView(StaticPicture, widgets.VBox):
         play, slider: the ``Play`` and ``IntSlider`` that drive the frames.
         stack: the ``Stack`` of per-mode panels (with ``side_by_side``: a ``VBox`` of them, each under its
             clock's name); frames: ``{mode: Stack of frame HTMLs}``.
-        spans: ``{mode: StepSpans}``; overlap_percent: ``{mode: float}``; links: the ``jslink``s.
+        spans: ``{mode: StepSpans}``; overlap_percent: ``{mode: float}``; links: the ``jslink`` s.
         loops: ``[(frame_id, iterations, transfers per iteration)]`` (see :func:`widgets._timeline.loops`).
 
     Raises:

@@ -82,6 +82,7 @@ def count_up_to(ref: TensorLike, limit: TensorLike, name: str | None = None) -> 
     Raises (when run):
         OutOfRangeError: the value already reached ``limit`` (TF's wording: ``Reached limit of <limit>``);
         FailedPreconditionError: the variable is uninitialized.
+
     Source: ``tensorflow/python/ops/state_ops.py``, ``core/kernels/count_up_to_op.cc``.
     """
     ref = getattr(ref, "_variable", ref)
