@@ -293,21 +293,22 @@ def _run(schedule, flats, devices, rendezvous, reduction, name, trace, in_place)
     divisor = dtype.type(n)
     keys = message_keys(schedule, tuple(devices), name)
     steps, unwritten = _plan(schedule, reduction == "mean")
-    box = []
+    box: list[tuple[Any, Any]] = []
     settle = box.append
 
     def done(error, value):
         settle((error, value))
 
-    records = [] if trace else None
-    pending = [[] for _ in range(n)] if trace else None  # rank -> [(start, stop, record)] awaiting a snapshot
+    records: list[list[Any]] | None = [] if trace else None
+    # rank -> [(start, stop, record)] awaiting a snapshot
+    pending: list[list[tuple[int, int, list[Any]]]] | None = [[] for _ in range(n)] if trace else None
     recv_async = rendezvous.recv_async
     # a traced message is kept, so the rendezvous copies it; else the receiver reads the sender's chunk at once
     send = rendezvous.send if trace else functools.partial(rendezvous.send, copy=False)
     for key, (op, s, d, lo, hi, src_written, dst_written) in zip(keys, steps):
         if key is None:  # Finalize: rank s
             if reduction == "mean":
-                if trace:
+                if pending is not None:
                     _snapshot_before_write(pending[s], outs[s], lo, hi)
                 np.divide((outs[s] if src_written else flats[s])[lo:hi], divisor, out=outs[s][lo:hi])
             continue
@@ -317,14 +318,14 @@ def _run(schedule, flats, devices, rendezvous, reduction, name, trace, in_place)
         if error is not None:
             raise error
         target = outs[d][lo:hi]
-        if trace:
+        if pending is not None:
             _resolve_sent(pending[s], lo, hi, message)
             _snapshot_before_write(pending[d], outs[d], lo, hi)
         if op == "reduce":
             ufunc(target if dst_written else flats[d][lo:hi], message, out=target)
         else:
             target[...] = message
-        if trace:
+        if records is not None and pending is not None:
             record = [message, message if op == "copy" else None]
             records.append(record)
             if op == "reduce":
@@ -333,7 +334,7 @@ def _run(schedule, flats, devices, rendezvous, reduction, name, trace, in_place)
         if not in_place:
             for lo, hi in unwritten[r]:
                 outs[r][lo:hi] = flats[r][lo:hi]
-        if trace:
+        if pending is not None:
             _snapshot_before_write(pending[r], outs[r], 0, size)
     return outs, records
 

@@ -286,7 +286,10 @@ def _plan(schedule, me, mean):
     """Rank ``me``'s items — :class:`_Batch` or (``mean`` only) a division ``(lo, hi, from_out)`` — and
     the ranges it never receives (copied from the input at the end)."""
     written = bytearray(len(schedule.chunk_ranges))
-    items, sends, recvs, offset, current = [], [], [], 0, None
+    items: list[_Batch | tuple[int, int, bool]] = []
+    sends: list[tuple[int, int, int, int, bool]] = []
+    recvs: list[tuple[int, int, int, int, bool, bool, int]] = []
+    offset, current = 0, None
     index = 0
 
     def flush():
@@ -332,7 +335,8 @@ def _scratch_buffer(dtype, size):
 class _Recorder:
     def __init__(self, values):
         self.send_times, self.recv_times = {}, {}
-        self.values_sent, self.partials = ({}, {}) if values else (None, None)
+        self.values_sent: dict[int, np.ndarray] | None = {} if values else None
+        self.partials: dict[int, np.ndarray] | None = {} if values else None
 
 
 def _execute(plan, comm, flat, out, ufunc, divisor, recorder, start):
