@@ -57,9 +57,9 @@ def main(argv=None):
     if args.print_command and args.grpc:
         cluster = cluster_addresses(layout, free_loopback_ports(layout.size))
         for rank in range(layout.size):
-            job, index = layout.task_of_rank(rank)
-            config = task_environment({}, cluster, job, index, rank)[TF_CONFIG_ENV]
-            flags = tf_flags(cluster, job, index) if args.tf_flags else []
+            job_name, index = layout.task_of_rank(rank)
+            config = task_environment({}, cluster, job_name, index, rank)[TF_CONFIG_ENV]
+            flags = tf_flags(cluster, job_name, index) if args.tf_flags else []
             print(f"{TF_CONFIG_ENV}='{config}' " + " ".join(["python", *command, *flags]))
         return 0
     if args.print_command:
@@ -67,6 +67,7 @@ def main(argv=None):
         return 0
     with tempfile.TemporaryDirectory(prefix="dfcore-launch-") as job_dir:
         signal.signal(signal.SIGTERM, _raise_interrupt)  # `kill` of the launcher ends the whole job too
+        job: TaskJob | MPIJob
         if args.grpc:
             job = TaskJob(layout, command, dict(os.environ), sys.stdout, sys.stderr, with_tf_flags=args.tf_flags)
         else:

@@ -40,8 +40,8 @@ import re
 
 from . import errors
 from .framework import protos
-from .runtime.step_stats import StepStats
-from .runtime.transfer_pairs import pack_lanes, pair_transfers, transfer_role
+from .runtime.step_stats import NodeExecStats, StepStats
+from .runtime.transfer_pairs import TransferPair, pack_lanes, pair_transfers, transfer_role
 
 _PARTITION_SUFFIX = re.compile(r"/_\d+$")
 
@@ -55,11 +55,11 @@ class _Slice:
         self.name, self.start, self.end, self.pid, self.tid = name, start, end, pid, None
 
 
-def _wall_span(ns):
+def _wall_span(ns: NodeExecStats) -> tuple[int, int]:
     return ns.all_start_micros, ns.all_end_micros
 
 
-def _simulated_span(ns):
+def _simulated_span(ns: NodeExecStats) -> tuple[int, int]:
     if ns.sim_start_micros is None or ns.sim_end_micros is None:
         raise errors.FailedPreconditionError(
             None,
@@ -217,7 +217,7 @@ class Timeline:
 
 def _emit_transfers(trace, nodes, show_dataflow):
     """One ``"<src> -> <dst> Transfers"`` process per link, a ``Transfer`` event per send/recv pair."""
-    by_link = {}
+    by_link: dict[tuple[str, str], list[TransferPair[tuple[NodeExecStats, _Slice]]]] = {}
     for pair in pair_transfers(((device, ns, (ns, s)) for device, ns, _, s in nodes), lambda end: end[1].start):
         by_link.setdefault((pair.key.src_device, pair.key.dst_device), []).append(pair)
     for (src, dst), pairs in sorted(by_link.items()):
@@ -257,10 +257,10 @@ def _op_args(ns, inputs):
 
 def _emit_memory(trace, nodes, edges, tensor_pids):
     """Tensor lifetimes (created at the producer's start, deleted after its last reader) and live bytes."""
-    last_use = {}
+    last_use: dict[str, int] = {}
     for tensor, _, dst in edges:
         last_use[tensor] = max(last_use.get(tensor, dst.end), dst.end)
-    changes = {}
+    changes: dict[int, dict[int, int]] = {}
     object_id = 0
     for device, ns, _, s in nodes:
         pid = tensor_pids[device]

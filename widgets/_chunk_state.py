@@ -67,7 +67,8 @@ def frames(trace):
     sent, received = [0] * n, [0] * n
     out = [Frame(0, None, _freeze(cells), {}, {}, tuple(sent), tuple(received), dict(links))]
     for index, record in enumerate(trace.rounds, start=1):
-        sends, receives = {}, {}
+        sends: dict[int, list[tuple[int, int, str]]] = {}
+        receives: dict[tuple[int, int], list[tuple[int, str]]] = {}
         for t in record.transfers:
             for c, lo, hi in chunk_slices(trace, t.chunk_ids, t.element_range):
                 old = cells[t.src][c]

@@ -47,7 +47,8 @@ def round_strip(trace, index, width):
     """The strip of ``start`` and every round, frame ``index`` outlined; ``STRIP_H`` tall."""
     count = trace.num_rounds + 1
     box = min(64.0, width / count)
-    parts, groups = [], []
+    parts: list[str] = []
+    groups: list[list] = []  # [phase, first round, last round]
     for r, record in enumerate(trace.rounds):
         if groups and groups[-1][0] == record.phase:
             groups[-1][2] = r
@@ -81,7 +82,7 @@ def topology_layout(algorithm, n):
     if algorithm == "tree":
         depth = tree_depth(n - 1)
         width = max(300, (2 ** depth) * (NODE_W + 40))
-        centres = []
+        centres: list[tuple[float, float]] = []
         for r in range(n):
             d = tree_depth(r)
             centres.append((width * (r - (2 ** d - 1) + 0.5) / 2 ** d, 30 + d * 112))
@@ -139,7 +140,7 @@ def topology(trace, frame, ox, oy, format_bytes):
     n = len(trace.devices)
     centres, width, height = topology_layout(trace.algorithm, n)
     centres = [(x + ox, y + oy) for x, y in centres]
-    active = {}
+    active: dict[tuple[int, int], list[int]] = {}
     for t in (frame.round.transfers if frame.round is not None else ()):
         active.setdefault((t.src, t.dst), []).extend(t.chunk_ids)
     parts, labels = [], []
@@ -224,7 +225,7 @@ def _cell(trace, frame, r, c, x, y, cw, max_values):
                                dash="4,2"))
     if receives:
         parts.append(_svg.rect(x + 4, y + 4, cw - 8, ROW_H - 8, "none", _palette.TRANSFER, stroke_width=2.6))
-    lines = []
+    lines: list[tuple[str, str, str | None]] = []
     if cell.values is not None:
         lines.append((_fit_values(cell.values, max_values, cw), _palette.INK, None))
     lines.append((contributors_text(cell.contributors, n, trace.reduction), "#333333",

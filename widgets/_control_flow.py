@@ -20,7 +20,7 @@ from dfcore.runtime.partition_control_flow import control_loop_frame
 
 def _executions(step_stats):
     """``{(device, node name): number of executions}`` in a step's stats."""
-    counts = collections.Counter()
+    counts: collections.Counter[tuple[str, str]] = collections.Counter()
     for dev in step_stats.dev_stats:
         for ns in dev.node_stats:
             counts[(dev.device, ns.node_name)] += 1
@@ -35,7 +35,7 @@ def dead_throughout(records):
     """
     dead = collections.Counter((device, name) for device, name, _ in records.dead_nodes)
     runs = _executions(records.step_stats)
-    out = {}
+    out: dict[str, set[str]] = {}
     for (device, name), n in dead.items():
         if n == runs[(device, name)]:
             out.setdefault(device, set()).add(name)
@@ -48,7 +48,7 @@ def control_loops(partitions):
     Args:
         partitions: ``{device: PartitionGraph}`` (``session.partitions(...)``).
     """
-    found = {}
+    found: dict[tuple[str, str], list[str]] = {}
     for device, graph in partitions.items():
         for node in graph.nodes:
             frame = control_loop_frame(node.name)
@@ -65,7 +65,7 @@ def transfers_per_iteration(records):
             transfers keyed ``0:0`` (outside any loop) are left out; a transfer is dead when its
             ``_Recv`` ran dead (it carried a dead value: the loop's last test, an untaken branch).
     """
-    counts = collections.Counter()
+    counts: collections.Counter[tuple[int, int]] = collections.Counter()
     for record in records.transfers:
         key = parse_key(record.key)
         if key.frame_id != 0:

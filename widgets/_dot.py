@@ -20,6 +20,7 @@ strings through :func:`quote`.
 
 import html
 
+from dfcore.framework.operation import Operation
 from dfcore.runtime.partition_control_flow import control_loop_frame
 from dfcore.runtime.sendrecv_ops import rendezvous_key
 from dfcore.runtime.subgraph import is_client_endpoint, parse_endpoint_name
@@ -108,11 +109,11 @@ def _colocation_groups(ops, records):
     """op name → group label, for groups of two or more ops (the placer's, else ``_class`` attrs)."""
     if records:
         return {name: r.colocation_group for name, r in records.items() if r.colocation_group}
-    members = {}
+    members: dict[str, list[str]] = {}
     for op in ops:
         for group in op.colocation_groups:
             members.setdefault(group, []).append(op.name)
-    groups = {}
+    groups: dict[str, str] = {}
     for group, names in sorted(members.items()):
         if len(names) > 1:
             for name in names:
@@ -146,13 +147,14 @@ def graph_dot(ops, records=None, id_prefix=None, title=None, dead=frozenset()):
     ops = list(ops)
     records = dict(records or {})
     groups = _colocation_groups(ops, records)
-    by_device = {}
+    by_device: dict[str, list[tuple[int, Operation]]] = {}
     for index, op in enumerate(ops):
         by_device.setdefault(op_device(op, records), []).append((index, op))
     lines = []
     for d_index, device in enumerate(sorted(by_device, key=device_sort_key)):
         members = by_device[device]
-        node_lines, by_group = [], {}
+        node_lines: list[str] = []
+        by_group: dict[str, list[str]] = {}
         for index, op in members:
             node_id = f"{id_prefix}{index}" if id_prefix is not None else None
             line = _node_line(op.name, op.type, device, id=node_id, tooltip=f"{op.name} ({op.type}) on {device}",
@@ -273,7 +275,8 @@ def partition_dot(partition, title=None, dead=frozenset()):
     """
     device = partition.device
     control = control_pair_nodes(partition)
-    lines, loops = [], {}
+    lines: list[str] = []
+    loops: dict[str, list[str]] = {}
     for node in partition.nodes:
         extra = {}
         if is_client_endpoint(node):

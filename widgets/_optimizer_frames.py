@@ -47,7 +47,8 @@ def frames(records):
     """``[(caption, graph, changed names)]``: the graph as built, then after each pass that changed it."""
     if not records:
         return []
-    result = [("as built (pruned and placed), before any pass", records[0].graph_before, frozenset())]
+    result: list[tuple[str, tuple[tuple[str, str, tuple[str, ...], str], ...], frozenset[str]]] = [
+        ("as built (pruned and placed), before any pass", records[0].graph_before, frozenset())]
     for record in records:
         if record.changed:
             when = f"iteration {record.iteration}" if record.iteration >= 0 else "classic L1 pass"

@@ -16,6 +16,7 @@ import bisect
 import dataclasses
 import math
 
+from dfcore.distribute.staleness import PhaseRecord
 from dfcore.framework.device import DeviceSpec
 
 from . import _palette, _svg
@@ -63,7 +64,7 @@ def lanes(record):
     tasks = [f"/job:ps/replica:0/task:{j}" for j in range(record.num_ps)]
     tasks += [f"/job:worker/replica:0/task:{w}" for w in range(record.num_workers)]
     tasks += sorted({p.task for p in record.phases} - set(tasks))
-    by_task = {t: [] for t in tasks}
+    by_task: dict[str, list[PhaseRecord]] = {t: [] for t in tasks}
     for phase in record.phases:
         by_task[phase.task].append(phase)
     return tuple(Lane(t, task_title(t), tuple(sorted(by_task[t], key=lambda p: (p.start_s, p.end_s, p.kind))))
@@ -193,7 +194,7 @@ def _stacked_columns(phases, edges, x_of, top):
     if not kinds:
         return ""
     heights = list(zip(*[[round(inner * c) for c in coverage(phases, k, edges)] for k in kinds]))
-    groups = {k: [] for k in kinds}
+    groups: dict[str, list[str]] = {k: [] for k in kinds}
     i = 0
     while i < len(heights):
         j = i
@@ -227,7 +228,7 @@ def axis(x0, width, t0, t1, y, grid_top):
 
 def time_by_kind(lane):
     """``{kind: seconds}`` the lane spent in each phase kind (``apply`` left out)."""
-    totals = {}
+    totals: dict[str, float] = {}
     for p in lane.phases:
         if p.kind != "apply":
             totals[p.kind] = totals.get(p.kind, 0.0) + (p.end_s - p.start_s)

@@ -284,7 +284,7 @@ class StaticPicture:
         return render(self)
 
     def _repr_mimebundle_(self, **kwargs):
-        bundle = super()._repr_mimebundle_(**kwargs)
+        bundle = super()._repr_mimebundle_(**kwargs)  # type: ignore[misc]  # a mixin: the ipywidgets base has it
         if bundle is not None:
             bundle["text/html"] = wrap(type(self).__name__, self.static_html())
         return bundle

@@ -143,7 +143,8 @@ def loops(spans):
     ``iterations`` counts the iterations any node ran in (the last test included); the transfers of
     iteration ``i`` are the pairs whose ``_Recv`` ran in it.
     """
-    iterations, transfers = {}, {}
+    iterations: dict[int, set[int]] = {}
+    transfers: dict[int, dict[int, int]] = {}
     for span in spans.ops:
         if span.frame_iter is not None:
             iterations.setdefault(span.frame_iter[0], set()).add(span.frame_iter[1])
@@ -158,7 +159,7 @@ def loops(spans):
 
 def iteration_starts(spans):
     """``[(frame_id, iteration, start µs), ...]``: when each iteration of each loop frame first ran a node."""
-    first = {}
+    first: dict[tuple[int, int], float] = {}
     for span in spans.ops:
         if span.frame_iter is not None:
             first[span.frame_iter] = min(first.get(span.frame_iter, span.start_us), span.start_us)
@@ -167,7 +168,7 @@ def iteration_starts(spans):
 
 def union(intervals):
     """Merge ``(start, end)`` intervals into sorted disjoint ones (empty intervals dropped)."""
-    merged = []
+    merged: list[list[float]] = []
     for start, end in sorted((s, e) for s, e in intervals if e > s):
         if merged and start <= merged[-1][1]:
             merged[-1][1] = max(merged[-1][1], end)

@@ -69,6 +69,7 @@ class AllReduceComparison(StaticPicture, widgets.VBox):
                                         num_subchunks=num_subchunks, machine=machine, name=f"compare/{alg}")
                         for alg in algorithms}
         first = self.results[algorithms[0]].trace
+        assert first is not None, "all_reduce traces by default"
         self.devices = first.devices
         self.size_bytes = first.num_elements * np.dtype(first.dtype).itemsize
         self.rows = [_row(alg, result, self.size_bytes) for alg, result in self.results.items()]
@@ -78,6 +79,7 @@ class AllReduceComparison(StaticPicture, widgets.VBox):
     def _table_html(self):
         n = len(self.devices)
         trace = next(iter(self.results.values())).trace
+        assert trace is not None
         title = _html.heading(f"{trace.reduction} of {trace.num_elements:,} {trace.dtype} elements "
                               f"({self.size_bytes:,} B) per device on {count(n, 'device')}, by algorithm")
         head = ["algorithm", "rounds", "messages", "busiest device sent", "least busy device sent", "all links",

@@ -184,6 +184,7 @@ class ClusterView(StaticPicture, widgets.VBox):
 
 def _resolve(source):
     """``(spec, tasks, client task, session or None)`` of what :class:`ClusterView` was given."""
+    cluster: cluster_runtime.InProcessCluster | None
     if hasattr(source, "sess_str") and hasattr(source, "list_devices"):
         target = source.sess_str
         if not target:

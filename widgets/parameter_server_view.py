@@ -20,6 +20,8 @@ to them with ``jslink``, so stepping works in a static HTML export with no kerne
 
 import ipywidgets as widgets
 
+from dfcore.train.device_setter import PsLoad
+
 from . import _check, _html, _palette, _ps_charts, _ps_lanes
 from ._format import count, format_us
 from ._static import StaticPicture
@@ -124,7 +126,7 @@ class ParameterServerView(StaticPicture, widgets.VBox):
         return _html.heading(f"{name}: time per task and phase") + _html.table(head, rows, numeric=(1, 2, 3, 4, 5))
 
     def _load_html(self, width_px):
-        loads = {}
+        loads: dict[tuple[PsLoad, ...], list[str]] = {}
         for name, r in self.runs.items():
             loads.setdefault(r.ps_load, []).append(name)
         parts = []

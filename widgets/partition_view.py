@@ -23,6 +23,7 @@ import ipywidgets as widgets
 
 from dfcore.framework.rendezvous_key import parse_key
 from dfcore.runtime.config import step_records
+from dfcore.runtime.partition import PartitionNode
 from dfcore.runtime.sendrecv_ops import rendezvous_key
 from dfcore.runtime.subgraph import is_client_endpoint
 
@@ -43,7 +44,9 @@ def pair_rows(partitions, records=None):
     The key is written with ``0:0``; given the ``StepRecords`` of a run, each row gets one more
     field: how many times the pair carried a tensor in that run (once per loop iteration inside a loop).
     """
-    sends, recvs, control = {}, {}, set()
+    sends: dict[tuple[str, str, str], PartitionNode] = {}
+    recvs: dict[tuple[str, str, str], PartitionNode] = {}
+    control: set[str] = set()
     for graph in partitions.values():
         control |= _dot.control_pair_nodes(graph)
         for node in graph.nodes:

@@ -58,7 +58,7 @@ class TimelineView(StaticPicture, widgets.VBox):
 
     def __init__(self, run_metadata, max_frames=200, width_px=960, side_by_side=False, **kwargs):
         _check.expect("TimelineView", "run_metadata", run_metadata, _check.STEP_TRACE)
-        dead = ()
+        dead: tuple[tuple[str, str, tuple[int, int] | None], ...] = ()
         if isinstance(run_metadata, StepStats):
             step_stats = run_metadata
         elif isinstance(run_metadata, protos.StepStats):

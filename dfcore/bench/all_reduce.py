@@ -242,7 +242,7 @@ def _wrong_on_rank(out, count, n, dtype, reduction):
     """Wrong elements of this rank's ``out`` (inputs as :func:`inputs_for`, reference built one rank at a time)."""
     base = np.arange(count, dtype=np.int64)
     parts = ((base + r) % 8 for r in range(n))
-    ref = np.maximum.reduce(list(parts)) if reduction == "max" else sum(parts).astype(np.float64)
+    ref = np.maximum.reduce(list(parts)) if reduction == "max" else np.add.reduce(list(parts)).astype(np.float64)
     ref = (ref / n if reduction == "mean" else ref).astype(dtype)
     return int(np.count_nonzero(out.reshape(-1) != ref))
 

@@ -229,7 +229,7 @@ def message_keys(schedule: schedules.Schedule, devices: tuple[str, ...], name: s
 
 def run_schedule(schedule: schedules.Schedule, flats: Sequence[np.ndarray], devices: Sequence[str],
                  rendezvous: Rendezvous, reduction: str, name: str, trace: bool,
-                 in_place: bool = False) -> tuple[list[np.ndarray], list[Any]]:
+                 in_place: bool = False) -> tuple[list[np.ndarray], list[Any] | None]:
     """Move the values of ``flats`` (1-D, one per rank) by ``schedule``; return ``(outputs, records)``.
 
     ``records`` holds, per message, ``[value_sent, partial_sum_after]`` (None without ``trace``).
@@ -267,9 +267,9 @@ class _HostLayer(schedule_interpreter.MessageLayer):
         self.inputs, self.outputs, self.keys = flats, outs, keys
         self.ufunc = _REDUCE_UFUNC[reduction]
         self.divisor = flats[0].dtype.type(len(flats))
-        self.records = [] if trace else None
+        self.records: list[list[Any]] | None = [] if trace else None
         # rank -> [(start, stop, record)] of partial sums awaiting a snapshot
-        self.pending = [[] for _ in flats] if trace else None
+        self.pending: list[list[Any]] | None = [[] for _ in flats] if trace else None
         box = self.box = []
         self.done = lambda error, value: box.append((error, value))  # a plain function: no bound method per call
         self.recv_async = rendezvous.recv_async
@@ -291,7 +291,7 @@ class _HostLayer(schedule_interpreter.MessageLayer):
         if self.pending is not None:
             _snapshot_before_write(self.pending[move.dst], self.outputs[move.dst], move.lo, move.hi)
         self.ufunc(own, message, out=self.outputs[move.dst][move.lo:move.hi])
-        if self.records is not None:
+        if self.records is not None and self.pending is not None:  # both kept exactly when traced
             record = [message, None]
             self.records.append(record)
             self.pending[move.dst].append((move.lo, move.hi, record))

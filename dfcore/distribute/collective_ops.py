@@ -49,6 +49,7 @@ from ..runtime import cost_model, sim_clock
 from . import collective_cost, schedules
 from .all_reduce import all_reduce, canonical_devices
 from .all_reduce_arrays import is_device_array
+from .trace import CollectiveTrace
 
 if TYPE_CHECKING:
     from ..runtime.executor import StepContext
@@ -102,7 +103,7 @@ def collective_all_reduce(tensors: Sequence[Any], algorithm: str = "ring", reduc
 
 def _check_group(tensors):
     first = tensors[0]
-    explicit = {}
+    explicit: dict[str, int] = {}
     for i, t in enumerate(tensors):
         if t.dtype.base_dtype != first.dtype.base_dtype:
             raise TypeError(f"All inputs of collective_all_reduce must have one dtype: input 0 is "
@@ -163,12 +164,12 @@ class CollectiveInstance:
         self.size = size
         self.settings = settings
         self.name = f"collective/g{key[0]}/i{key[1]}"
-        self.trace = None
+        self.trace: CollectiveTrace | None = None
         self.devices: tuple[str, ...] = ()  # by rank, once the collective ran
         self._elements = 0  # per participant, once the collective ran: what replay() builds its schedule for
         self._itemsize = 0
         self._lock = threading.Lock()
-        self._arrived: dict[int, tuple[str | None, Any, Callable[..., None]]] = {}  # rank -> (device, value, done)
+        self._arrived: dict[int, tuple[str, Any, Callable[..., None]]] = {}  # rank -> (device, value, done)
         self._error = None
         self._finished = False
 
@@ -177,7 +178,7 @@ class CollectiveInstance:
         with self._lock:
             error = self._error
             if error is None:
-                self._arrived[rank] = (ctx.device, value, done)
+                self._arrived[rank] = (ctx.device or "", value, done)
                 first = len(self._arrived) == 1
                 last = len(self._arrived) == self.size
         if error is not None:

@@ -222,6 +222,10 @@ def build_schedule(algorithm: str, num_ranks: int, num_elements: int, num_subchu
     return Schedule(algorithm, convention, num_ranks, num_elements, num_subchunks, ranges, steps)
 
 
+#: A step's element range as its builder makes it, before :func:`_resolve` fills it in.
+_UNRESOLVED = (-1, -1)
+
+
 def _resolve(step, ranges):
     """Fill a step's element range from its chunk ids."""
     rng = (ranges[step.chunks[0]][0], ranges[step.chunks[-1]][1])
@@ -229,7 +233,7 @@ def _resolve(step, ranges):
 
 
 def _msg(rnd, phase, src, dst, chunks, op):
-    return Message(rnd, phase, src, dst, tuple(chunks), None, op)
+    return Message(rnd, phase, src, dst, tuple(chunks), _UNRESOLVED, op)
 
 
 def _ring(n, subchunks, convention, root):
@@ -242,7 +246,7 @@ def _ring(n, subchunks, convention, root):
     for i in range(n):
         for seg in range(subchunks):
             owned = seg * n + (i + 1 - off) % n
-            steps.append(Finalize(n - 1, i, (owned,), None))
+            steps.append(Finalize(n - 1, i, (owned,), _UNRESOLVED))
     for s in range(n - 1):
         for i in range(n):
             for seg in range(subchunks):
@@ -261,7 +265,7 @@ def _reduce_to_one(n, subchunks, convention, root):
     for seg in _whole(subchunks):
         for r in others:
             steps.append(_msg(0, "reduce", r, root, seg, "reduce"))
-    steps.extend(Finalize(0, root, tuple(seg), None) for seg in _whole(subchunks))
+    steps.extend(Finalize(0, root, tuple(seg), _UNRESOLVED) for seg in _whole(subchunks))
     for seg in _whole(subchunks):
         for r in others:
             steps.append(_msg(1, "broadcast", root, r, seg, "copy"))
@@ -293,7 +297,7 @@ def _tree(n, subchunks, convention, root):
                 if tree_depth(r) == depth:
                     steps.append(_msg(rnd, "reduce", r, (r - 1) // 2, seg, "reduce"))
         rnd += 1
-    steps.extend(Finalize(max(rnd - 1, 0), 0, tuple(seg), None) for seg in _whole(subchunks))
+    steps.extend(Finalize(max(rnd - 1, 0), 0, tuple(seg), _UNRESOLVED) for seg in _whole(subchunks))
     for depth in range(1, max_depth + 1):
         for seg in _whole(subchunks):
             for r in range(n):
@@ -326,7 +330,8 @@ def _halving_doubling(n, subchunks, convention, root):
             blocks[r] = keep
         rnd += 1
         distance //= 2
-    steps.extend(Finalize(max(rnd - 1, 0), r, (seg * p + r,), None) for r in range(p) for seg in range(subchunks))
+    steps.extend(Finalize(max(rnd - 1, 0), r, (seg * p + r,), _UNRESOLVED)
+                 for r in range(p) for seg in range(subchunks))
     distance = 1
     while distance < p:
         for r in range(p):

@@ -17,6 +17,7 @@ from ..framework.tensor_conversion import convert_to_tensor
 from ..ops import array_ops, state_ops
 from ..ops.variables import Variable, register_eager_variable_class
 from . import context as context_lib, tape as tape_lib
+from .eager_tensor import EagerTensor
 
 
 class EagerVariable(Variable):
@@ -52,8 +53,9 @@ class EagerVariable(Variable):
         scope = initial.graph.get_name_scope()
         full_name = f"{scope}/{base}" if scope else base
         key = ctx.variable_key(full_name)
-        self._variable = state_ops.variable_op_v2(initial.shape, initial.dtype.base_dtype, name=key + "/",
-                                                  shared_name=key)
+        handle = state_ops.variable_op_v2(initial.shape, initial.dtype.base_dtype, name=key + "/", shared_name=key)
+        assert isinstance(handle, EagerTensor), "ops run at once while executing eagerly"
+        self._variable: EagerTensor = handle
         self._initializer_op = state_ops.assign(self._variable, initial, name="Assign").op
         self._initial_value = initial
         self._trainable = trainable

@@ -32,6 +32,7 @@ from ..runtime.device_context import device_context
 from ..runtime.executor import StepContext
 from ..runtime.kernel_errors import kernel_error
 from ..runtime.partition_compiler import instantiate_kernel
+from ..runtime.step_stats import TimelineLabel
 from ..runtime.variable_store import VarRef
 from . import tape as tape_lib
 from .context import EagerContext
@@ -133,7 +134,7 @@ def _execute_on(ctx: EagerContext, op: Operation, device: str, backend: str) -> 
     else:
         values = () if not specs else tuple(result)
     ids = ctx.tensor_ids
-    outputs = [EagerTensor(value, spec._dtype, device, op, i, next(ids),
+    outputs: list[Tensor] = [EagerTensor(value, spec._dtype, device, op, i, next(ids),
                            spec._shape if isinstance(value, VarRef) else None)
                for i, (value, spec) in enumerate(zip(values, specs))]
     op._outputs = outputs
@@ -163,5 +164,6 @@ def _call_async(compute, step, args):
 def _op_error(error, op, args, device, needs_context, is_async):
     if not isinstance(error, Exception):
         return error
-    node = CompiledNode(op.name, op.type, lambda *a: None, [], 0, len(op._outputs), needs_context, is_async, op, "")
+    node = CompiledNode(op.name, op.type, lambda *a: None, [], 0, len(op._outputs), needs_context, is_async, op,
+                        TimelineLabel(op.name, op.type))
     return kernel_error(error, node, args, device)

@@ -7,6 +7,7 @@ Legacy forms ``/cpu:0``, ``/gpu:1``, ``/GPU:1`` and partial specs are accepted.
 """
 
 import re
+from typing import Any
 
 _FIELDS = ("job", "replica", "task", "device_type", "device_index")
 _LEGACY = re.compile(r"^(cpu|gpu|CPU|GPU|tpu|TPU):(\d+|\*)$")
@@ -38,7 +39,7 @@ class DeviceSpec:
             return cls()
         if not isinstance(spec, str):
             raise TypeError(f"Device spec must be a string or DeviceSpec, got {type(spec).__name__}")
-        fields = {}
+        fields: dict[str, Any] = {}  # DeviceSpec's keyword arguments
         for part in (p for p in spec.split("/") if p):
             key, sep, value = part.partition(":")
             legacy = _LEGACY.match(part)
@@ -158,5 +159,4 @@ def merge_device(spec):
         current = DeviceSpec.from_string(op.device or "")
         return spec.make_merged_spec(current).to_string()
 
-    _merge.spec = spec
     return _merge

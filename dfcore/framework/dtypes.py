@@ -200,8 +200,8 @@ def first_value_outside(value, array, dtype):
     info = np.iinfo(target)
     flat = array.reshape(-1)
     if array.dtype.kind == "O":
-        outside = [v for v in flat if isinstance(v, (builtins.int, np.integer)) and not info.min <= v <= info.max]
-        return outside[0] if outside else None
+        found = [v for v in flat if isinstance(v, (builtins.int, np.integer)) and not info.min <= v <= info.max]
+        return found[0] if found else None
     if array.dtype.kind != "f" and info.min <= builtins.int(flat.min()) and builtins.int(flat.max()) <= info.max:
         return None
     outside = (flat < info.min) | (flat > info.max)

@@ -157,13 +157,13 @@ class Graph:
                 f"The name '{name}' refers to a Tensor which does not exist. The operation, '{op_name}', does not "
                 "exist in the graph."
             )
-        index = int(index)
-        if index >= len(op.outputs):
+        position = int(index)
+        if position >= len(op.outputs):
             raise KeyError(
                 f"The name '{name}' refers to a Tensor which does not exist. The operation, '{op_name}', exists but "
                 f"only has {len(op.outputs)} outputs."
             )
-        return op.outputs[index]
+        return op.outputs[position]
 
     def as_graph_element(self, obj, allow_tensor=True, allow_operation=True):
         """Resolve a Tensor, Operation or name (``"x:0"`` / ``"op"``) to an element of this graph."""

@@ -35,7 +35,7 @@ def flatten(structure: Any) -> list:
 
 def _rebuild(template, items):
     if isinstance(template, Mapping):
-        return type(template)(zip(sorted(template), items))
+        return type(template)(zip(sorted(template), items))  # type: ignore[call-arg]  # a concrete dict type
     if isinstance(template, tuple) and hasattr(template, "_fields"):
         return type(template)(*items)
     return type(template)(items)

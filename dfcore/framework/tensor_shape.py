@@ -135,6 +135,7 @@ class TensorShape:
     def num_elements(self):
         if not self.is_fully_defined():
             return None
+        assert self._dims is not None
         n = 1
         for d in self._dims:
             n *= d

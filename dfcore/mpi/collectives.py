@@ -292,7 +292,8 @@ def _scratch_buffer(dtype, size):
 class _Recorder:
     def __init__(self, values):
         self.send_times, self.recv_times = {}, {}
-        self.values_sent, self.partials = ({}, {}) if values else (None, None)
+        self.values_sent: dict[Any, Any] | None = {} if values else None
+        self.partials: dict[Any, Any] | None = {} if values else None
 
 
 class _MpiLayer(schedule_interpreter.MessageLayer):

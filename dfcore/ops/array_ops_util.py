@@ -38,7 +38,7 @@ def scoped_op(op_type, name, inputs, attrs=None):
     Raises:
         TypeError: a dtype outside ``allowed``, or a list whose dtypes differ (TF's wording).
     """
-    flat = []
+    flat: list[Any] = []
     for _, value, allowed in inputs:
         flat.extend(value if allowed is SAME_DTYPE_LIST else [value])
     graph = graph_of(flat)

@@ -169,8 +169,8 @@ class ControlFlowExecutor(StepRun):
                     outputs = (DEAD,) * node.num_outputs
                     if timings is not None:
                         now = clock()
-                        timings.append(NodeTiming(ctx.device, index, now, now, threading.get_ident(), list(outputs),
-                                                  (frame.frame_id, it), True))
+                        timings.append(NodeTiming(self._partition.device, index, now, now, threading.get_ident(),
+                                                  list(outputs), (frame.frame_id, it), True))
                 elif node.is_async:
                     ctx.frame_iter = (frame.frame_id, it)
                     self._start_async(index, node, frame, it, node.gather(state.values))
@@ -178,7 +178,7 @@ class ControlFlowExecutor(StepRun):
                 else:
                     if index in state.merged:
                         position = state.merged[index]
-                        args = (state.values[node.in_slots[position]], position)
+                        args: tuple[Any, ...] = (state.values[node.in_slots[position]], position)
                     elif dead:  # it runs to pass the deadness on (a _Send)
                         args = (DEAD,) * len(node.in_slots)
                     else:
@@ -189,12 +189,12 @@ class ControlFlowExecutor(StepRun):
                     try:
                         value = node.compute(ctx, *args) if node.needs_context else node.compute(*args)
                     except Exception as error:  # every kernel failure ends the step as an OpError
-                        self._finish(kernel_error(error, node, args, ctx.device))
+                        self._finish(kernel_error(error, node, args, self._partition.device))
                         return
                     n = node.num_outputs
                     outputs = (value,) if n == 1 else (tuple(value) if n else ())
                     if timings is not None:
-                        timings.append(NodeTiming(ctx.device, index, start, clock(), threading.get_ident(),
+                        timings.append(NodeTiming(self._partition.device, index, start, clock(), threading.get_ident(),
                                                   list(outputs), (frame.frame_id, it), dead))
                 if kinds[index] is None:
                     self._deliver(index, outputs, dead, frame, it, (index, frame.frame_id, it))
@@ -217,7 +217,7 @@ class ControlFlowExecutor(StepRun):
         def completed(error, value):
             if error is None and self._timings is not None:
                 outputs = [value] if node.num_outputs == 1 else list(value)
-                self._timings.append(NodeTiming(self._ctx.device, index, start, time.perf_counter(),
+                self._timings.append(NodeTiming(self._partition.device, index, start, time.perf_counter(),
                                                 threading.get_ident(), outputs, (frame.frame_id, it), value is DEAD))
             self._ready.append((index, frame, it, (error, value)))
             self._wake()
@@ -293,6 +293,7 @@ class ControlFlowExecutor(StepRun):
 
     def _record_producers(self, out_slot, frame_id, it, src):
         producers = self.instance_producers
+        assert producers is not None, "called for traced steps only"
         for dst, port in dict.fromkeys(self._out_edges[src[0]]):  # one output may feed several inputs of dst
             record = producers.setdefault((dst, frame_id, it), [])
             if port < 0:

@@ -126,6 +126,13 @@ class StepRun:
     how it finishes once, and how an asynchronous kernel reports back. Subclasses set ``_ctx``, ``_lock``,
     ``_finished`` and ``_done``."""
 
+    _partition: CompiledPartition
+    _ctx: StepContext
+    _lock: threading.Lock
+    _finished: bool
+    _done: Callable[[errors.OpError | None], None]
+    _loop: Callable[[], None]
+
     def _stop_error(self):
         """Why the loop stops before its next node: the step's abort status (its root error, as TF's aborted
         rendezvous gives every waiter; in one process the step keeps the first error anyway, but a step
@@ -164,7 +171,7 @@ class StepRun:
         try:
             node.compute(self._ctx, settle, *args)
         except Exception as error:  # as in _loop
-            settle(kernel_error(error, node, args, self._ctx.device), None)
+            settle(kernel_error(error, node, args, self._partition.device), None)
 
 
 class Executor(StepRun):
@@ -285,7 +292,7 @@ class Executor(StepRun):
                         else:
                             result = node.compute(*args)
                     except Exception as error:  # every kernel failure ends the step as an OpError
-                        self._finish(kernel_error(error, node, args, ctx.device))
+                        self._finish(kernel_error(error, node, args, self._partition.device))
                         return
                     n = node.num_outputs
                     if n == 1:
@@ -295,7 +302,7 @@ class Executor(StepRun):
                     if timings is not None:
                         if timer is not None:
                             timer.stop()
-                        timings.append(NodeTiming(ctx.device, index, start, clock(), threading.get_ident(),
+                        timings.append(NodeTiming(self._partition.device, index, start, clock(), threading.get_ident(),
                                                   values[node.out_slot:node.out_slot + n], kernel_timer=timer))
                     if uses is not None and (node.releases or node.unread):
                         args = result = None
@@ -321,13 +328,14 @@ class Executor(StepRun):
         values, ctx = self.values, self._ctx
         try:
             allocator = self._allocator
+            assert allocator is not None, "a straight-line partition runs with an allocator"
             if ctx.rendezvous.abort_status is not None or straight.run(
                     values, ctx, ctx.rendezvous, allocator, allocator.deallocate) is not None:
                 self._finish(self._stop_error())
                 return
         except Exception as error:  # as in _loop
             node = self._partition.nodes[straight.failed_node(error.__traceback__)]
-            self._finish(kernel_error(error, node, node.gather(values), ctx.device))
+            self._finish(kernel_error(error, node, node.gather(values), self._partition.device))
             return
         except BaseException as interrupt:  # Ctrl-C on the calling thread, as in _loop
             self._finish(cancelled_error(interrupt))
@@ -347,7 +355,7 @@ class Executor(StepRun):
         elif n:  # several outputs (a multi-component dequeue): value is a tuple
             values[node.out_slot:node.out_slot + n] = value
         if self._timings is not None:
-            self._timings.append(NodeTiming(self._ctx.device, index, self._async_start.pop(index),
+            self._timings.append(NodeTiming(self._partition.device, index, self._async_start.pop(index),
                                             time.perf_counter(), threading.get_ident(),
                                             values[node.out_slot:node.out_slot + n]))
         if self._uses is not None and (node.releases or node.unread):

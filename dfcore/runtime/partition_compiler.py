@@ -170,8 +170,8 @@ def _label(node):
 def _dereferencing(compute, positions, needs_context):
     """Wrap ``compute`` so the variable references at ``positions`` are read first."""
 
-    def run(ctx, *args):
-        args = list(args)
+    def run(ctx, *inputs):
+        args = list(inputs)
         for i in positions:
             if isinstance(args[i], VarRef):
                 args[i] = ctx.txn.read(args[i])

@@ -228,7 +228,7 @@ def _colocation_groups(ops):
         if ra is not rb:
             parent[max(ra, rb, key=_op_id)] = min(ra, rb, key=_op_id)
 
-    first_of_class = {}
+    first_of_class: dict[str, Operation] = {}
     for op in ops:
         classes = [c[len("loc:@"):] for c in op.attrs.get("_class", ()) if c.startswith("loc:@")]
         for name in classes or [op.name]:
@@ -240,7 +240,7 @@ def _colocation_groups(ops):
             if source is not None and source.dtype.is_ref and source.op in parent:
                 ref_readers.add(op)
                 union(source.op, op)
-    members = {}
+    members: dict[Operation, list[Operation]] = {}
     for op in ops:
         members.setdefault(root(op), []).append(op)
     groups = {r: ColocationGroup(m, [op for op in m if op in ref_readers]) for r, m in members.items()}

@@ -374,7 +374,8 @@ def _index(tasks):
 def _find_cycle(by_name, started):
     """Follow unfinished dependencies from the smallest stuck task until one repeats."""
     stuck = sorted(set(by_name) - set(started))
-    path, seen = [], {}
+    path: list[str] = []
+    seen: dict[str, int] = {}
     name = stuck[0]
     while name not in seen:
         seen[name] = len(path)

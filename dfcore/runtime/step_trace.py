@@ -209,7 +209,8 @@ def _iteration_bounds(by_device, timings):
     ``Enter`` s' ``parallel_iterations``, TF's ``executor.cc``), so the replay makes each ``Merge`` of
     iteration k wait for every node run of iteration k - P on its device.
     """
-    bounds, members = {}, {}
+    bounds: dict[int, int] = {}
+    members: dict[tuple[str, int, int], list[str]] = {}
     for t in timings:
         node = by_device[t.device][1].nodes[t.index]
         parent = t.frame_iter or (0, 0)
@@ -222,7 +223,7 @@ def _iteration_bounds(by_device, timings):
 
 
 def _producers(partition):
-    producers = [[] for _ in partition.nodes]
+    producers: list[list[int]] = [[] for _ in partition.nodes]
     for i, node in enumerate(partition.nodes):
         for consumer in node.consumers:
             producers[consumer].append(i)

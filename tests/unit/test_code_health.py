@@ -3,8 +3,8 @@
 * docs/architecture.md#layers: every import of every dfcore module (module level, inside functions and
   classes, relative or absolute) names its own unit or a unit of a lower layer of :data:`LAYERS`; only the lazy
   PEP 562 ``__getattr__`` namespace hooks of :data:`HOOKS` may point up. No import cycle joins two units.
-* The public API of the packages in :data:`ANNOTATED_PACKAGES` is annotated (mypy then checks those
-  functions' bodies): every public function and method names its parameter and return types.
+* The public API of the packages in :data:`ANNOTATED_PACKAGES` is annotated: every public function and
+  method names its parameter and return types.
 """
 
 import ast
@@ -37,7 +37,7 @@ def _unannotated(tree):
     yield from visit(tree, "", True)
 
 
-# The packages whose public API is annotated; pyproject's [tool.mypy] checks their helpers' bodies too.
+# The packages whose public API is annotated (pyproject's [tool.mypy] checks every function body, annotated or not).
 ANNOTATED_PACKAGES = ("runtime", "distribute", "transport", "data", "mpi", "train", "ops")
 # Not yet: the two ways of constructing an op there are being made one (issue 28); annotate them after.
 _NOT_YET_ANNOTATED = {"ops/op_util.py", "ops/array_ops_util.py"}
