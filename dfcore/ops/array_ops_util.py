@@ -7,16 +7,18 @@ Source: ``tensorflow/python/framework/op_def_library.py``,
 ``core/framework/shape_inference.cc``, ``python/framework/tensor_util.py``.
 """
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NoReturn
 
 import numpy as np
 
 from .. import errors
 from ..framework import dtypes
 from ..framework.graph import graph_of
+from ..framework.operation import Operation
 from ..framework.tensor import Tensor
 from ..framework.tensor_conversion import convert_to_tensor
+from ..framework.tensor_like import TensorLike
 from ..framework.tensor_shape import TensorShape
 from . import common_shapes
 from .op_util import apply_op
@@ -26,7 +28,8 @@ SAME_DTYPE_LIST = "same-dtype list"
 
 
 # -- building ops as TF's op_def_library does -----------------------------------------
-def scoped_op(op_type, name, inputs, attrs=None):
+def scoped_op(op_type: str, name: str | None, inputs: Sequence[tuple[str, TensorLike, Any]],
+              attrs: Mapping[str, Any] | None = None) -> Operation:
     """Create an ``op_type`` op inside name scope ``name or op_type``, as TF's ``op_def_library``.
 
     Non-Tensor inputs become Consts named after their argument (``Transpose/perm``).
@@ -85,7 +88,7 @@ def _convert_list(op_type, arg, values):
 
 
 # -- shape-function helpers (TF's InferenceContext wording) ----------------------------
-def merge_shapes(op, s0, s1, context=""):
+def merge_shapes(op: Operation, s0: TensorShape, s1: TensorShape, context: str = "") -> TensorShape:
     """The merge of two static shapes; ``context`` is appended to the error message.
 
     Raises:
@@ -107,7 +110,7 @@ def merge_shapes(op, s0, s1, context=""):
     return TensorShape(dims)
 
 
-def with_rank(op, shape, rank):
+def with_rank(op: Operation, shape: TensorShape, rank: int) -> TensorShape:
     """``shape`` with rank ``rank``; raises TF's ``Shape must be rank 2 but is rank 1``."""
     if shape.ndims is None:
         return TensorShape([None] * rank)
@@ -116,19 +119,19 @@ def with_rank(op, shape, rank):
     return shape
 
 
-def with_rank_at_least(op, shape, rank):
+def with_rank_at_least(op: Operation, shape: TensorShape, rank: int) -> TensorShape:
     """Raises TF's ``Shape must be at least rank 2 but is rank 1`` for a lower known rank."""
     if shape.ndims is not None and shape.ndims < rank:
         raise common_shapes.shape_error(op, f"Shape must be at least rank {rank} but is rank {shape.ndims}")
     return shape
 
 
-def vector_length(op, tensor):
+def vector_length(op: Operation, tensor: Tensor) -> int | None:
     """The static length of 1-D ``tensor`` (None if unknown); raises unless it has rank 1."""
     return with_rank(op, tensor.shape, 1).as_tuple()[0]
 
 
-def static_ints(tensor):
+def static_ints(tensor: Tensor) -> Any:
     """``tensor``'s value as a list of ints (a scalar as an int) if known at construction, else None."""
     value = constant_value(tensor)
     if value is None:
@@ -137,7 +140,7 @@ def static_ints(tensor):
     return int(value) if value.ndim == 0 else [int(v) for v in value.reshape(-1)]
 
 
-def unknown_of_rank(rank):
+def unknown_of_rank(rank: int | None) -> TensorShape:
     """A shape with ``rank`` unknown dims, or unknown rank when ``rank`` is None."""
     return TensorShape(None if rank is None else [None] * rank)
 
@@ -146,7 +149,7 @@ def unknown_of_rank(rank):
 _CONSTANT_VALUE_FNS: dict[str, Callable[..., Any]] = {}
 
 
-def register_constant_value(op_type):
+def register_constant_value(op_type: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator registering ``fn(tensor) -> numpy value or None``: the value of an
     output of ``op_type`` when it is known at graph construction (TF's ``constant_value``)."""
 
@@ -157,7 +160,7 @@ def register_constant_value(op_type):
     return _register
 
 
-def constant_value(tensor):
+def constant_value(tensor: Tensor) -> Any:
     """The value of ``tensor`` if it is known at graph construction, else None.
 
     Known: Consts, shapes/ranks/sizes of static shapes, and the ops registered with
@@ -170,7 +173,7 @@ def constant_value(tensor):
 _PARTIAL_SHAPE_FNS: dict[str, Callable[..., Any]] = {}
 
 
-def register_partial_shape(op_type):
+def register_partial_shape(op_type: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator registering ``fn(tensor) -> TensorShape``: the partly known value of a 1-D
     shape tensor produced by ``op_type`` (TF's ``constant_value_as_shape``)."""
 
@@ -181,7 +184,7 @@ def register_partial_shape(op_type):
     return _register
 
 
-def constant_value_as_shape(tensor):
+def constant_value_as_shape(tensor: Tensor) -> TensorShape:
     """The value of the 1-D int ``tensor`` as a TensorShape; unknown entries (and -1) are None.
 
     Fully known values, and the ops registered with :func:`register_partial_shape`
@@ -198,7 +201,7 @@ def constant_value_as_shape(tensor):
     return unknown_of_rank(dims[0] if dims and len(dims) == 1 else None)
 
 
-def shape_failure(op):
+def shape_failure(op: Operation) -> Callable[[str], NoReturn]:
     """A ``fail(message)`` raising TF's construction-time shape error for ``op``."""
     def fail(message):
         raise common_shapes.shape_error(op, message)
@@ -206,7 +209,7 @@ def shape_failure(op):
     return fail
 
 
-def run_failure(op):
+def run_failure(op: Operation) -> Callable[[str], NoReturn]:
     """A ``fail(message)`` raising ``InvalidArgumentError`` for ``op`` while it runs."""
     def fail(message):
         raise errors.InvalidArgumentError(None, op, message)

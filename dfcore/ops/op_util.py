@@ -3,12 +3,18 @@
 Source: TF's ``op_def_library.apply_op`` and ``ops._get_graph_from_inputs``.
 """
 
+from collections.abc import Mapping, Sequence
+from typing import Any
+
 from ..framework.graph import graph_of
+from ..framework.operation import Operation
 from ..framework.tensor import Tensor
 from ..framework.tensor_conversion import convert_to_tensor
+from ..framework.tensor_like import DTypeLike, TensorLike
 
 
-def apply_op(op_type, inputs, attrs=None, name=None, dtype=None):
+def apply_op(op_type: str, inputs: Sequence[TensorLike], attrs: Mapping[str, Any] | None = None,
+             name: str | None = None, dtype: DTypeLike | None = None) -> Operation:
     """Create an op of ``op_type`` in the inputs' graph (the default graph when none has one) and return the
     Operation: the one way an op is constructed (TF's ``op_def_library.apply_op``). Op constructors call it,
     or :func:`~dfcore.ops.array_ops_util.scoped_op`, which names converted inputs in the op's name scope
@@ -27,12 +33,13 @@ def apply_op(op_type, inputs, attrs=None, name=None, dtype=None):
         return graph.create_op(op_type, tensors, attrs, name)
 
 
-def apply_op1(op_type, inputs, attrs=None, name=None, dtype=None):
+def apply_op1(op_type: str, inputs: Sequence[TensorLike], attrs: Mapping[str, Any] | None = None,
+              name: str | None = None, dtype: DTypeLike | None = None) -> Tensor:
     """Like :func:`apply_op`, returning the op's single output Tensor."""
     return apply_op(op_type, inputs, attrs, name, dtype).outputs[0]
 
 
-def convert_same_dtype(values, name_hint):
+def convert_same_dtype(values: Sequence[TensorLike], name_hint: str) -> list[Tensor]:
     """Convert ``values`` to Tensors with one dtype, taken from the first Tensor among them.
 
     Raises:
