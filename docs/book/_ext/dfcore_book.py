@@ -1,0 +1,122 @@
+"""The course website's links: between a lesson and its exercise solutions, to repository files the site does
+not carry, and its front door.
+
+* At the top of each lesson page, a line linking the page of its solutions (``solutions/<lesson>``), and at
+  the top of each solutions page, one linking back to the lesson.
+* Each mention of a solutions notebook in code style (``solutions/05_ring_allreduce.ipynb``, as every lesson's
+  Exercises section names it) becomes a link to that page.
+* A lesson's link to a repository file that is not a page of the site (``../docs/architecture.md#...``) opens
+  that file on the repository's web host (``dfcore_blob_url``), read from where the lesson lies in the repository
+  (``dfcore_sources_folder``: the folder whose copy Sphinx reads). A solutions page repeats its lesson's prose,
+  so a link there to a lesson notebook that only the lessons' folder has opens that lesson.
+* ``index.html``, the address a web server opens first, sends the reader on to the root page (the tour), since
+  the root document is not called ``index``.
+
+The lessons themselves stay as they are: all of this is added to the documents Sphinx reads from them.
+"""
+
+import html
+import re
+from pathlib import Path
+from typing import Any
+
+from docutils import nodes
+from sphinx import addnodes
+from sphinx.application import Sphinx
+
+SOLUTIONS = "solutions/"
+COMPANION_CLASS = "dfcore-companion"
+_SOLUTIONS_FILE = re.compile(rf"^{re.escape(SOLUTIONS)}([\w.-]+)\.ipynb$")
+
+
+def doc_link(target: str, text: str, *children: nodes.Node) -> addnodes.pending_xref:
+    """A link to the document ``target`` (a docname), showing ``children`` or else ``text``."""
+    link = addnodes.pending_xref("", refdomain="std", reftype="doc", reftarget=f"/{target}", refexplicit=True,
+                                 refwarn=True)
+    link += children or (nodes.inline(text, text),)
+    return link
+
+
+def companion_line(docname: str, found: set[str]) -> nodes.paragraph | None:
+    """The paragraph that links ``docname``'s companion (its solutions, or the lesson it solves); None if it has
+    none among the ``found`` documents."""
+    if docname.startswith(SOLUTIONS):
+        lesson = docname.removeprefix(SOLUTIONS)
+        if lesson not in found:
+            return None
+        line = nodes.paragraph("", "", classes=[COMPANION_CLASS])
+        line += [nodes.Text("The completed exercises of "), doc_link(lesson, "this lesson"), nodes.Text(".")]
+        return line
+    if SOLUTIONS + docname not in found:
+        return None
+    line = nodes.paragraph("", "", classes=[COMPANION_CLASS])
+    line += [nodes.Text("The exercises' solutions are on "), doc_link(SOLUTIONS + docname, "their own page"),
+             nodes.Text(".")]
+    return line
+
+
+def link_lesson_and_solutions(app: Sphinx, doctree: nodes.document) -> None:
+    """``doctree-read``: put the companion line under the page's title and link the mentions of solutions
+    notebooks."""
+    found = app.env.found_docs
+    line = companion_line(app.env.docname, found)
+    section = next(iter(doctree.findall(nodes.section)), None)
+    if line is not None and section is not None and isinstance(section[0], nodes.title):
+        section.insert(1, line)
+    for literal in list(doctree.findall(nodes.literal)):
+        match = _SOLUTIONS_FILE.match(literal.astext())
+        if match and SOLUTIONS + match.group(1) in found and not isinstance(literal.parent, nodes.reference):
+            literal.replace_self(doc_link(SOLUTIONS + match.group(1), "", literal.deepcopy()))
+
+
+def repository_link(app: Sphinx, link: addnodes.pending_xref) -> nodes.Element | None:
+    """What replaces MyST's unresolved local ``link`` (a relative path): a link to the repository file it names
+    on the web host, or to the lesson a solutions page means; None (MyST then warns) if neither exists."""
+    path, _, anchor = link["reftarget"].partition("#")
+    if not path or "://" in path:
+        return None
+    sources = Path(app.config.dfcore_sources_folder)
+    repository = Path(app.config.dfcore_repository_folder)
+    target = (sources / link["refdoc"]).parent.joinpath(path).resolve()
+    if target.is_file() and target.is_relative_to(repository):
+        url = f"{app.config.dfcore_blob_url}/{target.relative_to(repository).as_posix()}"
+        reference = nodes.reference("", "", refuri=url + (f"#{anchor}" if anchor else ""), internal=False)
+        reference += link.children
+        return reference
+    lesson = Path(path).stem
+    if link["refdoc"].startswith(SOLUTIONS) and Path(path).name == path and lesson in app.env.found_docs:
+        return doc_link(lesson, lesson, *link.children)
+    return None
+
+
+def resolve_repository_links(app: Sphinx, doctree: nodes.document) -> None:
+    """``doctree-read``: replace each of MyST's unresolved local links that :func:`repository_link` resolves."""
+    for link in list(doctree.findall(addnodes.pending_xref)):
+        if link.get("reftype") == "myst" and link.get("refdomain") is None:
+            replacement = repository_link(app, link)
+            if replacement is not None:
+                link.replace_self(replacement)
+
+
+def write_front_door(app: Sphinx, exception: Exception | None) -> None:
+    """``build-finished``: an ``index.html`` that forwards to the root page, unless the root is ``index``."""
+    root = app.config.root_doc
+    if exception is not None or app.builder.format != "html" or root == "index":
+        return
+    target = html.escape(app.builder.get_target_uri(root))
+    Path(app.outdir, "index.html").write_text(
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{html.escape(app.config.project)}'
+        f'</title>\n<meta http-equiv="refresh" content="0; url={target}"><link rel="canonical" href="{target}">'
+        f'</head>\n<body><p>The course starts at <a href="{target}">the tour</a>.</p></body></html>\n',
+        encoding="utf-8")
+
+
+def setup(app: Sphinx) -> dict[str, Any]:
+    """Register the configuration values and the hooks (Sphinx's extension entry point)."""
+    app.add_config_value("dfcore_repository_folder", "", "env", str)
+    app.add_config_value("dfcore_sources_folder", "", "env", str)
+    app.add_config_value("dfcore_blob_url", "", "env", str)
+    app.connect("doctree-read", link_lesson_and_solutions)
+    app.connect("doctree-read", resolve_repository_links)
+    app.connect("build-finished", write_front_door)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
