@@ -3,8 +3,9 @@
 Sphinx reads its documents from one folder, so the committed lessons (``notebooks/``: the lessons, their
 figures and ``solutions/``) are copied to ``<out>-src`` first; generated pages (the API reference) are written
 there too, never into the repository. Then ``sphinx-build -b html`` runs with ``docs/book`` as its configuration
-folder, its doctree cache in ``<out>-doctrees`` (so a second build redoes only what changed) and every warning
-an error. Nothing is executed and nothing is fetched from the network.
+folder, every document read afresh (``-E``: the site's own extensions change what a page holds, which Sphinx's
+cache would not notice; the doctrees go to ``<out>-doctrees``, outside the site) and every warning an error.
+Nothing is executed and nothing is fetched from the network.
 """
 
 import argparse
@@ -31,7 +32,7 @@ def build(out: Path) -> subprocess.CompletedProcess:
     (its output captured)."""
     source_dir, doctrees = out.with_name(out.name + "-src"), out.with_name(out.name + "-doctrees")
     stage(source_dir)
-    command = [sys.executable, "-m", "sphinx", "-b", "html", "-q", "-W", "--keep-going", "-c", str(HERE),
+    command = [sys.executable, "-m", "sphinx", "-b", "html", "-q", "-E", "-W", "--keep-going", "-c", str(HERE),
                "-D", f"dfcore_sources_folder={NOTEBOOKS}",
                "-d", str(doctrees), str(source_dir), str(out)]
     return subprocess.run(command, capture_output=True, text=True, cwd=REPO)

@@ -7,6 +7,7 @@ folder as its configuration directory.
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -15,7 +16,11 @@ sys.path.insert(0, str(HERE / "_ext"))
 # The repository and ref that Binder launches: the README's badge, the one place the launch link is filled in
 # (binder/README.md says how), so every page's "launch on Binder" opens what the badge opens.
 _BINDER_LINK = re.compile(r"https://mybinder\.org/v2/gh/([^/\s]+)/([^/\s]+)/([^/?\s)]+)")
-_owner, _repository, _ref = _BINDER_LINK.search((REPO / "README.md").read_text(encoding="utf-8")).groups()
+_badge = _BINDER_LINK.search((REPO / "README.md").read_text(encoding="utf-8"))
+if _badge is None:
+    raise ValueError("README.md has no Binder badge (https://mybinder.org/v2/gh/<owner>/<repository>/<ref>): the "
+                     "site's launch buttons open what it opens")
+_owner, _repository, _ref = _badge.groups()
 
 project = "dfcore"
 author = "dfcore contributors"
@@ -28,12 +33,12 @@ if (HERE / "_ext" / "dfcore_reference.py").exists():
 external_toc_path = str(HERE / "_toc.yml")
 # The Reference part's pages exist only where dfcore_reference generates them; its toc entry is a glob for that.
 suppress_warnings = ["etoc.glob"]
+exclude_patterns = ["**.ipynb_checkpoints"]
 
 # dfcore_book: the repository, and where a repository file outside the site is opened (build.py sets
 # dfcore_sources_folder, the folder it stages).
 dfcore_repository_folder = str(REPO)
 dfcore_blob_url = f"https://github.com/{_owner}/{_repository}/blob/{_ref}"
-exclude_patterns = ["**.ipynb_checkpoints"]
 
 # The lessons are committed executed: the site shows their outputs as they are, and never runs a cell.
 nb_execution_mode = "off"
@@ -53,7 +58,7 @@ if _STEPPER_JS.is_file():
 # Light, as the widgets' pictures are drawn on white (the reader can still switch); the theme also reports an
 # empty mode as a console error on a first visit.
 html_context = {"default_mode": "light"}
-html_theme_options = {
+html_theme_options: dict[str, Any] = {
     "repository_url": f"https://github.com/{_owner}/{_repository}",
     "repository_branch": _ref,
     "path_to_docs": "notebooks",
@@ -61,4 +66,6 @@ html_theme_options = {
     "use_download_button": True,
     "home_page_in_toc": True,
     "show_navbar_depth": 1,
+    # The sidebar has the search field; pydata-sphinx-theme would otherwise add a second one in a top bar.
+    "navbar_persistent": [],
 }

@@ -2,13 +2,17 @@
 not carry, and its front door.
 
 * At the top of each lesson page, a line linking the page of its solutions (``solutions/<lesson>``), and at
-  the top of each solutions page, one linking back to the lesson.
+  the top of each solutions page, one linking back to the lesson; a solutions page's title (in the page, the
+  sidebar and the search results) starts with "Solutions: ", as it otherwise repeats its lesson's title.
 * Each mention of a solutions notebook in code style (``solutions/05_ring_allreduce.ipynb``, as every lesson's
   Exercises section names it) becomes a link to that page.
 * A lesson's link to a repository file that is not a page of the site (``../docs/architecture.md#...``) opens
   that file on the repository's web host (``dfcore_blob_url``), read from where the lesson lies in the repository
   (``dfcore_sources_folder``: the folder whose copy Sphinx reads). A solutions page repeats its lesson's prose,
   so a link there to a lesson notebook that only the lessons' folder has opens that lesson.
+* The test-runner markers of a code cell (nbval's ``# NBVAL_CHECK_OUTPUT``, ...) are left out of the page: they
+  tell ``make test`` how to compare the cell's output and mean nothing to a reader (the downloaded notebook
+  keeps them).
 * ``index.html``, the address a web server opens first, sends the reader on to the root page (the tour), since
   the root document is not called ``index``.
 
@@ -26,6 +30,10 @@ from sphinx.application import Sphinx
 
 SOLUTIONS = "solutions/"
 COMPANION_CLASS = "dfcore-companion"
+SOLUTIONS_TITLE_PREFIX = "Solutions: "
+# doctree-read handlers run by priority (lower first); Sphinx's title collector has the default, 500.
+TITLE_PRIORITY = 400
+_NBVAL_MARKER = re.compile(r"^# ?NBVAL_\w+[ \t]*\n?", re.MULTILINE)
 _SOLUTIONS_FILE = re.compile(rf"^{re.escape(SOLUTIONS)}([\w.-]+)\.ipynb$")
 
 
@@ -56,13 +64,15 @@ def companion_line(docname: str, found: set[str]) -> nodes.paragraph | None:
 
 
 def link_lesson_and_solutions(app: Sphinx, doctree: nodes.document) -> None:
-    """``doctree-read``: put the companion line under the page's title and link the mentions of solutions
-    notebooks."""
+    """``doctree-read`` (before Sphinx records the page's title): put the companion line under the page's title,
+    mark a solutions page's title, and link the mentions of solutions notebooks."""
     found = app.env.found_docs
     line = companion_line(app.env.docname, found)
     section = next(iter(doctree.findall(nodes.section)), None)
     if line is not None and section is not None and isinstance(section[0], nodes.title):
         section.insert(1, line)
+        if app.env.docname.startswith(SOLUTIONS):
+            section[0].insert(0, nodes.Text(SOLUTIONS_TITLE_PREFIX))
     for literal in list(doctree.findall(nodes.literal)):
         match = _SOLUTIONS_FILE.match(literal.astext())
         if match and SOLUTIONS + match.group(1) in found and not isinstance(literal.parent, nodes.reference):
@@ -98,6 +108,20 @@ def resolve_repository_links(app: Sphinx, doctree: nodes.document) -> None:
                 link.replace_self(replacement)
 
 
+def drop_test_markers(app: Sphinx, doctree: nodes.document) -> None:
+    """``doctree-read``: remove nbval's marker lines from the code of each cell (myst-nb's ``cell_input``)."""
+    for cell in doctree.findall(nodes.container):
+        if "cell_input" not in cell["classes"]:
+            continue
+        for block in cell.findall(nodes.literal_block):
+            code = block.astext()
+            kept = _NBVAL_MARKER.sub("", code)
+            if kept != code:
+                block.rawsource = kept
+                block.children = []
+                block += nodes.Text(kept)
+
+
 def write_front_door(app: Sphinx, exception: Exception | None) -> None:
     """``build-finished``: an ``index.html`` that forwards to the root page, unless the root is ``index``."""
     root = app.config.root_doc
@@ -116,7 +140,8 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.add_config_value("dfcore_repository_folder", "", "env", str)
     app.add_config_value("dfcore_sources_folder", "", "env", str)
     app.add_config_value("dfcore_blob_url", "", "env", str)
-    app.connect("doctree-read", link_lesson_and_solutions)
+    app.connect("doctree-read", link_lesson_and_solutions, priority=TITLE_PRIORITY)
     app.connect("doctree-read", resolve_repository_links)
+    app.connect("doctree-read", drop_test_markers)
     app.connect("build-finished", write_front_door)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
