@@ -31,8 +31,10 @@ if (HERE / "_ext" / "dfcore_reference.py").exists():
     extensions.append("dfcore_reference")
 
 external_toc_path = str(HERE / "_toc.yml")
-# The Reference part's pages exist only where dfcore_reference generates them; its toc entry is a glob for that.
-suppress_warnings = ["etoc.glob"]
+# The Reference part's pages exist only where dfcore_reference generates them (its toc entry is a glob for that),
+# and the reference's index lists its own pages with a toctree. (sphinx-external-toc also writes index.html, which
+# forwards to the root page, the tour.)
+suppress_warnings = ["etoc.glob", "etoc.toctree"]
 exclude_patterns = ["**.ipynb_checkpoints"]
 
 # dfcore_book: the repository, and where a repository file outside the site is opened (build.py sets

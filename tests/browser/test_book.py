@@ -48,10 +48,15 @@ FRAMES_JS = """() => [...document.querySelectorAll('.dfcore-frames')].map(frames
                                        .filter(i => i >= 0)};
 })"""
 
-# Per answer in an output: whether it is open and something besides its summary is visible.
-DETAILS_JS = """() => [...document.querySelectorAll('.cell_output details')].map(d => ({
-  open: d.open,
-  shown: [...d.children].some(c => c.tagName !== 'SUMMARY' && c.getBoundingClientRect().height > 0)}))"""
+# Clicks the summary of each closed answer in an output, as a reader would, then reports per answer whether it is
+# open and something besides its summary is visible.
+OPEN_DETAILS_JS = """() => {
+  const answers = [...document.querySelectorAll('.cell_output details')];
+  answers.filter(d => !d.open).forEach(d => d.querySelector(':scope > summary').click());
+  return answers.map(d => ({
+    open: d.open,
+    shown: [...d.children].some(c => c.tagName !== 'SUMMARY' && c.getBoundingClientRect().height > 0)}));
+}"""
 
 LINKS_JS = """() => [...new Set([...document.querySelectorAll('a[href]')].map(a => a.href))]"""
 
@@ -168,10 +173,7 @@ def check_page(page, base_url, name):
         if shown != [frames["count"] - 1]:
             wrong.append(f"step-through {index}: frames {shown} shown after stepping, not only the last "
                          f"({frames['count'] - 1})")
-    summaries = page.locator(".cell_output details > summary")
-    for index in range(summaries.count()):
-        summaries.nth(index).click()
-    wrong += [f"answer {index} did not open: {state}" for index, state in enumerate(page.evaluate(DETAILS_JS))
+    wrong += [f"answer {index} did not open: {state}" for index, state in enumerate(page.evaluate(OPEN_DETAILS_JS))
               if not (state["open"] and state["shown"])]
     wrong += [f"broken link {link}" for link in broken_links(page.evaluate(LINKS_JS), base_url)]
     return wrong + list(page.problems)

@@ -1,5 +1,5 @@
-"""The course website's links: between a lesson and its exercise solutions, to repository files the site does
-not carry, and its front door.
+"""The course website's links: between a lesson and its exercise solutions, and to repository files the site
+does not carry; and its code cells without test markers.
 
 * At the top of each lesson page, a line linking the page of its solutions (``solutions/<lesson>``), and at
   the top of each solutions page, one linking back to the lesson; a solutions page's title (in the page, the
@@ -13,13 +13,10 @@ not carry, and its front door.
 * The test-runner markers of a code cell (nbval's ``# NBVAL_CHECK_OUTPUT``, ...) are left out of the page: they
   tell ``make test`` how to compare the cell's output and mean nothing to a reader (the downloaded notebook
   keeps them).
-* ``index.html``, the address a web server opens first, sends the reader on to the root page (the tour), since
-  the root document is not called ``index``.
 
 The lessons themselves stay as they are: all of this is added to the documents Sphinx reads from them.
 """
 
-import html
 import re
 from pathlib import Path
 from typing import Any
@@ -122,19 +119,6 @@ def drop_test_markers(app: Sphinx, doctree: nodes.document) -> None:
                 block += nodes.Text(kept)
 
 
-def write_front_door(app: Sphinx, exception: Exception | None) -> None:
-    """``build-finished``: an ``index.html`` that forwards to the root page, unless the root is ``index``."""
-    root = app.config.root_doc
-    if exception is not None or app.builder.format != "html" or root == "index":
-        return
-    target = html.escape(app.builder.get_target_uri(root))
-    Path(app.outdir, "index.html").write_text(
-        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{html.escape(app.config.project)}'
-        f'</title>\n<meta http-equiv="refresh" content="0; url={target}"><link rel="canonical" href="{target}">'
-        f'</head>\n<body><p>The course starts at <a href="{target}">the tour</a>.</p></body></html>\n',
-        encoding="utf-8")
-
-
 def setup(app: Sphinx) -> dict[str, Any]:
     """Register the configuration values and the hooks (Sphinx's extension entry point)."""
     app.add_config_value("dfcore_repository_folder", "", "env", str)
@@ -143,5 +127,4 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.connect("doctree-read", link_lesson_and_solutions, priority=TITLE_PRIORITY)
     app.connect("doctree-read", resolve_repository_links)
     app.connect("doctree-read", drop_test_markers)
-    app.connect("build-finished", write_front_door)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
