@@ -31,6 +31,8 @@ LESSONS = sorted(p.stem for p in (REPO / "notebooks").glob("*.ipynb"))
 SOLUTIONS = sorted(f"solutions/{p.stem}" for p in (REPO / "notebooks" / "solutions").glob("*.ipynb"))
 ROOT_PAGE = "00_start_here"
 SEARCH_TERM = "rendezvous"
+# The README's Binder badge: owner, repository and ref, which the site's launch buttons and repository links use.
+BINDER_BADGE = re.compile(r"https://mybinder\.org/v2/gh/([^/\s]+)/([^/\s]+)/([^/?\s)]+)")
 
 # Loads every picture of the article now (none waits for a scroll) and names those that failed.
 BROKEN_IMAGES_JS = """async () => {
@@ -194,13 +196,22 @@ def test_each_lesson_links_its_solutions_and_each_solution_its_lesson(site):
 
 
 def test_pages_offer_binder_and_the_notebook_download(site):
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    badge = re.search(r"https://mybinder\.org/v2/gh/[^/\s]+/[^/\s]+/[^/?\s)]+", readme).group(0)
+    badge = BINDER_BADGE.search((REPO / "README.md").read_text(encoding="utf-8")).group(0)
     page = (site / "solutions" / "05_ring_allreduce.html").read_text(encoding="utf-8")
     launch = f"{badge}?urlpath=lab/tree/notebooks/solutions/05_ring_allreduce.ipynb"
     assert html.escape(launch) in page or launch in page
     assert 'href="../_sources/solutions/05_ring_allreduce.ipynb"' in page
     assert (site / "_sources" / "solutions" / "05_ring_allreduce.ipynb").is_file()
+
+
+def test_code_shows_no_test_marker_and_repository_files_open_on_the_web_host(site):
+    owner, repository, ref = BINDER_BADGE.search((REPO / "README.md").read_text(encoding="utf-8")).groups()
+    pages = {name: (site / f"{name}.html").read_text(encoding="utf-8") for name in LESSONS + SOLUTIONS}
+    assert [name for name, page in pages.items() if "NBVAL_" in page] == []
+    # lesson 11 and its solutions link ../docs/architecture.md (../../ from solutions/), which the site does not carry
+    blob = f"https://github.com/{owner}/{repository}/blob/{ref}/docs/architecture.md#the-simulated-clock"
+    for name in ("11_input_pipelines", "solutions/11_input_pipelines"):
+        assert f'href="{html.escape(blob)}"' in pages[name] or f'href="{blob}"' in pages[name], name
 
 
 def test_root_forwards_to_the_tour_and_search_works_offline(base_url, book_page):

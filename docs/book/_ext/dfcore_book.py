@@ -115,8 +115,7 @@ def drop_test_markers(app: Sphinx, doctree: nodes.document) -> None:
             kept = _NBVAL_MARKER.sub("", code)
             if kept != code:
                 block.rawsource = kept
-                block.children = []
-                block += nodes.Text(kept)
+                block[:] = [nodes.Text(kept)]
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
