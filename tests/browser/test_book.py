@@ -1,10 +1,10 @@
 """The course website (``make book``) in headless Chromium: ``docs/book/build.py`` builds it once, warnings as
 errors, into a temporary folder; a file server on 127.0.0.1 serves it; one browser reads every lesson, solutions
-and reference page. On each page every picture has loaded, every kernel-free step-through
-(``.dfcore-frames``, stepped by ``widgets/static/dfcore_static.js``) reaches its last frame when its "next
-frame" button is clicked, every answer in an output's ``<details>`` opens, every link into the site resolves
-(its page answers 200 and its ``#fragment`` names an element there), the console shows no error, and the page
-asks for nothing off the machine. The search page finds a term of the course offline, and the site's root
+and reference page. On each page every picture has loaded; every kernel-free step-through (``.dfcore-frames``,
+stepped by ``widgets/static/dfcore_static.js``) shows its first frame, its second and its last when its slider
+and "next frame" button are driven; every answer in an output's ``<details>`` opens; every link into the site
+resolves (its page answers 200 and its ``#fragment`` names an element there); the console shows no error; and the
+page asks for nothing off the machine. The search page finds a term of the course offline, and the site's root
 forwards to the tour.
 """
 
@@ -26,7 +26,7 @@ from browser_harness import REPO
 
 BOOK_INSTALL = "pip install -e '.[book]' (make test and make book do it)"
 BUILD_TIMEOUT_S = 300
-PAGE_TIMEOUT_S = 30
+PAGE_TIMEOUT_S = 60
 LESSONS = sorted(p.stem for p in (REPO / "notebooks").glob("*.ipynb"))
 SOLUTIONS = sorted(f"solutions/{p.stem}" for p in (REPO / "notebooks" / "solutions").glob("*.ipynb"))
 ROOT_PAGE = "00_start_here"
@@ -159,22 +159,34 @@ def reference_pages(site):
     return sorted(p.relative_to(site).with_suffix("").as_posix() for p in (site / "reference").glob("**/*.html"))
 
 
+def step_through(page, index, count):
+    """Drive the ``index``-th step-through (``count`` frames) as a reader: its slider to the start (Home), one
+    click on "next frame", the slider to the end (End); what went wrong (empty when each showed the right frame,
+    alone)."""
+    stepper = page.locator(".dfcore-frames").nth(index)
+    slider = stepper.locator("input.dfcore-step")
+    if slider.count() != 1:
+        return [f"step-through {index}: {slider.count()} sliders, not 1 (is dfcore_static.js loaded?)"]
+    wrong = []
+    steps = [(lambda: slider.press("Home"), 0)]
+    if count > 1:
+        steps += [(lambda: stepper.get_by_role("button", name="next frame").click(), 1),
+                  (lambda: slider.press("End"), count - 1)]
+    for action, expected in steps:
+        action()
+        shown = page.evaluate(FRAMES_JS)[index]["shown"]
+        if shown != [expected]:
+            wrong.append(f"step-through {index}: frames {shown} shown, not only frame {expected} of {count}")
+    return wrong
+
+
 def check_page(page, base_url, name):
     """Open ``name``'s page and return what is wrong with it (empty when nothing is)."""
     page.problems.clear()
     page.goto(f"{base_url}{name}.html", wait_until="load", timeout=PAGE_TIMEOUT_S * 1000)
     wrong = [f"picture not loaded: {src}" for src in page.evaluate(BROKEN_IMAGES_JS)]
     for index, frames in enumerate(page.evaluate(FRAMES_JS)):
-        stepper = page.locator(".dfcore-frames").nth(index)
-        next_frame = stepper.get_by_role("button", name="next frame")
-        for _ in range(frames["count"]):
-            if next_frame.count() == 0 or next_frame.is_disabled():
-                break
-            next_frame.click()
-        shown = page.evaluate(FRAMES_JS)[index]["shown"]
-        if shown != [frames["count"] - 1]:
-            wrong.append(f"step-through {index}: frames {shown} shown after stepping, not only the last "
-                         f"({frames['count'] - 1})")
+        wrong += step_through(page, index, frames["count"])
     wrong += [f"answer {index} did not open: {state}" for index, state in enumerate(page.evaluate(OPEN_DETAILS_JS))
               if not (state["open"] and state["shown"])]
     wrong += [f"broken link {link}" for link in broken_links(page.evaluate(LINKS_JS), base_url)]
