@@ -6,6 +6,8 @@
 #   make notebooks  re-run every lesson in place and strip its widget state (do this before committing one)
 #   make html       export every lesson to build/html/ (executed, widget state kept: steps without a kernel;
 #                   each widget's static picture shows where the widget renderer cannot load)
+#   make book       the course as a website in build/book/ (docs/book/): the committed lessons (never executed),
+#                   their solutions and the API reference, readable offline; installs the book extra (once)
 #   make bench      set up .venv (once) and print the performance ratios
 #   make test-gpu   on a machine with a CUDA GPU: install the gpu extra (cupy) and run tests/gpu (each test is
 #                   skipped, with the reason, without cupy or a GPU); `make bench BENCH=gpu` prints the GPU ratios
@@ -41,7 +43,7 @@ VENDOR_STAMP         := $(VENDOR)/.html-manager-$(HTML_MANAGER_VERSION)-requirej
 LAB_PORT ?= 8888
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 
-.PHONY: setup system-deps browser-deps lint test test-gpu notebooks html lab bench soak binder-check protos clean
+.PHONY: setup system-deps browser-deps lint test test-gpu notebooks html book lab bench soak binder-check protos clean
 
 setup: $(STAMP) system-deps browser-deps
 
@@ -100,7 +102,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
 
-test: setup lint
+test: setup $(BOOK_STAMP) lint
 	$(PY) -m pytest --timeout=$(TEST_TIMEOUT_S) tests/unit tests/notebooks tests/browser --doctest-modules dfcore \
 	  $(NBVAL_ARGS) $(PYTEST_ARGS)
 
@@ -128,6 +130,17 @@ html: setup
 	$(if $(LESSONS),cd notebooks && ../$(PY) -m nbconvert --to html --execute \
 	  --ExecutePreprocessor.store_widget_state=True --TemplateExporter.extra_template_basedirs=../tools/nbconvert \
 	  --template dfcore_lab --output-dir ../build/html $(notdir $(LESSONS)),@echo "no lessons in notebooks/")
+
+# The course website (docs/book/build.py): Sphinx with myst-nb and sphinx-book-theme, from a staged copy of
+# notebooks/ in build/book-src/, warnings as errors. tests/browser/test_book.py builds it and reads every lesson.
+BOOK_STAMP := $(VENV)/.installed-book
+$(BOOK_STAMP): $(STAMP)
+	@echo "Installing the book extra (Sphinx, myst-nb, sphinx-book-theme, sphinx-external-toc) into $(VENV)"
+	@$(PIP) install --progress-bar off -e '.[lab,test,mpi,book]'
+	@touch $@
+
+book: $(BOOK_STAMP)
+	$(PY) docs/book/build.py --out build/book
 
 lab: setup
 	@mkdir -p notebooks
