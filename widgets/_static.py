@@ -9,11 +9,15 @@ type first and renders only the richest type it can.
 The picture is built here, once, by walking the widget tree with renderers keyed by widget class:
 ``HTML`` gives its value, boxes lay their children out, controls become one muted line, and a
 ``Stack`` shows its selected page. What drives a ``Stack`` is read from the ``jslink`` s the widgets
-keep in their ``links`` attribute: a stack that a slider steps through (a step-through) shows its
-current frame and, below it, a filmstrip of up to :data:`FILMSTRIP_FRAMES` frames at reduced scale; a
-stack overlaid on a base picture in a one-area ``GridBox`` (the timeline's frames) is drawn with that
-base in every frame. Each SVG becomes an ``<img>`` (:func:`svg_images`), which sanitizing readers keep.
-A widget may override :meth:`StaticPicture.static_html` (a quiz, a what-if).
+keep in their ``links`` attribute: a stack that a slider steps through (a step-through) is drawn twice
+(:func:`stepper`). Readers that run no script (GitHub, nbviewer, an untrusted notebook in JupyterLab) see
+its current frame and, below it, a filmstrip of up to :data:`FILMSTRIP_FRAMES` frames at reduced scale;
+``widgets/static/dfcore_static.js`` (the course website loads it) hides that filmstrip and shows instead
+every frame (up to :data:`FRAMES_BUDGET` characters of them), one at a time, under a slider. A stack
+overlaid on a base picture in a one-area ``GridBox`` (the timeline's frames) is drawn with that base in
+every filmstrip frame, and as layers over one base for the script. Each SVG becomes an ``<img>``
+(:func:`svg_images`), which sanitizing readers keep. A widget may override
+:meth:`StaticPicture.static_html` (a quiz, a what-if).
 """
 
 import html
@@ -29,9 +33,12 @@ STATIC_CLASS = "dfcore-static"
 FILMSTRIP_FRAMES = 6
 FILMSTRIP_ZOOM = 0.32
 FILMSTRIP_BUDGET = 120_000
+FRAMES_BUDGET = 600_000
 CHOICES_BUDGET = 150_000
 _STEPPERS = (widgets.IntSlider, widgets.Play)
 _NOTE = f"font-size:11px;color:#777;{FONT};margin:2px 0"
+_OVERLAY = "position:relative;display:inline-block;max-width:100%"
+_LAYER = "position:absolute;top:0;left:0;right:0"
 _SVG = re.compile(r"<svg\b.*?</svg>", re.DOTALL)
 _SVG_STYLE = re.compile(r'^(<svg\b[^>]*?) style="[^"]*"')
 _SVG_NOISE = re.compile(r'<title>.*?</title>|<!--.*?-->|\sxlink:title="[^"]*"', re.DOTALL)
@@ -172,43 +179,34 @@ class _Walk:
         return self.html(children[index]) if index is not None and 0 <= index < len(children) else ""
 
     def stack(self, stack: widgets.Stack) -> str:
-        if self.roles.get(id(stack)) == "frames":
-            return self.filmstrip(stack, lambda: self.page(stack))
+        if self.roles.get(id(stack)) == "frames" and id(stack) not in self.forced:
+            return stepper(self.each_frame(stack, lambda: self.page(stack)), stack.selected_index or 0)
         return self.page(stack)
 
     def grid(self, box: widgets.GridBox) -> str:
-        def overlay() -> str:  # positioned, not a CSS grid: JupyterLab's sanitizer drops grid properties
-            base, *layers = [self.html(child) for child in box.children]
-            over = "".join(f'<div style="position:absolute;top:0;left:0;right:0">{layer}</div>' for layer in layers)
-            return f'<div style="position:relative;display:inline-block;max-width:100%">{base}{over}</div>'
+        """A one-area grid as its children drawn over the first (positioned, not a CSS grid: JupyterLab's
+        sanitizer drops grid properties); a stepped child is stepped over that base. Other grids: a box."""
+        if len(set((box.layout.grid_template_areas or "").replace('"', " ").split())) != 1:
+            return self.box(box)
+        frames = [c for c in box.children if self.roles.get(id(c)) == "frames"]
+        if not frames or id(frames[0]) in self.forced:
+            return _overlay([self.html(child) for child in box.children])
+        stack = frames[0]
+        drawn = self.each_frame(stack, lambda: _overlay([self.html(child) for child in box.children]))
+        layers = self.each_frame(stack, lambda: self.html(stack))
+        return stepper(drawn, stack.selected_index or 0, lambda frames: _overlay(
+            [frames if child is stack else self.html(child) for child in box.children]), layers)
 
-        if len(set((box.layout.grid_template_areas or "").replace('"', " ").split())) == 1:
-            frames = [c for c in box.children if self.roles.get(id(c)) == "frames"]
-            return self.filmstrip(frames[0], overlay) if frames else overlay()
-        return self.box(box)
-
-    def filmstrip(self, stack: widgets.Stack, draw: Callable[[], str]) -> str:
-        """``draw()`` at the stack's current frame, then other frames, shrunk, in a row: up to FILMSTRIP_FRAMES − 1,
-        and no more than fit in FILMSTRIP_BUDGET characters at the current frame's size (but at least the first
-        and the last frame)."""
-        if id(stack) in self.forced:
-            return draw()
-        current, count = stack.selected_index or 0, len(stack.children)
-        self.forced[id(stack)] = current
-        main = draw()
-        most = min(FILMSTRIP_FRAMES, 1 + FILMSTRIP_BUDGET // max(len(main), 1))
-        cells = []
-        for index in filmstrip_indices(count, current, max(most, 2)):
-            self.forced[id(stack)] = index
-            cells.append(f'<div style="flex:none"><div style="{_NOTE}">frame {index}</div>'
-                         f'<div style="zoom:{FILMSTRIP_ZOOM}">{draw()}</div></div>')
-        del self.forced[id(stack)]
-        if not cells:
-            return main
-        strip = "".join(cells)
-        return (f'{main}<div style="{_NOTE}">frame {current} of {count - 1} above; other frames '
-                f'(the slider steps through all {count}):</div>'
-                f'<div style="display:flex;flex-wrap:wrap;gap:6px;align-items:flex-start">{strip}</div>')
+    def each_frame(self, stack: widgets.Stack, draw: Callable[[], str]) -> list[str]:
+        """``draw()`` with ``stack`` pinned to each of its frames in turn (the widget itself never moves)."""
+        drawn = []
+        try:
+            for index in range(len(stack.children)):
+                self.forced[id(stack)] = index
+                drawn.append(draw())
+        finally:
+            del self.forced[id(stack)]
+        return drawn
 
     def accordion(self, accordion: widgets.Accordion) -> str:
         return "".join(details(accordion.get_title(i) or f"part {i}", self.html(child),
@@ -244,6 +242,73 @@ class _Walk:
         return f'<div style="{_NOTE}">{html.escape(str(text))}</div>'
 
 
+def _overlay(layers: list[str]) -> str:
+    base, *over = layers
+    over_html = "".join(f'<div style="{_LAYER}">{layer}</div>' for layer in over)
+    return f'<div style="{_OVERLAY}">{base}{over_html}</div>'
+
+
+def stepper(frames: list[str], current: int, around: Callable[[str], str] | None = None,
+            layers: list[str] | None = None) -> str:
+    """A step-through's picture from its ``frames`` (HTML, one per frame, ``current`` the one shown now).
+
+    Two views, side by side in the HTML: ``div.dfcore-filmstrip``, for readers without scripts: the current
+    frame, then others shrunk in a row (:func:`filmstrip_indices`: up to :data:`FILMSTRIP_FRAMES`, and no
+    more than fit in :data:`FILMSTRIP_BUDGET` characters at the current frame's size, but at least the first
+    and the last);
+    and ``div.dfcore-frames`` (``hidden``, also by its inline style), for ``dfcore_static.js``: every frame
+    in a ``div.dfcore-frame`` (``data-frame``: its index), or evenly spread ones (:func:`kept_frames`) when
+    they exceed :data:`FRAMES_BUDGET` characters, with a note saying so. ``data-frames`` counts the frames it
+    holds, ``data-count`` the step-through's, ``data-current`` is the frame shown first. With ``layers``
+    (one per frame: what the frame draws over a base) the script's view is ``around(frame divs)`` and the
+    budget counts the layers. A single frame is returned as it is.
+    """
+    count = len(frames)
+    if count <= 1:
+        return frames[0] if frames else ""
+    main = frames[current]
+    most = min(FILMSTRIP_FRAMES, 1 + FILMSTRIP_BUDGET // max(len(main), 1))
+    cells = "".join(f'<div style="flex:none"><div style="{_NOTE}">frame {index}</div>'
+                    f'<div style="zoom:{FILMSTRIP_ZOOM}">{frames[index]}</div></div>'
+                    for index in filmstrip_indices(count, current, max(most, 2)))
+    filmstrip = (f'<div class="dfcore-filmstrip">{main}<div style="{_NOTE}">frame {current} of {count - 1} '
+                 f'above; other frames (the slider steps through all {count}):</div>'
+                 f'<div style="display:flex;flex-wrap:wrap;gap:6px;align-items:flex-start">{cells}</div></div>')
+    shown = layers if layers is not None else frames
+    kept = kept_frames([len(frame) for frame in shown], current)
+    divs = "".join(f'<div class="dfcore-frame" data-frame="{index}">{shown[index]}</div>' for index in kept)
+    note = "" if len(kept) == count else (
+        f'<div style="{_NOTE}">{len(kept)} of the {count} frames, evenly spread (the picture keeps at most '
+        f"{FRAMES_BUDGET // 1000} kB of frames); run the notebook to step through all of them</div>")
+    return (f'{filmstrip}<div class="dfcore-frames" data-frames="{len(kept)}" data-count="{count}" '
+            f'data-current="{current}" hidden style="display:none">{around(divs) if around else divs}{note}</div>')
+
+
+def kept_frames(sizes: list[int], current: int, budget: int = FRAMES_BUDGET) -> list[int]:
+    """Which frames (by index) a step-through's picture keeps for the script: all when their ``sizes`` (characters)
+    add up to ``budget`` or less, else as many as fit at their mean size, spread evenly (first and last
+    included) and ``current`` added.
+
+    >>> kept_frames([10] * 4, 0, budget=40)
+    [0, 1, 2, 3]
+    >>> kept_frames([10] * 100, 50, budget=40)
+    [0, 33, 50, 66, 99]
+    """
+    total = sum(sizes)
+    if total <= budget:
+        return list(range(len(sizes)))
+    return sorted(set(spread_indices(len(sizes), max(2, budget * len(sizes) // total))) | {current})
+
+
+def spread_indices(count: int, most: int) -> list[int]:
+    """Up to ``most`` (≥ 2) indices spread evenly over ``0..count-1``, first and last included.
+
+    >>> spread_indices(100, 4)
+    [0, 33, 66, 99]
+    """
+    return sorted({round(k * (count - 1) / (most - 1)) for k in range(most)}) if count > most else list(range(count))
+
+
 def filmstrip_indices(count: int, current: int, most: int = FILMSTRIP_FRAMES) -> list[int]:
     """Up to ``most`` frame indices spread evenly over ``0..count-1`` (first and last included), ``current`` left out.
 
@@ -252,10 +317,7 @@ def filmstrip_indices(count: int, current: int, most: int = FILMSTRIP_FRAMES) ->
     >>> filmstrip_indices(100, 99, most=4)
     [0, 33, 66]
     """
-    if count <= 1:
-        return []
-    spread = {round(k * (count - 1) / (most - 1)) for k in range(most)} if count > most else set(range(count))
-    return sorted(spread - {current})
+    return [index for index in spread_indices(count, most) if index != current] if count > 1 else []
 
 
 _RENDERERS: dict[type, Callable[[_Walk, widgets.Widget], str]] = {

@@ -1,0 +1,91 @@
+/* dfcore_static.js: steps the static pictures of dfcore's widgets in a page with no kernel (the course website).
+ *
+ * A step-through's static picture (widgets/_static.py, `stepper`) holds two views side by side:
+ * `div.dfcore-filmstrip` (the current frame and a few others, shrunk: what a reader without scripts sees) and,
+ * right after it, `div.dfcore-frames` (hidden) holding every kept frame in a `div.dfcore-frame`
+ * (`data-frame`: the frame's index in the step-through; `data-count` on the container: how many frames the
+ * step-through has; `data-current`: the frame to show first). For each such container this script hides the
+ * filmstrip, shows the container with one frame at a time, and puts above it a bar
+ * (`div.dfcore-stepper-controls`) with a "previous" button, a range input (`input.dfcore-step`, one step per
+ * kept frame), a "next" button and the text "frame i of n" (i: the frame's index, n: the last index).
+ *
+ * Plain JavaScript, no library, nothing fetched. Safe to run more than once (a container is set up once:
+ * `data-dfcore-ready`); `window.dfcoreStatic.setUp(root)` sets up pictures added to the page later.
+ */
+(function () {
+  "use strict";
+
+  function framesOf(container) {
+    return Array.prototype.filter.call(container.querySelectorAll(".dfcore-frame"),
+      function (frame) { return frame.closest(".dfcore-frames") === container; });
+  }
+
+  function button(text, label) {
+    var b = document.createElement("button");
+    b.type = "button";
+    b.textContent = text;
+    b.setAttribute("aria-label", label);
+    return b;
+  }
+
+  function setUpOne(container) {
+    if (container.dataset.dfcoreReady) return;
+    var frames = framesOf(container);
+    if (frames.length === 0) return;
+    container.dataset.dfcoreReady = "1";
+    var indices = frames.map(function (frame) { return Number(frame.dataset.frame); });
+    var last = Number(container.dataset.count || frames.length) - 1;
+    var bar = document.createElement("div");
+    bar.className = "dfcore-stepper-controls";
+    bar.style.cssText = "display:flex;align-items:center;gap:6px;margin:4px 0;" +
+      "font:12px Helvetica,Arial,sans-serif;color:#555";
+    var previous = button("◀", "previous frame");
+    var next = button("▶", "next frame");
+    var range = document.createElement("input");
+    range.type = "range";
+    range.className = "dfcore-step";
+    range.min = "0";
+    range.max = String(frames.length - 1);
+    range.step = "1";
+    range.setAttribute("aria-label", "frame");
+    var text = document.createElement("span");
+    text.className = "dfcore-step-text";
+    bar.append(previous, range, next, text);
+
+    var position = 0;
+    function show(to) {
+      position = Math.max(0, Math.min(frames.length - 1, to));
+      frames.forEach(function (frame, i) { frame.style.display = i === position ? "" : "none"; });
+      range.value = String(position);
+      text.textContent = "frame " + indices[position] + " of " + last;
+      previous.disabled = position === 0;
+      next.disabled = position === frames.length - 1;
+    }
+    range.addEventListener("input", function () { show(Number(range.value)); });
+    previous.addEventListener("click", function () { show(position - 1); });
+    next.addEventListener("click", function () { show(position + 1); });
+
+    container.prepend(bar);
+    var filmstrip = container.previousElementSibling;
+    if (filmstrip && filmstrip.classList.contains("dfcore-filmstrip")) {
+      filmstrip.hidden = true;
+      filmstrip.style.display = "none";
+    }
+    container.hidden = false;
+    container.style.display = "";
+    var first = indices.indexOf(Number(container.dataset.current));
+    show(first < 0 ? 0 : first);
+  }
+
+  function setUp(root) {
+    Array.prototype.forEach.call((root || document).querySelectorAll(".dfcore-frames"), setUpOne);
+    document.documentElement.classList.add("dfcore-js");
+  }
+
+  window.dfcoreStatic = { setUp: setUp };
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", function () { setUp(document); });
+  } else {
+    setUp(document);
+  }
+})();
