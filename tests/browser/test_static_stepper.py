@@ -1,0 +1,78 @@
+"""``widgets/static/dfcore_static.js`` in headless Chromium: a page holding two static pictures (an all-reduce
+step-through, and frames drawn as layers over one base picture in a one-area grid, as a timeline's are) and
+loading the script twice. The script swaps each picture's filmstrip for its frames, shows one frame at a time
+under one control bar, and steps with its range input and buttons; the page is a ``file://`` one and every
+other request is refused."""
+
+import ipywidgets
+import numpy as np
+from test_static_pictures import offline
+
+import widgets
+from dfcore.distribute import all_reduce
+from widgets import AllReduceView, _static
+
+SCRIPT = widgets.__file__.replace("__init__.py", "static/dfcore_static.js")
+TIMEOUT_S = 30
+
+# Per step-through: the controls it has, what is visible, which frames show, and the bar's text.
+REPORT_JS = """() => [...document.querySelectorAll('.dfcore-frames')].map(frames => {
+  const visible = el => { const r = el.getBoundingClientRect(); return r.width > 0 && r.height > 0; };
+  const own = [...frames.querySelectorAll('.dfcore-frame')].filter(f => f.closest('.dfcore-frames') === frames);
+  return {bars: frames.querySelectorAll('.dfcore-stepper-controls').length,
+          filmstripShown: visible(frames.previousElementSibling), framesShown: visible(frames),
+          shown: own.filter(f => getComputedStyle(f).display !== 'none').map(f => Number(f.dataset.frame)),
+          text: frames.querySelector('.dfcore-step-text').textContent,
+          max: Number(frames.querySelector('input.dfcore-step').max)};
+})"""
+
+DRIVE_JS = """([index, value]) => {
+  const range = document.querySelectorAll('input.dfcore-step')[index];
+  range.value = String(value);
+  range.dispatchEvent(new Event('input'));
+}"""
+
+
+def _overlaid():
+    """Six frames (the last one current) as layers over a base picture, stepped by a slider."""
+    base = ipywidgets.HTML('<svg xmlns="http://www.w3.org/2000/svg" width="200" height="40"><rect width="200" '
+                           'height="40" fill="#eee"/></svg>')
+    frames = ipywidgets.Stack([ipywidgets.HTML(f'<svg xmlns="http://www.w3.org/2000/svg" width="200" height="40">'
+                                               f'<rect x="{30 * k}" width="20" height="40"/></svg>') for k in range(6)],
+                              selected_index=5)
+    grid = ipywidgets.GridBox([base, frames], layout=ipywidgets.Layout(grid_template_areas='"plot"'))
+    slider = ipywidgets.IntSlider(value=5, min=0, max=5)
+    box = ipywidgets.VBox([slider, grid])
+    box.links = [ipywidgets.jslink((slider, "value"), (frames, "selected_index"))]
+    return box
+
+
+def _pictures():
+    ring = AllReduceView(all_reduce([(np.arange(8) + 10 * i).astype(np.float32) for i in range(3)]))
+    return _static.wrap("AllReduceView", ring.static_html()) + _static.wrap("VBox", _static.render(_overlaid()))
+
+
+def test_script_steps_every_picture_one_frame_at_a_time(browser, tmp_path):
+    page_path = tmp_path / "page.html"
+    script = f'<script src="file://{SCRIPT}"></script>'
+    page_path.write_text(f"<!doctype html><html><body>{_pictures()}{script}{script}</body></html>")
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    try:
+        page = context.new_page()
+        errors = []
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.route("**/*", offline)
+        page.goto(page_path.as_uri(), wait_until="load", timeout=TIMEOUT_S * 1000)
+        before = page.evaluate(REPORT_JS)
+        # the all-reduce view starts at frame 0 of its 5, the overlaid frames at their last (5) of 6
+        seen = [(r["bars"], r["filmstripShown"], r["framesShown"], r["shown"], r["text"], r["max"]) for r in before]
+        assert seen == [(1, False, True, [0], "frame 0 of 4", 4), (1, False, True, [5], "frame 5 of 5", 5)]
+        page.evaluate(DRIVE_JS, [0, 4])  # drag the first slider to its end
+        page.locator(".dfcore-stepper-controls").nth(1).get_by_role("button", name="previous frame").click()
+        after = page.evaluate(REPORT_JS)
+        assert [(r["shown"], r["text"]) for r in after] == [([4], "frame 4 of 4"), ([4], "frame 4 of 5")]
+        assert page.locator(".dfcore-stepper-controls").nth(0).get_by_role("button", name="next frame").is_disabled()
+        assert page.evaluate("document.documentElement.classList.contains('dfcore-js')")
+    finally:
+        context.close()
+    assert errors == []
