@@ -9,15 +9,13 @@ type first and renders only the richest type it can.
 The picture is built here, once, by walking the widget tree with renderers keyed by widget class:
 ``HTML`` gives its value, boxes lay their children out, controls become one muted line, and a
 ``Stack`` shows its selected page. What drives a ``Stack`` is read from the ``jslink`` s the widgets
-keep in their ``links`` attribute: a stack that a slider steps through (a step-through) is drawn twice
-(:func:`stepper`). Readers that run no script (GitHub, nbviewer, an untrusted notebook in JupyterLab) see
-its current frame and, below it, a filmstrip of up to :data:`FILMSTRIP_FRAMES` frames at reduced scale;
-``widgets/static/dfcore_static.js`` (the course website loads it) hides that filmstrip and shows instead
-every frame (up to :data:`FRAMES_BUDGET` characters of them), one at a time, under a slider. A stack
-overlaid on a base picture in a one-area ``GridBox`` (the timeline's frames) is drawn with that base in
-every filmstrip frame, and as layers over one base for the script. Each SVG becomes an ``<img>``
-(:func:`svg_images`), which sanitizing readers keep. A widget may override
-:meth:`StaticPicture.static_html` (a quiz, a what-if).
+keep in their ``links`` attribute: a stack that a slider steps through (a step-through) is drawn by
+:func:`widgets._stepper.stepper`, as a filmstrip for readers that run no script (GitHub, nbviewer, an
+untrusted notebook in JupyterLab) and as every frame for ``widgets/static/dfcore_static.js`` (the course
+website), which steps them one at a time under a slider. A stack overlaid on a base picture in a one-area
+``GridBox`` (the timeline's frames) is drawn with that base in every filmstrip frame, and as layers over
+one base for the script. Each SVG becomes an ``<img>`` (:func:`svg_images`), which sanitizing readers keep.
+A widget may override :meth:`StaticPicture.static_html` (a quiz, a what-if).
 """
 
 import html
@@ -27,16 +25,12 @@ from collections.abc import Callable, Iterable
 import ipywidgets as widgets
 from ipywidgets.widgets.widget_link import Link
 
-from ._html import FONT
+from ._html import FONT, NOTE
+from ._stepper import stepper
 
 STATIC_CLASS = "dfcore-static"
-FILMSTRIP_FRAMES = 6
-FILMSTRIP_ZOOM = 0.32
-FILMSTRIP_BUDGET = 120_000
-FRAMES_BUDGET = 600_000
 CHOICES_BUDGET = 150_000
 _STEPPERS = (widgets.IntSlider, widgets.Play)
-_NOTE = f"font-size:11px;color:#777;{FONT};margin:2px 0"
 _OVERLAY = "position:relative;display:inline-block;max-width:100%"
 _LAYER = "position:absolute;top:0;left:0;right:0"
 _SVG = re.compile(r"<svg\b.*?</svg>", re.DOTALL)
@@ -57,7 +51,7 @@ def wrap(widget_name: str, body: str) -> str:
     Each inline ``<svg>`` becomes an ``<img>`` of it (:func:`svg_images`).
     """
     return (f'<div class="{STATIC_CLASS}" data-widget="{html.escape(widget_name)}">{svg_images(body)}'
-            f'<div style="{_NOTE}">static picture of {html.escape(widget_name)}: run the notebook '
+            f'<div style="{NOTE}">static picture of {html.escape(widget_name)}: run the notebook '
             "to use its controls</div></div>")
 
 
@@ -108,9 +102,9 @@ def options_line(labels: Iterable[str], lead: str = "options", listed: bool = Fa
     labels = [html.escape(str(label)) for label in labels]
     if listed:
         items = "".join(f"<li>{label}</li>" for label in labels)
-        return (f'<div style="{_NOTE}">{html.escape(lead)}:'
+        return (f'<div style="{NOTE}">{html.escape(lead)}:'
                 f'<ul style="margin:0 0 0 4px;padding-left:18px">{items}</ul></div>')
-    return f'<div style="{_NOTE}">{html.escape(lead)}: {" · ".join(labels)}</div>'
+    return f'<div style="{NOTE}">{html.escape(lead)}: {" · ".join(labels)}</div>'
 
 
 def choices(shown: tuple[str, str], others: Iterable[tuple[str, str]], budget: int = CHOICES_BUDGET) -> str:
@@ -121,9 +115,9 @@ def choices(shown: tuple[str, str], others: Iterable[tuple[str, str]], budget: i
     for other_caption, other_body in others:
         if size + len(other_body) > budget:
             break
-        kept.append(f'<div style="{_NOTE}">{html.escape(other_caption)}</div>{other_body}')
+        kept.append(f'<div style="{NOTE}">{html.escape(other_caption)}</div>{other_body}')
         size += len(other_body)
-    out = f'<div style="{_NOTE}">{html.escape(caption)}</div>{body}'
+    out = f'<div style="{NOTE}">{html.escape(caption)}</div>{body}'
     if others:
         left = f" ({len(kept)} shown; run the notebook for the other {len(others) - len(kept)})" \
             if len(kept) < len(others) else ""
@@ -217,7 +211,7 @@ class _Walk:
         titles = [tab.get_title(i) or f"tab {i}" for i in range(len(tab.children))]
         line = " · ".join(f"[{t}]" if i == tab.selected_index else t for i, t in enumerate(titles))
         page = tab.children[tab.selected_index] if tab.selected_index is not None and tab.children else None
-        return (f'<div style="{_NOTE}">tabs: {html.escape(line)}</div>'
+        return (f'<div style="{NOTE}">tabs: {html.escape(line)}</div>'
                 + (self.html(page) if page is not None else ""))
 
     def box(self, box: widgets.Box) -> str:
@@ -239,85 +233,13 @@ class _Walk:
             text = f"[{control.description}]"
         else:
             text = f"{label}{getattr(control, 'label', None) or getattr(control, 'value', '')}"
-        return f'<div style="{_NOTE}">{html.escape(str(text))}</div>'
+        return f'<div style="{NOTE}">{html.escape(str(text))}</div>'
 
 
 def _overlay(layers: list[str]) -> str:
     base, *over = layers
     over_html = "".join(f'<div style="{_LAYER}">{layer}</div>' for layer in over)
     return f'<div style="{_OVERLAY}">{base}{over_html}</div>'
-
-
-def stepper(frames: list[str], current: int, around: Callable[[str], str] | None = None,
-            layers: list[str] | None = None) -> str:
-    """A step-through's picture from its ``frames`` (HTML, one per frame, ``current`` the one shown now).
-
-    Two views, side by side in the HTML: ``div.dfcore-filmstrip``, for readers without scripts: the current
-    frame, then others shrunk in a row (:func:`filmstrip_indices`: up to :data:`FILMSTRIP_FRAMES`, and no
-    more than fit in :data:`FILMSTRIP_BUDGET` characters at the current frame's size, but at least the first
-    and the last);
-    and ``div.dfcore-frames`` (``hidden``, also by its inline style), for ``dfcore_static.js``: every frame
-    in a ``div.dfcore-frame`` (``data-frame``: its index), or evenly spread ones (:func:`kept_frames`) when
-    they exceed :data:`FRAMES_BUDGET` characters, with a note saying so. ``data-frames`` counts the frames it
-    holds, ``data-count`` the step-through's, ``data-current`` is the frame shown first. With ``layers``
-    (one per frame: what the frame draws over a base) the script's view is ``around(frame divs)`` and the
-    budget counts the layers. A single frame is returned as it is.
-    """
-    count = len(frames)
-    if count <= 1:
-        return frames[0] if frames else ""
-    main = frames[current]
-    most = min(FILMSTRIP_FRAMES, 1 + FILMSTRIP_BUDGET // max(len(main), 1))
-    cells = "".join(f'<div style="flex:none"><div style="{_NOTE}">frame {index}</div>'
-                    f'<div style="zoom:{FILMSTRIP_ZOOM}">{frames[index]}</div></div>'
-                    for index in filmstrip_indices(count, current, max(most, 2)))
-    filmstrip = (f'<div class="dfcore-filmstrip">{main}<div style="{_NOTE}">frame {current} of {count - 1} '
-                 f'above; other frames (the slider steps through all {count}):</div>'
-                 f'<div style="display:flex;flex-wrap:wrap;gap:6px;align-items:flex-start">{cells}</div></div>')
-    shown = layers if layers is not None else frames
-    kept = kept_frames([len(frame) for frame in shown], current)
-    divs = "".join(f'<div class="dfcore-frame" data-frame="{index}">{shown[index]}</div>' for index in kept)
-    note = "" if len(kept) == count else (
-        f'<div style="{_NOTE}">{len(kept)} of the {count} frames, evenly spread (the picture keeps at most '
-        f"{FRAMES_BUDGET // 1000} kB of frames); run the notebook to step through all of them</div>")
-    return (f'{filmstrip}<div class="dfcore-frames" data-frames="{len(kept)}" data-count="{count}" '
-            f'data-current="{current}" hidden style="display:none">{around(divs) if around else divs}{note}</div>')
-
-
-def kept_frames(sizes: list[int], current: int, budget: int = FRAMES_BUDGET) -> list[int]:
-    """Which frames (by index) a step-through's picture keeps for the script: all when their ``sizes`` (characters)
-    add up to ``budget`` or less, else as many as fit at their mean size, spread evenly (first and last
-    included) and ``current`` added.
-
-    >>> kept_frames([10] * 4, 0, budget=40)
-    [0, 1, 2, 3]
-    >>> kept_frames([10] * 100, 50, budget=40)
-    [0, 33, 50, 66, 99]
-    """
-    total = sum(sizes)
-    if total <= budget:
-        return list(range(len(sizes)))
-    return sorted(set(spread_indices(len(sizes), max(2, budget * len(sizes) // total))) | {current})
-
-
-def spread_indices(count: int, most: int) -> list[int]:
-    """Up to ``most`` (≥ 2) indices spread evenly over ``0..count-1``, first and last included.
-
-    >>> spread_indices(100, 4)
-    [0, 33, 66, 99]
-    """
-    return sorted({round(k * (count - 1) / (most - 1)) for k in range(most)}) if count > most else list(range(count))
-
-
-def filmstrip_indices(count: int, current: int, most: int = FILMSTRIP_FRAMES) -> list[int]:
-    """Up to ``most`` frame indices spread evenly over ``0..count-1`` (first and last included), ``current`` left out.
-
-    >>> filmstrip_indices(4, 0)
-    [1, 2, 3]
-    >>> filmstrip_indices(100, 99, most=4)
-    [0, 33, 66]
-    """
-    return [index for index in spread_indices(count, most) if index != current] if count > 1 else []
 
 
 _RENDERERS: dict[type, Callable[[_Walk, widgets.Widget], str]] = {

@@ -1,11 +1,12 @@
-"""``widgets/static/dfcore_static.js`` in headless Chromium: a page holding two static pictures (an all-reduce
-step-through, and frames drawn as layers over one base picture in a one-area grid, as a timeline's are) and
-loading the script twice. The script swaps each picture's filmstrip for its frames, shows one frame at a time
-under one control bar, and steps with its range input and buttons; the page is a ``file://`` one and every
-other request is refused."""
+"""``widgets/static/dfcore_static.js`` in headless Chromium: a page holding three step-throughs' static pictures
+(one whose filmstrip shows every frame, frames drawn as layers over one base picture as a timeline's are, and
+plain frames beyond the filmstrip) and loading the script twice. The script swaps each picture's filmstrip
+for its frames, shows one frame at a time under one control bar, and steps with its range input and
+buttons; the page is a ``file://`` one and every other request is refused."""
 
 import ipywidgets
 import numpy as np
+from _stepped_widgets import overlaid, stepped
 from test_static_pictures import offline
 
 import widgets
@@ -26,6 +27,10 @@ REPORT_JS = """() => [...document.querySelectorAll('.dfcore-frames')].map(frames
           max: Number(frames.querySelector('input.dfcore-step').max)};
 })"""
 
+# Per step-through: the frame indices its container holds, in order.
+ORDER_JS = """() => [...document.querySelectorAll('.dfcore-frames')].map(frames => [...frames.querySelectorAll(
+  '.dfcore-frame')].map(f => Number(f.dataset.frame)))"""
+
 DRIVE_JS = """([index, value]) => {
   const range = document.querySelectorAll('input.dfcore-step')[index];
   range.value = String(value);
@@ -33,23 +38,13 @@ DRIVE_JS = """([index, value]) => {
 }"""
 
 
-def _overlaid():
-    """Six frames (the last one current) as layers over a base picture, stepped by a slider."""
-    base = ipywidgets.HTML('<svg xmlns="http://www.w3.org/2000/svg" width="200" height="40"><rect width="200" '
-                           'height="40" fill="#eee"/></svg>')
-    frames = ipywidgets.Stack([ipywidgets.HTML(f'<svg xmlns="http://www.w3.org/2000/svg" width="200" height="40">'
-                                               f'<rect x="{30 * k}" width="20" height="40"/></svg>') for k in range(6)],
-                              selected_index=5)
-    grid = ipywidgets.GridBox([base, frames], layout=ipywidgets.Layout(grid_template_areas='"plot"'))
-    slider = ipywidgets.IntSlider(value=5, min=0, max=5)
-    box = ipywidgets.VBox([slider, grid])
-    box.links = [ipywidgets.jslink((slider, "value"), (frames, "selected_index"))]
-    return box
-
-
 def _pictures():
+    """Three pictures: an all-reduce (5 frames, all in its filmstrip), 30 frames as layers over one base, and
+    30 plain frames whose script view is its own copy of them."""
     ring = AllReduceView(all_reduce([(np.arange(8) + 10 * i).astype(np.float32) for i in range(3)]))
-    return _static.wrap("AllReduceView", ring.static_html()) + _static.wrap("VBox", _static.render(_overlaid()))
+    plain = stepped(ipywidgets.Stack([ipywidgets.HTML(f"<p>frame-body-{k}</p>") for k in range(30)], selected_index=7))
+    return (_static.wrap("AllReduceView", ring.static_html())
+            + _static.wrap("VBox", _static.render(overlaid(30, 29)[0])) + _static.wrap("VBox", _static.render(plain)))
 
 
 def test_script_steps_every_picture_one_frame_at_a_time(browser, tmp_path):
@@ -64,13 +59,17 @@ def test_script_steps_every_picture_one_frame_at_a_time(browser, tmp_path):
         page.route("**/*", offline)
         page.goto(page_path.as_uri(), wait_until="load", timeout=TIMEOUT_S * 1000)
         before = page.evaluate(REPORT_JS)
-        # the all-reduce view starts at frame 0 of its 5, the overlaid frames at their last (5) of 6
+        # each starts at its widget's frame: the all-reduce at 0 of its 5, the overlaid at 29, the plain at 7
         seen = [(r["bars"], r["filmstripShown"], r["framesShown"], r["shown"], r["text"], r["max"]) for r in before]
-        assert seen == [(1, False, True, [0], "frame 0 of 4", 4), (1, False, True, [5], "frame 5 of 5", 5)]
+        assert seen == [(1, False, True, [0], "frame 0 of 4", 4), (1, False, True, [29], "frame 29 of 29", 29),
+                        (1, False, True, [7], "frame 7 of 29", 29)]
+        assert page.evaluate(ORDER_JS) == [list(range(5)), list(range(30)), list(range(30))]
         page.evaluate(DRIVE_JS, [0, 4])  # drag the first slider to its end
         page.locator(".dfcore-stepper-controls").nth(1).get_by_role("button", name="previous frame").click()
+        page.locator(".dfcore-stepper-controls").nth(2).get_by_role("button", name="next frame").click()
         after = page.evaluate(REPORT_JS)
-        assert [(r["shown"], r["text"]) for r in after] == [([4], "frame 4 of 4"), ([4], "frame 4 of 5")]
+        assert [(r["shown"], r["text"]) for r in after] == [([4], "frame 4 of 4"), ([28], "frame 28 of 29"),
+                                                             ([8], "frame 8 of 29")]
         assert page.locator(".dfcore-stepper-controls").nth(0).get_by_role("button", name="next frame").is_disabled()
         assert page.evaluate("document.documentElement.classList.contains('dfcore-js')")
     finally:

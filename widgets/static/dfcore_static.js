@@ -4,8 +4,10 @@
  * `div.dfcore-filmstrip` (the current frame and a few others, shrunk: what a reader without scripts sees) and,
  * right after it, `div.dfcore-frames` (hidden) holding every kept frame in a `div.dfcore-frame`
  * (`data-frame`: the frame's index in the step-through; `data-count` on the container: how many frames the
- * step-through has; `data-current`: the frame to show first). For each such container this script hides the
- * filmstrip, shows the container with one frame at a time, and puts above it a bar
+ * step-through has; `data-current`: the frame to show first). When the filmstrip already shows every frame,
+ * the container is empty and the filmstrip's own `div.dfcore-frame`s (shrunk there) are moved into it, in
+ * order, at full size. For each such container this script hides the filmstrip, shows the container with one
+ * frame at a time, and puts above it a bar
  * (`div.dfcore-stepper-controls`) with a "previous" button, a range input (`input.dfcore-step`, one step per
  * kept frame), a "next" button and the text "frame i of n" (i: the frame's index, n: the last index).
  *
@@ -15,9 +17,21 @@
 (function () {
   "use strict";
 
-  function framesOf(container) {
-    return Array.prototype.filter.call(container.querySelectorAll(".dfcore-frame"),
-      function (frame) { return frame.closest(".dfcore-frames") === container; });
+  // The frames of `view` (a container or a filmstrip), not those of a step-through drawn inside a frame.
+  function framesOf(view, selector) {
+    return Array.prototype.filter.call(view.querySelectorAll(".dfcore-frame"),
+      function (frame) { return frame.closest(selector) === view; });
+  }
+
+  // Move a filmstrip's frames into `container`, ordered by their index, at full size.
+  function moveFrames(filmstrip, container) {
+    var frames = framesOf(filmstrip, ".dfcore-filmstrip");
+    frames.sort(function (a, b) { return Number(a.dataset.frame) - Number(b.dataset.frame); });
+    frames.forEach(function (frame) {
+      frame.style.zoom = "";
+      container.appendChild(frame);
+    });
+    return frames;
   }
 
   function button(text, label) {
@@ -30,7 +44,10 @@
 
   function setUpOne(container) {
     if (container.dataset.dfcoreReady) return;
-    var frames = framesOf(container);
+    var filmstrip = container.previousElementSibling;
+    if (!(filmstrip && filmstrip.classList.contains("dfcore-filmstrip"))) filmstrip = null;
+    var frames = framesOf(container, ".dfcore-frames");
+    if (frames.length === 0 && filmstrip) frames = moveFrames(filmstrip, container);
     if (frames.length === 0) return;
     container.dataset.dfcoreReady = "1";
     var indices = frames.map(function (frame) { return Number(frame.dataset.frame); });
@@ -66,8 +83,7 @@
     next.addEventListener("click", function () { show(position + 1); });
 
     container.prepend(bar);
-    var filmstrip = container.previousElementSibling;
-    if (filmstrip && filmstrip.classList.contains("dfcore-filmstrip")) {
+    if (filmstrip) {
       filmstrip.hidden = true;
       filmstrip.style.display = "none";
     }
