@@ -126,15 +126,17 @@ def choices(shown: tuple[str, str], others: Iterable[tuple[str, str]], budget: i
 
 
 def stack_roles(links: Iterable[Link]) -> dict[int, str]:
-    """``{id(stack): "frames"}`` for each ``Stack`` whose ``selected_index`` a slider or Play drives through ``links``.
+    """``{id(stack): "frames"}`` for each ``Stack`` whose ``selected_index`` a slider or Play drives through ``links``,
+    and ``{id(slider): "stepper"}`` for each of those sliders and Plays.
 
     A chain counts (``Play`` → ``IntSlider`` → ``Stack``). Stacks driven by a picker (``ToggleButtons``,
     ``Dropdown``) or by nothing are absent: they show their selected page.
     """
     pairs = [(link.source[0], link.target[0]) for link in links]
     steppers = {id(w) for pair in pairs for w in pair if isinstance(w, _STEPPERS)}
-    return {id(w): "frames" for pair in pairs if any(id(x) in steppers for x in pair)
-            for w in pair if isinstance(w, widgets.Stack)}
+    frames = {id(w): "frames" for pair in pairs if any(id(x) in steppers for x in pair)
+              for w in pair if isinstance(w, widgets.Stack)}
+    return (dict.fromkeys(steppers, "stepper") if frames else {}) | frames
 
 
 def collect_links(widget: widgets.Widget) -> list[Link]:
@@ -233,7 +235,9 @@ class _Walk:
             text = f"[{control.description}]"
         else:
             text = f"{label}{getattr(control, 'label', None) or getattr(control, 'value', '')}"
-        return f'<div style="{NOTE}">{html.escape(str(text))}</div>'
+        # a step-through's slider: dfcore_static.js hides this line where it puts its own slider
+        marked = ' class="dfcore-step-value"' if self.roles.get(id(control)) == "stepper" else ""
+        return f'<div{marked} style="{NOTE}">{html.escape(str(text))}</div>'
 
 
 def _overlay(layers: list[str]) -> str:

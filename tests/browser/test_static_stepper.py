@@ -72,6 +72,9 @@ def test_script_steps_every_picture_one_frame_at_a_time(browser, tmp_path):
                                                              ([8], "frame 8 of 29")]
         assert page.locator(".dfcore-stepper-controls").nth(0).get_by_role("button", name="next frame").is_disabled()
         assert page.evaluate("document.documentElement.classList.contains('dfcore-js')")
+        # the widgets' own slider lines (the value when the cell ran) are hidden: the bars replace them
+        assert page.locator(".dfcore-step-value").count() == 2  # the all-reduce's and the overlaid frames'
+        assert page.evaluate("[...document.querySelectorAll('.dfcore-step-value')].every(l => !l.offsetParent)")
     finally:
         context.close()
     assert errors == []

@@ -9,7 +9,9 @@
  * order, at full size. For each such container this script hides the filmstrip, shows the container with one
  * frame at a time, and puts above it a bar
  * (`div.dfcore-stepper-controls`) with a "previous" button, a range input (`input.dfcore-step`, one step per
- * kept frame), a "next" button and the text "frame i of n" (i: the frame's index, n: the last index).
+ * kept frame), a "next" button and the text "frame i of n" (i: the frame's index, n: the last index). The
+ * static line of the widget's own slider (`div.dfcore-step-value`, the value it had when the cell ran) is
+ * hidden in the pictures (`div.dfcore-static`) where a bar is put.
  *
  * Plain JavaScript, no library, nothing fetched. Safe to run more than once (a container is set up once:
  * `data-dfcore-ready`); `window.dfcoreStatic.setUp(root)` sets up pictures added to the page later.
@@ -89,6 +91,11 @@
     }
     container.hidden = false;
     container.style.display = "";
+    var picture = container.closest(".dfcore-static");
+    if (picture) {
+      Array.prototype.forEach.call(picture.querySelectorAll(".dfcore-step-value"),
+        function (line) { line.style.display = "none"; });
+    }
     var first = indices.indexOf(Number(container.dataset.current));
     show(first < 0 ? 0 : first);
   }
