@@ -10,6 +10,7 @@ from . import _palette
 from ._format import short_device
 
 FONT = "font-family:Helvetica,Arial,sans-serif;line-height:1.35"
+NOTE = f"font-size:11px;color:#777;{FONT};margin:2px 0"  # a muted one-line note under a picture
 _TABLE = f"border-collapse:collapse;font-size:12px;{FONT};margin:2px 0 6px 0"
 _CELL = "border-bottom:1px solid #E0E0E0;padding:2px 8px;text-align:left;vertical-align:top"
 _HEAD = "border-bottom:2px solid #999;padding:2px 8px;text-align:left;background:#F4F4F4"

@@ -9,10 +9,12 @@ type first and renders only the richest type it can.
 The picture is built here, once, by walking the widget tree with renderers keyed by widget class:
 ``HTML`` gives its value, boxes lay their children out, controls become one muted line, and a
 ``Stack`` shows its selected page. What drives a ``Stack`` is read from the ``jslink`` s the widgets
-keep in their ``links`` attribute: a stack that a slider steps through (a step-through) shows its
-current frame and, below it, a filmstrip of up to :data:`FILMSTRIP_FRAMES` frames at reduced scale; a
-stack overlaid on a base picture in a one-area ``GridBox`` (the timeline's frames) is drawn with that
-base in every frame. Each SVG becomes an ``<img>`` (:func:`svg_images`), which sanitizing readers keep.
+keep in their ``links`` attribute: a stack that a slider steps through (a step-through) is drawn by
+:func:`widgets._stepper.stepper`, as a filmstrip for readers that run no script (GitHub, nbviewer, an
+untrusted notebook in JupyterLab) and as every frame for ``widgets/static/dfcore_static.js`` (the course
+website), which steps them one at a time under a slider. A stack overlaid on a base picture in a one-area
+``GridBox`` (the timeline's frames) is drawn with that base in every filmstrip frame, and as layers over
+one base for the script. Each SVG becomes an ``<img>`` (:func:`svg_images`), which sanitizing readers keep.
 A widget may override :meth:`StaticPicture.static_html` (a quiz, a what-if).
 """
 
@@ -23,15 +25,14 @@ from collections.abc import Callable, Iterable
 import ipywidgets as widgets
 from ipywidgets.widgets.widget_link import Link
 
-from ._html import FONT
+from ._html import FONT, NOTE
+from ._stepper import stepper
 
 STATIC_CLASS = "dfcore-static"
-FILMSTRIP_FRAMES = 6
-FILMSTRIP_ZOOM = 0.32
-FILMSTRIP_BUDGET = 120_000
 CHOICES_BUDGET = 150_000
 _STEPPERS = (widgets.IntSlider, widgets.Play)
-_NOTE = f"font-size:11px;color:#777;{FONT};margin:2px 0"
+_OVERLAY = "position:relative;display:inline-block;max-width:100%"
+_LAYER = "position:absolute;top:0;left:0;right:0"
 _SVG = re.compile(r"<svg\b.*?</svg>", re.DOTALL)
 _SVG_STYLE = re.compile(r'^(<svg\b[^>]*?) style="[^"]*"')
 _SVG_NOISE = re.compile(r'<title>.*?</title>|<!--.*?-->|\sxlink:title="[^"]*"', re.DOTALL)
@@ -50,7 +51,7 @@ def wrap(widget_name: str, body: str) -> str:
     Each inline ``<svg>`` becomes an ``<img>`` of it (:func:`svg_images`).
     """
     return (f'<div class="{STATIC_CLASS}" data-widget="{html.escape(widget_name)}">{svg_images(body)}'
-            f'<div style="{_NOTE}">static picture of {html.escape(widget_name)}: run the notebook '
+            f'<div style="{NOTE}">static picture of {html.escape(widget_name)}: run the notebook '
             "to use its controls</div></div>")
 
 
@@ -101,9 +102,9 @@ def options_line(labels: Iterable[str], lead: str = "options", listed: bool = Fa
     labels = [html.escape(str(label)) for label in labels]
     if listed:
         items = "".join(f"<li>{label}</li>" for label in labels)
-        return (f'<div style="{_NOTE}">{html.escape(lead)}:'
+        return (f'<div style="{NOTE}">{html.escape(lead)}:'
                 f'<ul style="margin:0 0 0 4px;padding-left:18px">{items}</ul></div>')
-    return f'<div style="{_NOTE}">{html.escape(lead)}: {" · ".join(labels)}</div>'
+    return f'<div style="{NOTE}">{html.escape(lead)}: {" · ".join(labels)}</div>'
 
 
 def choices(shown: tuple[str, str], others: Iterable[tuple[str, str]], budget: int = CHOICES_BUDGET) -> str:
@@ -114,9 +115,9 @@ def choices(shown: tuple[str, str], others: Iterable[tuple[str, str]], budget: i
     for other_caption, other_body in others:
         if size + len(other_body) > budget:
             break
-        kept.append(f'<div style="{_NOTE}">{html.escape(other_caption)}</div>{other_body}')
+        kept.append(f'<div style="{NOTE}">{html.escape(other_caption)}</div>{other_body}')
         size += len(other_body)
-    out = f'<div style="{_NOTE}">{html.escape(caption)}</div>{body}'
+    out = f'<div style="{NOTE}">{html.escape(caption)}</div>{body}'
     if others:
         left = f" ({len(kept)} shown; run the notebook for the other {len(others) - len(kept)})" \
             if len(kept) < len(others) else ""
@@ -125,15 +126,17 @@ def choices(shown: tuple[str, str], others: Iterable[tuple[str, str]], budget: i
 
 
 def stack_roles(links: Iterable[Link]) -> dict[int, str]:
-    """``{id(stack): "frames"}`` for each ``Stack`` whose ``selected_index`` a slider or Play drives through ``links``.
+    """``{id(stack): "frames"}`` for each ``Stack`` whose ``selected_index`` a slider or Play drives through ``links``,
+    and ``{id(slider): "stepper"}`` for each of those sliders and Plays.
 
     A chain counts (``Play`` → ``IntSlider`` → ``Stack``). Stacks driven by a picker (``ToggleButtons``,
     ``Dropdown``) or by nothing are absent: they show their selected page.
     """
     pairs = [(link.source[0], link.target[0]) for link in links]
     steppers = {id(w) for pair in pairs for w in pair if isinstance(w, _STEPPERS)}
-    return {id(w): "frames" for pair in pairs if any(id(x) in steppers for x in pair)
-            for w in pair if isinstance(w, widgets.Stack)}
+    frames = {id(w): "frames" for pair in pairs if any(id(x) in steppers for x in pair)
+              for w in pair if isinstance(w, widgets.Stack)}
+    return (dict.fromkeys(steppers, "stepper") if frames else {}) | frames
 
 
 def collect_links(widget: widgets.Widget) -> list[Link]:
@@ -172,43 +175,34 @@ class _Walk:
         return self.html(children[index]) if index is not None and 0 <= index < len(children) else ""
 
     def stack(self, stack: widgets.Stack) -> str:
-        if self.roles.get(id(stack)) == "frames":
-            return self.filmstrip(stack, lambda: self.page(stack))
+        if self.roles.get(id(stack)) == "frames" and id(stack) not in self.forced:
+            return stepper(self.each_frame(stack, lambda: self.page(stack)), stack.selected_index or 0)
         return self.page(stack)
 
     def grid(self, box: widgets.GridBox) -> str:
-        def overlay() -> str:  # positioned, not a CSS grid: JupyterLab's sanitizer drops grid properties
-            base, *layers = [self.html(child) for child in box.children]
-            over = "".join(f'<div style="position:absolute;top:0;left:0;right:0">{layer}</div>' for layer in layers)
-            return f'<div style="position:relative;display:inline-block;max-width:100%">{base}{over}</div>'
+        """A one-area grid as its children drawn over the first (positioned, not a CSS grid: JupyterLab's
+        sanitizer drops grid properties); a stepped child is stepped over that base. Other grids: a box."""
+        if len(set((box.layout.grid_template_areas or "").replace('"', " ").split())) != 1:
+            return self.box(box)
+        frames = [c for c in box.children if self.roles.get(id(c)) == "frames"]
+        if not frames or id(frames[0]) in self.forced:
+            return _overlay([self.html(child) for child in box.children])
+        stack = frames[0]
+        drawn = self.each_frame(stack, lambda: _overlay([self.html(child) for child in box.children]))
+        layers = self.each_frame(stack, lambda: self.html(stack))
+        return stepper(drawn, stack.selected_index or 0, lambda frames: _overlay(
+            [frames if child is stack else self.html(child) for child in box.children]), layers)
 
-        if len(set((box.layout.grid_template_areas or "").replace('"', " ").split())) == 1:
-            frames = [c for c in box.children if self.roles.get(id(c)) == "frames"]
-            return self.filmstrip(frames[0], overlay) if frames else overlay()
-        return self.box(box)
-
-    def filmstrip(self, stack: widgets.Stack, draw: Callable[[], str]) -> str:
-        """``draw()`` at the stack's current frame, then other frames, shrunk, in a row: up to FILMSTRIP_FRAMES − 1,
-        and no more than fit in FILMSTRIP_BUDGET characters at the current frame's size (but at least the first
-        and the last frame)."""
-        if id(stack) in self.forced:
-            return draw()
-        current, count = stack.selected_index or 0, len(stack.children)
-        self.forced[id(stack)] = current
-        main = draw()
-        most = min(FILMSTRIP_FRAMES, 1 + FILMSTRIP_BUDGET // max(len(main), 1))
-        cells = []
-        for index in filmstrip_indices(count, current, max(most, 2)):
-            self.forced[id(stack)] = index
-            cells.append(f'<div style="flex:none"><div style="{_NOTE}">frame {index}</div>'
-                         f'<div style="zoom:{FILMSTRIP_ZOOM}">{draw()}</div></div>')
-        del self.forced[id(stack)]
-        if not cells:
-            return main
-        strip = "".join(cells)
-        return (f'{main}<div style="{_NOTE}">frame {current} of {count - 1} above; other frames '
-                f'(the slider steps through all {count}):</div>'
-                f'<div style="display:flex;flex-wrap:wrap;gap:6px;align-items:flex-start">{strip}</div>')
+    def each_frame(self, stack: widgets.Stack, draw: Callable[[], str]) -> list[str]:
+        """``draw()`` with ``stack`` pinned to each of its frames in turn (the widget itself never moves)."""
+        drawn = []
+        try:
+            for index in range(len(stack.children)):
+                self.forced[id(stack)] = index
+                drawn.append(draw())
+        finally:
+            del self.forced[id(stack)]
+        return drawn
 
     def accordion(self, accordion: widgets.Accordion) -> str:
         return "".join(details(accordion.get_title(i) or f"part {i}", self.html(child),
@@ -219,7 +213,7 @@ class _Walk:
         titles = [tab.get_title(i) or f"tab {i}" for i in range(len(tab.children))]
         line = " · ".join(f"[{t}]" if i == tab.selected_index else t for i, t in enumerate(titles))
         page = tab.children[tab.selected_index] if tab.selected_index is not None and tab.children else None
-        return (f'<div style="{_NOTE}">tabs: {html.escape(line)}</div>'
+        return (f'<div style="{NOTE}">tabs: {html.escape(line)}</div>'
                 + (self.html(page) if page is not None else ""))
 
     def box(self, box: widgets.Box) -> str:
@@ -241,21 +235,15 @@ class _Walk:
             text = f"[{control.description}]"
         else:
             text = f"{label}{getattr(control, 'label', None) or getattr(control, 'value', '')}"
-        return f'<div style="{_NOTE}">{html.escape(str(text))}</div>'
+        # a step-through's slider: dfcore_static.js hides this line where it puts its own slider
+        marked = ' class="dfcore-step-value"' if self.roles.get(id(control)) == "stepper" else ""
+        return f'<div{marked} style="{NOTE}">{html.escape(str(text))}</div>'
 
 
-def filmstrip_indices(count: int, current: int, most: int = FILMSTRIP_FRAMES) -> list[int]:
-    """Up to ``most`` frame indices spread evenly over ``0..count-1`` (first and last included), ``current`` left out.
-
-    >>> filmstrip_indices(4, 0)
-    [1, 2, 3]
-    >>> filmstrip_indices(100, 99, most=4)
-    [0, 33, 66]
-    """
-    if count <= 1:
-        return []
-    spread = {round(k * (count - 1) / (most - 1)) for k in range(most)} if count > most else set(range(count))
-    return sorted(spread - {current})
+def _overlay(layers: list[str]) -> str:
+    base, *over = layers
+    over_html = "".join(f'<div style="{_LAYER}">{layer}</div>' for layer in over)
+    return f'<div style="{_OVERLAY}">{base}{over_html}</div>'
 
 
 _RENDERERS: dict[type, Callable[[_Walk, widgets.Widget], str]] = {

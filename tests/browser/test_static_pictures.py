@@ -35,7 +35,10 @@ STATIC_REPORT_JS = r"""() => [...document.querySelectorAll('div.dfcore-static')]
   const named = (block.innerText.match(/static picture of (\w+)/) || [])[1];
   return {widget: block.dataset.widget || named, visible: visible(block), svgs: images.length,
           loaded: images.filter(image => image.complete && image.naturalWidth > 0).length,
-          visibleGraphics: [...images, ...block.querySelectorAll('table, details')].filter(visible).length};
+          visibleGraphics: [...images, ...block.querySelectorAll('table, details')].filter(visible).length,
+          // a step-through's two views (widgets/_stepper.py): the filmstrip, and the frames dfcore_static.js steps
+          filmstrips: [...block.querySelectorAll('.dfcore-filmstrip')].filter(visible).length,
+          frameViews: [...block.querySelectorAll('.dfcore-frames')].filter(visible).length};
 })"""
 
 
@@ -71,8 +74,11 @@ def widget_outputs(notebook, names):
     return found
 
 
-def problems_in(expected, shown):
-    """What differs between the notebook's widget outputs (``expected``) and the page's static blocks (``shown``)."""
+def problems_in(expected, shown, stepper_script=False):
+    """What differs between the notebook's widget outputs (``expected``) and the page's static blocks (``shown``).
+
+    A step-through shows its filmstrip in a page without ``dfcore_static.js``, its frames under the script's
+    slider in a page that runs it (``stepper_script``), never both."""
     problems = [f"cell {cell}: {name} has no static picture (text/html); re-run the lesson (make notebooks)"
                 for cell, name, html in expected if html is None or "dfcore-static" not in html]
     pictured = [(cell, name, html) for cell, name, html in expected if html and "dfcore-static" in html]
@@ -91,6 +97,13 @@ def problems_in(expected, shown):
             problems.append(f"{where}: {block['svgs'] - block['loaded']} of {block['svgs']} SVG images did not load")
         if not block["visibleGraphics"]:
             problems.append(f"{where}: no visible SVG, table or <details>")
+        hidden_view, shown_view = ("filmstrips", "frameViews") if stepper_script else ("frameViews", "filmstrips")
+        if block.get(hidden_view):
+            problems.append(f"{where}: {block[hidden_view]} step-through {hidden_view} shown "
+                            f"{'with' if stepper_script else 'without'} dfcore_static.js")
+        steppers = html.count('class="dfcore-frames"')
+        if block.get(shown_view, steppers) != steppers:
+            problems.append(f"{where}: {block.get(shown_view)} of {steppers} step-through {shown_view} shown")
     return problems
 
 
@@ -154,7 +167,8 @@ def test_problems_in_pairs_outputs_with_pictures_in_order():
     picture = '<div class="dfcore-static" data-widget="{}">' + 2 * image + "</div>"
     expected = [(3, "GraphView", picture.format("GraphView")), (5, "DeviceLog", None),
                 (7, "TimelineView", picture.format("TimelineView"))]
-    good = {"widget": "GraphView", "visible": True, "svgs": 2, "loaded": 2, "visibleGraphics": 2}
+    good = {"widget": "GraphView", "visible": True, "svgs": 2, "loaded": 2, "visibleGraphics": 2, "filmstrips": 0,
+            "frameViews": 0}
     assert problems_in(expected[:1], [good]) == []
     assert problems_in(expected, [good, dict(good, widget="TimelineView")]) == [
         "cell 5: DeviceLog has no static picture (text/html); re-run the lesson (make notebooks)"]
@@ -165,6 +179,12 @@ def test_problems_in_pairs_outputs_with_pictures_in_order():
         "cell 7 (TimelineView): 1 of 1 SVG images did not load",
         "cell 7 (TimelineView): no visible SVG, table or <details>"]
     assert problems_in(expected[:1], []) == ["1 static pictures in the notebook, 0 in the page"]
+    stepped = [(9, "GraphView", picture.format("GraphView") + '<div class="dfcore-frames" hidden></div>')]
+    assert problems_in(stepped, [dict(good, filmstrips=1)]) == []
+    assert problems_in(stepped, [dict(good, filmstrips=1, frameViews=1)]) == [
+        "cell 9 (GraphView): 1 step-through frameViews shown without dfcore_static.js"]
+    assert problems_in(stepped, [good], stepper_script=True) == [
+        "cell 9 (GraphView): 0 of 1 step-through frameViews shown"]
 
 
 def test_widget_outputs_are_found_by_their_repr():
