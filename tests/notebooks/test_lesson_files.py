@@ -81,3 +81,26 @@ def test_no_answer_is_in_view_before_it_is_tried(lesson):
              and not (cell.metadata.get("jupyter", {}).get("source_hidden")
                       and "hide-input" in cell.metadata.get("tags", []))]
     assert not shown, f"{lesson.name}: question cells {shown} show their answer= code (collapse their input)"
+
+
+_RELATIVE_LINK = re.compile(r"\]\((?![a-z]+:|#)([^)\s#]+)")
+_NOTEBOOKS_AND_SOLUTIONS = LESSONS + sorted((REPO / "notebooks" / "solutions").glob("*.ipynb"))
+
+
+@pytest.mark.parametrize("notebook", _NOTEBOOKS_AND_SOLUTIONS,
+                         ids=[str(p.relative_to(REPO / "notebooks")) for p in _NOTEBOOKS_AND_SOLUTIONS])
+def test_every_relative_link_opens_a_file_and_a_solution_links_lessons_not_solutions(notebook):
+    # a solution sits one folder down: its links to other lessons go up (../NN_*.ipynb), else JupyterLab and the
+    # website would open that lesson's solutions, or nothing (there is no solutions/00_start_here.ipynb)
+    in_solutions = notebook.parent.name == "solutions"
+    broken, to_solutions = [], []
+    for cell in nbformat.read(notebook, as_version=4).cells:
+        if cell.cell_type != "markdown":
+            continue
+        for target in _RELATIVE_LINK.findall(cell.source):
+            if not (notebook.parent / target).exists():
+                broken.append(target)
+            elif in_solutions and re.fullmatch(r"\d\d[a-z]?_\w+\.ipynb", target):
+                to_solutions.append(target)
+    assert not broken, f"{notebook.name}: links to missing files: {broken}"
+    assert not to_solutions, f"solutions/{notebook.name} links other solutions where it means lessons: {to_solutions}"
