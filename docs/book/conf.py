@@ -25,6 +25,7 @@ _owner, _repository, _ref = _badge.groups()
 project = "dfcore"
 author = "dfcore contributors"
 html_title = "Distributed TensorFlow 1, step by step"
+html_favicon = "_static/favicon.svg"  # a page that names its icon: no request for /favicon.ico, no 404
 
 extensions = ["myst_nb", "sphinx_external_toc", "dfcore_book"]
 if (HERE / "_ext" / "dfcore_reference.py").exists():

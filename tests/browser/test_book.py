@@ -230,6 +230,8 @@ def test_root_forwards_to_the_tour_and_search_works_offline(base_url, book_page)
     book_page.problems.clear()
     book_page.goto(base_url, wait_until="load", timeout=PAGE_TIMEOUT_S * 1000)
     book_page.wait_for_url(f"{base_url}{ROOT_PAGE}.html", timeout=PAGE_TIMEOUT_S * 1000)
+    root = urllib.request.urlopen(base_url, timeout=PAGE_TIMEOUT_S).read().decode()  # the site, on loopback
+    assert '<link rel="icon"' in root, "a root page without an icon makes browsers ask for /favicon.ico: a 404"
     book_page.goto(f"{base_url}search.html?q={SEARCH_TERM}", wait_until="load", timeout=PAGE_TIMEOUT_S * 1000)
     results = book_page.locator("ul.search li a")
     results.first.wait_for(timeout=PAGE_TIMEOUT_S * 1000)

@@ -17,6 +17,7 @@ does not carry; and its code cells without test markers.
 The lessons themselves stay as they are: all of this is added to the documents Sphinx reads from them.
 """
 
+import html
 import re
 from pathlib import Path
 from typing import Any
@@ -118,6 +119,23 @@ def drop_test_markers(app: Sphinx, doctree: nodes.document) -> None:
                 block[:] = [nodes.Text(kept)]
 
 
+def complete_root_redirect(app: Sphinx, error: Exception | None) -> None:
+    """``build-finished``, after sphinx-external-toc: its ``index.html`` is a bare ``<meta>`` redirect to the
+    landing page; make it a whole page that names the site's icon (a page without one makes the browser ask for
+    ``/favicon.ico``, a 404 and a console error) and links the landing page for a reader without redirects."""
+    index = Path(app.outdir) / "index.html"
+    if error is not None or not index.is_file():
+        return
+    match = re.fullmatch(r'<meta http-equiv="Refresh" content="0; url=([^"]+)" />\s*', index.read_text())
+    if match is None:
+        return
+    target, title = html.escape(match.group(1)), html.escape(app.config.html_title)
+    icon = f'<link rel="icon" href="_static/{Path(app.config.html_favicon).name}">' if app.config.html_favicon else ""
+    index.write_text(f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">{icon}'
+                     f'<meta http-equiv="Refresh" content="0; url={target}"><title>{title}</title></head>'
+                     f'<body><a href="{target}">{title}</a></body></html>\n')
+
+
 def setup(app: Sphinx) -> dict[str, Any]:
     """Register the configuration values and the hooks (Sphinx's extension entry point)."""
     app.add_config_value("dfcore_repository_folder", "", "env", str)
@@ -126,4 +144,5 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.connect("doctree-read", link_lesson_and_solutions, priority=TITLE_PRIORITY)
     app.connect("doctree-read", resolve_repository_links)
     app.connect("doctree-read", drop_test_markers)
+    app.connect("build-finished", complete_root_redirect, priority=900)  # after sphinx-external-toc's (500)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
