@@ -30,8 +30,9 @@ Source: TF's ``common_runtime/executor.cc`` (``ExecutorState``) and the whitepap
 * an interrupt (``KeyboardInterrupt``) while a loop runs on the calling thread ends the
   step with ``CancelledError`` and propagates (see :mod:`dfcore.runtime.step`).
 
-After a few steps, a partition of synchronous nodes runs as one generated function in this loop's order
-(:mod:`dfcore.runtime.straight_line`), unless the step is traced or has a caller-set deadline.
+After a few steps, a partition of synchronous nodes (but leading ``_Recv`` nodes, received first) runs as
+one generated function in this loop's order (:mod:`dfcore.runtime.straight_line`), unless the step is traced
+or has a caller-set deadline.
 
 A partition holding control flow (``Switch``/``Merge``/``Enter``/``Exit``/``NextIteration``) runs on
 :class:`~dfcore.runtime.control_flow_executor.ControlFlowExecutor` instead (frames, iterations, dead
@@ -193,6 +194,8 @@ class Executor(StepRun):
         self._running = False
         self._finished = False
         self._async_start: dict[int, float] = {}
+        self._awaiting: int | None = None  # leading receives not settled yet (straight line; None: not started)
+        self._receive_error: errors.OpError | None = None
         resources = ctx.resources
         self._allocator = resources.allocator(ctx.device) if hasattr(resources, "allocator") else None
         # a traced step and a caller's deadline need the loop's per-node checks
@@ -317,8 +320,11 @@ class Executor(StepRun):
             raise
 
     def _run_straight_line(self, straight):
-        """Run the partition's generated function (no async node: nothing else wakes this executor)."""
+        """Run the partition's generated function once its leading receives are in (no other async node:
+        nothing else wakes this executor)."""
         values, ctx = self.values, self._ctx
+        if straight.receives and not self._received(straight.receives):
+            return  # the last value to arrive wakes the executor again
         try:
             allocator = self._allocator
             if ctx.rendezvous.abort_status is not None or straight.run(
@@ -334,6 +340,37 @@ class Executor(StepRun):
             raise
         self._remaining = 0
         self._finish(None)
+
+    def _received(self, receives):
+        """Start the receives (first call), True once all are settled (the values in their slots, or the
+        first error in ``_receive_error``); else the loop is idle until the last one arrives (it wakes it)."""
+        if self._awaiting is None:
+            self._awaiting = len(receives)
+            nodes = self._partition.nodes
+            for index in receives:
+                self._compute_async(nodes[index], (), self._arrived(nodes[index]))
+        with self._lock:
+            if self._awaiting:
+                self._running = False
+                return False
+        if self._receive_error is not None:
+            self._finish(self._receive_error)
+            return False
+        return True
+
+    def _arrived(self, node):
+        """The completion of a leading receive: its value goes to its slot; the last one wakes the loop."""
+        def completed(error, value):
+            if error is None:
+                self.values[node.out_slot] = value
+            with self._lock:
+                if error is not None and self._receive_error is None:
+                    self._receive_error = error
+                self._awaiting -= 1
+                last = not self._awaiting
+            if last:
+                self._wake()
+        return completed
 
     def _complete_async(self, index, node, values):
         """Store an async node's value; False (and the step finished) if it failed."""
