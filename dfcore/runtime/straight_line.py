@@ -30,6 +30,9 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from .cancellation import cancelled_error
+from .kernel_errors import kernel_error
+
 if TYPE_CHECKING:
     from .compiled_partition import CompiledPartition
 
@@ -61,6 +64,65 @@ class StraightLine:
                 return self._node_at_line.get(traceback.tb_lineno)
             traceback = traceback.tb_next
         return None
+
+
+class StraightLineRun:
+    """How an :class:`~dfcore.runtime.executor.Executor` runs its partition's :class:`StraightLine`: the leading
+    receives first (started as its loop starts async nodes; the last value to arrive wakes it), then the
+    function, reporting as the loop does (the same ``done``, the same errors naming the same node)."""
+
+    def _run_straight_line(self, straight):
+        """Run the partition's generated function once its leading receives are in (no other async node:
+        nothing else wakes this executor)."""
+        values, ctx = self.values, self._ctx
+        if straight.receives and not self._received(straight.receives):
+            return  # the last value to arrive wakes the executor again
+        try:
+            allocator = self._allocator
+            if ctx.rendezvous.abort_status is not None or straight.run(
+                    values, ctx, ctx.rendezvous, allocator, allocator.deallocate) is not None:
+                self._finish(self._stop_error())
+                return
+        except Exception as error:  # as in _loop
+            node = self._partition.nodes[straight.failed_node(error.__traceback__)]
+            self._finish(kernel_error(error, node, node.gather(values), ctx.device))
+            return
+        except BaseException as interrupt:  # Ctrl-C on the calling thread, as in _loop
+            self._finish(cancelled_error(interrupt))
+            raise
+        self._remaining = 0
+        self._finish(None)
+
+    def _received(self, receives):
+        """Start the receives (first call), True once all are settled (the values in their slots, or the
+        first error in ``_receive_error``); else the loop is idle until the last one arrives (it wakes it)."""
+        if self._awaiting is None:
+            self._awaiting = len(receives)
+            nodes = self._partition.nodes
+            for index in receives:
+                self._compute_async(nodes[index], (), self._arrived(nodes[index]))
+        with self._lock:
+            if self._awaiting:
+                self._running = False
+                return False
+        if self._receive_error is not None:
+            self._finish(self._receive_error)
+            return False
+        return True
+
+    def _arrived(self, node):
+        """The completion of a leading receive: its value goes to its slot; the last one wakes the loop."""
+        def completed(error, value):
+            if error is None:
+                self.values[node.out_slot] = value
+            with self._lock:
+                if error is not None and self._receive_error is None:
+                    self._receive_error = error
+                self._awaiting -= 1
+                last = not self._awaiting
+            if last:
+                self._wake()
+        return completed
 
 
 def straight_line(partition: CompiledPartition) -> StraightLine | None:
