@@ -188,9 +188,7 @@ class Executor(StepRun, StraightLineRun):
         self._done = done
         self._timings = timings
         self.values = list(partition.initial_values)
-        self._pending = [node.pending for node in partition.nodes]
         self._remaining = partition.num_scheduled
-        self._ready = collections.deque(partition.roots)
         self._lock = threading.Lock()
         self._running = False
         self._finished = False
@@ -202,6 +200,10 @@ class Executor(StepRun, StraightLineRun):
         # a traced step and a caller's deadline need the loop's per-node checks
         self._straight = (partition.straight_line() if timings is None and ctx.deadline is None
                           and self._allocator is not None else None)
+        if self._straight is not None:
+            return  # the loop's state below is not needed: the generated function has its order built in
+        self._pending = list(partition.pending_counts)
+        self._ready = collections.deque(partition.roots)
         # a traced step keeps every value for its records: it drops and recycles nothing
         self._uses = None
         if self._allocator is not None and timings is None:
