@@ -176,18 +176,30 @@ def _leading_receives(partition: CompiledPartition) -> tuple[int, ...] | None:
     if any(nodes[i].op_type != "_Recv" or nodes[i].in_slots or nodes[i].pending for i in receives):
         return None
     if receives and any(node.op_type == "_Send" for node in nodes):
-        reached = [0] * len(nodes)  # how many receives reach each node
-        for i in receives:
-            seen, stack = {i}, [i]
-            while stack:
-                for consumer in nodes[stack.pop()].consumers:
-                    if consumer not in seen:
-                        seen.add(consumer)
-                        reached[consumer] += 1
-                        stack.append(consumer)
-        if any(node.op_type == "_Send" and reached[i] < len(receives) for i, node in enumerate(nodes)):
+        reached = _receives_reaching(nodes, receives)
+        everything = (1 << len(receives)) - 1
+        if any(node.op_type == "_Send" and reached[i] != everything for i, node in enumerate(nodes)):
             return None
     return receives
+
+
+def _receives_reaching(nodes: list[Any], receives: tuple[int, ...]) -> list[int]:
+    """Per node, the receives it depends on, as a bit mask (bit ``k``: ``receives[k]``): masks flow along the
+    edges in a topological order (Kahn's), one OR per edge, so the pass is linear in the partition's size."""
+    reached = [0] * len(nodes)
+    for bit, i in enumerate(receives):
+        reached[i] = 1 << bit
+    pending = [node.pending for node in nodes]
+    ready = [i for i, node in enumerate(nodes) if node.pending == 0]
+    while ready:
+        i = ready.pop()
+        mask = reached[i]
+        for consumer in nodes[i].consumers:
+            reached[consumer] |= mask
+            pending[consumer] -= 1
+            if pending[consumer] == 0:
+                ready.append(consumer)
+    return reached
 
 
 def _topological(partition: CompiledPartition, receives: tuple[int, ...]) -> list[int]:

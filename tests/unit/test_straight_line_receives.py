@@ -90,3 +90,20 @@ def test_a_send_that_a_received_value_does_not_reach_keeps_the_loop():
             feed = np.array([step, 1.0], np.float32)
             np.testing.assert_array_equal(sess.run(e, {x: feed}), np.array([4.0, 7.0], np.float32) * feed)
         assert _partition_on(sess, GPU).straight_line() is None
+
+
+def test_a_send_that_only_one_of_two_received_values_reaches_keeps_the_loop():
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.placeholder(tf.float32, [2], name="x")
+        w = tf.placeholder(tf.float32, [2], name="w")
+        with tf.device(GPU):
+            doubled = tf.multiply(x, 2.0, name="doubled")  # its _Send to CPU:0 needs x only
+            both = tf.multiply(doubled, w, name="both")
+    with tf.Session(graph=graph, config=no_rewrite_session_config()) as sess:
+        for step in range(STRAIGHT_LINE_STEP + 2):
+            a, b = np.array([step, 1.0], np.float32), np.array([3.0, -1.0], np.float32)
+            got_doubled, got_both = sess.run([doubled, both], {x: a, w: b})
+            np.testing.assert_array_equal(got_doubled, a * 2)
+            np.testing.assert_array_equal(got_both, a * 2 * b)
+        assert _partition_on(sess, GPU).straight_line() is None
