@@ -263,27 +263,44 @@ def _check_reshape_sizes(op, sizes, error):
 
 @registry.RegisterArrayKernel("Reshape")
 def _reshape_kernel(op, backend):
+    """TF's ``ReshapeOp``; a pair (input shape, requested sizes) that passed its checks is remembered (at most
+    :data:`RESHAPES_KEPT` per node), so a step's reshape is a lookup and a view."""
     xp, host = backend.xp, backend.to_host
+    checked: set[tuple[tuple[int, ...], tuple[int, ...]]] = set()
 
     def compute(x, shape):  # the shape is read on the host (TF's HostMemory("shape"))
-        sizes = [int(d) for d in host(shape)]
-        _check_reshape_sizes(op, sizes, lambda op, message: errors.InvalidArgumentError(None, op, message))
-        known = int(np.prod([d for d in sizes if d != -1]))
-        if -1 in sizes and known == 0:
-            raise errors.InvalidArgumentError(
-                None, op, "Reshape cannot infer the missing input size for an empty tensor unless all specified input "
-                "sizes are non-zero")
-        size = math.prod(x.shape)
-        if -1 in sizes and size % known:
-            raise errors.InvalidArgumentError(
-                None, op, f"Input to reshape is a tensor with {size} values, but the requested shape requires a "
-                f"multiple of {known}")
-        if -1 not in sizes and size != known:
-            raise errors.InvalidArgumentError(
-                None, op, f"Input to reshape is a tensor with {size} values, but the requested shape has {known}")
-        return xp.reshape(x, tuple(sizes))
+        sizes = tuple(host(shape).tolist())
+        if (x.shape, sizes) not in checked:
+            _check_reshape(op, math.prod(x.shape), [int(d) for d in sizes])
+            if len(checked) < RESHAPES_KEPT:
+                checked.add((x.shape, sizes))
+        return xp.reshape(x, sizes)
 
     return compute
+
+
+RESHAPES_KEPT = 16
+
+
+def _check_reshape(op, size, sizes):
+    """TF's kernel checks of reshaping ``size`` elements to ``sizes`` (ints, at most one -1).
+
+    Raises:
+        InvalidArgumentError: in TF's words, when the sizes are malformed or do not hold ``size`` elements.
+    """
+    _check_reshape_sizes(op, sizes, lambda op, message: errors.InvalidArgumentError(None, op, message))
+    known = math.prod(d for d in sizes if d != -1)
+    if -1 in sizes and known == 0:
+        raise errors.InvalidArgumentError(
+            None, op, "Reshape cannot infer the missing input size for an empty tensor unless all specified input "
+            "sizes are non-zero")
+    if -1 in sizes and size % known:
+        raise errors.InvalidArgumentError(
+            None, op, f"Input to reshape is a tensor with {size} values, but the requested shape requires a "
+            f"multiple of {known}")
+    if -1 not in sizes and size != known:
+        raise errors.InvalidArgumentError(
+            None, op, f"Input to reshape is a tensor with {size} values, but the requested shape has {known}")
 
 
 # -- filling ----------------------------------------------------------------------

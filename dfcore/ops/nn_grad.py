@@ -125,12 +125,18 @@ def _bias_add_grad_shape(op):
 @registry.RegisterArrayKernel("BiasAddGrad")
 def _bias_add_grad_kernel(op, backend):
     data_format, xp = op.get_attr("data_format"), backend.xp
+    ones_of: dict[tuple[int, object], object] = {}  # the GEMV's ones by (rows, dtype), made once (only read)
 
     def compute(g):
         axis = nn_ops.channel_axis(data_format, g.ndim)
         if axis == g.ndim - 1 and g.size and xp.isdtype(g.dtype, "real floating"):  # ones @ g as a matrix: GEMV
             rows = g.size // g.shape[-1]
-            return xp.matmul(xp.ones((rows,), dtype=g.dtype), xp.reshape(g, (rows, g.shape[-1])))
+            ones = ones_of.get((rows, g.dtype))
+            if ones is None:
+                if len(ones_of) >= 4:  # a node sees one shape in a steady step; keep the cache small
+                    ones_of.clear()
+                ones = ones_of[(rows, g.dtype)] = xp.ones((rows,), dtype=g.dtype)
+            return xp.matmul(ones, xp.reshape(g, (rows, g.shape[-1])))
         return xp.astype(xp.sum(g, axis=tuple(i for i in range(g.ndim) if i != axis)), g.dtype, copy=False)
 
     return compute

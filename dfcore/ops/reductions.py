@@ -138,7 +138,7 @@ def _register_reduction(op_type, make, allowed):
         fn = make(op, xp)
 
         def compute(x, axes):  # the axes are read on the host (TF's HostMemory("reduction_indices"))
-            axis = tuple(int(a) for a in np.reshape(host(axes), -1))
+            axis = tuple(host(axes).ravel().tolist())
             return xp.asarray(fn(x, axis=axis, keepdims=keep), dtype=dtype)
 
         return compute

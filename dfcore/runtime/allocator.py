@@ -13,12 +13,13 @@ array all count), and that the array owns its memory. A buffer some reader still
 to the garbage collector (and counted as freed when it dies).
 
 Small allocations (< :data:`POOL_MIN_BYTES` bytes, 32 MiB) are not pooled: below glibc's largest
-dynamic mmap threshold (32 MiB on 64-bit) a freed buffer's memory is handed out again by ``malloc``
-without page faults, so a pool only adds its Python cost (a get and a put, the ``out=`` variant's checks,
-the executor's hand-back). Measured on the lessons' 2-core machine in CPU time, engines interleaved in one
-process, against the same engine pooling nothing: the MLP 784-256-10 step (buffers of 2.5-800 KB) took
-1.09x when buffers from 64 KiB up were pooled and 1.04x from 256 KiB up; the sync PS step of 4 workers
-took 1.19x at 4 MiB and 1.03x at 16 MiB pooled, but 0.75x at 64 MiB (fresh pages fault in there).
+dynamic mmap threshold (32 MiB on 64-bit, set from the start by :mod:`dfcore.runtime.heap`) a freed
+buffer's memory is handed out again by ``malloc`` without page faults, so a pool only adds its Python cost
+(a get and a put, the ``out=`` variant's checks, the executor's hand-back). Measured on the lessons'
+2-core machine in CPU time, engines interleaved in one process, against the same engine pooling nothing:
+the MLP 784-256-10 step (buffers of 2.5-800 KB) took 1.09x when buffers from 64 KiB up were pooled and
+1.04x from 256 KiB up; the sync PS step of 4 workers took 1.19x at 4 MiB and 1.03x at 16 MiB pooled, but
+0.75x at 64 MiB (fresh pages fault in there).
 Small buffers are handed out with ``np.empty`` and counted in ``num_allocs`` and
 ``small_allocs`` only (not in the bytes in use). The partition compiler gives a node whose outputs are
 statically known to be small its plain kernel (:func:`pooled_shape`), so it pays neither the pool nor the
@@ -35,6 +36,8 @@ import weakref
 from typing import Any
 
 import numpy as np
+
+from . import heap
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,7 +61,7 @@ class AllocatorStats:
     small_allocs: int = 0
 
 
-POOL_MIN_BYTES = 32 << 20
+POOL_MIN_BYTES = heap.MMAP_BYTES
 """Buffers smaller than this many bytes are not pooled (see the module docstring)."""
 
 
@@ -92,6 +95,7 @@ class Allocator:
     """
 
     def __init__(self, name: str) -> None:
+        heap.hold_heap()  # the C heap keeps the small buffers' pages (dfcore.runtime.heap)
         self.name = name
         self._free: dict[tuple[tuple[int, ...], np.dtype], list[np.ndarray]] = {}
         self._out: set[int] = set()  # ids of the buffers handed out and not given back

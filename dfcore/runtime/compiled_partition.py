@@ -73,6 +73,7 @@ class CompiledPartition:
         self.num_slots = len(initial_values)
         self.num_scheduled = num_scheduled
         self.roots = [i for i, node in enumerate(nodes) if node.pending == 0 and not node.preset]
+        self.pending_counts = [node.pending for node in nodes]  # each step's executor starts from a copy
         self._straight: StraightLine | None = None
         self._steps = 0  # steps that asked for the straight-line form (it is generated at STRAIGHT_LINE_STEP)
         # TF's executor knows how many edges read each output: a slot is dropped once they all ran. ``owned``

@@ -30,8 +30,9 @@ Source: TF's ``common_runtime/executor.cc`` (``ExecutorState``) and the whitepap
 * an interrupt (``KeyboardInterrupt``) while a loop runs on the calling thread ends the
   step with ``CancelledError`` and propagates (see :mod:`dfcore.runtime.step`).
 
-After a few steps, a partition of synchronous nodes runs as one generated function in this loop's order
-(:mod:`dfcore.runtime.straight_line`), unless the step is traced or has a caller-set deadline.
+After a few steps, a partition of synchronous nodes (but leading ``_Recv`` nodes, received first) runs as
+one generated function in this loop's order (:mod:`dfcore.runtime.straight_line`), unless the step is traced
+or has a caller-set deadline.
 
 A partition holding control flow (``Switch``/``Merge``/``Enter``/``Exit``/``NextIteration``) runs on
 :class:`~dfcore.runtime.control_flow_executor.ControlFlowExecutor` instead (frames, iterations, dead
@@ -53,6 +54,7 @@ from .. import errors
 from .cancellation import cancelled_error
 from .compiled_partition import CompiledPartition
 from .kernel_errors import kernel_error, with_node
+from .straight_line import StraightLineRun
 
 
 class StepContext:
@@ -174,7 +176,7 @@ class StepRun:
             settle(kernel_error(error, node, args, self._partition.device), None)
 
 
-class Executor(StepRun):
+class Executor(StepRun, StraightLineRun):
     """Runs one :class:`CompiledPartition` for one step; see the module docstring.
 
     Args:
@@ -193,18 +195,22 @@ class Executor(StepRun):
         self._done = done
         self._timings = timings
         self.values = list(partition.initial_values)
-        self._pending = [node.pending for node in partition.nodes]
         self._remaining = partition.num_scheduled
-        self._ready = collections.deque(partition.roots)
         self._lock = threading.Lock()
         self._running = False
         self._finished = False
         self._async_start: dict[int, float] = {}
+        self._awaiting: int | None = None  # leading receives not settled yet (straight line; None: not started)
+        self._receive_error: errors.OpError | None = None
         resources = ctx.resources
         self._allocator = resources.allocator(ctx.device) if hasattr(resources, "allocator") else None
         # a traced step and a caller's deadline need the loop's per-node checks
         self._straight = (partition.straight_line() if timings is None and ctx.deadline is None
                           and self._allocator is not None else None)
+        if self._straight is not None:
+            return  # the loop's state below is not needed: the generated function has its order built in
+        self._pending = list(partition.pending_counts)
+        self._ready = collections.deque(partition.roots)
         # a traced step keeps every value for its records: it drops and recycles nothing
         self._uses = None
         if self._allocator is not None and timings is None:
@@ -322,26 +328,6 @@ class Executor(StepRun):
         except BaseException as interrupt:  # Ctrl-C on the calling thread: cancel the step, let it propagate
             self._finish(cancelled_error(interrupt))
             raise
-
-    def _run_straight_line(self, straight):
-        """Run the partition's generated function (no async node: nothing else wakes this executor)."""
-        values, ctx = self.values, self._ctx
-        try:
-            allocator = self._allocator
-            assert allocator is not None, "a straight-line partition runs with an allocator"
-            if ctx.rendezvous.abort_status is not None or straight.run(
-                    values, ctx, ctx.rendezvous, allocator, allocator.deallocate) is not None:
-                self._finish(self._stop_error())
-                return
-        except Exception as error:  # as in _loop
-            node = self._partition.nodes[straight.failed_node(error.__traceback__)]
-            self._finish(kernel_error(error, node, node.gather(values), self._partition.device))
-            return
-        except BaseException as interrupt:  # Ctrl-C on the calling thread, as in _loop
-            self._finish(cancelled_error(interrupt))
-            raise
-        self._remaining = 0
-        self._finish(None)
 
     def _complete_async(self, index, node, values):
         """Store an async node's value; False (and the step finished) if it failed."""

@@ -1,0 +1,109 @@
+"""A partition whose only asynchronous nodes are leading ``_Recv`` nodes runs as one generated function once
+they are in (:mod:`dfcore.runtime.straight_line`): the same values as the dataflow loop (reference: numpy),
+the same error naming the same node, on the calling thread and on a pool; a partition with a ``_Send`` that a
+received value does not reach keeps the loop, so two partitions that feed each other both ways still finish."""
+
+import numpy as np
+import pytest
+
+import dfcore as tf
+from dfcore import errors
+from dfcore.runtime.compiled_partition import STRAIGHT_LINE_STEP
+from dfcore.runtime.grappler import no_rewrite_session_config
+
+GPU = "/device:GPU:0"
+
+
+def _partition_on(sess, device):
+    """The partition on ``device`` of the session's last plan (the step's, after its initializer's)."""
+    plan = list(sess._plans.values())[-1]
+    return next(p for p in plan.partitions if p.device.endswith(device))
+
+
+def _feed_graph():
+    """Two feeds received on GPU:0 (the CPU:0 partition sends them), a chain of adds, a matmul, a variable
+    update and a fetch sent back to CPU:0."""
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.placeholder(tf.float32, [2, 3], name="x")
+        w = tf.placeholder(tf.float32, [3, 2], name="w")
+        with tf.device(GPU):
+            acc = tf.Variable(np.zeros((2, 2), np.float32), name="acc")
+            y = x
+            for i in range(5):
+                y = tf.add(y, np.float32(i), name=f"add{i}")
+            z = tf.matmul(y, w, name="z")
+            update = tf.assign_add(acc, z, name="update")
+        init = tf.global_variables_initializer()
+    return graph, x, w, z, update, init
+
+
+@pytest.mark.parametrize("runner", ["inline", "pool"])
+def test_a_partition_receiving_its_feeds_runs_the_generated_function_with_the_loops_values(runner):
+    graph, x, w, z, update, init = _feed_graph()
+    rng = np.random.default_rng(0)
+    feeds = [(rng.standard_normal((2, 3)).astype(np.float32), rng.standard_normal((3, 2)).astype(np.float32))
+             for _ in range(STRAIGHT_LINE_STEP + 3)]
+    with tf.Session(graph=graph, executor_runner=runner,
+                    config=tf.ConfigProto(inter_op_parallelism_threads=2)) as sess:
+        sess.run(init)
+        got = [sess.run([z, update], {x: a, w: b}) for a, b in feeds]
+        straight = _partition_on(sess, GPU).straight_line()
+    assert straight is not None and len(straight.receives) == 2
+    total = np.zeros((2, 2), np.float32)
+    for (a, b), (got_z, got_update) in zip(feeds, got):
+        want = (a + np.float32(sum(range(5)))) @ b
+        total += want
+        np.testing.assert_allclose(got_z, want, rtol=1e-6)
+        np.testing.assert_allclose(got_update, total, rtol=1e-5)
+
+
+def test_an_error_before_the_send_ends_the_step_naming_the_failing_node():
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.placeholder(tf.float32, [None], name="x")
+        bad = tf.reshape(x, [3], name="bad")  # on CPU:0: fails unless x has 3 elements
+        with tf.device(GPU):
+            y = tf.multiply(bad, 2.0, name="y")
+    with tf.Session(graph=graph) as sess:
+        for _ in range(STRAIGHT_LINE_STEP + 1):
+            np.testing.assert_array_equal(sess.run(y, {x: np.ones(3, np.float32)}), np.full(3, 2.0, np.float32))
+            with pytest.raises(errors.InvalidArgumentError, match="bad"):
+                sess.run(y, {x: np.zeros(4, np.float32)})
+        assert _partition_on(sess, GPU).straight_line() is not None
+
+
+def test_a_send_that_a_received_value_does_not_reach_keeps_the_loop():
+    """GPU:0 sends ``c`` (no received value needed) to CPU:0, which sends ``d = c + 1`` back: waiting for
+    ``d`` before sending ``c`` would never end, so GPU:0's partition keeps the loop."""
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.placeholder(tf.float32, [2], name="x")
+        with tf.device(GPU):
+            c = tf.multiply(tf.constant([1.0, 2.0]), 3.0, name="c")
+        with tf.device("/device:CPU:0"):
+            d = tf.add(c, 1.0, name="d")
+        with tf.device(GPU):
+            e = tf.multiply(d, x, name="e")
+    with tf.Session(graph=graph, config=no_rewrite_session_config()) as sess:  # c is not folded into CPU:0
+        for step in range(STRAIGHT_LINE_STEP + 2):
+            feed = np.array([step, 1.0], np.float32)
+            np.testing.assert_array_equal(sess.run(e, {x: feed}), np.array([4.0, 7.0], np.float32) * feed)
+        assert _partition_on(sess, GPU).straight_line() is None
+
+
+def test_a_send_that_only_one_of_two_received_values_reaches_keeps_the_loop():
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.placeholder(tf.float32, [2], name="x")
+        w = tf.placeholder(tf.float32, [2], name="w")
+        with tf.device(GPU):
+            doubled = tf.multiply(x, 2.0, name="doubled")  # its _Send to CPU:0 needs x only
+            both = tf.multiply(doubled, w, name="both")
+    with tf.Session(graph=graph, config=no_rewrite_session_config()) as sess:
+        for step in range(STRAIGHT_LINE_STEP + 2):
+            a, b = np.array([step, 1.0], np.float32), np.array([3.0, -1.0], np.float32)
+            got_doubled, got_both = sess.run([doubled, both], {x: a, w: b})
+            np.testing.assert_array_equal(got_doubled, a * 2)
+            np.testing.assert_array_equal(got_both, a * 2 * b)
+        assert _partition_on(sess, GPU).straight_line() is None
