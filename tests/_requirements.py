@@ -27,6 +27,7 @@ import pytest
 CI_ENV = "CI"
 #: How to install the project's Python extras (``make test`` does it).
 PIP_EXTRAS = "pip install -e '.[lab,test,mpi]' (make test does it)"
+BOOK_EXTRAS = "pip install -e '.[book]' (make test and make book do it)"
 
 
 def in_ci() -> bool:

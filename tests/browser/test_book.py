@@ -21,10 +21,9 @@ import urllib.parse
 import urllib.request
 
 import pytest
-from _requirements import require_module
+from _requirements import BOOK_EXTRAS, require_module
 from browser_harness import REPO
 
-BOOK_INSTALL = "pip install -e '.[book]' (make test and make book do it)"
 BUILD_TIMEOUT_S = 300
 PAGE_TIMEOUT_S = 60
 LESSONS = sorted(p.stem for p in (REPO / "notebooks").glob("*.ipynb"))
@@ -86,7 +85,7 @@ def serving(folder):
 def site(tmp_path_factory):
     """The built site's folder (``docs/book/build.py --out``); the build must succeed without a warning."""
     for module in ("sphinx", "myst_nb", "sphinx_book_theme", "sphinx_external_toc"):
-        require_module(module, "the book extra (Sphinx, myst-nb, sphinx-book-theme)", BOOK_INSTALL)
+        require_module(module, "the book extra (Sphinx, myst-nb, sphinx-book-theme)", BOOK_EXTRAS)
     out = tmp_path_factory.mktemp("book") / "site"
     result = subprocess.run([sys.executable, str(REPO / "docs" / "book" / "build.py"), "--out", str(out)],
                             capture_output=True, text=True, timeout=BUILD_TIMEOUT_S, cwd=REPO)

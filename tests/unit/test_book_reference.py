@@ -15,6 +15,7 @@ import sys
 import tomllib
 
 import pytest
+from _requirements import BOOK_EXTRAS, require_module
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:sphinx.*",  # napoleon's, ipywidgets' via autodoc
                                         "ignore::PendingDeprecationWarning:sphinx.*")
@@ -34,7 +35,10 @@ from dfcore import compat_report  # noqa: E402
 @pytest.fixture(scope="module")
 def links():
     """The links module (it builds docutils nodes: docutils comes with the book's extra)."""
-    return pytest.importorskip("dfcore_reference_links", reason="docutils is not installed (the book's extra)")
+    require_module("docutils", "the book extra (docutils, with Sphinx)", BOOK_EXTRAS)
+    import dfcore_reference_links
+
+    return dfcore_reference_links
 
 
 def test_glossary_page_has_every_term_with_a_link_to_its_lesson():
@@ -137,8 +141,8 @@ Later `tf.device` again, and a partition again; `PartitionView` shows it.
 def book(tmp_path_factory):
     """A tiny book: two lesson pages (one with API names and glossary terms), the tf and widgets API pages,
     the TF-names page and the glossary, built to HTML; (output folder, warnings)."""
-    pytest.importorskip("sphinx", reason="sphinx is not installed (the book's extra)")
-    pytest.importorskip("myst_nb", reason="myst-nb is not installed (the book's extra)")
+    for module in ("sphinx", "myst_nb"):
+        require_module(module, "the book extra (Sphinx, myst-nb)", BOOK_EXTRAS)
     from sphinx.cmd.build import build_main
 
     src = tmp_path_factory.mktemp("book")
