@@ -87,9 +87,16 @@ class GraphState:
 
     __slots__ = ("_by_name", "_snapshot")
 
-    def __init__(self, item: GraphItem) -> None:
-        self._by_name = {name: (name, n.type, n.original, n.inputs, n.control_inputs, n.device, n._id)
-                         for name, n in item.nodes.items()}
+    def __init__(self, item: GraphItem, previous: GraphState | None = None) -> None:
+        by_name = {name: (name, n.type, n.original, n.inputs, n.control_inputs, n.device, n._id)
+                   for name, n in item.nodes.items()}
+        if previous is not None:  # a node the pass left alone shares the previous state's entry
+            earlier = previous._by_name
+            for name, entry in by_name.items():
+                old = earlier.get(name)
+                if old is not None and _same(old, entry):
+                    by_name[name] = old
+        self._by_name = by_name
         self._snapshot: tuple[tuple[str, str, tuple[str, ...], str], ...] | None = None
 
     def __len__(self) -> int:
@@ -122,6 +129,13 @@ class GraphState:
             if changed:
                 found.append(name)
         return found
+
+
+def _same(old: tuple[Any, ...], new: tuple[Any, ...]) -> bool:
+    """Whether two :class:`GraphState` entries of a node agree (its input lists compared by identity: passes
+    replace a list, never change one)."""
+    return (old[3] is new[3] and old[4] is new[4] and old[2] is new[2] and old[1] == new[1]
+            and old[5] == new[5] and old[6] == new[6])
 
 
 def _position(entry: tuple[Any, ...]) -> int:
@@ -208,7 +222,7 @@ def _run(graph_pass: GraphPass, item: GraphItem, iteration: int, before: GraphSt
     """Run one pass and prune; its record, and the graph's state after it (``before``: the state before it)."""
     graph_pass.run(item)
     item.prune()
-    after = GraphState(item)
+    after = GraphState(item, before)
     names_before, names_after = before.names(), after.names()
     record = PassRecord(graph_pass.name, iteration, len(before), len(after),
                         tuple(sorted(names_before - names_after)), tuple(sorted(names_after - names_before)),
