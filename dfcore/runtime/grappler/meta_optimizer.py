@@ -88,15 +88,16 @@ class GraphState:
     __slots__ = ("_by_name", "_snapshot")
 
     def __init__(self, item: GraphItem, previous: GraphState | None = None) -> None:
-        by_name = {name: (name, n.type, n.original, n.inputs, n.control_inputs, n.device, n._id)
-                   for name, n in item.nodes.items()}
+        by_name: dict[str, tuple[Any, ...]] = {
+            name: (name, n.type, n.original, n.inputs, n.control_inputs, n.device, n._id)
+            for name, n in item.nodes.items()}
         if previous is not None:  # a node the pass left alone shares the previous state's entry
             earlier = previous._by_name
             for name, entry in by_name.items():
                 old = earlier.get(name)
                 if old is not None and _same(old, entry):
                     by_name[name] = old
-        self._by_name = by_name
+        self._by_name: dict[str, tuple[Any, ...]] = by_name
         self._snapshot: tuple[tuple[str, str, tuple[str, ...], str], ...] | None = None
 
     def __len__(self) -> int:
