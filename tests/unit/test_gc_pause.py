@@ -5,6 +5,7 @@ its time in full collections (tests/benchmarks/bench_first_run.py). Nothing here
 """
 
 import gc
+import weakref
 
 import numpy as np
 
@@ -60,3 +61,34 @@ def test_session_compiles_with_the_collector_off(monkeypatch):
             np.testing.assert_array_equal(sess.run(y, {x: np.ones(2, np.float32)}), [3.0, 3.0])
     assert seen == [False]
     assert gc.isenabled()
+
+
+class _Cell:
+    """A container object (tracked by the collector) that can hold a reference cycle."""
+
+    def __init__(self):
+        self.other = None
+
+
+def test_what_the_pause_made_joins_the_oldest_generation_and_its_cycles_are_still_freed():
+    with gc_paused():
+        kept = _Cell()
+        a, b = _Cell(), _Cell()
+        a.other, b.other = b, a  # a cycle, garbage once dropped
+        dropped = weakref.ref(a)
+    assert any(o is kept for o in gc.get_objects(generation=2))
+    del a, b
+    assert dropped() is not None  # refcounting alone never frees a cycle
+    gc.collect()
+    assert dropped() is None
+
+
+def test_objects_the_program_froze_stay_frozen():
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        with gc_paused():
+            _Cell()
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
