@@ -8,21 +8,27 @@ runs in a fresh process (no heap left over from the smaller one). Printed: the f
 time per size, per op, and the growth exponent between the smallest and the largest size
 (``log(t2/t1) / log(n2/n1)``; 1.0 = linear; target <= 1.1); with ``--tf PYTHON`` (an interpreter that
 imports ``tensorflow``, never a dependency) TF's ``compat.v1`` first run of the same graph, in its own process,
-and the ratio (target <= 0.5). Never a pass/fail on time.
+and the ratio (target <= 0.5). A third column, the linear reference (:func:`reference_s`), times a
+pure-Python workload that is linear by construction at the same sizes: on a machine whose caches a big heap
+outgrows, even it grows faster than linearly, and its exponent is the floor to read the engines' against.
+Never a pass/fail on time.
 
 Usage: ``python tests/benchmarks/bench_first_run.py [--big] [--tf PYTHON] [--kind chain|gradient|both]``.
 """
 
 import argparse
+import gc
 import math
 import os
 import subprocess
 import sys
 import time
+import types
 
 SIZES = (10_000, 40_000)
 BIG = 160_000
 GRADIENT_SIZES = (5_000, 10_000, 20_000)  # multiplies of the gradient kind
+REFERENCE_NODES_PER_OP = 3  # the linear reference's objects per op (a compile keeps ~30 small objects per op)
 CROSS_EVERY = 7  # every 7th step on the other device
 
 
@@ -83,6 +89,28 @@ def first_run_s(engine, num_ops, kind="chain"):
         return time.perf_counter() - start, time.process_time() - start_cpu
 
 
+def reference_s(num_ops):
+    """Wall and CPU seconds of a linear pure-Python workload sized like a compile of ``num_ops`` ops (the
+    reference for what this machine's memory makes of "linear"): ``REFERENCE_NODES_PER_OP`` objects per op,
+    each with a name, an input list, a tuple and a dict, and twelve passes that each build a users table and
+    a state table over every node (what the graph optimizer's passes do), the collector off."""
+    gc.disable()
+    start, start_cpu = time.perf_counter(), time.process_time()
+    nodes, previous = {}, None
+    for i in range(num_ops * REFERENCE_NODES_PER_OP):
+        node = types.SimpleNamespace(name=f"node_{i}", inputs=[previous] if previous else [])
+        node.extra = (node.name, i, [i], {"i": i})
+        nodes[node.name], previous = node, node
+    for step in range(12):
+        users = {name: set() for name in nodes}
+        for name, node in nodes.items():
+            for source in node.inputs:
+                users[source.name].add(name)
+        state = {name: (name, node.inputs, node.extra, step) for name, node in nodes.items()}
+    assert len(state) == len(users)
+    return time.perf_counter() - start, time.process_time() - start_cpu
+
+
 def measure(python, engine, num_ops, kind="chain"):
     """Run :func:`first_run_s` in a fresh process of interpreter ``python``: ``(wall s, CPU s)``."""
     here = os.path.dirname(os.path.abspath(__file__))
@@ -106,10 +134,12 @@ def table(kind, sizes, tf_python=None):
     print(f"first Session.run of {what}, each size in a fresh process; "
           f"load average {load:.2f} on {os.cpu_count()} cores")
     engines = [("dfcore", sys.executable)] + ([("TensorFlow", tf_python)] if tf_python else [])
+    engines.append(("linear reference", sys.executable))
     times = {name: [] for name, _ in engines}
     for n in sizes:  # the engines alternate, so a busy phase of the machine hits both
         for name, python in engines:
-            times[name].append(measure(python, "tensorflow" if name == "TensorFlow" else "dfcore", n, kind))
+            engine = {"TensorFlow": "tensorflow", "linear reference": "reference"}.get(name, "dfcore")
+            times[name].append(measure(python, engine, n, kind))
     for i, n in enumerate(sizes):
         cells = [f"{name} {t[i][0]:7.2f} s wall, {t[i][1]:7.2f} s CPU ({t[i][1] / n * 1e6:5.1f} us/op)"
                  for name, t in times.items()]
@@ -118,7 +148,8 @@ def table(kind, sizes, tf_python=None):
                 *(times["dfcore"][i][k] / times["TensorFlow"][i][k] for k in (0, 1))))
         print(f"  {n:>7} ops: " + "; ".join(cells))
     for name, t in times.items():
-        print(f"  growth exponent {sizes[0]} -> {sizes[-1]} ops, {name} (target <= 1.1): "
+        note = "this machine's floor for linear work" if name == "linear reference" else "target <= 1.1"
+        print(f"  growth exponent {sizes[0]} -> {sizes[-1]} ops, {name} ({note}): "
               f"{exponent(sizes, [w for w, _ in t]):.2f} wall, {exponent(sizes, [c for _, c in t]):.2f} CPU")
 
 
@@ -141,6 +172,8 @@ if __name__ == "__main__":
     parser.add_argument("--one", nargs=3, metavar=("ENGINE", "OPS", "KIND"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
-        print("{:.6f} {:.6f}".format(*first_run_s(args.one[0], int(args.one[1]), args.one[2])))
+        engine, ops = args.one[0], int(args.one[1])
+        print("{:.6f} {:.6f}".format(*(reference_s(ops) if engine == "reference" else
+                                       first_run_s(engine, ops, args.one[2]))))
     else:
         main(args.big, args.tf, args.kind)
