@@ -22,6 +22,7 @@ Rules, in order:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from collections.abc import ItemsView, Iterable, Iterator, Mapping, Sequence
 from typing import Any
@@ -248,7 +249,14 @@ def _colocation_groups(ops):
 
 
 def _member_spec(op):
-    return DeviceSpec.from_string(op.assigned_device or op.device or "")
+    return _parsed(op.assigned_device or op.device or "")
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed(device):
+    """``device`` parsed once per string (a big graph names a few devices many times; the placer only reads
+    the spec)."""
+    return DeviceSpec.from_string(device)
 
 
 def _merge_group(group, device_set, soft):

@@ -36,6 +36,7 @@ from .device_context import device_context
 from .device_set import Device, DeviceSet
 from .feed import client_value, feed_list_tensors, feed_tensor, feed_value
 from .fetch import FetchHandler
+from .gc_pause import gc_paused
 from .grappler import PassRecord
 from .partial_run import PartialRun, partial_run_handle
 from .partition import Partitions
@@ -299,11 +300,12 @@ class BaseSession:
         with self._plans_lock:
             plan = self._plans.get(key)
         if plan is None:
-            plan = step_plan.build_step_plan(fetch_tensors, target_ops, feed_tensors, self._placement_for,
-                                             self._device_set.client_device.name, threads, runner, partial_run,
-                                             self._config,
-                                             {d.name: d.backend for d in self._device_set.devices},
-                                             self._device_contexts())
+            with gc_paused():  # a big graph's compile would spend as long again in full collections
+                plan = step_plan.build_step_plan(fetch_tensors, target_ops, feed_tensors, self._placement_for,
+                                                 self._device_set.client_device.name, threads, runner,
+                                                 partial_run, self._config,
+                                                 {d.name: d.backend for d in self._device_set.devices},
+                                                 self._device_contexts())
             with self._plans_lock:
                 plan = self._plans.setdefault(key, plan)
         return plan

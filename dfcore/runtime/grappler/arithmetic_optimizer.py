@@ -50,10 +50,10 @@ def _drop_neutral(item: GraphItem, node: Node, users: dict[str, set[str]]) -> bo
     neutral, positions = _NEUTRAL[node.type]
     for position in positions:
         const, other = node.inputs[position], node.inputs[1 - position]
-        if not (isinstance(const, Output) and is_constant(const)) or not _same_shape_or_scalar(const, other, node):
+        if not (isinstance(const, Output) and is_constant(const)):
             continue
-        value = const.op.get_attr("value")
-        if not _all_equal(value, neutral, node.type, other.dtype):
+        value = const.op.get_attr("value")  # its value first: most constants are not neutral
+        if not _all_equal(value, neutral, node.type, other.dtype) or not _same_shape_or_scalar(const, other, node):
             continue
         identity = Node(node.name, "Identity", {"T": node._outputs[0].dtype}, node.device, node._id,
                         [(node._outputs[0].dtype, node._outputs[0].shape)])
@@ -65,7 +65,7 @@ def _drop_neutral(item: GraphItem, node: Node, users: dict[str, set[str]]) -> bo
 
 
 def _all_equal(value: np.ndarray, neutral: int, op_type: str, dtype: Any) -> bool:
-    if value.size == 0 or not np.all(value == neutral):
+    if value.size == 0 or not (value.item() == neutral if value.size == 1 else np.all(value == neutral)):
         return False
     if op_type in ("Add", "AddV2") and dtype.is_floating:
         return bool(np.all(np.signbit(value)))  # only -0.0 leaves every x (and its zero's sign) unchanged

@@ -149,12 +149,12 @@ class GraphItem:
     def users(self) -> dict[str, set[str]]:
         """``{node name: names of the nodes with a data or control input from it}``."""
         result: dict[str, set[str]] = {name: set() for name in self.nodes}
-        for node in self.nodes.values():
+        for name, node in self.nodes.items():
             for t in node.inputs:
                 if isinstance(t, Output):
-                    result[t.op.name].add(node.name)
+                    result[t.op.name].add(name)
             for c in node.control_inputs:
-                result[c.name].add(node.name)
+                result[c.name].add(name)
         return result
 
     def data_users(self, node: Node, users: Mapping[str, set[str]]) -> list[tuple[Node, int]]:
@@ -221,17 +221,23 @@ class GraphItem:
                 users.setdefault(n.name, set()).add(consumer.name)
 
     def prune(self) -> None:
-        """Drop nodes nothing preserved or stateful depends on (TF's model pruner, after each pass)."""
-        live: set[str] = set()
-        stack = [n for n in self.nodes.values() if n.name in self.preserved or is_stateful(n)]
+        """Drop nodes nothing preserved or stateful depends on (TF's model pruner, after each pass): one walk
+        over the live nodes' edges; the node table is rebuilt only when something died."""
+        preserved = self.preserved
+        stack = [n for n in self.nodes.values() if n.name in preserved or is_stateful(n)]
+        live: set[Node] = set(stack)
         while stack:
             node = stack.pop()
-            if node.name in live:
-                continue
-            live.add(node.name)
-            stack.extend(t.op for t in node.inputs if isinstance(t, Output))
-            stack.extend(node.control_inputs)
-        self.nodes = {name: node for name, node in self.nodes.items() if name in live}
+            for t in node.inputs:
+                if isinstance(t, Output) and t.op not in live:
+                    live.add(t.op)
+                    stack.append(t.op)
+            for c in node.control_inputs:
+                if c not in live:
+                    live.add(c)
+                    stack.append(c)
+        if len(live.intersection(self.nodes.values())) < len(self.nodes):
+            self.nodes = {name: node for name, node in self.nodes.items() if node in live}
 
 
 def _forwarded(t: Input, old: Node, outputs: Sequence[Input | None]) -> Input:

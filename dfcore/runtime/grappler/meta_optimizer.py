@@ -81,19 +81,27 @@ PASSES: tuple[GraphPass, ...] = (
 
 
 class GraphState:
-    """A graph as one pass left it: per node, producers first, its name, op, the op it runs, its input lists
-    and device, captured without building a string (passes never change an input list in place, see
-    :mod:`~dfcore.runtime.grappler.graph_item`); :meth:`snapshot` spells it out when asked."""
+    """A graph as one pass left it: per node, its name, op, the op it runs, its input lists, device and
+    position, captured without building a string or sorting (passes never change an input list in place, see
+    :mod:`~dfcore.runtime.grappler.graph_item`); :meth:`snapshot` orders and spells it out when asked."""
 
-    __slots__ = ("_entries", "_by_name", "_snapshot")
+    __slots__ = ("_by_name", "_snapshot")
 
-    def __init__(self, item: GraphItem) -> None:
-        self._entries = [(n.name, n.type, n.original, n.inputs, n.control_inputs, n.device) for n in item.ordered()]
-        self._by_name = {entry[0]: entry for entry in self._entries}
+    def __init__(self, item: GraphItem, previous: GraphState | None = None) -> None:
+        by_name: dict[str, tuple[Any, ...]] = {
+            name: (name, n.type, n.original, n.inputs, n.control_inputs, n.device, n._id)
+            for name, n in item.nodes.items()}
+        if previous is not None:  # a node the pass left alone shares the previous state's entry
+            earlier = previous._by_name
+            for name, entry in by_name.items():
+                old = earlier.get(name)
+                if old is not None and _same(old, entry):
+                    by_name[name] = old
+        self._by_name: dict[str, tuple[Any, ...]] = by_name
         self._snapshot: tuple[tuple[str, str, tuple[str, ...], str], ...] | None = None
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self._by_name)
 
     def names(self) -> Any:
         return self._by_name.keys()
@@ -102,17 +110,18 @@ class GraphState:
         """``(name, op, inputs, device)`` per node, producers first."""
         if self._snapshot is None:
             self._snapshot = tuple((name, op_type, tuple(input_strings(inputs, controls)), device)
-                                   for name, op_type, _, inputs, controls, device in self._entries)
+                                   for name, op_type, _, inputs, controls, device, _ in
+                                   sorted(self._by_name.values(), key=_position))
         return self._snapshot
 
     def rewritten(self, later: GraphState) -> list[str]:
         """Names in both states whose op, kernel source or input strings differ in ``later``."""
         found = []
-        for name, (_, op_type, original, inputs, controls, _) in self._by_name.items():
+        for name, (_, op_type, original, inputs, controls, _, _) in self._by_name.items():
             other = later._by_name.get(name)
             if other is None:
                 continue
-            _, later_type, later_original, later_inputs, later_controls, _ = other
+            _, later_type, later_original, later_inputs, later_controls, _, _ = other
             if inputs is later_inputs and controls is later_controls:  # the same lists: no string to spell out
                 changed = op_type != later_type or original is not later_original
             else:
@@ -121,6 +130,18 @@ class GraphState:
             if changed:
                 found.append(name)
         return found
+
+
+def _same(old: tuple[Any, ...], new: tuple[Any, ...]) -> bool:
+    """Whether two :class:`GraphState` entries of a node agree (its input lists compared by identity: passes
+    replace a list, never change one)."""
+    return (old[3] is new[3] and old[4] is new[4] and old[2] is new[2] and old[1] == new[1]
+            and old[5] == new[5] and old[6] == new[6])
+
+
+def _position(entry: tuple[Any, ...]) -> int:
+    """A :class:`GraphState` entry's node position (producers first)."""
+    return entry[-1]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -202,7 +223,7 @@ def _run(graph_pass: GraphPass, item: GraphItem, iteration: int, before: GraphSt
     """Run one pass and prune; its record, and the graph's state after it (``before``: the state before it)."""
     graph_pass.run(item)
     item.prune()
-    after = GraphState(item)
+    after = GraphState(item, before)
     names_before, names_after = before.names(), after.names()
     record = PassRecord(graph_pass.name, iteration, len(before), len(after),
                         tuple(sorted(names_before - names_after)), tuple(sorted(names_after - names_before)),

@@ -1,0 +1,94 @@
+"""The cyclic garbage collector is off while a run signature compiles, and as it was afterwards.
+
+Reference: CPython's ``gc.isenabled``; the pause exists because a big graph's first run spent about half
+its time in full collections (tests/benchmarks/bench_first_run.py). Nothing here is timed.
+"""
+
+import gc
+import weakref
+
+import numpy as np
+
+import dfcore as tf
+from dfcore.runtime import step_plan
+from dfcore.runtime.gc_pause import gc_paused
+
+
+def test_pause_nests_and_restores_the_collector():
+    assert gc.isenabled()
+    with gc_paused():
+        assert not gc.isenabled()
+        with gc_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()  # the outer pause still holds
+    assert gc.isenabled()
+
+
+def test_a_collector_the_program_switched_off_stays_off():
+    gc.disable()
+    try:
+        with gc_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_collector_comes_back_when_the_compile_raises():
+    try:
+        with gc_paused():
+            raise ValueError("compile failed")
+    except ValueError:
+        pass
+    assert gc.isenabled()
+
+
+def test_session_compiles_with_the_collector_off(monkeypatch):
+    seen = []
+    build = step_plan.build_step_plan
+
+    def recording(*args, **kwargs):
+        seen.append(gc.isenabled())
+        return build(*args, **kwargs)
+
+    monkeypatch.setattr(step_plan, "build_step_plan", recording)
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.placeholder(tf.float32, [2])
+        y = x * 2.0 + 1.0
+    with tf.Session(graph=graph) as sess:
+        for _ in range(2):  # the second run reuses the plan: no compile
+            np.testing.assert_array_equal(sess.run(y, {x: np.ones(2, np.float32)}), [3.0, 3.0])
+    assert seen == [False]
+    assert gc.isenabled()
+
+
+class _Cell:
+    """A container object (tracked by the collector) that can hold a reference cycle."""
+
+    def __init__(self):
+        self.other = None
+
+
+def test_what_the_pause_made_joins_the_oldest_generation_and_its_cycles_are_still_freed():
+    with gc_paused():
+        kept = _Cell()
+        a, b = _Cell(), _Cell()
+        a.other, b.other = b, a  # a cycle, garbage once dropped
+        dropped = weakref.ref(a)
+    assert any(o is kept for o in gc.get_objects(generation=2))
+    del a, b
+    assert dropped() is not None  # refcounting alone never frees a cycle
+    gc.collect()
+    assert dropped() is None
+
+
+def test_objects_the_program_froze_stay_frozen():
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        with gc_paused():
+            _Cell()
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
