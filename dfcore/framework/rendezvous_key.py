@@ -79,6 +79,7 @@ def _parse_str_key(key):
     raise errors.InvalidArgumentError(None, None, f"Invalid rendezvous key: {key}")
 
 
+@functools.lru_cache(maxsize=1024)  # a step names few devices; a key missed by the cache above re-checks only these
 def _is_device(name):
     if not name:
         return False
