@@ -66,6 +66,9 @@ def rank_main(out_path):
     single = []  # each round trip's seconds, on the ps
 
     def rendezvous_round_trips():
+        # the ps pulls pong from the worker's step (TF's RecvTensor), so the worker may end a step only once the
+        # ps has it: when the next ping arrives, or after the barrier that follows the last round trip
+        held = None
         for _ in range(ROUND_TRIPS):
             start = time.perf_counter()
             handle = ("bench_sendrecv", next(handles))
@@ -74,12 +77,21 @@ def rank_main(out_path):
                 rendezvous.send(ping, x)
                 rendezvous.recv(pong)
             else:
-                rendezvous.send(pong, rendezvous.recv(ping))
+                value = rendezvous.recv(ping)
+                if held is not None:
+                    steps.release(held)
+                rendezvous.send(pong, value)
             returned = time.perf_counter()
             single.append(returned - start)
             got = rendezvous.transfers()[0]
             one_way.append((got.send_time_s, got.match_time_s, returned))
-            steps.release(handle)
+            if on_ps:
+                steps.release(handle)
+            else:
+                held = handle
+        _barrier(comm)
+        if held is not None:
+            steps.release(held)
 
     def raw_round_trips():
         for _ in range(ROUND_TRIPS):
