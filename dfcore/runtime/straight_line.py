@@ -15,8 +15,11 @@ A partition qualifies when it holds no control flow and no asynchronous node (co
 ``_Recv`` nodes without inputs whose values every ``_Send`` of the partition needs: the executor then starts
 those receives first, as its loop does, and runs the function once all their values are in (TF's executor
 runs the consumers of a received value as it arrives; a ``_Send`` that needs every received value cannot go
-out earlier in either form, so waiting for all of them delays nothing another partition waits for). The
-common case is the feeds' receives at the start of a device's partition. The executor uses the function
+out earlier in either form, so waiting for all of them delays nothing another partition waits for), and
+whose nodes that need no received value are bookkeeping (:data:`_WHILE_RECEIVING`): other work
+the loop runs while the values are on their way (a matmul on ``GPU:0`` that a control edge from ``GPU:1``
+only has to finish before), and waiting first would serialize the two devices. The common case is the
+feeds' receives at the start of a device's partition. The executor uses the function
 only when the step is not traced, has no caller-set deadline (both are checked per node by the executor's
 loop) and the device has an allocator (``out=`` kernels write into its buffers, and a slot that may hold
 one is given back after its last reader, as the loop's use counts do; see
@@ -193,12 +196,19 @@ def _leading_receives(partition: CompiledPartition) -> tuple[int, ...] | None:
     receives = tuple(i for i, node in enumerate(nodes) if node.is_async)
     if any(nodes[i].op_type != "_Recv" or nodes[i].in_slots or nodes[i].pending for i in receives):
         return None
-    if receives and any(node.op_type == "_Send" for node in nodes):
+    if receives:
         reached = _receives_reaching(nodes, receives)
         everything = (1 << len(receives)) - 1
-        if any(node.op_type == "_Send" and reached[i] != everything for i, node in enumerate(nodes)):
+        if any((node.op_type == "_Send" and reached[i] != everything)
+               or (not reached[i] and node.op_type not in _WHILE_RECEIVING) for i, node in enumerate(nodes)):
             return None
     return receives
+
+
+#: Op types that may sit in a straight line needing none of its receives: bookkeeping the function runs
+#: after them at no cost. Any other such node is work the loop overlaps with the wait (a matmul on GPU:0 while
+#: GPU:1's control edge is on its way): waiting for every receive first would serialize two devices' work.
+_WHILE_RECEIVING = frozenset({"Const", "VariableV2", "VarHandleOp", "Identity", "ReadVariableOp", "NoOp", "_Arg"})
 
 
 def _receives_reaching(nodes: list[Any], receives: tuple[int, ...]) -> list[int]:

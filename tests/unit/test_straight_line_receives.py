@@ -107,3 +107,28 @@ def test_a_send_that_only_one_of_two_received_values_reaches_keeps_the_loop():
             np.testing.assert_array_equal(got_doubled, a * 2)
             np.testing.assert_array_equal(got_both, a * 2 * b)
         assert _partition_on(sess, GPU).straight_line() is None
+
+
+def test_work_that_needs_no_received_value_keeps_the_loop_so_two_devices_overlap():
+    """``tf.group`` of a matmul on GPU:0 and one on GPU:1 ends in GPU:0's partition, which receives GPU:1's
+    control edge; its own matmul needs nothing received. Waiting for the receive before running the matmul
+    would run the two devices' matmuls one after the other (bench_devices' speed-up fell to 1.0), so GPU:0's
+    partition keeps the loop, which runs the matmul while the edge is on its way."""
+    graph = tf.Graph()
+    rng = np.random.default_rng(0)
+    with graph.as_default():
+        products = []
+        for i in range(2):
+            with tf.device(f"/device:GPU:{i}"):
+                a = tf.constant(rng.standard_normal((4, 4)).astype(np.float32))
+                products.append(tf.matmul(a, a, name=f"product{i}"))
+        step = tf.group(*[p.op for p in products])
+    with tf.Session(graph=graph, config=no_rewrite_session_config()) as sess:  # the products are not folded
+        for _ in range(STRAIGHT_LINE_STEP + 2):
+            sess.run(step)
+        plan = list(sess._plans.values())[-1]
+        receiving = [p for p in plan.partitions if any(n.op_type == "_Recv" for n in p.nodes)]
+        assert receiving, "tf.group across two devices receives a control edge"
+        for partition in receiving:
+            if any(n.op_type == "MatMul" for n in partition.nodes):
+                assert partition.straight_line() is None
