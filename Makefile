@@ -20,6 +20,8 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-lab-test-mpi
+# set before the rules that name it (make expands a rule's prerequisites when it reads the rule)
+BOOK_STAMP := $(VENV)/.installed-book
 PIP    := $(PY) -m pip --disable-pip-version-check --no-input -qq
 
 # Each test may run at most this long before pytest-timeout fails it (a hang must not eat CI's time).
@@ -133,7 +135,6 @@ html: setup
 
 # The course website (docs/book/build.py): Sphinx with myst-nb and sphinx-book-theme, from a staged copy of
 # notebooks/ in build/book-src/, warnings as errors. tests/browser/test_book.py builds it and reads every lesson.
-BOOK_STAMP := $(VENV)/.installed-book
 $(BOOK_STAMP): $(STAMP)
 	@echo "Installing the book extra (Sphinx, myst-nb, sphinx-book-theme, sphinx-external-toc) into $(VENV)"
 	@$(PIP) install --progress-bar off -e '.[lab,test,mpi,book]'
