@@ -5,17 +5,15 @@ node that all stay alive; each allocation burst triggers the collector, and its 
 every object of the process, the whole user graph included. At 40k ops that was about half of the first
 run, and its share grows with the graph (the number of full collections grows with the heap, and each one
 is as big as the heap). The compile creates no garbage cycles worth collecting on the way, so the
-collector is switched off for its duration and back on after it, as it was. What the compile made is
-long-lived: instead of letting the young generations scan it twice (and count it towards a full
-collection) it is moved to the oldest generation at once (``gc.freeze()`` then ``gc.unfreeze()``), where the
-next full collection, whenever the program's own allocations call one, still scans it and frees any cycle
-in it. That step is skipped when the program froze objects itself (an unfreeze would release them).
-CPython's collector is process-wide: concurrent compiles share one pause (a depth count), and a collector
-the program switched off itself stays off.
+collector is switched off for its duration and back on after it, as it was; the next collections then
+scan what the compile made as they scan anything else. (Moving it to the oldest generation at once with
+``gc.freeze()``/``gc.unfreeze()`` saved a little more but let the garbage cycles of programs that build many
+short sessions wait for rare full collections: the chaos soak's tf.data driver grew from 60 to 142 MiB in
+two minutes.) CPython's collector is process-wide: concurrent compiles share one pause (a depth count), and
+a collector the program switched off itself stays off.
 
-Source: CPython's ``gc`` module documentation (``gc.disable``/``gc.enable``, ``gc.freeze``/``gc.unfreeze``:
-"put them back into the oldest generation"); TF's graph compilation runs in C++ and never meets this
-collector.
+Source: CPython's ``gc`` module documentation (``gc.disable``/``gc.enable``); TF's graph compilation runs in
+C++ and never meets this collector.
 """
 
 from __future__ import annotations
@@ -28,20 +26,17 @@ from collections.abc import Iterator
 _lock = threading.Lock()
 _depth = 0  # pauses in progress
 _resume = False  # whether the collector was on when the outermost pause began
-_promote = False  # whether the objects made during the pause go straight to the oldest generation
 
 
 @contextlib.contextmanager
 def gc_paused() -> Iterator[None]:
     """Hold the cyclic garbage collector off for the ``with`` block (nested and concurrent blocks share one
-    pause); on leaving the last block the objects it made join the oldest generation (unless the program
-    has frozen objects) and the collector is on again if it was on when the first began. Raises nothing of
-    its own."""
-    global _depth, _resume, _promote
+    pause); on leaving the last block the collector is on again if it was on when the first began. Raises
+    nothing of its own."""
+    global _depth, _resume
     with _lock:
         if _depth == 0:
             _resume = gc.isenabled()
-            _promote = gc.get_freeze_count() == 0  # never unfreeze what the program froze itself
             gc.disable()
         _depth += 1
     try:
@@ -50,7 +45,4 @@ def gc_paused() -> Iterator[None]:
         with _lock:
             _depth -= 1
             if _depth == 0 and _resume:
-                if _promote:
-                    gc.freeze()
-                    gc.unfreeze()
                 gc.enable()
