@@ -165,12 +165,16 @@ def fetched_values(plan: StepPlan, frame: CallFrame) -> list[Any]:
     fetched variable, or a value a device handed over without a copy, may be the very array a variable keeps,
     and writing into the fetched array must not change the variable.
     """
-    return [_client_array(backends.to_numpy(frame.get_arg(where) if kind == "feed" else frame.retval(where)))
+    return [_client_array(frame.get_arg(where) if kind == "feed" else frame.retval(where))
             for kind, where in plan.fetch_sources]
 
 
 def _client_array(value: Any) -> Any:
-    return value.copy() if isinstance(value, np.ndarray) else value
+    """``value`` as a numpy array of the client's own: a device array's transfer to numpy is already a new
+    array; a numpy array is copied."""
+    if isinstance(value, np.ndarray):
+        return value.copy()
+    return backends.to_numpy(value)
 
 
 class Barrier:
