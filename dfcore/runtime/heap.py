@@ -13,6 +13,14 @@ each step, and every page of them faults in again on its first write: measured o
 both thresholds at once to the values glibc's own adjustment ends at (mmap at 32 MiB, trim at 64 MiB) keeps
 those pages: 0 faults per step. Memory stays bounded: at most :data:`TRIM_BYTES` free bytes are kept at
 the heap's top. On a C library other than glibc nothing is changed.
+
+numpy asks the kernel for transparent huge pages on every array of 4 MiB or more (``madvise(MADV_HUGEPAGE)``,
+``numpy/_core/src/multiarray/alloc.c``); where the kernel's THP ``defrag`` setting is ``madvise`` (a common
+default) each first touch of such a 2 MiB page may compact memory synchronously. Measured on issue 32's
+deep-MNIST program (first run of a 500-image evaluation, buffers of 12-50 MiB): 2,447 faults took 1.66 s of
+system time with the advice, 43,328 ordinary faults 0.06 s without it; steady-state steps the same (75 ms).
+So :func:`hold_heap` also turns that advice off, unless ``NUMPY_MADVISE_HUGEPAGE`` is set (numpy's own
+switch, which then decides). TF's allocator gives no such advice.
 """
 
 from __future__ import annotations
@@ -32,14 +40,29 @@ _held: bool | None = None
 
 
 def hold_heap() -> bool:
-    """Set glibc's mmap and trim thresholds to :data:`MMAP_BYTES` and :data:`TRIM_BYTES`, once per process
-    (later calls return the first answer). Returns True when they were set, False on another C library
-    (or if ``mallopt`` refused)."""
+    """Set glibc's mmap and trim thresholds to :data:`MMAP_BYTES` and :data:`TRIM_BYTES` and turn numpy's
+    huge-page advice off, once per process (later calls return the first answer). Returns True when the
+    thresholds were set, False on another C library (or if ``mallopt`` refused)."""
     global _held
     with _lock:
         if _held is None:
             _held = _set_thresholds()
+            _no_huge_page_advice()
         return _held
+
+
+def _no_huge_page_advice() -> None:
+    """Turn numpy's ``MADV_HUGEPAGE`` advice off (see the module docstring), unless the user chose with
+    ``NUMPY_MADVISE_HUGEPAGE``."""
+    if "NUMPY_MADVISE_HUGEPAGE" in os.environ:
+        return
+    try:
+        from numpy._core import multiarray
+    except ImportError:  # numpy 1.x
+        from numpy.core import multiarray  # type: ignore[no-redef]
+    setter = getattr(multiarray, "_set_madvise_hugepage", None)
+    if setter is not None:
+        setter(False)
 
 
 def _set_thresholds() -> bool:

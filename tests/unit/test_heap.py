@@ -54,3 +54,26 @@ def test_the_thresholds_are_set_once_on_glibc_only():
 def test_buffers_freed_and_made_again_each_step_fault_no_more_after_warm_up():
     assert _faults_per_step("plain") > 1000  # 12 MiB trimmed and faulted in again: 3072 pages, some reused
     assert _faults_per_step("held") < 16
+
+
+_ADVICE = """
+import sys
+import numpy as np
+from dfcore.runtime import heap
+heap.hold_heap()
+try:
+    from numpy._core import multiarray
+except ImportError:
+    from numpy.core import multiarray
+print(multiarray._set_madvise_hugepage(True))  # returns the setting it replaces
+"""
+
+
+@pytest.mark.parametrize("env, advised", [({}, "False"), ({"NUMPY_MADVISE_HUGEPAGE": "1"}, "True")])
+def test_numpy_huge_page_advice_is_off_unless_the_user_chose(env, advised):
+    # numpy's default is on where the kernel allows it (4.6+); NUMPY_MADVISE_HUGEPAGE=1 is numpy's own switch
+    environ = {k: v for k, v in os.environ.items() if k != "NUMPY_MADVISE_HUGEPAGE"}
+    environ.update(env, PYTHONPATH=os.pathsep.join(sys.path))
+    done = subprocess.run([sys.executable, "-c", _ADVICE], capture_output=True, text=True, env=environ,
+                          timeout=120, check=True)
+    assert done.stdout.split()[-1] == advised
