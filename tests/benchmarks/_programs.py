@@ -2,8 +2,12 @@
 ``bench_input_pipeline.py``.
 
 A program (``tfdata_program.py``, ``mnist_deep_program.py``, ``two_tower_program.py``) is run as
-``python PROGRAM ENGINE STEPS`` with BLAS on one thread, under this interpreter for dfcore and under
-:func:`_tf_process.tf_python` for TensorFlow (left out when there is none). It prints
+``python PROGRAM ENGINE STEPS`` under this interpreter for dfcore and under :func:`_tf_process.tf_python` for
+TensorFlow (left out when there is none), each engine with its own default threads, as a user runs a program:
+the thread limits ``make bench`` sets for the kernel rows (``OMP/OPENBLAS/MKL_NUM_THREADS=1``) are taken out of
+the child's environment. TF's kernels never read them (its intra-op pool has one thread per core by default), so
+with them dfcore's GEMMs ran on one core against TF's two; dfcore's default (``intra_op_parallelism_threads=0``)
+leaves numpy's BLAS its own default, one thread per core. It prints
 ``seconds S cpu C loss L``: wall and CPU seconds after its imports. The parent also takes the whole process's
 wall time and its CPU time (user + system, the operating system's accounting of the finished child).
 """
@@ -22,6 +26,8 @@ from _tf_process import TF_PYTHON_ENV, tf_python
 from _timing import report
 
 HERE = pathlib.Path(__file__).resolve().parent
+#: The environment's thread limits a program runs without (see the module docstring).
+_THREAD_LIMITS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 #: What each run measures, in the order :func:`run_program` returns them.
 MEASURES = ("after imports, wall", "after imports, CPU", "whole process, wall", "whole process, CPU")
 
@@ -32,7 +38,7 @@ def run_program(python: str, program: str, engine: str, steps: int) -> tuple[flo
     Raises:
         subprocess.CalledProcessError: the program failed (its output is in the error).
     """
-    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    env = {name: value for name, value in os.environ.items() if name not in _THREAD_LIMITS}
     if engine == "tensorflow":
         env.pop("PYTHONPATH", None)  # TensorFlow's environment imports nothing of this checkout
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
