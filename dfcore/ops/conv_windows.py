@@ -7,12 +7,16 @@ padding as ``core/framework/kernel_shape_util.cc``.
 
 A :class:`WindowPlan` holds, for one input shape and one window geometry, each window tap's rectangle: the
 output positions whose window reads a real (unpadded) input at that tap, and the input rows and columns they
-read (col2im adds tap by tap through them). im2col copies the input into a padded scratch buffer whose border
-was zeroed once when it was made (only the interior is written), then every window at once from a strided view
-of it (runs of ``kw·C`` values, not ``taps`` copies of ``C``-value runs), and multiplies once. Scratch
-buffers are reused through a per-plan free list (a list's ``pop``/``append`` are atomic, so two threads
-running one op each get their own buffer), and a batch larger than :data:`SCRATCH_BYTES` of columns is
-lowered in chunks of images, so the scratch a plan keeps stays bounded.
+read. im2col copies the input into a padded scratch buffer whose border was zeroed once when it was made (only
+the interior is written), then every window at once from a strided view of it (runs of ``kw·C`` values, not
+``taps`` copies of ``C``-value runs), and multiplies once. An input of one channel is lowered tap-major instead
+(the columns' transpose, ``[kh·kw, N·out_h·out_w]``): its window rows are runs of ``kw`` values, its tap planes
+runs of ``out_w``, and BLAS takes the transpose as it is. col2im multiplies tap by tap (a batch of ``kh·kw``
+products ``dy @ F[i, j]^T``, each ``[rows, C]`` and contiguous) and adds each tap's block into the input's
+gradient through the tap's rectangle. Scratch buffers are reused through a per-plan free list (a list's
+``pop``/``append`` are atomic, so two threads running one op each get their own buffer), and a batch is lowered
+in chunks of images whose columns fill at most :data:`SCRATCH_BYTES` (about a core's L2 cache in float32: the
+product reads the columns while they are still cached, and the scratch a plan keeps stays bounded).
 """
 
 from __future__ import annotations
@@ -23,8 +27,14 @@ from typing import Any
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-#: The most bytes of im2col columns one chunk of images fills (a larger batch is lowered chunk by chunk).
-SCRATCH_BYTES = 8 << 20
+#: The most bytes of im2col columns one chunk of images fills, counted at 8 bytes a value (a larger batch is
+#: lowered chunk by chunk). 2 MiB: 1 MiB of float32 columns, which a GEMM reads from L2; 8 MiB (the columns
+#: of 6 images of deep MNIST's second convolution) made its forward and filter gradient 10-15 % slower.
+SCRATCH_BYTES = 2 << 20
+#: The same bound for col2im's products ``[kh·kw, rows, C]`` of one chunk: they are taken in ``kh·kw`` GEMMs a
+#: chunk, and one-image chunks make those calls too many (deep MNIST's input gradient, 50 images of 14×14: 2 MiB
+#: (one image) 10.0 ms, 3 MiB (two) 9.1 ms, 4 MiB (three) 11.8 ms).
+COL2IM_BYTES = 3 << 20
 #: Plans kept per kernel (input shapes seen); the oldest is dropped past this, so the cache cannot grow.
 MAX_PLANS = 8
 
@@ -51,6 +61,7 @@ class WindowPlan:
         identity: whether the im2col matrix is the input itself (a 1x1 window, stride 1, no padding).
         tiles: whether the windows tile the input exactly (stride = window, no padding, nothing left over):
             each input is read by exactly one window at one tap.
+        tap_major: whether im2col's columns are kept transposed, ``[kh·kw, N·out_h·out_w]`` (one channel).
     """
 
     def __init__(self, in_shape: tuple[int, ...], kh: int, kw: int, strides: Sequence[int], dilations: Sequence[int],
@@ -76,110 +87,142 @@ class WindowPlan:
         self.identity = kh == kw == 1 and (sh, sw) == (1, 1) and (out_h, out_w) == (h, w)
         self.tiles = (sh, sw) == (kh, kw) and (dh, dw) == (1, 1) and (out_h * sh, out_w * sw) == (h, w)
         channels = in_shape[3]
-        row_bytes = out_h * out_w * kh * kw * channels * 8
+        self.tap_major = channels == 1
+        self._rows = out_h * out_w
+        row_bytes = self._rows * kh * kw * channels * 8
         self.chunk = max(1, min(in_shape[0], SCRATCH_BYTES // max(row_bytes, 1)))
-        self._free: dict[tuple[np.dtype, bool], list[np.ndarray]] = {}
+        self.col2im_chunk = max(1, min(in_shape[0], COL2IM_BYTES // max(row_bytes, 1)))
+        self._free: dict[tuple[np.dtype, str], list[np.ndarray]] = {}
 
     # -- scratch -------------------------------------------------------------------------------------------
-    def _take(self, dtype: np.dtype, padded: bool = False) -> np.ndarray:
-        """An uninitialized buffer ``[chunk, out_h, out_w, kh, kw, C]`` of ``dtype`` (im2col's and col2im's
-        columns), or with ``padded`` the padded input ``[chunk, padded h, padded w, C]``, zero outside the
-        input (zeroed when made; only the interior is ever written)."""
-        free = self._free.get((dtype, padded))
+    def _take(self, dtype: np.dtype, kind: str) -> np.ndarray:
+        """An uninitialized scratch buffer of ``dtype`` for :attr:`chunk` images: ``kind`` ``"columns"``,
+        im2col's ``[chunk, out_h, out_w, kh, kw, C]`` (``[kh, kw, chunk, out_h, out_w]`` when
+        :attr:`tap_major`); ``"taps"``, col2im's products ``[kh·kw, col2im_chunk·out_h·out_w, C]``; ``"padded"``, the
+        padded input ``[chunk, padded h, padded w, C]``, zero outside the input (zeroed when made; only the
+        interior is ever written)."""
+        free = self._free.get((dtype, kind))
         if free:
             try:
                 return free.pop()
             except IndexError:  # another thread took the last one
                 pass
-        if padded:
-            return np.zeros((self.chunk, *self._padded_hw, self.in_shape[3]), dtype)
-        return np.empty((self.chunk, self.out_h, self.out_w, self.kh, self.kw, self.in_shape[3]), dtype)
+        channels = self.in_shape[3]
+        if kind == "padded":
+            return np.zeros((self.chunk, *self._padded_hw, channels), dtype)
+        if kind == "taps":
+            return np.empty((self.kh * self.kw, self.col2im_chunk * self._rows, channels), dtype)
+        if self.tap_major:
+            return np.empty((self.kh, self.kw, self.chunk, self.out_h, self.out_w), dtype)
+        return np.empty((self.chunk, self.out_h, self.out_w, self.kh, self.kw, channels), dtype)
 
-    def _give(self, buf: np.ndarray, padded: bool = False) -> None:
-        self._free.setdefault((buf.dtype, padded), []).append(buf)
+    def _give(self, buf: np.ndarray, kind: str) -> None:
+        self._free.setdefault((buf.dtype, kind), []).append(buf)
 
     # -- im2col / col2im -----------------------------------------------------------------------------------
-    def chunks(self) -> list[tuple[int, int]]:
-        """``(start, stop)`` image ranges of the batch, each at most :attr:`chunk` images."""
-        n = self.in_shape[0]
-        return [(s, min(n, s + self.chunk)) for s in range(0, n, self.chunk)] or [(0, 0)]
+    def chunks(self, size: int | None = None) -> list[tuple[int, int]]:
+        """``(start, stop)`` image ranges of the batch, each at most ``size`` (default :attr:`chunk`) images."""
+        n, size = self.in_shape[0], size or self.chunk
+        return [(s, min(n, s + size)) for s in range(0, n, size)] or [(0, 0)]
 
-    def _fill(self, cols: np.ndarray, x: np.ndarray) -> None:
-        """im2col: ``cols[n, oh, ow, i, j, c]`` = the (zero-padded) input under tap ``(i, j)`` of window
-        ``(oh, ow)``, for the images of ``x`` (at most :attr:`chunk`)."""
+    def _images(self, cols: np.ndarray, n: int) -> np.ndarray:
+        """The first ``n`` images' part of a ``"columns"`` buffer (a view in its own layout)."""
+        return cols[:, :, :n] if self.tap_major else cols[:n]
+
+    def _matrix(self, part: np.ndarray) -> np.ndarray:
+        """A part from :meth:`_images` as the im2col matrix ``[n·out_h·out_w, kh·kw·C]`` (a view; a transposed
+        one when :attr:`tap_major`)."""
+        if self.tap_major:
+            return part.reshape(self.kh * self.kw, -1).T
+        return part.reshape(part.shape[0] * self._rows, -1)
+
+    def _fill(self, part: np.ndarray, x: np.ndarray) -> None:
+        """im2col: ``part`` (from :meth:`_images`) at ``[n, oh, ow, i, j, c]`` = the (zero-padded) input under tap
+        ``(i, j)`` of window ``(oh, ow)``, for the images of ``x`` (at most :attr:`chunk`)."""
         if self._unpadded:
-            self._copy_windows(cols, x)
+            self._copy_windows(part, x)
             return
         n, h, w, _ = x.shape
-        buf = self._take(x.dtype, padded=True)
+        buf = self._take(x.dtype, "padded")
         try:
             inner = buf[:n]
             inner[:, self._top:self._top + h, self._left:self._left + w] = x
-            self._copy_windows(cols, inner)
+            self._copy_windows(part, inner)
         finally:
-            self._give(buf, padded=True)
+            self._give(buf, "padded")
 
-    def _copy_windows(self, cols: np.ndarray, padded: np.ndarray) -> None:
+    def _copy_windows(self, part: np.ndarray, padded: np.ndarray) -> None:
         """One copy from a strided view of every window of ``padded``: runs of ``kw·C`` values where the
-        dilation is 1 (a copy per tap would move runs of ``C``)."""
+        dilation is 1 (a copy per tap would move runs of ``C``), or of ``out_w`` (stride 1) when :attr:`tap_major`."""
         sh, sw, dh, dw = self._step
         s_n, s_h, s_w, s_c = padded.strides
         n, channels = padded.shape[0], padded.shape[3]
-        windows = as_strided(padded, (n, self.out_h, self.out_w, self.kh, self.kw, channels),
-                             (s_n, sh * s_h, sw * s_w, dh * s_h, dw * s_w, s_c), writeable=False)
-        np.copyto(cols[:n], windows)
+        shape: tuple[int, ...]
+        strides: tuple[int, ...]
+        if self.tap_major:
+            shape = (self.kh, self.kw, n, self.out_h, self.out_w)
+            strides = (dh * s_h, dw * s_w, s_n, sh * s_h, sw * s_w)
+        else:
+            shape = (n, self.out_h, self.out_w, self.kh, self.kw, channels)
+            strides = (s_n, sh * s_h, sw * s_w, dh * s_h, dw * s_w, s_c)
+        np.copyto(part, as_strided(padded, shape, strides, writeable=False))
 
     def matmul_columns(self, x: np.ndarray, weights: np.ndarray, out: np.ndarray) -> np.ndarray:
         """``out[N·out_h·out_w, O] = im2col(x) @ weights`` (``weights`` ``[kh·kw·C, O]``), chunk by chunk."""
         if self.identity:
             return np.matmul(x.reshape(-1, x.shape[3]), weights, out=out)
-        cols = self._take(x.dtype)
+        cols = self._take(x.dtype, "columns")
         try:
-            rows = self.out_h * self.out_w
             for start, stop in self.chunks():
-                part = cols[:stop - start]
+                part = self._images(cols, stop - start)
                 self._fill(part, x[start:stop])
-                np.matmul(part.reshape((stop - start) * rows, -1), weights, out=out[start * rows: stop * rows])
+                np.matmul(self._matrix(part), weights, out=out[start * self._rows: stop * self._rows])
         finally:
-            self._give(cols)
+            self._give(cols, "columns")
         return out
 
     def columns_t_matmul(self, x: np.ndarray, dy: np.ndarray, out: np.ndarray) -> np.ndarray:
         """``out[kh·kw·C, O] = im2col(x)^T @ dy`` (``dy`` ``[N·out_h·out_w, O]``): a filter's gradient."""
         if self.identity:
             return np.matmul(x.reshape(-1, x.shape[3]).T, dy, out=out)
-        cols = self._take(x.dtype)
-        rows = self.out_h * self.out_w
+        cols = self._take(x.dtype, "columns")
         try:
             for k, (start, stop) in enumerate(self.chunks()):
-                part = cols[:stop - start]
+                part = self._images(cols, stop - start)
                 self._fill(part, x[start:stop])
-                lhs = part.reshape((stop - start) * rows, -1).T
+                lhs, rhs = self._matrix(part).T, dy[start * self._rows: stop * self._rows]
                 if k == 0:
-                    np.matmul(lhs, dy[start * rows: stop * rows], out=out)
+                    np.matmul(lhs, rhs, out=out)
                 else:
-                    out += lhs @ dy[start * rows: stop * rows]
+                    out += lhs @ rhs
         finally:
-            self._give(cols)
+            self._give(cols, "columns")
         return out
 
-    def col2im_matmul(self, dy: np.ndarray, weights_t: np.ndarray, dx: np.ndarray) -> np.ndarray:
-        """``dx`` (zeroed, NHWC ``in_shape``) += col2im(``dy @ weights_t``): an input's gradient, where ``dy`` is
-        ``[N·out_h·out_w, O]`` and ``weights_t`` ``[O, kh·kw·C]``."""
+    def col2im_matmul(self, dy: np.ndarray, weights: np.ndarray, dx: np.ndarray) -> np.ndarray:
+        """``dx`` (zeroed, NHWC ``in_shape``) += col2im(``dy @ weights^T``): an input's gradient, where ``dy`` is
+        ``[N·out_h·out_w, O]`` and ``weights`` the filter ``[kh, kw, C, O]``. The product is taken tap by tap
+        (``[kh·kw, rows, C]``), so that each tap's block is contiguous where it is added into ``dx``."""
+        taps, channels, depth = self.kh * self.kw, dx.shape[3], dy.shape[1]
         if self.identity:
-            np.matmul(dy, weights_t, out=dx.reshape(-1, dx.shape[3]))
+            np.matmul(dy, weights.reshape(channels, depth).T, out=dx.reshape(-1, channels))
             return dx
-        cols = self._take(dy.dtype)
-        rows = self.out_h * self.out_w
+        per_tap = np.ascontiguousarray(weights.reshape(taps, channels, depth).transpose(0, 2, 1))  # [taps, O, C]
+        products = self._take(dy.dtype, "taps")
         try:
-            for start, stop in self.chunks():
-                part = cols[:stop - start]
-                np.matmul(dy[start * rows: stop * rows], weights_t, out=part.reshape((stop - start) * rows, -1))
+            for start, stop in self.chunks(self.col2im_chunk):
+                rows = (stop - start) * self._rows
+                part, lhs = products[:, :rows], dy[start * self._rows: stop * self._rows]
+                if channels == 1:  # one product [taps, O] @ [O, rows], not taps matrix-vector products
+                    np.matmul(per_tap[:, :, 0], lhs.T, out=part[:, :, 0])
+                else:
+                    np.matmul(lhs, per_tap, out=part)
+                blocks = part.reshape(taps, stop - start, self.out_h, self.out_w, channels)
                 target = dx[start:stop]
-                for i, j, orow, ocol, irow, icol in self.taps:
-                    target[:, irow, icol] += part[:, orow, ocol, i, j]
+                for block, (_, _, orow, ocol, irow, icol) in zip(blocks, self.taps):
+                    target[:, irow, icol] += block[:, orow, ocol]
         finally:
-            self._give(cols)
+            self._give(products, "taps")
         return dx
 
 

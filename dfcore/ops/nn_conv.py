@@ -191,8 +191,7 @@ def _backprop_input_compute(op):
         _check_backprop(op, plan, shape, f.shape, dy.shape)
         dx = empty(shape, dy.dtype)
         dx.fill(0)
-        channels = f.shape[3]
-        return plan.col2im_matmul(dy.reshape(-1, channels), f.reshape(-1, channels).T, dx)
+        return plan.col2im_matmul(dy.reshape(-1, f.shape[3]), f, dx)
 
     return compute
 
