@@ -84,6 +84,9 @@ class WindowPlan:
                 cols = _tap_range(out_w, w, j * dw - left, sw)
                 self.taps.append((i, j, rows[0], cols[0], rows[1], cols[1]))
         self.full = all(t[2] == slice(0, out_h) and t[3] == slice(0, out_w) for t in self.taps)
+        # a tap that reads every input (the centre of a SAME stride-1 window): col2im assigns its block first
+        self._covering = next((k for k, t in enumerate(self.taps)
+                               if range(h)[t[4]] == range(h) and range(w)[t[5]] == range(w)), None)
         self.identity = kh == kw == 1 and (sh, sw) == (1, 1) and (out_h, out_w) == (h, w)
         self.tiles = (sh, sw) == (kh, kw) and (dh, dw) == (1, 1) and (out_h * sh, out_w * sw) == (h, w)
         channels = in_shape[3]
@@ -200,9 +203,10 @@ class WindowPlan:
         return out
 
     def col2im_matmul(self, dy: np.ndarray, weights: np.ndarray, dx: np.ndarray) -> np.ndarray:
-        """``dx`` (zeroed, NHWC ``in_shape``) += col2im(``dy @ weights^T``): an input's gradient, where ``dy`` is
-        ``[N·out_h·out_w, O]`` and ``weights`` the filter ``[kh, kw, C, O]``. The product is taken tap by tap
-        (``[kh·kw, rows, C]``), so that each tap's block is contiguous where it is added into ``dx``."""
+        """``dx`` (NHWC ``in_shape``, any contents) = col2im(``dy @ weights^T``): an input's gradient, where ``dy``
+        is ``[N·out_h·out_w, O]`` and ``weights`` the filter ``[kh, kw, C, O]``. The product is taken tap by tap
+        (``[kh·kw, rows, C]``), so that each tap's block is contiguous where it is added into ``dx``; a tap that
+        reads every input is assigned first (no zeroing pass), otherwise each chunk of ``dx`` is zeroed."""
         taps, channels, depth = self.kh * self.kw, dx.shape[3], dy.shape[1]
         if self.identity:
             np.matmul(dy, weights.reshape(channels, depth).T, out=dx.reshape(-1, channels))
@@ -219,8 +223,14 @@ class WindowPlan:
                     np.matmul(lhs, per_tap, out=part)
                 blocks = part.reshape(taps, stop - start, self.out_h, self.out_w, channels)
                 target = dx[start:stop]
-                for block, (_, _, orow, ocol, irow, icol) in zip(blocks, self.taps):
-                    target[:, irow, icol] += block[:, orow, ocol]
+                if self._covering is None:
+                    target.fill(0)
+                else:
+                    _, _, orow, ocol, _, _ = self.taps[self._covering]
+                    target[...] = blocks[self._covering][:, orow, ocol]
+                for k, (block, (_, _, orow, ocol, irow, icol)) in enumerate(zip(blocks, self.taps)):
+                    if k != self._covering:
+                        target[:, irow, icol] += block[:, orow, ocol]
         finally:
             self._give(products, "taps")
         return dx

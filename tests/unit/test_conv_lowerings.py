@@ -116,3 +116,18 @@ def test_a_one_channel_plan_keeps_its_columns_tap_major():
     for i in range(2):
         for j in range(3):
             np.testing.assert_array_equal(matrix[:, i * 3 + j], padded[:, i:i + 5, j:j + 4].reshape(-1))
+
+
+@pytest.mark.parametrize("strides, covering", [((1, 1), True), ((2, 1), False)])
+def test_col2im_writes_every_element_of_a_dirty_buffer(strides, covering, chunked):
+    """With a tap that reads every input (SAME, stride 1) col2im assigns that tap's block first, otherwise it
+    zeroes each chunk: either way NaNs left in the buffer are gone and the result is the loop's."""
+    rng = np.random.default_rng(7)
+    x_shape, f = (3, 6, 5, 2), rng.standard_normal((3, 3, 2, 4))
+    oh, ow, top, left = _geometry(x_shape, (3, 3), strides, (1, 1), "SAME")
+    plan = conv_windows.WindowPlan(x_shape, 3, 3, strides, (1, 1), oh, ow, top, left)
+    assert (plan._covering is not None) == covering
+    dy = rng.standard_normal((3, oh, ow, 4))
+    got = plan.col2im_matmul(dy.reshape(-1, 4), f, np.full(x_shape, np.nan))
+    want, _ = naive_backprops(np.zeros(x_shape), f, dy, strides, (1, 1), "SAME")
+    np.testing.assert_allclose(got, want, atol=1e-12)
