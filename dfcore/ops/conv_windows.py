@@ -11,9 +11,9 @@ read. im2col copies the input into a padded scratch buffer whose border was zero
 the interior is written), then every window at once from a strided view of it (runs of ``kw·C`` values, not
 ``taps`` copies of ``C``-value runs), and multiplies once. An input of one channel is lowered tap-major instead
 (the columns' transpose, ``[kh·kw, N·out_h·out_w]``): its window rows are runs of ``kw`` values, its tap planes
-runs of ``out_w``, and BLAS takes the transpose as it is. col2im multiplies tap by tap (a batch of ``kh·kw``
-products ``dy @ F[i, j]^T``, each ``[rows, C]`` and contiguous) and adds each tap's block into the input's
-gradient through the tap's rectangle. Scratch buffers are reused through a per-plan free list (a list's
+runs of ``out_w``, and BLAS takes the transpose as it is. col2im (:meth:`WindowPlan.col2im_matmul`) works output
+row by output row with the images innermost, so that each tap's product is added into an input row in one run.
+Scratch buffers are reused through a per-plan free list (a list's
 ``pop``/``append`` are atomic, so two threads running one op each get their own buffer), and a batch is lowered
 in chunks of images whose columns fill at most :data:`SCRATCH_BYTES` (about a core's L2 cache in float32: the
 product reads the columns while they are still cached, and the scratch a plan keeps stays bounded).
@@ -31,9 +31,10 @@ from numpy.lib.stride_tricks import as_strided
 #: lowered chunk by chunk). 2 MiB: 1 MiB of float32 columns, which a GEMM reads from L2; 8 MiB (the columns
 #: of 6 images of deep MNIST's second convolution) made its forward and filter gradient 10-15 % slower.
 SCRATCH_BYTES = 2 << 20
-#: The same bound for col2im's products ``[kh·kw, rows, C]`` of one chunk: they are taken in ``kh·kw`` GEMMs a
-#: chunk, and one-image chunks make those calls too many (deep MNIST's input gradient, 50 images of 14×14: 2 MiB
-#: (one image) 10.0 ms, 3 MiB (two) 9.1 ms, 4 MiB (three) 11.8 ms).
+#: The most bytes (counted at 8 a value) of col2im's products for one output row of a block of images,
+#: ``[kh·kw, out_w·b, C]``; the batch is split into blocks of equal size. Deep MNIST's second input gradient
+#: (50 images, 14×14×32, 5×5×32×64): 1 MiB (5 blocks of 10) 7.4 ms, 1.5-4 MiB (3 of 17, 2 of 25) 6.8-6.9 ms,
+#: 8 MiB (one of 50: its products no longer fit the L2 cache) 10.2 ms.
 COL2IM_BYTES = 3 << 20
 #: Plans kept per kernel (input shapes seen); the oldest is dropped past this, so the cache cannot grow.
 MAX_PLANS = 8
@@ -84,9 +85,11 @@ class WindowPlan:
                 cols = _tap_range(out_w, w, j * dw - left, sw)
                 self.taps.append((i, j, rows[0], cols[0], rows[1], cols[1]))
         self.full = all(t[2] == slice(0, out_h) and t[3] == slice(0, out_w) for t in self.taps)
-        # a tap that reads every input (the centre of a SAME stride-1 window): col2im assigns its block first
-        self._covering = next((k for k, t in enumerate(self.taps)
-                               if range(h)[t[4]] == range(h) and range(w)[t[5]] == range(w)), None)
+        # per output row: (tap, input row, output columns, input columns) of each tap reading a real input row
+        self._row_taps: list[list[tuple[int, int, slice, slice]]] = [[] for _ in range(out_h)]
+        for k, (i, _, orow, ocol, _, icol) in enumerate(self.taps):
+            for a in range(out_h)[orow]:
+                self._row_taps[a].append((k, a * sh + i * dh - top, ocol, icol))
         self.identity = kh == kw == 1 and (sh, sw) == (1, 1) and (out_h, out_w) == (h, w)
         self.tiles = (sh, sw) == (kh, kw) and (dh, dw) == (1, 1) and (out_h * sh, out_w * sw) == (h, w)
         channels = in_shape[3]
@@ -94,33 +97,41 @@ class WindowPlan:
         self._rows = out_h * out_w
         row_bytes = self._rows * kh * kw * channels * 8
         self.chunk = max(1, min(in_shape[0], SCRATCH_BYTES // max(row_bytes, 1)))
-        self.col2im_chunk = max(1, min(in_shape[0], COL2IM_BYTES // max(row_bytes, 1)))
-        self._free: dict[tuple[np.dtype, str], list[np.ndarray]] = {}
+        per_image = COL2IM_BYTES // max(out_w * kh * kw * channels * 8, 1)
+        blocks = -(-in_shape[0] // max(per_image, 1))
+        self.col2im_chunk = max(1, -(-in_shape[0] // max(blocks, 1)))  # the batch in blocks of equal size
+        self._free: dict[tuple[np.dtype, str, int], list[np.ndarray]] = {}
 
     # -- scratch -------------------------------------------------------------------------------------------
-    def _take(self, dtype: np.dtype, kind: str) -> np.ndarray:
-        """An uninitialized scratch buffer of ``dtype`` for :attr:`chunk` images: ``kind`` ``"columns"``,
-        im2col's ``[chunk, out_h, out_w, kh, kw, C]`` (``[kh, kw, chunk, out_h, out_w]`` when
-        :attr:`tap_major`); ``"taps"``, col2im's products ``[kh·kw, col2im_chunk·out_h·out_w, C]``; ``"padded"``, the
-        padded input ``[chunk, padded h, padded w, C]``, zero outside the input (zeroed when made; only the
-        interior is ever written)."""
-        free = self._free.get((dtype, kind))
+    def _take(self, dtype: np.dtype, kind: str, depth: int = 0) -> np.ndarray:
+        """An uninitialized scratch buffer of ``dtype``: ``kind`` ``"columns"``, im2col's ``[chunk, out_h,
+        out_w, kh, kw, C]`` (``[kh, kw, chunk, out_h, out_w]`` when :attr:`tap_major`); ``"padded"``, the padded
+        input ``[chunk, padded h, padded w, C]``, zero outside the input (zeroed when made; only the interior
+        is ever written); for col2im (``b`` = :attr:`col2im_chunk`), ``"taps"``, one output row's products
+        ``[kh·kw, out_w·b, C]``, and flat ``"rows"`` (``out_w·b·depth``: one row of ``dy``) and ``"target"``
+        (``in h·in w·b·C``: the gradient of a block of images)."""
+        free = self._free.get((dtype, kind, depth))
         if free:
             try:
                 return free.pop()
             except IndexError:  # another thread took the last one
                 pass
-        channels = self.in_shape[3]
+        _, h, w, channels = self.in_shape
+        block = self.col2im_chunk
         if kind == "padded":
             return np.zeros((self.chunk, *self._padded_hw, channels), dtype)
         if kind == "taps":
-            return np.empty((self.kh * self.kw, self.col2im_chunk * self._rows, channels), dtype)
+            return np.empty((self.kh * self.kw, self.out_w * block, channels), dtype)
+        if kind == "rows":
+            return np.empty(self.out_w * block * depth, dtype)
+        if kind == "target":
+            return np.empty(h * w * block * channels, dtype)
         if self.tap_major:
             return np.empty((self.kh, self.kw, self.chunk, self.out_h, self.out_w), dtype)
         return np.empty((self.chunk, self.out_h, self.out_w, self.kh, self.kw, channels), dtype)
 
-    def _give(self, buf: np.ndarray, kind: str) -> None:
-        self._free.setdefault((buf.dtype, kind), []).append(buf)
+    def _give(self, buf: np.ndarray, kind: str, depth: int = 0) -> None:
+        self._free.setdefault((buf.dtype, kind, depth), []).append(buf)
 
     # -- im2col / col2im -----------------------------------------------------------------------------------
     def chunks(self, size: int | None = None) -> list[tuple[int, int]]:
@@ -204,35 +215,43 @@ class WindowPlan:
 
     def col2im_matmul(self, dy: np.ndarray, weights: np.ndarray, dx: np.ndarray) -> np.ndarray:
         """``dx`` (NHWC ``in_shape``, any contents) = col2im(``dy @ weights^T``): an input's gradient, where ``dy``
-        is ``[N·out_h·out_w, O]`` and ``weights`` the filter ``[kh, kw, C, O]``. The product is taken tap by tap
-        (``[kh·kw, rows, C]``), so that each tap's block is contiguous where it is added into ``dx``; a tap that
-        reads every input is assigned first (no zeroing pass), otherwise each chunk of ``dx`` is zeroed."""
+        is ``[N·out_h·out_w, O]`` and ``weights`` the filter ``[kh, kw, C, O]``.
+
+        Block of images by block (:attr:`col2im_chunk` images ``b``), output row by output row, in a batch-inner
+        layout: the row of ``dy`` copied as ``[out_w, b, O]``, its products taken tap by tap (``[kh·kw, out_w·b,
+        C]``), and each tap's product added into an input row of the block's gradient ``[h, w, b, C]`` as one
+        run of ``w·b·C`` values (stride 1; an NHWC target would take a run of ``w·C`` per image and row); the
+        block is transposed into ``dx`` at the end."""
         taps, channels, depth = self.kh * self.kw, dx.shape[3], dy.shape[1]
         if self.identity:
             np.matmul(dy, weights.reshape(channels, depth).T, out=dx.reshape(-1, channels))
             return dx
         per_tap = np.ascontiguousarray(weights.reshape(taps, channels, depth).transpose(0, 2, 1))  # [taps, O, C]
-        products = self._take(dy.dtype, "taps")
+        dy_rows = dy.reshape(-1, self.out_h, self.out_w, depth)
+        _, h, w, _ = self.in_shape
+        products, rows, target = (self._take(dy.dtype, "taps"), self._take(dy.dtype, "rows", depth),
+                                  self._take(dy.dtype, "target"))
         try:
             for start, stop in self.chunks(self.col2im_chunk):
-                rows = (stop - start) * self._rows
-                part, lhs = products[:, :rows], dy[start * self._rows: stop * self._rows]
-                if channels == 1:  # one product [taps, O] @ [O, rows], not taps matrix-vector products
-                    np.matmul(per_tap[:, :, 0], lhs.T, out=part[:, :, 0])
-                else:
-                    np.matmul(lhs, per_tap, out=part)
-                blocks = part.reshape(taps, stop - start, self.out_h, self.out_w, channels)
-                target = dx[start:stop]
-                if self._covering is None:
-                    target.fill(0)
-                else:
-                    _, _, orow, ocol, _, _ = self.taps[self._covering]
-                    target[...] = blocks[self._covering][:, orow, ocol]
-                for k, (block, (_, _, orow, ocol, irow, icol)) in enumerate(zip(blocks, self.taps)):
-                    if k != self._covering:
-                        target[:, irow, icol] += block[:, orow, ocol]
+                n = stop - start
+                block = target[:h * w * n * channels].reshape(h, w, n, channels)
+                block.fill(0)
+                lhs = rows[:self.out_w * n * depth].reshape(self.out_w, n, depth)
+                part = products[:, :self.out_w * n]
+                per_column = part.reshape(taps, self.out_w, n, channels)
+                for a, row_taps in enumerate(self._row_taps):
+                    np.copyto(lhs, dy_rows[start:stop, a].transpose(1, 0, 2))
+                    if channels == 1:  # one product [taps, O] @ [O, out_w·b], not taps matrix-vector products
+                        np.matmul(per_tap[:, :, 0], lhs.reshape(-1, depth).T, out=part[:, :, 0])
+                    else:
+                        np.matmul(lhs.reshape(-1, depth), per_tap, out=part)
+                    for k, in_row, ocol, icol in row_taps:
+                        block[in_row, icol] += per_column[k, ocol]
+                np.copyto(dx[start:stop], block.transpose(2, 0, 1, 3))
         finally:
             self._give(products, "taps")
+            self._give(rows, "rows", depth)
+            self._give(target, "target")
         return dx
 
 

@@ -1,5 +1,5 @@
 """The two im2col layouts of dfcore.ops.conv_windows (tap-major columns for a one-channel input, window-major
-for more) and col2im's tap-by-tap products, against loops written from the definitions and finite
+for more) and col2im's row-by-row, batch-inner sums, against loops written from the definitions and finite
 differences: both paddings, strides, dilations, partial taps, NCHW, a batch lowered in one chunk or in
 chunks of one or two images, float32 within GEMM tolerance of a float64 loop."""
 
@@ -118,16 +118,17 @@ def test_a_one_channel_plan_keeps_its_columns_tap_major():
             np.testing.assert_array_equal(matrix[:, i * 3 + j], padded[:, i:i + 5, j:j + 4].reshape(-1))
 
 
-@pytest.mark.parametrize("strides, covering", [((1, 1), True), ((2, 1), False)])
-def test_col2im_writes_every_element_of_a_dirty_buffer(strides, covering, chunked):
-    """With a tap that reads every input (SAME, stride 1) col2im assigns that tap's block first, otherwise it
-    zeroes each chunk: either way NaNs left in the buffer are gone and the result is the loop's."""
+@pytest.mark.parametrize("strides, dilations", [((1, 1), (1, 1)), ((2, 1), (1, 2))])
+def test_col2im_writes_every_element_of_a_dirty_buffer(strides, dilations, chunked):
+    """col2im sums into zeroed blocks of its own and copies them out: NaNs left in the output buffer are gone,
+    also where no window reads an input (VALID, a 3-row window at stride 2 leaves the last of 8 rows unread),
+    and the result is the loop's."""
     rng = np.random.default_rng(7)
-    x_shape, f = (3, 6, 5, 2), rng.standard_normal((3, 3, 2, 4))
-    oh, ow, top, left = _geometry(x_shape, (3, 3), strides, (1, 1), "SAME")
-    plan = conv_windows.WindowPlan(x_shape, 3, 3, strides, (1, 1), oh, ow, top, left)
-    assert (plan._covering is not None) == covering
-    dy = rng.standard_normal((3, oh, ow, 4))
-    got = plan.col2im_matmul(dy.reshape(-1, 4), f, np.full(x_shape, np.nan))
-    want, _ = naive_backprops(np.zeros(x_shape), f, dy, strides, (1, 1), "SAME")
-    np.testing.assert_allclose(got, want, atol=1e-12)
+    for padding, x_shape in (("SAME", (3, 7, 5, 2)), ("VALID", (3, 8, 6, 2))):
+        f = rng.standard_normal((3, 3, 2, 4))
+        oh, ow, top, left = _geometry(x_shape, (3, 3), strides, dilations, padding)
+        plan = conv_windows.WindowPlan(x_shape, 3, 3, strides, dilations, oh, ow, top, left)
+        dy = rng.standard_normal((3, oh, ow, 4))
+        got = plan.col2im_matmul(dy.reshape(-1, 4), f, np.full(x_shape, np.nan))
+        want, _ = naive_backprops(np.zeros(x_shape), f, dy, strides, dilations, padding)
+        np.testing.assert_allclose(got, want, atol=1e-12)
