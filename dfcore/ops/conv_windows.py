@@ -51,6 +51,13 @@ def _tap_range(out_size: int, in_size: int, offset: int, stride: int) -> tuple[s
     return slice(first, last + 1), slice(start, start + (last - first) * stride + 1, stride)
 
 
+def _even_chunk(batch: int, most: int) -> int:
+    """Images per chunk when ``batch`` images go in chunks of at most ``most`` (at least 1), all about equal
+    (50 by at most 28: 25 and 25, not 28 and 22)."""
+    chunks = -(-batch // max(most, 1))
+    return max(1, -(-batch // max(chunks, 1)))
+
+
 class WindowPlan:
     """The tap rectangles of windows ``(kh, kw)`` with ``strides``/``dilations`` (2 ints each) over an NHWC
     input of ``in_shape``, for outputs ``(out_h, out_w)`` padded ``(top, left)`` before.
@@ -95,11 +102,9 @@ class WindowPlan:
         channels = in_shape[3]
         self.tap_major = channels == 1
         self._rows = out_h * out_w
-        row_bytes = self._rows * kh * kw * channels * 8
-        self.chunk = max(1, min(in_shape[0], SCRATCH_BYTES // max(row_bytes, 1)))
-        per_image = COL2IM_BYTES // max(out_w * kh * kw * channels * 8, 1)
-        blocks = -(-in_shape[0] // max(per_image, 1))
-        self.col2im_chunk = max(1, -(-in_shape[0] // max(blocks, 1)))  # the batch in blocks of equal size
+        taps_bytes = kh * kw * channels * 8
+        self.chunk = _even_chunk(in_shape[0], SCRATCH_BYTES // max(self._rows * taps_bytes, 1))
+        self.col2im_chunk = _even_chunk(in_shape[0], COL2IM_BYTES // max(out_w * taps_bytes, 1))
         self._free: dict[tuple[np.dtype, str, int], list[np.ndarray]] = {}
 
     # -- scratch -------------------------------------------------------------------------------------------

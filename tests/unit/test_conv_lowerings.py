@@ -132,3 +132,16 @@ def test_col2im_writes_every_element_of_a_dirty_buffer(strides, dilations, chunk
         got = plan.col2im_matmul(dy.reshape(-1, 4), f, np.full(x_shape, np.nan))
         want, _ = naive_backprops(np.zeros(x_shape), f, dy, strides, dilations, padding)
         np.testing.assert_allclose(got, want, atol=1e-12)
+
+
+def test_the_batch_is_split_into_even_chunks_within_the_scratch_bounds(monkeypatch):
+    """50 images whose columns allow at most 28 a chunk go as 25 + 25; col2im's blocks (at most 20 images of
+    one output row's products) as 17 + 17 + 16. Both scratch sizes count 8 bytes a value."""
+    columns_per_image, row_products_per_image = 6 * 6 * 9 * 2 * 8, 6 * 9 * 2 * 8
+    monkeypatch.setattr(conv_windows, "SCRATCH_BYTES", 28 * columns_per_image + 5)
+    monkeypatch.setattr(conv_windows, "COL2IM_BYTES", 20 * row_products_per_image)
+    plan = conv_windows.WindowPlan((50, 6, 6, 2), 3, 3, (1, 1), (1, 1), 6, 6, 1, 1)
+    assert plan.chunks() == [(0, 25), (25, 50)]
+    assert plan.chunks(plan.col2im_chunk) == [(0, 17), (17, 34), (34, 50)]
+    assert plan._take(np.dtype(np.float64), "columns").nbytes <= conv_windows.SCRATCH_BYTES
+    assert plan._take(np.dtype(np.float64), "taps").nbytes <= conv_windows.COL2IM_BYTES
