@@ -31,8 +31,9 @@ from numpy.lib.stride_tricks import as_strided
 #: lowered chunk by chunk). 2 MiB: 1 MiB of float32 columns, which a GEMM reads from L2; 8 MiB (the columns
 #: of 6 images of deep MNIST's second convolution) made its forward and filter gradient 10-15 % slower.
 SCRATCH_BYTES = 2 << 20
-#: The most bytes (counted at 8 a value) of col2im's products for one output row of a block of images,
-#: ``[kh·kw, out_w·b, C]``; the batch is split into blocks of equal size. Deep MNIST's second input gradient
+#: The most bytes (counted at 8 a value) of each of col2im's buffers for a block of ``b`` images: one output
+#: row's products ``[kh·kw, out_w·b, C]``, the block's gradient ``[h, w, b, C]`` and one row of ``dy``
+#: ``[out_w, b, O]``; the batch is split into blocks of equal size. Deep MNIST's second input gradient
 #: (50 images, 14×14×32, 5×5×32×64): 1 MiB (5 blocks of 10) 7.4 ms, 1.5-4 MiB (3 of 17, 2 of 25) 6.8-6.9 ms,
 #: 8 MiB (one of 50: its products no longer fit the L2 cache) 10.2 ms.
 COL2IM_BYTES = 3 << 20
@@ -104,7 +105,7 @@ class WindowPlan:
         self._rows = out_h * out_w
         taps_bytes = kh * kw * channels * 8
         self.chunk = _even_chunk(in_shape[0], SCRATCH_BYTES // max(self._rows * taps_bytes, 1))
-        self.col2im_chunk = _even_chunk(in_shape[0], COL2IM_BYTES // max(out_w * taps_bytes, 1))
+        self.col2im_chunk = _even_chunk(in_shape[0], COL2IM_BYTES // max(out_w * taps_bytes, h * w * channels * 8, 1))
         self._free: dict[tuple[np.dtype, str, int], list[np.ndarray]] = {}
 
     # -- scratch -------------------------------------------------------------------------------------------
@@ -113,8 +114,8 @@ class WindowPlan:
         out_w, kh, kw, C]`` (``[kh, kw, chunk, out_h, out_w]`` when :attr:`tap_major`); ``"padded"``, the padded
         input ``[chunk, padded h, padded w, C]``, zero outside the input (zeroed when made; only the interior
         is ever written); for col2im (``b`` = :attr:`col2im_chunk`), ``"taps"``, one output row's products
-        ``[kh·kw, out_w·b, C]``, and flat ``"rows"`` (``out_w·b·depth``: one row of ``dy``) and ``"target"``
-        (``in h·in w·b·C``: the gradient of a block of images)."""
+        ``[kh·kw, out_w·b, C]``, and flat ``"target"`` (``in h·in w·b·C``: the gradient of a block of images)
+        and ``"rows"`` (``out_w·b'·depth``: one row of ``dy``, ``b'`` = :meth:`col2im_block` of ``depth``)."""
         free = self._free.get((dtype, kind, depth))
         if free:
             try:
@@ -128,7 +129,7 @@ class WindowPlan:
         if kind == "taps":
             return np.empty((self.kh * self.kw, self.out_w * block, channels), dtype)
         if kind == "rows":
-            return np.empty(self.out_w * block * depth, dtype)
+            return np.empty(self.out_w * self.col2im_block(depth) * depth, dtype)
         if kind == "target":
             return np.empty(h * w * block * channels, dtype)
         if self.tap_major:
@@ -218,11 +219,16 @@ class WindowPlan:
             self._give(cols, "columns")
         return out
 
+    def col2im_block(self, depth: int) -> int:
+        """Images per col2im block for a ``dy`` of ``depth`` channels: at most :attr:`col2im_chunk`, and few
+        enough that one row of ``dy`` stays within :data:`COL2IM_BYTES`."""
+        return min(self.col2im_chunk, _even_chunk(self.in_shape[0], COL2IM_BYTES // max(self.out_w * depth * 8, 1)))
+
     def col2im_matmul(self, dy: np.ndarray, weights: np.ndarray, dx: np.ndarray) -> np.ndarray:
         """``dx`` (NHWC ``in_shape``, any contents) = col2im(``dy @ weights^T``): an input's gradient, where ``dy``
         is ``[N·out_h·out_w, O]`` and ``weights`` the filter ``[kh, kw, C, O]``.
 
-        Block of images by block (:attr:`col2im_chunk` images ``b``), output row by output row, in a batch-inner
+        Block of images by block (:meth:`col2im_block` images ``b``), output row by output row, in a batch-inner
         layout: the row of ``dy`` copied as ``[out_w, b, O]``, its products taken tap by tap (``[kh·kw, out_w·b,
         C]``), and each tap's product added into an input row of the block's gradient ``[h, w, b, C]`` as one
         run of ``w·b·C`` values (stride 1; an NHWC target would take a run of ``w·C`` per image and row); the
@@ -237,7 +243,7 @@ class WindowPlan:
         products, rows, target = (self._take(dy.dtype, "taps"), self._take(dy.dtype, "rows", depth),
                                   self._take(dy.dtype, "target"))
         try:
-            for start, stop in self.chunks(self.col2im_chunk):
+            for start, stop in self.chunks(self.col2im_block(depth)):
                 n = stop - start
                 block = target[:h * w * n * channels].reshape(h, w, n, channels)
                 block.fill(0)

@@ -136,7 +136,8 @@ def test_col2im_writes_every_element_of_a_dirty_buffer(strides, dilations, chunk
 
 def test_the_batch_is_split_into_even_chunks_within_the_scratch_bounds(monkeypatch):
     """50 images whose columns allow at most 28 a chunk go as 25 + 25; col2im's blocks (at most 20 images of
-    one output row's products) as 17 + 17 + 16. Both scratch sizes count 8 bytes a value."""
+    one output row's products) as 17 + 17 + 16, or of 5 where a row of a 64-channel ``dy`` allows only 5. The
+    scratch sizes count 8 bytes a value."""
     columns_per_image, row_products_per_image = 6 * 6 * 9 * 2 * 8, 6 * 9 * 2 * 8
     monkeypatch.setattr(conv_windows, "SCRATCH_BYTES", 28 * columns_per_image + 5)
     monkeypatch.setattr(conv_windows, "COL2IM_BYTES", 20 * row_products_per_image)
@@ -144,4 +145,6 @@ def test_the_batch_is_split_into_even_chunks_within_the_scratch_bounds(monkeypat
     assert plan.chunks() == [(0, 25), (25, 50)]
     assert plan.chunks(plan.col2im_chunk) == [(0, 17), (17, 34), (34, 50)]
     assert plan._take(np.dtype(np.float64), "columns").nbytes <= conv_windows.SCRATCH_BYTES
-    assert plan._take(np.dtype(np.float64), "taps").nbytes <= conv_windows.COL2IM_BYTES
+    assert plan.col2im_block(4) == 17 and plan.col2im_block(64) == 5
+    for kind, depth in (("taps", 0), ("target", 0), ("rows", 4), ("rows", 64)):
+        assert plan._take(np.dtype(np.float64), kind, depth).nbytes <= conv_windows.COL2IM_BYTES, (kind, depth)
