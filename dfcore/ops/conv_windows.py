@@ -13,10 +13,10 @@ the interior is written), then every window at once from a strided view of it (r
 (the columns' transpose, ``[kh·kw, N·out_h·out_w]``): its window rows are runs of ``kw`` values, its tap planes
 runs of ``out_w``, and BLAS takes the transpose as it is. col2im (:meth:`WindowPlan.col2im_matmul`) works output
 row by output row with the images innermost, so that each tap's product is added into an input row in one run.
-Scratch buffers are reused through a per-plan free list (a list's
-``pop``/``append`` are atomic, so two threads running one op each get their own buffer), and a batch is lowered
-in chunks of images whose columns fill at most :data:`SCRATCH_BYTES` (about a core's L2 cache in float32: the
-product reads the columns while they are still cached, and the scratch a plan keeps stays bounded).
+Scratch buffers are reused through a per-plan free list (a list's ``pop``/``append`` are atomic, so two threads
+running one op each get their own buffer), and a batch is lowered in chunks of images whose columns fill at
+most :data:`SCRATCH_BYTES` (about a core's L2 cache in float32: the product reads the columns while they are
+still cached, and the scratch a plan keeps stays bounded).
 """
 
 from __future__ import annotations
