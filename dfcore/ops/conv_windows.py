@@ -152,9 +152,10 @@ class WindowPlan:
     def _matrix(self, part: np.ndarray) -> np.ndarray:
         """A part from :meth:`_images` as the im2col matrix ``[n·out_h·out_w, kh·kw·C]`` (a view; a transposed
         one when :attr:`tap_major`)."""
+        taps = self.kh * self.kw
         if self.tap_major:
-            return part.reshape(self.kh * self.kw, -1).T
-        return part.reshape(part.shape[0] * self._rows, -1)
+            return part.reshape(taps, part.shape[2] * self._rows).T
+        return part.reshape(part.shape[0] * self._rows, taps * self.in_shape[3])
 
     def _fill(self, part: np.ndarray, x: np.ndarray) -> None:
         """im2col: ``part`` (from :meth:`_images`) at ``[n, oh, ow, i, j, c]`` = the (zero-padded) input under tap

@@ -148,3 +148,14 @@ def test_the_batch_is_split_into_even_chunks_within_the_scratch_bounds(monkeypat
     assert plan.col2im_block(4) == 17 and plan.col2im_block(64) == 5
     for kind, depth in (("taps", 0), ("target", 0), ("rows", 4), ("rows", 64)):
         assert plan._take(np.dtype(np.float64), kind, depth).nbytes <= conv_windows.COL2IM_BYTES, (kind, depth)
+
+
+@pytest.mark.parametrize("channels", [1, 3])
+def test_an_empty_batch_gives_empty_gradients_and_a_zero_filter_gradient(channels):
+    """Recorded with TF 2.21 (tensorflow-cpu, compat.v1 Session): conv2d of a [0, 5, 5, 3] feed with a 3x3x3x4
+    filter, SAME, gives a [0, 5, 5, 4] output, a [0, 5, 5, 3] input gradient and an all-zero filter gradient."""
+    f = np.ones((3, 3, channels, 4), np.float32)
+    got_y, got_dx, got_df = _run_conv_and_backprops(np.zeros((0, 5, 5, channels), np.float32), f,
+                                                    np.zeros((0, 5, 5, 4), np.float32), (1, 1), (1, 1), "SAME")
+    assert got_y.shape == (0, 5, 5, 4) and got_dx.shape == (0, 5, 5, channels)
+    np.testing.assert_array_equal(got_df, np.zeros_like(f))
