@@ -3,6 +3,8 @@ for more) and col2im's row-by-row, batch-inner sums, against loops written from 
 differences: both paddings, strides, dilations, partial taps, NCHW, a batch lowered in one chunk or in
 chunks of one or two images, float32 within GEMM tolerance of a float64 loop."""
 
+import threading
+
 import numpy as np
 import pytest
 from test_conv_kernels import CASES, _geometry, naive_backprops
@@ -159,3 +161,28 @@ def test_an_empty_batch_gives_empty_gradients_and_a_zero_filter_gradient(channel
                                                     np.zeros((0, 5, 5, 4), np.float32), (1, 1), (1, 1), "SAME")
     assert got_y.shape == (0, 5, 5, 4) and got_dx.shape == (0, 5, 5, channels)
     np.testing.assert_array_equal(got_df, np.zeros_like(f))
+
+
+def test_threads_running_one_input_gradient_get_scratch_of_their_own():
+    """col2im takes three scratch buffers a call from the plan's free lists (numpy lets go of the GIL inside
+    its products and copies): four threads calling one plan at once each get the loop's result."""
+    rng = np.random.default_rng(12)
+    shape, f = (6, 10, 9, 8), rng.standard_normal((3, 3, 8, 12))
+    plan = conv_windows.WindowPlan(shape, 3, 3, (1, 1), (1, 1), 10, 9, 1, 1)
+    cases = [rng.standard_normal((6, 10, 9, 12)) for _ in range(4)]
+    wants = [naive_backprops(np.zeros(shape), f, dy, (1, 1), (1, 1), "SAME")[0] for dy in cases]
+    start, failures = threading.Barrier(len(cases)), []
+
+    def worker(k):
+        start.wait()
+        for _ in range(100):
+            got = plan.col2im_matmul(cases[k].reshape(-1, 12), f, np.empty(shape))
+            if not np.allclose(got, wants[k], atol=1e-12):
+                failures.append(k)
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(len(cases))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
