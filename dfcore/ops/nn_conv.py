@@ -189,10 +189,7 @@ def _backprop_input_compute(op):
         shape = tuple(int(d) for d in input_sizes)
         plan = plans.get((shape, f.shape[:2]))
         _check_backprop(op, plan, shape, f.shape, dy.shape)
-        dx = empty(shape, dy.dtype)
-        dx.fill(0)
-        channels = f.shape[3]
-        return plan.col2im_matmul(dy.reshape(-1, channels), f.reshape(-1, channels).T, dx)
+        return plan.col2im_matmul(dy.reshape(-1, f.shape[3]), f, empty(shape, dy.dtype))
 
     return compute
 

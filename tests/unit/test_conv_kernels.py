@@ -55,6 +55,7 @@ def chunked(request, monkeypatch):
     """Run once as is and once with the im2col scratch limited so that each image is its own chunk."""
     if request.param:
         monkeypatch.setattr(conv_windows, "SCRATCH_BYTES", 1)
+        monkeypatch.setattr(conv_windows, "COL2IM_BYTES", 1)
     return request.param
 
 
