@@ -9,9 +9,9 @@ The decode is a sleep (``dfcore.examples.digits_pipeline.decode``), which releas
 
 Then a whole tf.data tutorial-style program (``tfdata_program.py``: from_tensor_slices, map, repeat, batch,
 prefetch, an initializable iterator, a ``tf.layers`` MLP) runs in separate processes, dfcore and TensorFlow
-interleaved, each engine with its default threads (``_programs.py``; TensorFlow is the Python named by ``DFCORE_TF_PYTHON``,
-else this one when it can import ``tensorflow``). Printed: wall and CPU seconds after the imports and of the
-whole process, medians, and dfcore / TF (target, issue 32: <= 1.5).
+interleaved, each engine with its default threads (``_programs.py``; TensorFlow is the Python named by
+``DFCORE_TF_PYTHON``, else this one when it can import ``tensorflow``). Printed: wall and CPU seconds after the
+imports and of the whole process, medians, and dfcore / TF (target, issue 32: <= 1.5).
 """
 
 import statistics
