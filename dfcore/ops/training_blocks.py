@@ -7,13 +7,16 @@ pass. Here the flat arrays are cut into blocks of :data:`BLOCK` elements and eac
 ufuncs in TF's order (the same float operations on the same values, so the same bits), writing into the block
 of a fresh output: each input is read from memory once and each output written once, the intermediate
 passes staying in the core's L2 cache. The scalars are 0-d arrays of the variable's dtype and every ufunc gets
-a positional ``out``: numpy's slowest per-call paths (a numpy scalar operand, an augmented assignment) cost
-as much as a pass over a small block.
+a positional ``out``: an augmented assignment with a numpy scalar costs about 1 us a call in numpy 2, five
+times a plain ufunc call and half a pass over a block.
 
-Measured on the deep-MNIST Adam step of issue 32 (a 3136x1024 float32 variable, one thread, 2-core machine):
-blocks of 4096 / 8192 / 16384 / 32768 / 65536 elements took 11.8 / 8.8 / 7.6 / 7.3 / 6.9 ms with warm caches
-(a quiet machine) and within noise of each other with cold ones, where writing the three fresh outputs
-dominates; 16384 keeps a block's operands of one ufunc (3 x 64 KiB) well inside a 2 MiB L2 on smaller cores too.
+Measured on the deep-MNIST Adam step of issue 32 (a 3136x1024 float32 variable, one thread, a 2-core machine
+under load 4): blocks of 4096 / 8192 / 16384 / 32768 / 65536 elements took 14.6 / 13.4 / 12.4 / 11.7 / 11.7 ms
+with warm caches and 15.5 / 14.5 / 12.8 / 13.0 / 12.9 ms with cold ones; 16384 keeps one ufunc's operands
+(3 x 64 KiB) inside a 2 MiB L2. In a training step the update is bound by memory, not by these passes: writing
+the three fresh outputs adds about half again (the same step updating var, m and v in place, as TF does, took
+8.1 ms against 12.5), and dfcore's published buffers are immutable
+(:mod:`dfcore.runtime.variable_store`).
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["BLOCK", "applies", "adam", "momentum", "gradient_descent_into"]
+__all__ = ["BLOCK", "applies", "run_blocks", "adam", "momentum", "gradient_descent_into"]
 
 #: Elements per block (64 KiB of float32). See the module docstring for the measurement.
 BLOCK = 16384
