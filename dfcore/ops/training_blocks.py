@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["BLOCK", "applies", "run_blocks", "adam", "momentum", "gradient_descent_into"]
+__all__ = ["ALIGNMENT", "BLOCK", "applies", "empty_aligned", "run_blocks", "adam", "momentum", "gradient_descent_into"]
 
 #: Elements per block (64 KiB of float32). See the module docstring for the measurement.
 BLOCK = 16384
@@ -56,6 +56,22 @@ def run_blocks(kernel: Callable[..., Any], inputs: Sequence[np.ndarray], outputs
         kernel(*[a[start:stop] for a in flat], *scratches)
 
 
+#: Alignment in bytes of the fresh outputs: a cache line, TF's ``Allocator::kAllocatorAlignment``
+#: (``core/framework/allocator.h``).
+ALIGNMENT = 64
+
+
+def empty_aligned(like: np.ndarray) -> np.ndarray:
+    """An uninitialized C-contiguous array of ``like``'s shape and dtype whose data start on an
+    :data:`ALIGNMENT`-byte boundary (``np.empty`` gives 16 bytes from glibc's malloc). numpy's binary ufunc loops
+    store into whole cache lines then: measured on the deep-MNIST step's arrays (float32, one thread, a 2-core
+    machine under load 3), the Adam blocks took 0.84-0.93x the time into aligned outputs, a bias add 0.78-0.85x,
+    a unary ufunc the same."""
+    raw = np.empty(like.nbytes + ALIGNMENT, np.uint8)
+    start = -raw.ctypes.data % ALIGNMENT
+    return raw[start:start + like.nbytes].view(like.dtype).reshape(like.shape)
+
+
 def _scalars(dtype: np.dtype, *values: Any) -> list[np.ndarray]:
     return [np.asarray(x, dtype) for x in values]
 
@@ -82,7 +98,7 @@ def momentum(var: np.ndarray, accum: np.ndarray, lr: Any, grad: np.ndarray, mome
     """``ApplyMomentum`` (``accum = accum * momentum + grad``; ``var - accum * lr``, Nesterov
     ``var - (grad * lr + accum * momentum * lr)``) into fresh arrays; returns ``(new var, new accum)``."""
     lr, momentum = _scalars(var.dtype, lr, momentum)
-    new_var, new_accum = np.empty_like(var), np.empty_like(accum)
+    new_var, new_accum = empty_aligned(var), empty_aligned(accum)
     subtract, multiply, add = np.subtract, np.multiply, np.add
 
     def block(x, a0, g, x1, a1, scratch):
@@ -109,7 +125,7 @@ def adam(var: np.ndarray, m: np.ndarray, v: np.ndarray, alpha: Any, beta1: Any, 
     fresh arrays; returns ``(new var, new m, new v)``."""
     one_minus_beta1, one_minus_beta2, beta1, alpha, epsilon = _scalars(
         var.dtype, 1 - beta1, 1 - beta2, beta1, alpha, epsilon)
-    new_var, new_m, new_v = np.empty_like(var), np.empty_like(m), np.empty_like(v)
+    new_var, new_m, new_v = empty_aligned(var), empty_aligned(m), empty_aligned(v)
     subtract, multiply, add, divide, sqrt = np.subtract, np.multiply, np.add, np.divide, np.sqrt
 
     def block(x, m0, v0, g, x1, m1, v1, denominator, scratch):

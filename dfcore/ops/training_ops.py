@@ -48,7 +48,7 @@ class _UpdateDef:
 def _gradient_descent(attrs, backend, var, alpha, delta):
     xp = backend.xp
     if training_blocks.applies(backend, var, delta):
-        return (training_blocks.gradient_descent_into(np.empty_like(var), var, alpha, delta),)
+        return (training_blocks.gradient_descent_into(training_blocks.empty_aligned(var), var, alpha, delta),)
     new = xp.asarray(xp.multiply(delta, alpha))  # one fresh buffer (0-d for a scalar var), then the new value in it
     return (xp.subtract(var, new, out=new) if backend.supports_out else xp.subtract(var, new),)
 

@@ -102,3 +102,22 @@ def test_update_ops_on_a_variable_of_several_blocks_are_the_formula(nesterov):
         _assert_bits(got, _momentum_formula(var, accum, lr, grad, mu, nesterov))
         (got_var,) = _run_update(training_ops.apply_gradient_descent, (var,), (lr, grad))
         _assert_bits([got_var], [var - grad * lr])
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.complex128])
+def test_empty_aligned_starts_on_a_cache_line(dtype):
+    like = np.zeros((3, 5), dtype)
+    out = training_blocks.empty_aligned(like)
+    assert out.ctypes.data % training_blocks.ALIGNMENT == 0
+    assert out.shape == like.shape and out.dtype == like.dtype and out.flags.c_contiguous and out.flags.writeable
+    out[...] = 7
+    np.testing.assert_array_equal(out, np.full((3, 5), 7, dtype))
+
+
+def test_updates_write_cache_line_aligned_outputs(small_blocks):
+    var, m, v, grad = _arrays((4, 6), np.float32, 4)
+    scalars = [np.float32(x) for x in (0.003, 0.9, 0.999, 1e-7)]
+    with np.errstate(all="ignore"):
+        outputs = [*training_blocks.adam(var, m, v, *scalars, grad, False),
+                   *training_blocks.momentum(var, m, scalars[0], grad, scalars[1], False)]
+    assert all(out.ctypes.data % training_blocks.ALIGNMENT == 0 for out in outputs)
