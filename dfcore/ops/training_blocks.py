@@ -5,10 +5,10 @@ An update written as whole-array numpy makes a fresh temporary per operation and
 memory; TF's Eigen kernels (``tensorflow/core/kernels/training_ops.cc``) evaluate the whole expression in one
 pass. Here the flat arrays are cut into blocks of :data:`BLOCK` elements and each block runs the formula's
 ufuncs in TF's order (the same float operations on the same values, so the same bits), writing into the block
-of a fresh output: each input is read from memory once and each output written once, the intermediate
-passes staying in the core's L2 cache. The scalars are 0-d arrays of the variable's dtype and every ufunc gets
-a positional ``out``: an augmented assignment with a numpy scalar costs about 1 us a call in numpy 2, five
-times a plain ufunc call and half a pass over a block.
+of a fresh cache-line-aligned output (:mod:`dfcore.ops.blocked`): each input is read from memory once and each
+output written once, the intermediate passes staying in the core's L2 cache. The scalars are 0-d arrays of the
+variable's dtype and every ufunc gets a positional ``out``: an augmented assignment with a numpy scalar costs
+about 1 us a call in numpy 2, five times a plain ufunc call and half a pass over a block.
 
 Measured on the deep-MNIST Adam step of issue 32 (a 3136x1024 float32 variable, one thread, a 2-core machine
 under load 4): blocks of 4096 / 8192 / 16384 / 32768 / 65536 elements took 14.6 / 13.4 / 12.4 / 11.7 / 11.7 ms
@@ -21,12 +21,13 @@ the three fresh outputs adds about half again (the same step updating var, m and
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-__all__ = ["ALIGNMENT", "BLOCK", "applies", "empty_aligned", "run_blocks", "adam", "momentum", "gradient_descent_into"]
+from .blocked import empty_aligned, run_blocks
+
+__all__ = ["BLOCK", "applies", "adam", "momentum", "gradient_descent_into"]
 
 #: Elements per block (64 KiB of float32). See the module docstring for the measurement.
 BLOCK = 16384
@@ -39,37 +40,6 @@ def applies(backend: Any, *arrays: Any) -> bool:
     first = arrays[0]
     return backend.supports_out and type(first) is np.ndarray and first.size >= BLOCK and all(
         type(a) is np.ndarray and a.flags.c_contiguous and a.shape == first.shape for a in arrays)
-
-
-def run_blocks(kernel: Callable[..., Any], inputs: Sequence[np.ndarray], outputs: Sequence[np.ndarray],
-               scratch: int = 0) -> None:
-    """``kernel(*input blocks, *output blocks, *scratch blocks)`` on each block of :data:`BLOCK` elements of the
-    flattened ``inputs`` and ``outputs`` (C-contiguous, one size), with ``scratch`` reused buffers of a block
-    (the last block's views are shorter)."""
-    flat = [a.reshape(-1) for a in (*inputs, *outputs)]
-    size = flat[0].size
-    scratches = [np.empty(min(BLOCK, size), flat[0].dtype) for _ in range(scratch)]
-    for start in range(0, size, BLOCK):
-        stop = start + BLOCK
-        if stop > size:
-            scratches = [s[:size - start] for s in scratches]
-        kernel(*[a[start:stop] for a in flat], *scratches)
-
-
-#: Alignment in bytes of the fresh outputs: a cache line, TF's ``Allocator::kAllocatorAlignment``
-#: (``core/framework/allocator.h``).
-ALIGNMENT = 64
-
-
-def empty_aligned(like: np.ndarray) -> np.ndarray:
-    """An uninitialized C-contiguous array of ``like``'s shape and dtype whose data start on an
-    :data:`ALIGNMENT`-byte boundary (``np.empty`` gives 16 bytes from glibc's malloc). numpy's binary ufunc loops
-    store into whole cache lines then: measured on the deep-MNIST step's arrays (float32, one thread, a 2-core
-    machine under load 3), the Adam blocks took 0.84-0.93x the time into aligned outputs, a bias add 0.78-0.85x,
-    a unary ufunc the same."""
-    raw = np.empty(like.nbytes + ALIGNMENT, np.uint8)
-    start = -raw.ctypes.data % ALIGNMENT
-    return raw[start:start + like.nbytes].view(like.dtype).reshape(like.shape)
 
 
 def _scalars(dtype: np.dtype, *values: Any) -> list[np.ndarray]:
@@ -87,7 +57,7 @@ def gradient_descent_into(out: np.ndarray, var: np.ndarray, alpha: Any, delta: n
         subtract(x, x1, x1)
 
     if out.size >= BLOCK and out.flags.c_contiguous and var.flags.c_contiguous and delta.flags.c_contiguous:
-        run_blocks(block, (var, delta), (out,))
+        run_blocks(block, (var, delta), (out,), BLOCK)
     else:
         block(var, delta, out)
     return out
@@ -113,7 +83,7 @@ def momentum(var: np.ndarray, accum: np.ndarray, lr: Any, grad: np.ndarray, mome
             multiply(a1, lr, x1)
         subtract(x, x1, x1)
 
-    run_blocks(block, (var, accum, grad), (new_var, new_accum), scratch=1)
+    run_blocks(block, (var, accum, grad), (new_var, new_accum), BLOCK, (var.dtype,))
     return new_var, new_accum
 
 
@@ -148,5 +118,5 @@ def adam(var: np.ndarray, m: np.ndarray, v: np.ndarray, alpha: Any, beta1: Any, 
         divide(x1, denominator, x1)
         subtract(x, x1, x1)
 
-    run_blocks(block, (var, m, v, grad), (new_var, new_m, new_v), scratch=2)
+    run_blocks(block, (var, m, v, grad), (new_var, new_m, new_v), BLOCK, (var.dtype, var.dtype))
     return new_var, new_m, new_v

@@ -26,7 +26,7 @@ from ..framework import registry
 from ..framework.graph import graph_of
 from ..framework.tensor import Tensor
 from ..framework.tensor_conversion import convert_to_tensor
-from . import common_shapes, training_blocks
+from . import blocked, common_shapes, training_blocks
 from .op_util import apply_op
 
 if TYPE_CHECKING:
@@ -48,7 +48,7 @@ class _UpdateDef:
 def _gradient_descent(attrs, backend, var, alpha, delta):
     xp = backend.xp
     if training_blocks.applies(backend, var, delta):
-        return (training_blocks.gradient_descent_into(training_blocks.empty_aligned(var), var, alpha, delta),)
+        return (training_blocks.gradient_descent_into(blocked.empty_aligned(var), var, alpha, delta),)
     new = xp.asarray(xp.multiply(delta, alpha))  # one fresh buffer (0-d for a scalar var), then the new value in it
     return (xp.subtract(var, new, out=new) if backend.supports_out else xp.subtract(var, new),)
 

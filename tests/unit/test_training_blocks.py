@@ -6,7 +6,7 @@ import pytest
 
 import dfcore as tf
 from dfcore import backends
-from dfcore.ops import training_blocks, training_ops
+from dfcore.ops import blocked, training_blocks, training_ops
 
 RNG = np.random.default_rng(7)
 NUMPY = backends.get(backends.NUMPY)
@@ -107,8 +107,8 @@ def test_update_ops_on_a_variable_of_several_blocks_are_the_formula(nesterov):
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.complex128])
 def test_empty_aligned_starts_on_a_cache_line(dtype):
     like = np.zeros((3, 5), dtype)
-    out = training_blocks.empty_aligned(like)
-    assert out.ctypes.data % training_blocks.ALIGNMENT == 0
+    out = blocked.empty_aligned(like)
+    assert out.ctypes.data % blocked.ALIGNMENT == 0
     assert out.shape == like.shape and out.dtype == like.dtype and out.flags.c_contiguous and out.flags.writeable
     out[...] = 7
     np.testing.assert_array_equal(out, np.full((3, 5), 7, dtype))
@@ -120,4 +120,4 @@ def test_updates_write_cache_line_aligned_outputs(small_blocks):
     with np.errstate(all="ignore"):
         outputs = [*training_blocks.adam(var, m, v, *scalars, grad, False),
                    *training_blocks.momentum(var, m, scalars[0], grad, scalars[1], False)]
-    assert all(out.ctypes.data % training_blocks.ALIGNMENT == 0 for out in outputs)
+    assert all(out.ctypes.data % blocked.ALIGNMENT == 0 for out in outputs)
