@@ -2,9 +2,8 @@
 
 A chain of whole-array ufuncs streams each temporary through memory; cut into blocks, the chain's intermediates
 stay in the core's cache and each input is read from memory once, each output written once (what TF's Eigen
-expressions do in one pass, ``tensorflow/core/kernels/training_ops.cc``, ``relu_op_functor.h``). Used by the
-optimizer updates (:mod:`dfcore.ops.training_blocks`) and the ``ReluGrad`` out= kernel
-(:mod:`dfcore.ops.out_kernels`).
+expressions do in one pass, ``tensorflow/core/kernels/training_ops.cc``). Used by the optimizer updates
+(:mod:`dfcore.ops.training_blocks`).
 """
 
 from __future__ import annotations

@@ -15,7 +15,6 @@ from typing import Any
 import numpy as np
 
 from ..framework import registry
-from . import blocked
 from .math_ops_binary import BINARY
 
 __all__ = []
@@ -107,35 +106,20 @@ def _relu(op):
     return compute
 
 
-#: Elements per block of the ``ReluGrad`` kernel (256 KiB of float32, its mask 64 KiB). Measured in the deep-MNIST
-#: step of issue 32 (thread CPU time of its ReluGrads, one thread, a 2-core machine under load 3.4-4.1, runs
-#: interleaved): median 2.07 ms with a whole-array mask (7 runs), 1.84 ms in blocks of 65536 (9), 2.07 ms in blocks
-#: of 16384 (6).
-RELU_GRAD_BLOCK = 65536
-
-
 @registry.RegisterOutKernel("ReluGrad")
 def _relu_grad(op):
-    """``gradients * (features > 0)`` (TF's ``relu_op_functor.h``: an infinite or NaN gradient at ``features <= 0``
-    gives NaN, a negative one -0.0), as the plain kernel bit for bit, one block at a time: the mask of a block
-    stays in cache instead of a whole bool array going through memory."""
     plain = _plain(op)
 
     def compute(allocator, g, y):
-        if type(g) is not np.ndarray or type(y) is not np.ndarray or g.shape != y.shape or not g.shape \
-                or not g.flags.c_contiguous or not y.flags.c_contiguous:
+        if type(g) is not np.ndarray or type(y) is not np.ndarray or g.shape != y.shape or not g.shape:
             return plain(g, y)
-        out = allocator.allocate(g.shape, g.dtype)
+        mask = np.greater(y, 0, out=allocator.allocate(y.shape, _BOOL))
         with np.errstate(invalid="ignore"):  # inf * 0 is NaN, as in TF, without numpy's warning
-            blocked.run_blocks(_relu_grad_block, (g, y), (out,), RELU_GRAD_BLOCK, (_BOOL,))
+            out = np.multiply(g, mask, out=allocator.allocate(g.shape, g.dtype))
+        allocator.deallocate(mask)
         return out
 
     return compute
-
-
-def _relu_grad_block(g, y, out, mask):
-    np.greater(y, 0, mask)
-    np.multiply(g, mask, out)
 
 
 # -- reductions, *Like ------------------------------------------------------------------------------------------
