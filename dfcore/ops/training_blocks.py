@@ -47,8 +47,8 @@ def _scalars(dtype: np.dtype, *values: Any) -> list[np.ndarray]:
 
 
 def gradient_descent_into(out: np.ndarray, var: np.ndarray, alpha: Any, delta: np.ndarray) -> np.ndarray:
-    """``out = var - delta * alpha`` (``alpha`` a scalar; all of ``var``'s shape and dtype), in blocks when
-    :func:`applies` (else two whole-array ufuncs); returns ``out``."""
+    """``out = var - delta * alpha`` (``alpha`` a scalar; all of ``var``'s shape and dtype), in blocks when all three
+    are C-contiguous and of at least :data:`BLOCK` elements (else two whole-array ufuncs); returns ``out``."""
     (alpha,) = _scalars(var.dtype, alpha)
     subtract, multiply = np.subtract, np.multiply
 
