@@ -26,7 +26,7 @@ from ..framework import registry
 from ..framework.graph import graph_of
 from ..framework.tensor import Tensor
 from ..framework.tensor_conversion import convert_to_tensor
-from . import common_shapes
+from . import blocked, common_shapes, training_blocks
 from .op_util import apply_op
 
 if TYPE_CHECKING:
@@ -47,11 +47,15 @@ class _UpdateDef:
 
 def _gradient_descent(attrs, backend, var, alpha, delta):
     xp = backend.xp
+    if training_blocks.applies(backend, var, delta):
+        return (training_blocks.gradient_descent_into(blocked.empty_aligned(var), var, alpha, delta),)
     new = xp.asarray(xp.multiply(delta, alpha))  # one fresh buffer (0-d for a scalar var), then the new value in it
     return (xp.subtract(var, new, out=new) if backend.supports_out else xp.subtract(var, new),)
 
 
 def _momentum(attrs, backend, var, accum, lr, grad, momentum):
+    if training_blocks.applies(backend, var, accum, grad):
+        return training_blocks.momentum(var, accum, lr, grad, momentum, attrs["use_nesterov"])
     accum = accum * momentum + grad
     if attrs["use_nesterov"]:
         var = var - (grad * lr + accum * momentum * lr)
@@ -63,8 +67,8 @@ def _momentum(attrs, backend, var, accum, lr, grad, momentum):
 def _adam(attrs, backend, var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad):
     sqrt = backend.xp.sqrt
     alpha = lr * sqrt(1 - beta2_power) / (1 - beta1_power)
-    if backend.supports_out and var.size >= ADAM_BLOCK and _contiguous(var, m, v, grad):
-        return _adam_blocked(attrs["use_nesterov"], var, m, v, alpha, beta1, beta2, epsilon, grad)
+    if training_blocks.applies(backend, var, m, v, grad):
+        return training_blocks.adam(var, m, v, alpha, beta1, beta2, epsilon, grad, attrs["use_nesterov"])
     m = m + (grad - m) * (1 - beta1)
     v = v + (grad * grad - v) * (1 - beta2)
     if attrs["use_nesterov"]:
@@ -72,45 +76,6 @@ def _adam(attrs, backend, var, m, v, beta1_power, beta2_power, lr, beta1, beta2,
     else:
         var = var - m * alpha / (sqrt(v) + epsilon)
     return var, m, v
-
-
-#: Elements per block of :func:`_adam_blocked` (64 KiB of float32: a block's operands stay in the core's cache).
-ADAM_BLOCK = 16384
-
-
-def _contiguous(*arrays):
-    return all(type(a) is np.ndarray and a.flags.c_contiguous and a.shape == arrays[0].shape for a in arrays)
-
-
-def _adam_blocked(nesterov, var, m, v, alpha, beta1, beta2, epsilon, grad):
-    """:func:`_adam` on numpy arrays, bit for bit, one cache-sized block at a time into three fresh arrays: each
-    input is read once and each output written once (the plain form makes ~12 whole-array temporaries; TF's
-    Eigen kernel, ``training_ops.cc``, fuses the expression in one pass)."""
-    new_var, new_m, new_v = np.empty_like(var), np.empty_like(m), np.empty_like(v)
-    flat = [a.reshape(-1) for a in (var, m, v, grad, new_var, new_m, new_v)]
-    one_minus_beta1, one_minus_beta2 = 1 - beta1, 1 - beta2
-    denominator, scratch = np.empty(ADAM_BLOCK, var.dtype), np.empty(ADAM_BLOCK, var.dtype)
-    for start in range(0, var.size, ADAM_BLOCK):
-        x, m0, v0, g, x1, m1, v1 = (a[start:start + ADAM_BLOCK] for a in flat)
-        d = denominator[:g.size]
-        np.subtract(g, m0, out=m1)
-        m1 *= one_minus_beta1
-        m1 += m0
-        np.multiply(g, g, out=v1)
-        v1 -= v0
-        v1 *= one_minus_beta2
-        v1 += v0
-        np.sqrt(v1, out=d)
-        d += epsilon
-        if nesterov:
-            np.multiply(g, one_minus_beta1, out=x1)
-            x1 += np.multiply(beta1, m1, out=scratch[:g.size])
-            x1 *= alpha
-        else:
-            np.multiply(m1, alpha, out=x1)
-        x1 /= d
-        np.subtract(x, x1, out=x1)
-    return new_var, new_m, new_v
 
 
 _UPDATES: dict[str, Any] = {}
@@ -294,9 +259,8 @@ def _gradient_descent_out(op):
         others = [np.asarray(alpha, dtype=dtype), np.asarray(delta, dtype=dtype)]
         base = [ctx.txn.read(ref)]
         _check_runtime_shapes(update, base[0], [], others)
-        new = allocator.allocate(base[0].shape, base[0].dtype)
-        np.multiply(others[1], others[0], out=new)
-        np.subtract(base[0], new, out=new)
+        new = training_blocks.gradient_descent_into(allocator.allocate(base[0].shape, base[0].dtype), base[0],
+                                                    others[0], others[1])
         ctx.txn.write(ref, new, redo=_redo(update, attrs, NUMPY, dtype, base, others, 0), retire=allocator.deallocate,
                       done_with=(others[1],))
         return new

@@ -1,0 +1,123 @@
+"""The cache-blocked numpy updates (dfcore.ops.training_blocks) against TF's formulas (training_ops.cc) evaluated
+as whole-array numpy in TF's order: the same bits, in every block and in a partial last one."""
+
+import numpy as np
+import pytest
+
+import dfcore as tf
+from dfcore import backends
+from dfcore.ops import blocked, training_blocks, training_ops
+
+RNG = np.random.default_rng(7)
+NUMPY = backends.get(backends.NUMPY)
+INF_NAN = (np.inf, -np.inf, np.nan, 0.0, -0.0)
+
+
+def _arrays(shape, dtype, count):
+    """``count`` random arrays; the first gets infinities, a NaN and signed zeros at its start."""
+    arrays = [RNG.standard_normal(shape).astype(dtype) for _ in range(count)]
+    arrays[0].reshape(-1)[:len(INF_NAN)] = INF_NAN
+    return arrays
+
+
+def _momentum_formula(var, accum, lr, grad, momentum, nesterov):
+    accum = accum * momentum + grad
+    return (var - (grad * lr + accum * momentum * lr) if nesterov else var - accum * lr), accum
+
+
+def _adam_formula(var, m, v, alpha, beta1, beta2, epsilon, grad, nesterov):
+    m = m + (grad - m) * (1 - beta1)
+    v = v + (grad * grad - v) * (1 - beta2)
+    step = grad * (1 - beta1) + beta1 * m if nesterov else m
+    return var - step * alpha / (np.sqrt(v) + epsilon), m, v
+
+
+def _assert_bits(got, want):
+    for value, expected in zip(got, want, strict=True):
+        assert value.dtype == expected.dtype and value.shape == expected.shape
+        np.testing.assert_array_equal(np.ascontiguousarray(value).view(np.uint8), expected.view(np.uint8))
+
+
+@pytest.fixture
+def small_blocks(monkeypatch):
+    """Blocks of 5 elements: a 4x6 array is four whole blocks and a partial one of 4."""
+    monkeypatch.setattr(training_blocks, "BLOCK", 5)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("nesterov", [False, True])
+def test_adam_and_momentum_blocks_are_the_formula_bit_for_bit(small_blocks, dtype, nesterov):
+    with np.errstate(all="ignore"):
+        var, m, grad = _arrays((4, 6), dtype, 3)
+        v = np.abs(RNG.standard_normal((4, 6))).astype(dtype)
+        scalars = [np.asarray(x, dtype) for x in (0.003, 0.9, 0.999, 1e-7)]
+        _assert_bits(training_blocks.adam(var, m, v, *scalars, grad, nesterov),
+                     _adam_formula(var, m, v, *scalars, grad, nesterov))
+        lr, mu = np.asarray(0.01, dtype), np.asarray(0.9, dtype)
+        _assert_bits(training_blocks.momentum(var, m, lr, grad, mu, nesterov),
+                     _momentum_formula(var, m, lr, grad, mu, nesterov))
+        alpha = np.asarray(0.05, dtype)
+        out = np.empty_like(var)
+        assert training_blocks.gradient_descent_into(out, var, alpha, grad) is out
+        _assert_bits([out], [var - grad * alpha])
+
+
+def test_applies_only_to_large_contiguous_numpy_arrays_of_one_shape(small_blocks):
+    a, b = np.zeros((4, 6), np.float32), np.zeros((4, 6), np.float32)
+    assert training_blocks.applies(NUMPY, a, b)
+    assert not training_blocks.applies(NUMPY, a[:, :2], a[:, :2])  # 8 elements, not C-contiguous
+    assert not training_blocks.applies(NUMPY, a, b.reshape(6, 4))
+    assert not training_blocks.applies(NUMPY, a[:1, :4], b[:1, :4])  # 4 elements: less than a block
+    assert not training_blocks.applies(type("NoOut", (), {"supports_out": False})(), a, b)
+
+
+def test_gradient_descent_into_a_strided_view_is_the_formula(small_blocks):
+    var, delta = _arrays((6, 8), np.float32, 2)
+    out = np.empty((6, 16), np.float32)[:, ::2]  # not contiguous: the whole-array form
+    with np.errstate(all="ignore"):
+        training_blocks.gradient_descent_into(out, var, np.float32(0.5), delta)
+        _assert_bits([out], [var - delta * np.float32(0.5)])
+
+
+def _run_update(build, initial, others):
+    with tf.Graph().as_default():
+        refs = [tf.Variable(x) for x in initial]
+        out = build(*refs, *[tf.constant(x) for x in others])
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            sess.run(out)
+            return sess.run(refs)
+
+
+@pytest.mark.parametrize("nesterov", [False, True])
+def test_update_ops_on_a_variable_of_several_blocks_are_the_formula(nesterov):
+    """Through a session (float32, two whole blocks and a partial one): ApplyMomentum's var and accum and
+    ApplyGradientDescent's var equal the whole-array formula exactly."""
+    shape = (3, training_blocks.BLOCK - 5)
+    var, accum, grad = _arrays(shape, np.float32, 3)
+    lr, mu = np.float32(0.01), np.float32(0.9)
+    with np.errstate(all="ignore"):
+        got = _run_update(lambda w, a, g, r, u: training_ops.apply_momentum(w, a, r, g, u, use_nesterov=nesterov),
+                          (var, accum), (grad, lr, mu))
+        _assert_bits(got, _momentum_formula(var, accum, lr, grad, mu, nesterov))
+        (got_var,) = _run_update(training_ops.apply_gradient_descent, (var,), (lr, grad))
+        _assert_bits([got_var], [var - grad * lr])
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.complex128])
+def test_empty_aligned_starts_on_a_cache_line(dtype):
+    like = np.zeros((3, 5), dtype)
+    out = blocked.empty_aligned(like)
+    assert out.ctypes.data % blocked.ALIGNMENT == 0
+    assert out.shape == like.shape and out.dtype == like.dtype and out.flags.c_contiguous and out.flags.writeable
+    out[...] = 7
+    np.testing.assert_array_equal(out, np.full((3, 5), 7, dtype))
+
+
+def test_updates_write_cache_line_aligned_outputs(small_blocks):
+    var, m, v, grad = _arrays((4, 6), np.float32, 4)
+    scalars = [np.float32(x) for x in (0.003, 0.9, 0.999, 1e-7)]
+    with np.errstate(all="ignore"):
+        outputs = [*training_blocks.adam(var, m, v, *scalars, grad, False),
+                   *training_blocks.momentum(var, m, scalars[0], grad, scalars[1], False)]
+    assert all(out.ctypes.data % blocked.ALIGNMENT == 0 for out in outputs)
