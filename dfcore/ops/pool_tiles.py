@@ -1,0 +1,87 @@
+"""Pooling kernels for windows that tile the input: ``ksize == strides``, no padding, nothing left over (a
+2x2/2 pool of an even-sized input, as the lessons' conv nets have).
+
+Source: the window arithmetic of ``tensorflow/core/kernels/maxpooling_op.cc`` / ``avgpooling_op.cc``; here
+each input belongs to exactly one window at one tap, so an NHWC array ``[N, H, W, C]`` is viewed without a
+copy as ``[N, out_h, kh, out_w, kw, C]`` and a kernel is a few whole-array ufunc calls instead of a few per
+tap. Results are those of the tap-pass kernels of :mod:`dfcore.ops.nn_pool` (same ufuncs in the same tap
+order; ``fmax`` skips NaN; the gradient goes to the first maximum of a window in row-major order).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["avg_pool_grad_tiles", "first_maxima", "max_pool_grad_tiles", "max_pool_tiles", "tiled"]
+
+#: ``0x01`` in every byte: eight bools read as one ``uint64``.
+_BYTE_ONES = np.uint64(0x0101010101010101)
+
+
+def tiled(a: np.ndarray, kh: int, kw: int) -> np.ndarray:
+    """``a`` ``[N, H, W, C]`` (``H``, ``W`` multiples of ``kh``, ``kw``) as ``[N, H/kh, kh, W/kw, kw, C]``: a
+    view (splitting an axis never copies), whatever ``a``'s strides."""
+    n, h, w, c = a.shape
+    return a.reshape(n, h // kh, kh, w // kw, kw, c)
+
+
+def _spread(a: np.ndarray) -> np.ndarray:
+    """A window-sized ``a`` ``[N, out_h, out_w, C]`` broadcast over the taps: ``[N, out_h, 1, out_w, 1, C]``."""
+    return a[:, :, None, :, None, :]
+
+
+def max_pool_tiles(x: np.ndarray, kh: int, kw: int, out: np.ndarray, lowest: float) -> np.ndarray:
+    """``out`` ``[N, H/kh, W/kw, C]`` = the maximum of each window of ``x`` ``[N, H, W, C]``, NaN skipped, and
+    ``lowest`` (-inf, or an integer dtype's minimum) for a window of NaN only: the tap-pass kernel's
+    ``fmax`` fold from ``lowest``, with its first step ``fmax(lowest, tap 0)`` moved to the end."""
+    x6 = tiled(x, kh, kw)
+    taps = [x6[:, :, i, :, j] for i in range(kh) for j in range(kw)]
+    if len(taps) == 1:
+        return np.fmax(taps[0], lowest, out=out)
+    np.fmax(taps[0], taps[1], out=out)
+    for tap in taps[2:]:
+        np.fmax(out, tap, out=out)
+    if out.dtype.kind == "f":  # fmax(NaN, NaN) is NaN: a window of NaN only gives `lowest`, as the fold does
+        np.fmax(out, lowest, out=out)
+    return out
+
+
+def first_maxima(x: np.ndarray, y: np.ndarray, kh: int, kw: int) -> np.ndarray:
+    """Which input is the first maximum of its window: bools ``[kh, kw, N, out_h, out_w, C]`` (tap-major), True
+    where ``x`` equals the window's ``y`` and no earlier tap (row-major) of the window does.
+
+    One broadcast comparison, then per tap a bitwise and/xor on the bools read eight at a time as ``uint64``
+    (a bool is 0 or 1, so the bytes never carry into each other)."""
+    taps = kh * kw
+    hits = np.empty((kh, kw, *y.shape), np.bool_)
+    np.equal(tiled(x, kh, kw), _spread(y), out=hits.transpose(2, 3, 0, 4, 1, 5))
+    if taps == 1:
+        return hits
+    flat = hits.reshape(taps, -1)
+    if flat.shape[1] % 8 == 0:
+        flat, one = flat.view(np.uint64), _BYTE_ONES
+    else:
+        flat, one = flat.view(np.uint8), np.uint8(1)
+    free = np.bitwise_xor(flat[0], one)  # windows whose maximum is still to come
+    for t in range(1, taps):
+        np.bitwise_and(flat[t], free, out=flat[t])
+        if t < taps - 1:
+            np.bitwise_xor(free, flat[t], out=free)
+    return hits
+
+
+def max_pool_grad_tiles(x: np.ndarray, y: np.ndarray, grad: np.ndarray, kh: int, kw: int,
+                        dx: np.ndarray) -> np.ndarray:
+    """``dx`` ``[N, H, W, C]`` = ``grad`` ``[N, H/kh, W/kw, C]`` at the first maximum of each window of ``x``
+    (the input equal to the window's ``y``), ``grad * 0`` elsewhere: one multiply by the bools of
+    :func:`first_maxima`, as the tap-pass kernel's (a NaN or infinite gradient makes NaN at the other taps)."""
+    hits = first_maxima(x, y, kh, kw)
+    np.multiply(_spread(grad), hits.transpose(2, 3, 0, 4, 1, 5), out=tiled(dx, kh, kw))
+    return dx
+
+
+def avg_pool_grad_tiles(share: np.ndarray, kh: int, kw: int, dx: np.ndarray) -> np.ndarray:
+    """``dx`` ``[N, H, W, C]`` = each window's ``share`` ``[N, H/kh, W/kw, C]`` (its gradient over its count) at
+    every input of the window: one broadcast copy."""
+    np.copyto(tiled(dx, kh, kw), _spread(share))
+    return dx
