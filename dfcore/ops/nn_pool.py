@@ -161,11 +161,14 @@ registry.RegisterShape("AvgPool")(_pool_shape)
 
 def _avg_plans(op):
     """A cache of ``(plan, counts)`` by NHWC input shape; ``counts`` ``[1, out_h, out_w, 1]`` (float64) is how
-    many real (unpadded) inputs each window covers, as TF divides by it."""
+    many real (unpadded) inputs each window covers, as TF divides by it: one number (0-d) where windows tile
+    the input (a division by it is one contiguous pass)."""
     plans = _plans(op)
 
     def make(shape):
         plan = plans.get(shape)
+        if plan.tiles:
+            return plan, np.array(float(plan.kh * plan.kw))
         counts = np.zeros((1, plan.out_h, plan.out_w, 1))
         for _, _, orow, ocol, _, _ in plan.taps:
             counts[:, orow, ocol] += 1
