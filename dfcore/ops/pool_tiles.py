@@ -63,47 +63,62 @@ def max_pool_tiles(x: np.ndarray, kh: int, kw: int, out: np.ndarray, lowest: flo
     return out
 
 
+#: ``0x01`` in every byte of a lane (:func:`_lanes`).
+_BYTE_ONES: dict[np.dtype, np.unsignedinteger] = {np.dtype(np.uint64): np.uint64(0x0101010101010101),
+                                                   np.dtype(np.uint8): np.uint8(1)}
+
+
+def _lanes(bools: np.ndarray) -> np.ndarray:
+    """``bools`` (contiguous) with their last axis read eight at a time as ``uint64`` (one at a time as ``uint8``
+    when its length is not a multiple of 8): a bool is 0 or 1, so a bitwise and/xor of lanes never carries
+    into the next byte."""
+    return bools.view(np.uint64 if bools.shape[-1] % 8 == 0 else np.uint8)
+
+
+def _keep_first(hit: np.ndarray, free: np.ndarray, t: int, taps: int) -> None:
+    """Tap ``t`` of ``taps`` (row-major) of the first-maximum selection, on lanes of bools: ``hit`` (whether
+    the tap's input equals its window's maximum) keeps only windows in ``free`` (whose maximum has not come
+    yet), which it then leaves; tap 0 keeps all and sets ``free``."""
+    if t == 0:
+        np.bitwise_xor(hit, _BYTE_ONES[hit.dtype], out=free)
+        return
+    np.bitwise_and(hit, free, out=hit)
+    if t < taps - 1:
+        np.bitwise_xor(free, hit, out=free)
+
+
 def first_maxima(x: np.ndarray, y: np.ndarray, kh: int, kw: int) -> np.ndarray:
     """Which input is the first maximum of its window: bools ``[kh, kw, N, out_h, out_w, C]`` (tap-major), True
-    where ``x`` equals the window's ``y`` and no earlier tap (row-major) of the window does.
-
-    A comparison (one broadcast call for an input over :data:`STREAM_BYTES`, else one per tap), then per tap a
-    bitwise and/xor on the bools read eight at a time as ``uint64`` (a bool is 0 or 1: no byte carries into
-    the next)."""
+    where ``x`` equals the window's ``y`` and no earlier tap (row-major) of the window does; one broadcast
+    comparison, then :func:`_keep_first` tap by tap on :func:`_lanes`."""
     taps = kh * kw
     hits = np.empty((kh, kw, *y.shape), np.bool_)
-    x6 = tiled(x, kh, kw)
-    if _streamed(x):
-        np.equal(x6, _spread(y), out=_in_place(hits))
-    else:
-        for i, j in _taps(kh, kw):
-            np.equal(x6[:, :, i, :, j], y, out=hits[i, j])
-    if taps == 1:
-        return hits
-    flat = hits.reshape(taps, -1)
-    lane = np.dtype(np.uint64 if flat.shape[1] % 8 == 0 else np.uint8)
-    flat = flat.view(lane)
-    one = np.ones(lane.itemsize, np.uint8).view(lane)[0]  # 0x01 in every byte
-    free = np.bitwise_xor(flat[0], one)  # windows whose maximum is still to come
-    for t in range(1, taps):
-        np.bitwise_and(flat[t], free, out=flat[t])
-        if t < taps - 1:
-            np.bitwise_xor(free, flat[t], out=free)
+    np.equal(tiled(x, kh, kw), _spread(y), out=_in_place(hits))
+    flat = _lanes(hits.reshape(taps, -1))
+    free = np.empty_like(flat[0])
+    for t in range(taps):
+        _keep_first(flat[t], free, t, taps)
     return hits
 
 
 def max_pool_grad_tiles(x: np.ndarray, y: np.ndarray, grad: np.ndarray, kh: int, kw: int,
                         dx: np.ndarray) -> np.ndarray:
     """``dx`` ``[N, H, W, C]`` = ``grad`` ``[N, H/kh, W/kw, C]`` at the first maximum of each window of ``x``
-    (the input equal to the window's ``y``), ``grad * 0`` elsewhere: one multiply by the bools of
-    :func:`first_maxima`, as the tap-pass kernel's (a NaN or infinite gradient makes NaN at the other taps)."""
-    hits = first_maxima(x, y, kh, kw)
+    (the input equal to the window's ``y``), ``grad * 0`` elsewhere, as the tap-pass kernel's (a NaN or
+    infinite gradient makes NaN at the other taps): one multiply by the bools of :func:`first_maxima`, or
+    (:data:`STREAM_BYTES`) per tap a comparison, :func:`_keep_first` and a multiply."""
     dx6 = tiled(dx, kh, kw)
     if _streamed(x):
-        np.multiply(_spread(grad), _in_place(hits), out=dx6)
-    else:
-        for i, j in _taps(kh, kw):
-            np.multiply(grad, hits[i, j], out=dx6[:, :, i, :, j])
+        np.multiply(_spread(grad), _in_place(first_maxima(x, y, kh, kw)), out=dx6)
+        return dx
+    x6, taps = tiled(x, kh, kw), kh * kw
+    hit = np.empty(y.shape, np.bool_)
+    hit_lanes = _lanes(hit.reshape(-1))
+    free = np.empty_like(hit_lanes)
+    for t, (i, j) in enumerate(_taps(kh, kw)):
+        np.equal(x6[:, :, i, :, j], y, out=hit)
+        _keep_first(hit_lanes, free, t, taps)
+        np.multiply(grad, hit, out=dx6[:, :, i, :, j])
     return dx
 
 

@@ -72,6 +72,7 @@ def _plan(shape, kernel, padding="VALID"):
 
 
 TILED = [((3, 6, 8, 5), (2, 2)),  # 5 channels: bools in uint8 lanes
+         ((1, 2, 8, 5), (1, 8)),  # 8 taps of 10 bools each: 80 bools, yet no uint64 lane may span two taps
          ((2, 4, 6, 16), (2, 2)),  # uint64 lanes
          ((2, 9, 6, 8), (3, 3)),
          ((2, 4, 6, 3), (1, 2)),
@@ -81,7 +82,7 @@ TILED = [((3, 6, 8, 5), (2, 2)),  # 5 channels: bools in uint8 lanes
 
 @pytest.fixture(params=["broadcast", "per tap"])
 def stream_mode(request, monkeypatch):
-    """Run both comparison modes of ``first_maxima`` on small arrays."""
+    """Run both modes of ``max_pool_grad_tiles`` on small arrays."""
     monkeypatch.setattr(pool_tiles, "STREAM_BYTES", 0 if request.param == "broadcast" else 1 << 40)
 
 
@@ -108,7 +109,7 @@ def test_tiled_kernels_match_the_tap_passes_and_the_definition(shape, kernel, dt
     np.testing.assert_array_equal(dx, reference_max_pool_grad(x, y, grad, kernel, kernel, "VALID"))
 
 
-def test_first_maxima_marks_one_input_per_window_and_none_where_nothing_matches(stream_mode):
+def test_first_maxima_marks_one_input_per_window_and_none_where_nothing_matches():
     x = np.array([[0, 0, 5, 1], [0, 0, 5, 5], [np.nan, np.nan, -np.inf, 7], [np.nan, np.nan, 7, 7]],
                  np.float32).reshape(1, 4, 4, 1)
     y = np.array([0, 5, -np.inf, 7], np.float32).reshape(1, 2, 2, 1)  # the NaN window's max is -inf
