@@ -3,9 +3,11 @@
 
 Source: the window arithmetic of ``tensorflow/core/kernels/maxpooling_op.cc`` / ``avgpooling_op.cc``; here
 each input belongs to exactly one window at one tap, so an NHWC array ``[N, H, W, C]`` is viewed without a
-copy as ``[N, out_h, kh, out_w, kw, C]`` and a kernel is a few whole-array ufunc calls instead of a few per
-tap. Results are those of the tap-pass kernels of :mod:`dfcore.ops.nn_pool` (same ufuncs in the same tap
-order; ``fmax`` skips NaN; the gradient goes to the first maximum of a window in row-major order).
+copy as ``[N, out_h, kh, out_w, kw, C]``: no padding, no partial window, no adding up; MaxPoolGrad of a
+large input is a few whole-array ufunc calls (a small one stays tap by tap, which numpy runs faster there:
+:data:`STREAM_BYTES`). Results are those of the tap-pass kernels of :mod:`dfcore.ops.nn_pool` bit for bit (the
+same ufuncs in the same tap order; ``fmax`` skips NaN; the gradient goes to the first maximum of a window in
+row-major order).
 """
 
 from __future__ import annotations
