@@ -5,7 +5,9 @@ Source: ``tensorflow/python/ops/nn_ops.py`` and ``core/kernels/maxpooling_op.cc`
 :func:`dfcore.ops.nn_conv.output_size`. ``SAME`` padding never wins a max (it is -inf) and is left
 out of an average's count, as in TF; a max's gradient goes to the first maximum of its window (row-major
 order, as TF's). Each kernel makes one pass of a few ufuncs per window tap over the tap rectangles of
-:mod:`dfcore.ops.conv_windows` (cached per input shape): no window is materialized.
+:mod:`dfcore.ops.conv_windows` (cached per input shape): no window is materialized. Windows that tile the
+input (``ksize == strides``, no padding) take the whole-array kernels of :mod:`dfcore.ops.pool_tiles`, which
+give the same results.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from .conv_layout import from_nhwc_shape, layout_kernel, nhwc_shape, register_la
 from .conv_windows import PlanCache, WindowPlan
 from .nn_conv import check_window_attrs, windowed_size
 from .op_util import apply_op1
+from .pool_tiles import avg_pool_grad_tiles, max_pool_grad_tiles, max_pool_tiles
 
 if TYPE_CHECKING:
     from ..framework.tensor import Tensor
@@ -70,13 +73,11 @@ def _pool_shape(op):
     return [(x.dtype.base_dtype, TensorShape(from_nhwc_shape([xs[0], *hw, xs[3]], data_format)))]
 
 
-def _input_grad(plan, dtype, per_tap, empty=np.empty):
-    """The input's gradient ``[N, H, W, C]`` in a buffer from ``empty(shape, dtype)``: ``per_tap(out_rows,
-    out_cols, in_rows, in_cols, target)`` writes (windows that tile the input) or adds (else) the gradient of
-    one window tap into ``target``, the inputs that tap reads; taps come in row-major window order."""
-    dx = empty(plan.in_shape, dtype)
-    if not plan.tiles:
-        dx.fill(0)
+def _input_grad(plan, per_tap, dx):
+    """``dx`` (a buffer ``[N, H, W, C]``, zeroed here) = the input's gradient: ``per_tap(out_rows, out_cols,
+    in_rows, in_cols, target)`` adds the gradient of one window tap into ``target``, the inputs that tap reads;
+    taps come in row-major window order."""
+    dx.fill(0)
     for _, _, orow, ocol, irow, icol in plan.taps:
         per_tap(orow, ocol, irow, icol, dx[:, irow, icol])
     return dx
@@ -86,6 +87,15 @@ def _input_grad(plan, dtype, per_tap, empty=np.empty):
 registry.RegisterShape("MaxPool")(_pool_shape)
 
 
+def _max_pool_taps(plan, x, out):
+    """``out`` = MaxPool of NHWC ``x`` by one ``fmax`` pass per window tap (any geometry of ``plan``)."""
+    out.fill(_lowest(x.dtype))
+    for _, _, orow, ocol, irow, icol in plan.taps:
+        part = out[:, orow, ocol]
+        np.fmax(part, x[:, irow, icol], out=part)  # NaN is skipped, as TF's CPU kernel does
+    return out
+
+
 def _max_pool_compute(op):
     """``compute(empty, x)`` of ``MaxPool`` in NHWC; ``empty(shape, dtype)`` makes the output buffer."""
     plans = _plans(op)
@@ -93,11 +103,9 @@ def _max_pool_compute(op):
     def compute(empty, x):
         plan = plans.get(x.shape)
         out = empty(_out_shape(plan), x.dtype)
-        out.fill(_lowest(x.dtype))
-        for _, _, orow, ocol, irow, icol in plan.taps:
-            part = out[:, orow, ocol]
-            np.fmax(part, x[:, irow, icol], out=part)  # NaN is skipped, as TF's CPU kernel does
-        return out
+        if plan.tiles:
+            return max_pool_tiles(x, plan.kh, plan.kw, out, _lowest(x.dtype))
+        return _max_pool_taps(plan, x, out)
 
     return compute
 
@@ -108,26 +116,32 @@ register_layout_kernels("MaxPool", ("x",), _max_pool_compute)
 registry.RegisterShape("MaxPoolGrad")(lambda op: [(op.inputs[0].dtype.base_dtype, op.inputs[0].shape)])
 
 
+def _max_pool_grad_taps(plan, x, y, grad, dx):
+    """``dx`` (a buffer of ``x``'s shape) = MaxPoolGrad by a few ufuncs per window tap (any geometry of
+    ``plan``): each window's gradient goes to the first input equal to its ``y``."""
+    taken = np.zeros(y.shape, bool)  # windows whose maximum has had its gradient
+    hit = np.empty(y.shape, bool)
+
+    def per_tap(orow, ocol, irow, icol, target):
+        mask, done = hit[:, orow, ocol], taken[:, orow, ocol]
+        np.equal(x[:, irow, icol], y[:, orow, ocol], out=mask)
+        np.greater(mask, done, out=mask)  # the first maximum of its window only
+        np.logical_or(done, mask, out=done)
+        target += grad[:, orow, ocol] * mask
+
+    return _input_grad(plan, per_tap, dx)
+
+
 def _max_pool_grad_compute(op):
     """``compute(empty, x, y, grad)`` of ``MaxPoolGrad`` in NHWC (``empty`` as in MaxPool's)."""
     plans = _plans(op)
 
     def compute(empty, x, y, grad):
         plan = plans.get(x.shape)
-        taken = np.zeros(y.shape, bool)  # windows whose maximum has had its gradient
-        hit = np.empty(y.shape, bool)
-
-        def per_tap(orow, ocol, irow, icol, target):
-            mask, done = hit[:, orow, ocol], taken[:, orow, ocol]
-            np.equal(x[:, irow, icol], y[:, orow, ocol], out=mask)
-            np.greater(mask, done, out=mask)  # the first maximum of its window only
-            np.logical_or(done, mask, out=done)
-            if plan.tiles:
-                np.multiply(grad[:, orow, ocol], mask, out=target)
-            else:
-                target += grad[:, orow, ocol] * mask
-
-        return _input_grad(plan, grad.dtype, per_tap, empty)
+        dx = empty(plan.in_shape, grad.dtype)
+        if plan.tiles:
+            return max_pool_grad_tiles(x, y, grad, plan.kh, plan.kw, dx)
+        return _max_pool_grad_taps(plan, x, y, grad, dx)
 
     return compute
 
@@ -147,11 +161,14 @@ registry.RegisterShape("AvgPool")(_pool_shape)
 
 def _avg_plans(op):
     """A cache of ``(plan, counts)`` by NHWC input shape; ``counts`` ``[1, out_h, out_w, 1]`` (float64) is how
-    many real (unpadded) inputs each window covers, as TF divides by it."""
+    many real (unpadded) inputs each window covers, as TF divides by it: one number (0-d) where windows tile
+    the input (a division by it is one contiguous pass)."""
     plans = _plans(op)
 
     def make(shape):
         plan = plans.get(shape)
+        if plan.tiles:
+            return plan, np.array(float(plan.kh * plan.kw))
         counts = np.zeros((1, plan.out_h, plan.out_w, 1))
         for _, _, orow, ocol, _, _ in plan.taps:
             counts[:, orow, ocol] += 1
@@ -185,14 +202,13 @@ def _avg_pool_grad_kernel(op):
     def compute(input_shape, grad):
         plan, counts = plans.get(tuple(int(d) for d in input_shape))
         share = grad / counts.astype(grad.dtype, copy=False)
+        if plan.tiles:
+            return avg_pool_grad_tiles(share, plan.kh, plan.kw, np.empty(plan.in_shape, grad.dtype))
 
         def per_tap(orow, ocol, irow, icol, target):
-            if plan.tiles:
-                target[...] = share[:, orow, ocol]
-            else:
-                target += share[:, orow, ocol]
+            target += share[:, orow, ocol]
 
-        return _input_grad(plan, grad.dtype, per_tap)
+        return _input_grad(plan, per_tap, np.empty(plan.in_shape, grad.dtype))
 
     return layout_kernel(("shape", "x"), op.get_attr("data_format"), compute)
 
