@@ -94,6 +94,20 @@ def test_each_segment_runs_once_its_values_are_in_whatever_their_order(order):
     np.testing.assert_array_equal(frame.retval(0), A + B + B * C + PRODUCT)
 
 
+def test_each_value_is_dropped_after_its_last_reader():
+    """TF's executor clears an input entry once its last consumer has run: so does the generated code, for
+    every value a node computes (the allocator's buffers and the rest), once the step has read it."""
+    plan, partition, keys = _plan()
+    executor, rendezvous, frame, reports = _executor(plan, partition)
+    executor.start()
+    for name, value in zip("abc", (A, B, C)):
+        rendezvous.send(keys[name], value)
+    assert reports == [None]
+    np.testing.assert_array_equal(frame.retval(0), A + B + B * C + PRODUCT)
+    for name in ("product", "ab", "b2", "bc", "total"):
+        assert executor.values[_slot(partition, name)] is None, name
+
+
 def test_an_error_in_a_segment_ends_the_step_once_naming_its_node():
     plan, partition, keys = _plan()
     executor, rendezvous, _, reports = _executor(plan, partition)
