@@ -177,3 +177,38 @@ def test_a_session_closed_while_a_segment_waits_cancels_the_step_without_a_hang(
     waiter.join(JOIN_S)
     assert not waiter.is_alive(), "the step hung after the session closed"
     assert len(outcome) == 1 and isinstance(outcome[0], errors.CancelledError)
+
+
+@pytest.mark.parametrize("runner", ["inline", "pool"])
+def test_a_parameter_device_averaging_its_towers_values_matches_numpy(runner):
+    """The 4-tower pattern: CPU:0 holds ``v``, sends it to CPU:1-3, computes its own tower's ``x[0] * v``
+    (a segment waiting for nothing) and averages the four products as they come back (their receives may
+    complete on pool threads in any order), then updates ``v``. Reference: the same update in numpy."""
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.placeholder(tf.float32, [4, 3], name="x")
+        with tf.device("/cpu:0"):
+            v = tf.Variable(np.float32([1.0, -2.0, 0.5]), name="v")
+        products = []
+        for i, row in enumerate(tf.split(x, 4)):
+            with tf.device(f"/cpu:{i}"):
+                products.append(tf.multiply(row[0], v, name=f"product{i}"))
+        with tf.device("/cpu:0"):
+            update = tf.assign_sub(v, 0.1 * tf.add_n(products) / 4.0, name="update")
+        init = tf.global_variables_initializer()
+    rng = np.random.default_rng(0)
+    feeds = rng.standard_normal((STRAIGHT_LINE_STEP + 3, 4, 3)).astype(np.float32)
+    config = tf.ConfigProto(device_count={"CPU": 4}, inter_op_parallelism_threads=4)
+    want = np.float32([1.0, -2.0, 0.5])
+    with tf.Session(graph=graph, config=config, executor_runner=runner) as sess:
+        sess.run(init)
+        for feed in feeds:
+            got = sess.run(update, {x: feed})
+            want = want - np.float32(0.1) * (feed * want).sum(axis=0) / np.float32(4.0)
+            np.testing.assert_allclose(got, want, rtol=1e-5)
+        plan = list(sess._plans.values())[-1]
+        partition = next(p for p in plan.partitions if p.device.endswith("CPU:0"))
+        straight = partition.straight_line()
+        assert straight is not None and len(straight.receives) == 3
+        own = next(i for i, node in enumerate(partition.nodes) if node.name == "product0")
+        assert straight.waits_for(own) == ()
