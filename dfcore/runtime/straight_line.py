@@ -55,10 +55,12 @@ class StraightLine:
     ``receives[k]``), which the executor runs first, putting their values in their slots. ``masks[s]``: the
     receives segment ``s`` waits for; segments are listed so that one whose mask lies inside another's
     comes first. ``waiting[k]``: the segments whose mask holds bit ``k``. ``late``: the slots given back once
-    every segment has run.
+    every segment has run. ``counts[s]``: how many receives segment ``s`` waits for; ``ready``: the segments
+    that wait for none.
     """
 
-    __slots__ = ("segments", "receives", "masks", "waiting", "late", "_codes", "_node_at_line", "_segment_of")
+    __slots__ = ("segments", "receives", "masks", "waiting", "counts", "ready", "late", "_codes", "_node_at_line",
+                 "_segment_of")
 
     def __init__(self, segments: list[Callable[..., int | None]], node_at_line: dict[int, int],
                  segment_of: dict[int, int], receives: tuple[int, ...] = (), masks: tuple[int, ...] = (0,),
@@ -69,6 +71,8 @@ class StraightLine:
         self.masks = masks
         self.waiting = tuple(tuple(s for s, mask in enumerate(masks) if mask >> bit & 1)
                              for bit in range(len(receives)))
+        self.counts = tuple(mask.bit_count() for mask in masks)  # per segment, how many receives it waits for
+        self.ready = tuple(s for s, mask in enumerate(masks) if not mask)  # the segments waiting for none
         self.late = late
         self._codes = frozenset(segment.__code__ for segment in segments)
         self._node_at_line = node_at_line

@@ -57,7 +57,7 @@ class StraightLineRun:
         if self._missing is None:
             self._start_receives(straight)
         values, ctx, allocator = self.values, self._ctx, self._allocator
-        rendezvous, segments = ctx.rendezvous, straight.segments
+        rendezvous, segments, deallocate = ctx.rendezvous, straight.segments, allocator.deallocate
         while True:
             if rendezvous.abort_status is not None:
                 self._finish(self._stop_error())
@@ -77,7 +77,7 @@ class StraightLineRun:
                 runnable.sort()
             for s in runnable:
                 try:
-                    if segments[s](values, ctx, rendezvous, allocator, allocator.deallocate) is not None:
+                    if segments[s](values, ctx, rendezvous, allocator, deallocate) is not None:
                         self._finish(self._stop_error())
                         return
                 except Exception as failure:  # as in the loop
@@ -94,17 +94,16 @@ class StraightLineRun:
         for slot in straight.late:
             value = values[slot]
             values[slot] = None
-            allocator.deallocate(value)
+            deallocate(value)
             value = None
         self._remaining = 0
         self._finish(None)
 
     def _start_receives(self, straight: StraightLine) -> None:
         """Count what each segment waits for, mark those waiting for nothing runnable, start the receives."""
-        masks = straight.masks
-        self._missing = [mask.bit_count() for mask in masks]
-        self._runnable = [s for s, mask in enumerate(masks) if not mask]
-        self._segments_left = len(masks)
+        self._missing = list(straight.counts)
+        self._runnable = list(straight.ready)
+        self._segments_left = len(straight.segments)
         self._awaiting = len(straight.receives)
         nodes = self._partition.nodes
         for bit, index in enumerate(straight.receives):
