@@ -106,7 +106,7 @@ class CompiledPartition:
 
 
     def straight_line(self) -> StraightLine | None:
-        """The partition as one generated function (:mod:`dfcore.runtime.straight_line`), or None: not
+        """The partition as generated functions (:mod:`dfcore.runtime.straight_line`), or None: not
         qualifying, or asked fewer than :data:`STRAIGHT_LINE_STEP` times (generating costs ~30 loop steps
         of the partition, measured: a plan run a few times does not pay for it)."""
         if self._straight is None and self._steps < STRAIGHT_LINE_STEP:

@@ -30,8 +30,9 @@ Source: TF's ``common_runtime/executor.cc`` (``ExecutorState``) and the whitepap
 * an interrupt (``KeyboardInterrupt``) while a loop runs on the calling thread ends the
   step with ``CancelledError`` and propagates (see :mod:`dfcore.runtime.step`).
 
-After a few steps, a partition of synchronous nodes (but leading ``_Recv`` nodes, received first) runs as
-one generated function in this loop's order (:mod:`dfcore.runtime.straight_line`), unless the step is traced
+After a few steps, a partition of synchronous nodes (but ``_Recv`` nodes without inputs, started first) runs
+as generated functions in this loop's order, one per set of received values its nodes need
+(:mod:`dfcore.runtime.straight_line`, :mod:`dfcore.runtime.straight_line_run`), unless the step is traced
 or has a caller-set deadline.
 
 A partition holding control flow (``Switch``/``Merge``/``Enter``/``Exit``/``NextIteration``) runs on
@@ -54,7 +55,7 @@ from .. import errors
 from .cancellation import cancelled_error
 from .compiled_partition import CompiledPartition
 from .kernel_errors import kernel_error, with_node
-from .straight_line import StraightLineRun
+from .straight_line_run import StraightLineRun
 
 
 class StepContext:
@@ -200,8 +201,6 @@ class Executor(StepRun, StraightLineRun):
         self._running = False
         self._finished = False
         self._async_start: dict[int, float] = {}
-        self._awaiting: int | None = None  # leading receives not settled yet (straight line; None: not started)
-        self._receive_error: errors.OpError | None = None
         resources = ctx.resources
         self._allocator = resources.allocator(ctx.device) if hasattr(resources, "allocator") else None
         # a traced step and a caller's deadline need the loop's per-node checks

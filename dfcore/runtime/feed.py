@@ -14,6 +14,7 @@ import numpy as np
 from ..framework import dtypes
 from ..framework.graph import Graph
 from ..framework.tensor import Tensor
+from ..framework.tensor_shape import TensorShape
 
 
 def feed_tensor(graph: Graph, key: Any, what: str = "feed_dict") -> Tensor:
@@ -81,8 +82,15 @@ def feed_value(tensor: Tensor, value: Any) -> Any:
                 f"int64). (Tensor '{tensor.name}' holds {dtype.name} values in [{dtype.min}, {dtype.max}].)"
             )
         array = array.astype(target)
-    if not tensor.shape.is_compatible_with(array.shape):
+    if not _shape_allows(tensor.shape, array.shape):
         raise ValueError(
             f"Cannot feed value of shape {array.shape!r} for Tensor '{tensor.name}', which has shape '{tensor.shape}'"
         )
     return array
+
+
+def _shape_allows(static: TensorShape, shape: tuple[int, ...]) -> bool:
+    """``static.is_compatible_with(shape)`` for a concrete ``shape``, without building a TensorShape of it
+    (~1.5 us a feed, measured)."""
+    dims = static.as_tuple()
+    return dims is None or (len(dims) == len(shape) and all(d is None or d == n for d, n in zip(dims, shape)))

@@ -192,10 +192,10 @@ class Barrier:
         self._rendezvous = rendezvous
         self._deadline = Deadline(DEFAULT_STEP_TIMEOUT_S) if deadline is None else deadline
         self._lock = threading.Lock()
-        self._all_done = threading.Event()
+        # made only for a wait that has to block: a step whose executors all ran inline is done before its
+        # wait (an Event costs ~1.5 us, a few percent of a small step's run)
+        self._all_done: threading.Event | None = None
         self._error: errors.OpError | None = None
-        if count == 0:
-            self._all_done.set()
 
     def done(self, error: errors.OpError | None) -> None:
         """An executor finished, with ``error`` (an OpError) or None."""
@@ -203,9 +203,9 @@ class Barrier:
             self.abort(error)
         with self._lock:
             self._pending -= 1
-            finished = self._pending == 0
-        if finished:
-            self._all_done.set()
+            all_done = self._all_done if self._pending == 0 else None
+        if all_done is not None:
+            all_done.set()
 
     def abort(self, error: errors.OpError) -> None:
         """End the step with ``error`` unless it already has an error: keep it and abort the rendezvous, which
@@ -218,7 +218,17 @@ class Barrier:
 
     def finished(self) -> bool:
         """True once every partition has reported (successfully or not)."""
-        return self._all_done.is_set()
+        return self._pending <= 0
+
+    def _wait(self, timeout_s: float | None = None) -> bool:
+        """Wait until every executor has reported, at most ``timeout_s`` (None: no limit); True once they have."""
+        with self._lock:
+            if self._pending <= 0:
+                return True
+            if self._all_done is None:
+                self._all_done = threading.Event()
+            all_done = self._all_done
+        return all_done.wait(timeout_s)
 
     def wait(self, timeout_s: float | None = None) -> None:
         """Wait until every executor has reported, at most until the deadline (or ``timeout_s`` from now;
@@ -227,10 +237,11 @@ class Barrier:
         Raises:
             OpError: the step's first error; ``DeadlineExceededError`` when it ran out of time.
         """
-        deadline = self._deadline if timeout_s is None else Deadline(timeout_s)
-        if not self._all_done.wait(deadline.remaining_s()):
-            self.abort(deadline.error())
-            self._all_done.wait()
+        if self._pending > 0:
+            deadline = self._deadline if timeout_s is None else Deadline(timeout_s)
+            if not self._wait(deadline.remaining_s()):
+                self.abort(deadline.error())
+                self._wait()
         if self._error is not None:
             raise self._error
 
@@ -238,4 +249,4 @@ class Barrier:
         """Abort the step with ``CancelledError`` (the caller was interrupted by ``interrupt``) and wait until
         every executor has reported."""
         self.abort(cancelled_error(interrupt))
-        self._all_done.wait()
+        self._wait()

@@ -1,4 +1,4 @@
-"""A partition with a static schedule run as one generated Python function: one line per node, no queue.
+"""A partition with a static schedule run as generated Python functions: one line per node, no queue.
 
 Source: TF's executor runs expensive kernels through its ready queue and inexpensive ones inline
 (``common_runtime/executor.cc``, ``inline_ready``); for a partition whose every node is synchronous, the
@@ -11,204 +11,164 @@ then checking the step's abort status (the executor's "stop before the next op")
 ready queue and the per-node branches of :class:`~dfcore.runtime.executor.Executor` are gone; the values and
 the kernels are the same, so the results are too.
 
-A partition qualifies when it holds no control flow and no asynchronous node (collectives, queue waits) but
-``_Recv`` nodes without inputs whose values every ``_Send`` of the partition needs: the executor then starts
-those receives first, as its loop does, and runs the function once all their values are in (TF's executor
-runs the consumers of a received value as it arrives; a ``_Send`` that needs every received value cannot go
-out earlier in either form, so waiting for all of them delays nothing another partition waits for), and
-whose nodes that need no received value are bookkeeping (:data:`_WHILE_RECEIVING`): other work
-the loop runs while the values are on their way (a matmul on ``GPU:0`` that a control edge from ``GPU:1``
-only has to finish before), and waiting first would serialize the two devices. The common case is the
-feeds' receives at the start of a device's partition. The executor uses the function
-only when the step is not traced, has no caller-set deadline (both are checked per node by the executor's
-loop) and the device has an allocator (``out=`` kernels write into its buffers, and a slot that may hold
-one is given back after its last reader, as the loop's use counts do; see
-:mod:`dfcore.runtime.compiled_partition`). A kernel's exception leaves the function; its line number names
-the node that raised (:func:`failed_node`).
+A partition qualifies when it holds no control flow and no asynchronous node but ``_Recv`` nodes without
+inputs (the feeds' receives at the start of a device's partition, the gradients a parameter device receives
+from its towers). The executor starts those receives first, as its loop does, and the code is split into
+*segments* at them: the nodes that need the same set of received values (their *mask*: one bit per receive
+they depend on, through any path) form one segment, in the loop's order. A segment runs once the values of
+its mask are in, on the thread that brought the last of them, as TF's executor runs the consumers of a
+received value as it arrives: the segment of nodes that need no received value runs at once (a matmul on
+``GPU:0`` overlaps the wait for ``GPU:1``'s control edge; a tower's variables are sent before the tower's
+gradients come back), a ``_Send`` goes out as soon as what it needs is in, and two partitions that feed each
+other both ways still finish. Segments whose masks are one inside the other run in that order (a node's mask
+holds its inputs' masks); others run in the order their receives arrive.
+
+The executor uses the functions only when the step is not traced, has no caller-set deadline (both are
+checked per node by the executor's loop) and the device has an allocator (``out=`` kernels write into its
+buffers, and a slot that may hold one is given back after its last reader, as the loop's use counts do: in
+the last segment that reads it when every other reader's segment runs before that one, else once every
+segment has run; see :mod:`dfcore.runtime.compiled_partition`); any other slot is cleared after its last
+reader there too, as TF's executor clears an input entry after its last use (a chain of small ops then frees
+each array as it goes and numpy hands the next op that memory again: the 1,000-add chain took 16% less CPU
+time than with every value kept to the step's end, measured). A kernel's exception leaves the function;
+its line number names the node that raised (:meth:`StraightLine.failed_node`). How the executor runs the
+segments: :mod:`dfcore.runtime.straight_line_run`.
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
-
-from .cancellation import cancelled_error
-from .kernel_errors import kernel_error
 
 if TYPE_CHECKING:
     from .compiled_partition import CompiledPartition
 
 
 class StraightLine:
-    """The generated function of one partition and the node behind each of its lines.
+    """The generated functions (segments) of one partition and the node behind each of their lines.
 
-    ``run(values, ctx, rendezvous, allocator, deallocate)`` runs every scheduled node but the leading
-    ``receives`` (node indices of ``_Recv`` nodes, whose values the executor puts in their slots first) in
-    order and returns None, or the index of the node it stopped before when the step's rendezvous was
-    aborted; ``out=`` kernels take their buffers from ``allocator``, and each slot that may hold one of its
-    buffers goes back through ``deallocate`` after its last reader in that order (as the executor's use
-    counts do).
+    ``segments[s](values, ctx, rendezvous, allocator, deallocate)`` runs segment ``s``'s nodes in order and
+    returns None, or the index of the node it stopped before when the step's rendezvous was aborted; ``out=``
+    kernels take their buffers from ``allocator``, and slots go back through ``deallocate`` (module
+    docstring). ``receives``: the node indices of the partition's ``_Recv`` nodes (bit ``k`` of a mask is
+    ``receives[k]``), which the executor runs first, putting their values in their slots. ``masks[s]``: the
+    receives segment ``s`` waits for; segments are listed so that one whose mask lies inside another's
+    comes first. ``waiting[k]``: the segments whose mask holds bit ``k``. ``late``: the slots given back once
+    every segment has run. ``counts[s]``: how many receives segment ``s`` waits for; ``ready``: the segments
+    that wait for none.
     """
 
-    __slots__ = ("run", "receives", "_node_at_line")
+    __slots__ = ("segments", "receives", "masks", "waiting", "counts", "ready", "late", "_codes", "_node_at_line",
+                 "_segment_of")
 
-    def __init__(self, run: Callable[..., int | None], node_at_line: dict[int, int],
-                 receives: tuple[int, ...] = ()) -> None:
-        self.run = run
+    def __init__(self, segments: list[Callable[..., int | None]], node_at_line: dict[int, int],
+                 segment_of: dict[int, int], receives: tuple[int, ...] = (), masks: tuple[int, ...] = (0,),
+                 late: tuple[int, ...] = ()) -> None:
+        self.segments = segments
+        self._segment_of = segment_of
         self.receives = receives
+        self.masks = masks
+        self.waiting = tuple(tuple(s for s, mask in enumerate(masks) if mask >> bit & 1)
+                             for bit in range(len(receives)))
+        self.counts = tuple(mask.bit_count() for mask in masks)  # per segment, how many receives it waits for
+        self.ready = tuple(s for s, mask in enumerate(masks) if not mask)  # the segments waiting for none
+        self.late = late
+        self._codes = frozenset(segment.__code__ for segment in segments)
         self._node_at_line = node_at_line
 
     def failed_node(self, traceback: TracebackType | None) -> int | None:
         """The index of the node whose kernel raised, from the exception's ``traceback`` (None: not here)."""
-        code = self.run.__code__
         while traceback is not None:
-            if traceback.tb_frame.f_code is code:
+            if traceback.tb_frame.f_code in self._codes:
                 return self._node_at_line.get(traceback.tb_lineno)
             traceback = traceback.tb_next
         return None
 
+    def waits_for(self, node: int) -> tuple[int, ...]:
+        """The receives (node indices) whose values the segment of node ``node`` waits for.
 
-class StraightLineRun:
-    """How an :class:`~dfcore.runtime.executor.Executor` runs its partition's :class:`StraightLine`: the leading
-    receives first (started as its loop starts async nodes; the last value to arrive wakes it), then the
-    function, reporting as the loop does (the same ``done``, the same errors naming the same node)."""
-
-    if TYPE_CHECKING:  # the Executor's state and steps this mixin runs on (runtime/executor.py)
-        values: list[Any]
-        _ctx: Any
-        _allocator: Any
-        _partition: CompiledPartition
-        _lock: threading.Lock
-        _running: bool
-        _remaining: int
-        _awaiting: int | None
-        _receive_error: Any
-
-        def _finish(self, error: Any) -> None: ...
-        def _stop_error(self) -> Any: ...
-        def _compute_async(self, node: Any, args: Any, completed: Callable[..., None]) -> None: ...
-        def _wake(self) -> None: ...
-
-    def _run_straight_line(self, straight):
-        """Run the partition's generated function once its leading receives are in (no other async node:
-        nothing else wakes this executor)."""
-        values, ctx = self.values, self._ctx
-        if straight.receives and not self._received(straight.receives):
-            return  # the last value to arrive wakes the executor again
-        try:
-            allocator = self._allocator
-            if ctx.rendezvous.abort_status is not None or straight.run(
-                    values, ctx, ctx.rendezvous, allocator, allocator.deallocate) is not None:
-                self._finish(self._stop_error())
-                return
-        except Exception as error:  # as in _loop
-            node = self._partition.nodes[straight.failed_node(error.__traceback__)]
-            self._finish(kernel_error(error, node, node.gather(values), self._partition.device))
-            return
-        except BaseException as interrupt:  # Ctrl-C on the calling thread, as in _loop
-            self._finish(cancelled_error(interrupt))
-            raise
-        self._remaining = 0
-        self._finish(None)
-
-    def _received(self, receives):
-        """Start the receives (first call), True once all are settled (the values in their slots, or the
-        first error in ``_receive_error``); else the loop is idle until the last one arrives (it wakes it)."""
-        if self._awaiting is None:
-            self._awaiting = len(receives)
-            nodes = self._partition.nodes
-            for index in receives:
-                self._compute_async(nodes[index], (), self._arrived(nodes[index]))
-        with self._lock:
-            if self._awaiting:
-                self._running = False
-                return False
-        if self._receive_error is not None:
-            self._finish(self._receive_error)
-            return False
-        return True
-
-    def _arrived(self, node):
-        """The completion of a leading receive: its value goes to its slot; the last one wakes the loop."""
-        def completed(error, value):
-            if error is None:
-                self.values[node.out_slot] = value
-            with self._lock:
-                if error is not None and self._receive_error is None:
-                    self._receive_error = error
-                assert self._awaiting is not None, "_received counts the receives before starting them"
-                self._awaiting -= 1
-                last = not self._awaiting
-            if last:
-                self._wake()
-        return completed
+        Raises:
+            KeyError: ``node`` is not in a segment (a receive, or a preset constant).
+        """
+        mask = self.masks[self._segment_of[node]]
+        return tuple(index for bit, index in enumerate(self.receives) if mask >> bit & 1)
 
 
 def straight_line(partition: CompiledPartition) -> StraightLine | None:
-    """The generated function of ``partition``, or None when it does not qualify (module docstring)."""
+    """The generated functions of ``partition``, or None when it does not qualify (module docstring)."""
     if partition.control_flow is not None or partition.device_context is not None:
         return None
-    receives = _leading_receives(partition)
-    if receives is None:
-        return None
-    scheduled = [(i, partition.nodes[i]) for i in _topological(partition, receives)]
-    if not scheduled:
-        return None
-    last_reader = {}  # slot -> position of the last node reading it: the slot is given back after that node
-    for position, (_, node) in enumerate(scheduled):
-        for slot in node.releases:
-            last_reader[slot] = position
-    lines = ["def run(v, ctx, rendezvous, allocator, deallocate):"]
-    kernels: dict[str, Any] = {}
-    node_at_line = {}
-    for position, (i, node) in enumerate(scheduled):
-        inputs = [f"v[{s}]" for s in node.in_slots]
-        if node.compute_out is not None:
-            kernels[f"k{i}"] = node.compute_out
-            args = ["ctx"] * node.needs_context + ["allocator"] + inputs
-        else:
-            kernels[f"k{i}"] = node.compute
-            args = ["ctx"] * node.needs_context + inputs
-        call = f"k{i}({', '.join(args)})"
-        if node.num_outputs == 1:
-            call = f"v[{node.out_slot}] = {call}"
-        elif node.num_outputs:
-            call = f"v[{node.out_slot}:{node.out_slot + node.num_outputs}] = {call}"
-        node_at_line[len(lines) + 1] = i
-        lines.append("    " + call)
-        for slot in sorted({s for s in node.releases if last_reader[s] == position} | set(node.unread)):
-            lines.append(f"    t = v[{slot}]; v[{slot}] = None; deallocate(t); t = None")
-        if position + 1 < len(scheduled):
-            lines.append(f"    if rendezvous.abort_status is not None: return {scheduled[position + 1][0]}")
-    namespace: dict[str, Any] = dict(kernels)
-    exec(compile("\n".join(lines) + "\n", f"<straight line of {partition.device}>", "exec"), namespace)
-    return StraightLine(namespace["run"], node_at_line, receives)
-
-
-def _leading_receives(partition: CompiledPartition) -> tuple[int, ...] | None:
-    """The ``_Recv`` nodes the executor runs before the function (module docstring), or None when the
-    partition does not qualify: another asynchronous node, a ``_Recv`` with inputs, or a ``_Send`` that some
-    received value does not reach (the loop sends it before that value arrives: another partition may need
-    it to send that very value)."""
     nodes = partition.nodes
     receives = tuple(i for i, node in enumerate(nodes) if node.is_async)
     if any(nodes[i].op_type != "_Recv" or nodes[i].in_slots or nodes[i].pending for i in receives):
         return None
-    if receives:
-        reached = _receives_reaching(nodes, receives)
-        everything = (1 << len(receives)) - 1
-        if any((node.op_type == "_Send" and reached[i] != everything)
-               or (not reached[i] and node.op_type not in _WHILE_RECEIVING) for i, node in enumerate(nodes)):
-            return None
-    return receives
+    reached = _receives_reaching(nodes, receives)
+    order = _topological(partition, receives)
+    if not order:
+        return None
+    masks = sorted(dict.fromkeys(reached[i] for i in order), key=lambda mask: mask.bit_count())
+    segment_of = {mask: s for s, mask in enumerate(masks)}
+    scheduled: list[list[int]] = [[] for _ in masks]
+    for i in order:
+        scheduled[segment_of[reached[i]]].append(i)
+    releases, late = _last_reads(scheduled, masks, lambda i: nodes[i].releases)
+    preset = {node.out_slot for node in nodes if node.preset}
+    drops = _last_reads(scheduled, masks, lambda i: [slot for slot in nodes[i].in_slots if slot not in preset
+                                                     and slot not in nodes[i].releases])[0]
+    lines: list[str] = []
+    kernels: dict[str, Any] = {}
+    node_at_line = {}
+    for s, segment in enumerate(scheduled):
+        lines.append(f"def s{s}(v, ctx, rendezvous, allocator, deallocate):")
+        for position, i in enumerate(segment):
+            node = nodes[i]
+            inputs = [f"v[{slot}]" for slot in node.in_slots]
+            if node.compute_out is not None:
+                kernels[f"k{i}"] = node.compute_out
+                args = ["ctx"] * node.needs_context + ["allocator"] + inputs
+            else:
+                kernels[f"k{i}"] = node.compute
+                args = ["ctx"] * node.needs_context + inputs
+            call = f"k{i}({', '.join(args)})"
+            if node.num_outputs == 1:
+                call = f"v[{node.out_slot}] = {call}"
+            elif node.num_outputs:
+                call = f"v[{node.out_slot}:{node.out_slot + node.num_outputs}] = {call}"
+            node_at_line[len(lines) + 1] = i
+            lines.append("    " + call)
+            for slot in sorted(releases.get(i, set()) | set(node.unread)):
+                lines.append(f"    t = v[{slot}]; v[{slot}] = None; deallocate(t); t = None")
+            if i in drops:
+                lines.append("    " + " = ".join(f"v[{slot}]" for slot in sorted(drops[i])) + " = None")
+            if position + 1 < len(segment):
+                lines.append(f"    if rendezvous.abort_status is not None: return {segment[position + 1]}")
+    namespace: dict[str, Any] = dict(kernels)
+    exec(compile("\n".join(lines) + "\n", f"<straight line of {partition.device}>", "exec"), namespace)
+    return StraightLine([namespace[f"s{s}"] for s in range(len(scheduled))], node_at_line,
+                        {i: s for s, segment in enumerate(scheduled) for i in segment}, receives, tuple(masks), late)
 
 
-#: Op types that may sit in a straight line needing none of its receives: bookkeeping the function runs
-#: after them at no cost. Any other such node is work the loop overlaps with the wait (a matmul on GPU:0 while
-#: GPU:1's control edge is on its way): waiting for every receive first would serialize two devices' work.
-_WHILE_RECEIVING = frozenset({"Const", "VariableV2", "VarHandleOp", "Identity", "ReadVariableOp", "NoOp", "_Arg"})
+def _last_reads(scheduled: list[list[int]], masks: list[int],
+                slots_read: Callable[[int], Any]) -> tuple[dict[int, set[int]], tuple[int, ...]]:
+    """Where each slot ``slots_read(node)`` names is read for the last time: ``({node: slots after it}, late
+    slots)``. A slot's last read is its last reader in a segment every other reader's segment runs before
+    (its mask lies inside this one's); else it is late (the order of its readers is known only in the step)."""
+    readers: dict[int, list[tuple[int, int]]] = {}  # slot -> [(segment, node)] in order
+    for s, segment in enumerate(scheduled):
+        for i in segment:
+            for slot in slots_read(i):
+                readers.setdefault(slot, []).append((s, i))
+    after: dict[int, set[int]] = {}
+    late = []
+    for slot, where in readers.items():
+        last_segment, last_node = where[-1]
+        mask = masks[last_segment]
+        if all(masks[s] & ~mask == 0 for s, _ in where):
+            after.setdefault(last_node, set()).add(slot)
+        else:
+            late.append(slot)
+    return after, tuple(sorted(late))
 
 
 def _receives_reaching(nodes: list[Any], receives: tuple[int, ...]) -> list[int]:

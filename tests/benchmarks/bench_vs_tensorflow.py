@@ -11,7 +11,7 @@ by a shared machine's load). Targets (issue 32; printed, never asserted): dfcore
 import statistics
 
 from _mlp_net import make_problem, naive_numpy_step
-from _tf_cases import CHAIN_LENGTH, TOWERS, build_chain, chain_feed, checked_towers
+from _tf_cases import CHAIN_LENGTH, TOWERS, build_chain, chain_config, chain_feed, checked_towers
 from _tf_process import TFProcess, interleaved_timers, timer
 from _timing import machine_load, median_ratio, one_blas_thread, report, target_row
 from bench_executor_overhead import numpy_chain
@@ -40,7 +40,7 @@ def main():
     if tf is None:
         print(f"  (no TensorFlow column: {TFProcess.why})")
     graph, x, y = build_chain(dfcore)
-    chain_sess = dfcore.Session(graph=graph, config=no_rewrite_session_config())
+    chain_sess = dfcore.Session(graph=graph, config=no_rewrite_session_config(chain_config(dfcore)))
     feed, one = {x: chain_feed()}, chain_feed()[0] + 1
     assert chain_sess.run(y, feed)[0] == CHAIN_LENGTH
     towers, towers_sess = checked_towers(dfcore)

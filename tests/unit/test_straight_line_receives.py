@@ -1,7 +1,8 @@
-"""A partition whose only asynchronous nodes are leading ``_Recv`` nodes runs as one generated function once
-they are in (:mod:`dfcore.runtime.straight_line`): the same values as the dataflow loop (reference: numpy),
-the same error naming the same node, on the calling thread and on a pool; a partition with a ``_Send`` that a
-received value does not reach keeps the loop, so two partitions that feed each other both ways still finish."""
+"""A partition whose only asynchronous nodes are ``_Recv`` nodes without inputs runs as generated functions,
+one per set of received values its nodes need (:mod:`dfcore.runtime.straight_line`): the same values as the
+dataflow loop (reference: numpy), the same error naming the same node, on the calling thread and on a pool;
+a ``_Send`` (or any work) that a received value does not reach is in a segment that does not wait for it, so
+two partitions that feed each other both ways still finish and two devices' work overlaps."""
 
 import numpy as np
 import pytest
@@ -73,9 +74,23 @@ def test_an_error_before_the_send_ends_the_step_naming_the_failing_node():
         assert _partition_on(sess, GPU).straight_line() is not None
 
 
-def test_a_send_that_a_received_value_does_not_reach_keeps_the_loop():
+def _waits_for(partition, name):
+    """The names of the receives whose values the segment holding node ``name`` waits for."""
+    straight = partition.straight_line()
+    assert straight is not None
+    index = next(i for i, node in enumerate(partition.nodes) if node.name == name)
+    return {partition.nodes[i].name for i in straight.waits_for(index)}
+
+
+def _send_of(partition, name):
+    """The name of the ``_Send`` of node ``name``'s output in ``partition``."""
+    slot = next(node.out_slot for node in partition.nodes if node.name == name)
+    return next(node.name for node in partition.nodes if node.op_type == "_Send" and node.in_slots == [slot])
+
+
+def test_a_send_that_a_received_value_does_not_reach_goes_out_before_that_value_arrives():
     """GPU:0 sends ``c`` (no received value needed) to CPU:0, which sends ``d = c + 1`` back: waiting for
-    ``d`` before sending ``c`` would never end, so GPU:0's partition keeps the loop."""
+    ``d`` before sending ``c`` would never end, so ``c``'s send is in the segment that waits for nothing."""
     graph = tf.Graph()
     with graph.as_default():
         x = tf.placeholder(tf.float32, [2], name="x")
@@ -89,10 +104,12 @@ def test_a_send_that_a_received_value_does_not_reach_keeps_the_loop():
         for step in range(STRAIGHT_LINE_STEP + 2):
             feed = np.array([step, 1.0], np.float32)
             np.testing.assert_array_equal(sess.run(e, {x: feed}), np.array([4.0, 7.0], np.float32) * feed)
-        assert _partition_on(sess, GPU).straight_line() is None
+        partition = _partition_on(sess, GPU)
+        assert _waits_for(partition, _send_of(partition, "c")) == set()
+        assert len(_waits_for(partition, "e")) == 2
 
 
-def test_a_send_that_only_one_of_two_received_values_reaches_keeps_the_loop():
+def test_a_send_that_only_one_of_two_received_values_reaches_waits_for_that_one_only():
     graph = tf.Graph()
     with graph.as_default():
         x = tf.placeholder(tf.float32, [2], name="x")
@@ -106,14 +123,16 @@ def test_a_send_that_only_one_of_two_received_values_reaches_keeps_the_loop():
             got_doubled, got_both = sess.run([doubled, both], {x: a, w: b})
             np.testing.assert_array_equal(got_doubled, a * 2)
             np.testing.assert_array_equal(got_both, a * 2 * b)
-        assert _partition_on(sess, GPU).straight_line() is None
+        partition = _partition_on(sess, GPU)
+        assert _waits_for(partition, _send_of(partition, "doubled")) == _waits_for(partition, "doubled")
+        assert len(_waits_for(partition, "doubled")) == 1 and len(_waits_for(partition, "both")) == 2
 
 
-def test_work_that_needs_no_received_value_keeps_the_loop_so_two_devices_overlap():
+def test_work_that_needs_no_received_value_runs_before_the_receives_so_two_devices_overlap():
     """``tf.group`` of a matmul on GPU:0 and one on GPU:1 ends in GPU:0's partition, which receives GPU:1's
     control edge; its own matmul needs nothing received. Waiting for the receive before running the matmul
-    would run the two devices' matmuls one after the other (bench_devices' speed-up fell to 1.0), so GPU:0's
-    partition keeps the loop, which runs the matmul while the edge is on its way."""
+    would run the two devices' matmuls one after the other (bench_devices' speed-up fell to 1.0), so the
+    matmul is in the segment that waits for no receive, run while the edge is on its way."""
     graph = tf.Graph()
     rng = np.random.default_rng(0)
     with graph.as_default():
@@ -129,6 +148,10 @@ def test_work_that_needs_no_received_value_keeps_the_loop_so_two_devices_overlap
         plan = list(sess._plans.values())[-1]
         receiving = [p for p in plan.partitions if any(n.op_type == "_Recv" for n in p.nodes)]
         assert receiving, "tf.group across two devices receives a control edge"
+        matmuls = 0
         for partition in receiving:
-            if any(n.op_type == "MatMul" for n in partition.nodes):
-                assert partition.straight_line() is None
+            for node in partition.nodes:
+                if node.op_type == "MatMul":
+                    assert _waits_for(partition, node.name) == set()
+                    matmuls += 1
+        assert matmuls == 1
