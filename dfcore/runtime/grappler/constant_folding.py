@@ -74,7 +74,6 @@ def evaluate(node: Node, values: list[np.ndarray]) -> list[np.ndarray] | None:
 
 
 def _fold_all(item: GraphItem, classic: bool) -> None:
-    users = item.users()
     counter = 0
     for node in item.ordered():
         if item.nodes.get(node.name) is not node or not _foldable(node, item):
@@ -92,15 +91,15 @@ def _fold_all(item: GraphItem, classic: bool) -> None:
                 consts.append(const_node(f"{node.name}/_{counter}__cf__{counter}", value, out.dtype, node.device,
                                          node._id))
                 counter += 1
-            _add_and_forward(item, node, consts, users)
+            _add_and_forward(item, node, consts)
         elif len(values) == 1:
             const = const_node(node.name, values[0], node._outputs[0].dtype, node.device, node._id)
             const.control_inputs = list(node.control_inputs)
-            item.replace(node, const, users)
+            item.replace(node, const)
         else:
             consts = [const_node(f"{PREFIX}/{node.name}-folded-{i}", value, out.dtype, node.device, node._id)
                       for i, (value, out) in enumerate(zip(values, node._outputs))]
-            _add_and_forward(item, node, consts, users)
+            _add_and_forward(item, node, consts)
 
 
 def _foldable(node: Node, item: GraphItem) -> bool:
@@ -117,9 +116,9 @@ def _materialized(node: Node) -> list[np.ndarray] | None:
     return [value.reshape(()) if node.type != "Shape" else value]
 
 
-def _add_and_forward(item: GraphItem, node: Node, consts: list[Node], users: dict[str, set[str]]) -> None:
+def _add_and_forward(item: GraphItem, node: Node, consts: list[Node]) -> None:
     """Add ``consts`` (one per output, with ``node``'s control inputs) and move every data use onto them."""
     for const in consts:
         const.control_inputs = list(node.control_inputs)
-        item.nodes[const.name] = const
-    item.forward(node, [c._outputs[0] for c in consts], users)
+        item.add(const)
+    item.forward(node, [c._outputs[0] for c in consts])
