@@ -90,11 +90,16 @@ class PlacementRecord:
 
 
 class Placement:
-    """The result of :func:`place`: op → full device name, plus a record per op (op-id order)."""
+    """The result of :func:`place`: op → full device name, plus a record per op (op-id order).
 
-    def __init__(self, devices: Mapping[Operation, str], records: Iterable[PlacementRecord]) -> None:
+    ``records``: the :class:`PlacementRecord` per op, or their fields as tuples (made records when first
+    read: most runs never read them)."""
+
+    def __init__(self, devices: Mapping[Operation, str],
+                 records: Iterable[PlacementRecord | tuple[str, str, str, str, str | None, str]]) -> None:
         self._devices = dict(devices)
-        self._records = tuple(records)
+        self._rows: tuple[Any, ...] | None = tuple(records)
+        self._records: tuple[PlacementRecord, ...] = ()
 
     def __getitem__(self, op: Operation) -> str:
         return self._devices[op]
@@ -113,6 +118,9 @@ class Placement:
 
     def records(self) -> list[PlacementRecord]:
         """One :class:`PlacementRecord` per op, in op-id order."""
+        if self._rows is not None:
+            self._records = tuple(r if isinstance(r, PlacementRecord) else PlacementRecord(*r) for r in self._rows)
+            self._rows = None
         return list(self._records)
 
     def devices_used(self) -> list[str]:
@@ -124,15 +132,22 @@ class ColocationGroup:
     """A colocation group: its members, merged request, supported types, candidates and chosen
     ``device`` (None until placed; a placer sets it when it places the first member)."""
 
-    def __init__(self, members: list[Operation], ref_readers: list[Operation]) -> None:
+    __slots__ = ("members", "ref_readers", "spec", "origin", "types", "device", "candidates", "soft", "_shared")
+
+    def __init__(self, members: list[Operation], ref_readers: list[Operation],
+                 shared: dict[Any, Any] | None = None) -> None:
         self.members = members
         self.ref_readers = ref_readers
-        self.spec = DeviceSpec()
+        self.spec = _EMPTY_SPEC  # replaced, never changed in place
         self.origin: dict[str, Operation] = {}
         self.types: list[str] | None = None
         self.device: Any = None  # the full device name once placed
         self.candidates: Any = None  # the feasible device names once asked
         self.soft = False
+        self._shared = {} if shared is None else shared  # what the groups of one placement compute alike
+
+
+_EMPTY_SPEC = DeviceSpec()
 
 
 def _op_id(op):
@@ -151,11 +166,6 @@ def place(ops: Iterable[Operation], device_set: DeviceSet, allow_soft_placement:
             or an op type with no kernel for any device of the set.
     """
     ops, groups = hard_constraints(ops, device_set, allow_soft_placement)
-    consumers: dict[Operation, list[Operation]] = {op: [] for op in ops}
-    for op in ops:
-        for producer in dict.fromkeys([t.op for t in op.inputs] + op.control_inputs):
-            if producer in consumers:
-                consumers[producer].append(op)
     chosen, reasons, second_pass = {}, {}, []
     for op in ops:
         if op.assigned_device:
@@ -165,12 +175,22 @@ def place(ops: Iterable[Operation], device_set: DeviceSet, allow_soft_placement:
         else:
             hints = [op.inputs[0].op] if op.type in METADATA_OP_TYPES and op.inputs else []
             _assign(op, groups[op], device_set, allow_soft_placement, chosen, reasons, hints, REASON_METADATA)
+    consumers = _consumers(ops, second_pass)
     for op in second_pass:
         _assign(op, groups[op], device_set, allow_soft_placement, chosen, reasons, consumers[op], REASON_GENERATOR)
+    rows = [(op.name, op.type, op.device, chosen[op], _group_name(groups[op]), reasons[op]) for op in ops]
+    return Placement(chosen, rows)
 
-    records = [PlacementRecord(op.name, op.type, op.device, chosen[op], _group_name(groups[op]), reasons[op])
-               for op in ops]
-    return Placement(chosen, records)
+
+def _consumers(ops: Sequence[Operation], producers: Sequence[Operation]) -> dict[Operation, list[Operation]]:
+    """``{producer: the ops with a data or control input from it, in op order}`` for ``producers`` only."""
+    consumers: dict[Operation, list[Operation]] = {op: [] for op in producers}
+    if consumers:
+        for op in ops:
+            for producer in dict.fromkeys([t.op for t in op.inputs] + op.control_inputs):
+                if producer in consumers:
+                    consumers[producer].append(op)
+    return consumers
 
 
 def hard_constraints(ops: Iterable[Operation], device_set: DeviceSet,
@@ -183,8 +203,10 @@ def hard_constraints(ops: Iterable[Operation], device_set: DeviceSet,
     """
     ops = sorted(set(ops), key=_op_id)
     groups = _colocation_groups(ops)
+    available = device_set.device_types()
+    kernel_types: dict[str, frozenset[str]] = {}  # op type -> its supported types among the available ones
     for group in dict.fromkeys(groups.values()):
-        _merge_group(group, device_set, allow_soft_placement)
+        _merge_group(group, device_set, allow_soft_placement, available, kernel_types)
     for op in ops:
         if op.assigned_device:
             _pin_assigned(op, groups[op], device_set)
@@ -231,12 +253,18 @@ def _colocation_groups(ops):
 
     first_of_class: dict[str, Operation] = {}
     for op in ops:
-        classes = [c[len("loc:@"):] for c in op.attrs.get("_class", ()) if c.startswith("loc:@")]
+        classes = [c[len("loc:@"):] for c in op.colocation_groups if c.startswith("loc:@")]
         for name in classes or [op.name]:
-            union(op, first_of_class.setdefault(name, op))
+            first = first_of_class.setdefault(name, op)
+            if first is not op:
+                union(op, first)
     ref_readers = set()
+    ref_indices: dict[str, list[int]] = {}
     for op in ops:
-        for index in sorted(registry.ref_inputs(op.type)):
+        indices = ref_indices.get(op.type)
+        if indices is None:
+            indices = ref_indices[op.type] = sorted(registry.ref_inputs(op.type))
+        for index in indices:
             source = op.inputs[index] if index < len(op.inputs) else None
             if source is not None and source.dtype.is_ref and source.op in parent:
                 ref_readers.add(op)
@@ -244,7 +272,9 @@ def _colocation_groups(ops):
     members: dict[Operation, list[Operation]] = {}
     for op in ops:
         members.setdefault(root(op), []).append(op)
-    groups = {r: ColocationGroup(m, [op for op in m if op in ref_readers]) for r, m in members.items()}
+    shared: dict[Any, Any] = {}
+    groups = {r: ColocationGroup(m, [op for op in m if op in ref_readers] if ref_readers else [], shared)
+              for r, m in members.items()}
     return {op: groups[root(op)] for op in ops}
 
 
@@ -259,16 +289,18 @@ def _parsed(device):
     return DeviceSpec.from_string(device)
 
 
-def _merge_group(group, device_set, soft):
-    """Merge the members' requests (``MergeDevNames``) and supported types of one group.
+def _merge_group(group, device_set, soft, available, kernel_types):
+    """Merge the members' requests (``MergeDevNames``) and supported types of one group (``available``: the
+    set's device types; ``kernel_types``: a cache of each op type's supported types among them).
 
     Ops that take a reference input are merged last and yield on conflict: the
     reference edge puts them with the variable (placer.cc step 2).
     """
-    available = device_set.device_types()
-    types = set(available)
+    everywhere = types = frozenset(available)
     for op in group.members:
-        own = set(supported_device_types(op.type, device_set)) & set(available)
+        own = kernel_types.get(op.type)
+        if own is None:
+            own = kernel_types[op.type] = frozenset(supported_device_types(op.type, device_set)) & everywhere
         if not own:
             raise _no_kernel_error(op, device_set)
         types &= own
@@ -277,9 +309,16 @@ def _merge_group(group, device_set, soft):
                 None, op, f"Cannot colocate nodes '{op.name}' and '{group.members[0].name}' because no device "
                 f"type supports both of those nodes and the other nodes colocated with them."
                 f"{debug_info(group.members, device_set)}")
-    group.types = [t for t in available if t in types]
+    shared = group._shared
+    group.types = shared.get(types)
+    if group.types is None:  # one list per set of types (groups only read it)
+        group.types = shared[types] = [t for t in available if t in types]
     readers = group.ref_readers
-    for op in [m for m in group.members if m not in readers] + readers:
+    merged = [m for m in group.members if m not in readers] + readers if readers else group.members
+    first, spec = merged[0], _member_spec(merged[0])
+    group.spec = spec  # merged into an empty request: the first member's own
+    group.origin = {field: first for field, _ in _FIELD_PLURALS if getattr(spec, field) is not None}
+    for op in merged[1:]:
         _merge_spec(group, op, soft, yield_on_conflict=op in readers)
 
 
@@ -323,15 +362,24 @@ def _pin_assigned(op, group, device_set):
 def _candidates(group, op, device_set, soft):
     """TF's ``GetDevicesForNode``: the group's feasible devices in priority order."""
     if group.candidates is None:
-        found = [d.name for d in device_set.find(group.spec) if d.device_type in group.types]
-        if not found and soft:
-            relaxed = group.spec.replace(device_type=None, device_index=None)
-            found = [d.name for d in device_set.find(relaxed) if d.device_type in group.types]
-            group.soft = group.soft or bool(found)
-        if not found:
-            raise _unsatisfiable_error(op, group, device_set)
-        group.candidates = found
+        key = (_spec_key(group.spec), id(group.types), soft)  # a group's types list is shared, see _merge_group
+        known = group._shared.get(key)
+        if known is None:
+            found, relaxed_used = [d.name for d in device_set.find(group.spec) if d.device_type in group.types], False
+            if not found and soft:
+                relaxed = group.spec.replace(device_type=None, device_index=None)
+                found = [d.name for d in device_set.find(relaxed) if d.device_type in group.types]
+                relaxed_used = bool(found)
+            if not found:
+                raise _unsatisfiable_error(op, group, device_set)
+            known = group._shared[key] = (found, relaxed_used, group.types)  # the types list kept: its id stays
+        group.soft = group.soft or known[1]
+        group.candidates = list(known[0])
     return group.candidates
+
+
+def _spec_key(spec):
+    return spec.job, spec.replica, spec.task, spec.device_type, spec.device_index
 
 
 def _assign(op, group, device_set, soft, chosen, reasons, neighbours, heuristic):
@@ -340,7 +388,7 @@ def _assign(op, group, device_set, soft, chosen, reasons, neighbours, heuristic)
         chosen[op], reasons[op] = group.device, REASON_COLOCATION
         return
     candidates = _candidates(group, op, device_set, soft)
-    constrained = bool(group.spec.to_string())
+    constrained = _spec_key(group.spec) != _EMPTY_KEY  # some field requested
     neighbour_devices = {chosen.get(n) for n in neighbours}
     if group.soft:
         reason = REASON_SOFT
@@ -355,6 +403,9 @@ def _assign(op, group, device_set, soft, chosen, reasons, neighbours, heuristic)
             device, reason = hinted, heuristic
     group.device = chosen[op] = device
     reasons[op] = reason
+
+
+_EMPTY_KEY = _spec_key(_EMPTY_SPEC)
 
 
 def debug_info(members: Sequence[Operation], device_set: DeviceSet) -> str:
