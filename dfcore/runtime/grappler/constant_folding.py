@@ -25,7 +25,7 @@ import numpy as np
 
 from ...framework import registry
 from ...framework.tensor_shape import TensorShape
-from .graph_item import GraphItem, Node, Output, is_stateful
+from .graph_item import GraphItem, Node, Output
 
 MAX_CONSTANT_BYTES = 10 * 1024 * 1024  # constant_folding.cc kMaxConstantSize
 PREFIX = "ConstantFolding"  # constant_folding.cc kConstantFoldingConst
@@ -76,11 +76,13 @@ def evaluate(node: Node, values: list[np.ndarray]) -> list[np.ndarray] | None:
 def _fold_all(item: GraphItem, classic: bool) -> None:
     counter = 0
     for node in item.ordered():
-        if item.nodes.get(node.name) is not node or not _foldable(node, item):
-            continue
-        values = _materialized(node) if node.type in SHAPE_OPS else None
+        shape_op = node.type in SHAPE_OPS
+        if not (shape_op or _all_constant(node.inputs)) or item.nodes.get(node.name) is not node or not _foldable(
+                node, item):
+            continue  # most nodes read a non-constant: that is checked first
+        values = _materialized(node) if shape_op else None
         if values is None:
-            if not node.inputs or not all(is_constant(t) for t in node.inputs):
+            if not _all_constant(node.inputs):
                 continue
             values = evaluate(node, [t.op.get_attr("value") for t in node.inputs])
             if values is None:
@@ -102,9 +104,18 @@ def _fold_all(item: GraphItem, classic: bool) -> None:
             _add_and_forward(item, node, consts)
 
 
+def _all_constant(inputs: list[Any]) -> bool:
+    """Some inputs, all constants (:func:`is_constant`)."""
+    if not inputs:
+        return False
+    for t in inputs:
+        if not is_constant(t):
+            return False
+    return True
+
+
 def _foldable(node: Node, item: GraphItem) -> bool:
-    return (node.type not in _NEVER_FOLDED and bool(node._outputs) and item.removable(node)
-            and not is_stateful(node))
+    return node.type not in _NEVER_FOLDED and bool(node._outputs) and item.removable(node)  # removable: stateless
 
 
 def _materialized(node: Node) -> list[np.ndarray] | None:

@@ -57,9 +57,10 @@ class Node:
     __slots__ = ("name", "type", "_attrs", "inputs", "control_inputs", "device", "original", "_id", "_outputs",
                  "_stateful")
 
-    def __init__(self, name: str, op_type: str, attrs: Mapping[str, Any], device: str, node_id: int,
+    def __init__(self, name: str, op_type: str, attrs: dict[str, Any], device: str, node_id: int,
                  output_specs: Sequence[tuple[Any, TensorShape]], original: Operation | None = None) -> None:
-        self.name, self.type, self._attrs, self.device, self._id = name, op_type, dict(attrs), device, node_id
+        # ``attrs``: a dict of the node's own, kept as given (nothing changes a node's attrs)
+        self.name, self.type, self._attrs, self.device, self._id = name, op_type, attrs, device, node_id
         self.original = original
         self.inputs: list[Input] = []
         self.control_inputs: list[Node] = []
@@ -132,10 +133,12 @@ class GraphItem:
 
     def __init__(self, ops: Sequence[Operation], placement: Mapping[Operation, str], feeds: Sequence[Tensor],
                  fetches: Sequence[Tensor], targets: Sequence[Operation]) -> None:
-        self.fed = set(feeds)
+        self.fed = fed = set(feeds)
+        fed_ops = {t.op for t in fed}  # asked first: an op's identity hashes faster than a tensor
         nodes = {op: Node.from_op(op, placement[op]) for op in ops}
         for op, node in nodes.items():
-            node.inputs = [t if t in self.fed else nodes[t.op]._outputs[t.value_index] for t in op.inputs]
+            node.inputs = [t if t.op in fed_ops and t in fed else nodes[t.op]._outputs[t.value_index]
+                           for t in op.inputs]
             node.control_inputs = [nodes[c] for c in op.control_inputs if c in nodes]
         self.nodes: dict[str, Node] = {node.name: node for node in nodes.values()}
         self.preserved = ({t.op.name for t in fetches if t not in self.fed} | {op.name for op in targets}
