@@ -23,15 +23,15 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import re
-from collections.abc import ItemsView, Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, ItemsView, Iterable, Iterator, Mapping, Sequence
 
 from .. import errors
 from ..framework import registry
 from ..framework.device import DeviceSpec
 from ..framework.operation import Operation
+from .colocation import EMPTY_SPEC, ColocationGroup, colocation_groups, group_name
 from .device_set import DeviceSet
+from .placement_log import parse_placement_log_line, placement_log_line, placement_log_lines  # noqa: F401 (public here)
 
 DEFAULT_DEVICE_TYPES = ("GPU", "CPU")
 #: Op types with only a CPU kernel in TF 1.x (the summary ops: ``core/kernels/summary_*op.cc``, which is
@@ -43,7 +43,6 @@ CPU_ONLY_OP_TYPES = ("AsString", "DecodeCSV", "HistogramSummary", "ImageSummary"
 METADATA_OP_TYPES = frozenset({"Shape", "Size", "Rank"})
 
 _DEVICE_TYPES: dict[str, tuple[str, ...]] = {}
-_LOG_LINE = re.compile(r"^(?P<name>[^:]+): \((?P<op>[A-Za-z0-9_]+)\): (?P<device>/\S+)$")
 
 REASON_ASSIGNED = "assigned"
 REASON_REQUESTED = "requested"
@@ -92,14 +91,14 @@ class PlacementRecord:
 class Placement:
     """The result of :func:`place`: op → full device name, plus a record per op (op-id order).
 
-    ``records``: the :class:`PlacementRecord` per op, or their fields as tuples (made records when first
-    read: most runs never read them)."""
+    ``records``: the :class:`PlacementRecord` per op, or a function that makes them, called when they are
+    first read (most runs never read them)."""
 
     def __init__(self, devices: Mapping[Operation, str],
-                 records: Iterable[PlacementRecord | tuple[str, str, str, str, str | None, str]]) -> None:
+                 records: Iterable[PlacementRecord] | Callable[[], Iterable[PlacementRecord]]) -> None:
         self._devices = dict(devices)
-        self._rows: tuple[Any, ...] | None = tuple(records)
-        self._records: tuple[PlacementRecord, ...] = ()
+        self._make_records = records if callable(records) else None
+        self._records: tuple[PlacementRecord, ...] = () if callable(records) else tuple(records)
 
     def __getitem__(self, op: Operation) -> str:
         return self._devices[op]
@@ -118,36 +117,13 @@ class Placement:
 
     def records(self) -> list[PlacementRecord]:
         """One :class:`PlacementRecord` per op, in op-id order."""
-        if self._rows is not None:
-            self._records = tuple(r if isinstance(r, PlacementRecord) else PlacementRecord(*r) for r in self._rows)
-            self._rows = None
+        if self._make_records is not None:
+            self._records, self._make_records = tuple(self._make_records()), None
         return list(self._records)
 
     def devices_used(self) -> list[str]:
         """The distinct devices of this placement, in order of first use."""
         return list(dict.fromkeys(self._devices[op] for op in sorted(self._devices, key=_op_id)))
-
-
-class ColocationGroup:
-    """A colocation group: its members, merged request, supported types, candidates and chosen
-    ``device`` (None until placed; a placer sets it when it places the first member)."""
-
-    __slots__ = ("members", "ref_readers", "spec", "origin", "types", "device", "candidates", "soft", "_shared")
-
-    def __init__(self, members: list[Operation], ref_readers: list[Operation],
-                 shared: dict[Any, Any] | None = None) -> None:
-        self.members = members
-        self.ref_readers = ref_readers
-        self.spec = _EMPTY_SPEC  # replaced, never changed in place
-        self.origin: dict[str, Operation] = {}
-        self.types: list[str] | None = None
-        self.device: Any = None  # the full device name once placed
-        self.candidates: Any = None  # the feasible device names once asked
-        self.soft = False
-        self._shared = {} if shared is None else shared  # what the groups of one placement compute alike
-
-
-_EMPTY_SPEC = DeviceSpec()
 
 
 def _op_id(op):
@@ -178,8 +154,13 @@ def place(ops: Iterable[Operation], device_set: DeviceSet, allow_soft_placement:
     consumers = _consumers(ops, second_pass)
     for op in second_pass:
         _assign(op, groups[op], device_set, allow_soft_placement, chosen, reasons, consumers[op], REASON_GENERATOR)
-    rows = [(op.name, op.type, op.device, chosen[op], _group_name(groups[op]), reasons[op]) for op in ops]
-    return Placement(chosen, rows)
+    group_names = {op: group_name(group) for op, group in groups.items() if len(group.members) > 1}
+
+    def records() -> list[PlacementRecord]:
+        return [PlacementRecord(op.name, op.type, op.device, chosen[op], group_names.get(op), reasons[op])
+                for op in ops]
+
+    return Placement(chosen, records)
 
 
 def _consumers(ops: Sequence[Operation], producers: Sequence[Operation]) -> dict[Operation, list[Operation]]:
@@ -187,9 +168,9 @@ def _consumers(ops: Sequence[Operation], producers: Sequence[Operation]) -> dict
     consumers: dict[Operation, list[Operation]] = {op: [] for op in producers}
     if consumers:
         for op in ops:
-            for producer in dict.fromkeys([t.op for t in op.inputs] + op.control_inputs):
-                if producer in consumers:
-                    consumers[producer].append(op)
+            read = [t.op for t in op.inputs if t.op in consumers] + [c for c in op.control_inputs if c in consumers]
+            for producer in dict.fromkeys(read):
+                consumers[producer].append(op)
     return consumers
 
 
@@ -202,7 +183,7 @@ def hard_constraints(ops: Iterable[Operation], device_set: DeviceSet,
         InvalidArgumentError: as :func:`place` (conflicting requests, no kernel, unknown assigned device).
     """
     ops = sorted(set(ops), key=_op_id)
-    groups = _colocation_groups(ops)
+    groups = colocation_groups(ops)
     available = device_set.device_types()
     kernel_types: dict[str, frozenset[str]] = {}  # op type -> its supported types among the available ones
     for group in dict.fromkeys(groups.values()):
@@ -222,60 +203,9 @@ def feasible_devices(op: Operation, group: ColocationGroup, device_set: DeviceSe
     return _candidates(group, op, device_set, soft)
 
 
-def group_name(group: ColocationGroup) -> str | None:
-    """``loc:@<first member>`` for a group of two or more ops, else None (as :class:`PlacementRecord`)."""
-    return _group_name(group)
-
-
 def _is_generator(op):
     """TF's ``IsGeneratorNode``: no data inputs and one non-reference output."""
     return not op.inputs and len(op.outputs) == 1 and not op.outputs[0].dtype.is_ref
-
-
-def _group_name(group):
-    return f"loc:@{group.members[0].name}" if len(group.members) > 1 else None
-
-
-def _colocation_groups(ops):
-    """Union-find over ``_class`` names, then over reference edges (placer.cc steps 1-2)."""
-    parent = {op: op for op in ops}
-
-    def root(op):
-        while parent[op] is not op:
-            parent[op] = parent[parent[op]]
-            op = parent[op]
-        return op
-
-    def union(a, b):
-        ra, rb = root(a), root(b)
-        if ra is not rb:
-            parent[max(ra, rb, key=_op_id)] = min(ra, rb, key=_op_id)
-
-    first_of_class: dict[str, Operation] = {}
-    for op in ops:
-        classes = [c[len("loc:@"):] for c in op.colocation_groups if c.startswith("loc:@")]
-        for name in classes or [op.name]:
-            first = first_of_class.setdefault(name, op)
-            if first is not op:
-                union(op, first)
-    ref_readers = set()
-    ref_indices: dict[str, list[int]] = {}
-    for op in ops:
-        indices = ref_indices.get(op.type)
-        if indices is None:
-            indices = ref_indices[op.type] = sorted(registry.ref_inputs(op.type))
-        for index in indices:
-            source = op.inputs[index] if index < len(op.inputs) else None
-            if source is not None and source.dtype.is_ref and source.op in parent:
-                ref_readers.add(op)
-                union(source.op, op)
-    members: dict[Operation, list[Operation]] = {}
-    for op in ops:
-        members.setdefault(root(op), []).append(op)
-    shared: dict[Any, Any] = {}
-    groups = {r: ColocationGroup(m, [op for op in m if op in ref_readers] if ref_readers else [], shared)
-              for r, m in members.items()}
-    return {op: groups[root(op)] for op in ops}
 
 
 def _member_spec(op):
@@ -317,9 +247,10 @@ def _merge_group(group, device_set, soft, available, kernel_types):
     merged = [m for m in group.members if m not in readers] + readers if readers else group.members
     first, spec = merged[0], _member_spec(merged[0])
     group.spec = spec  # merged into an empty request: the first member's own
-    group.origin = {field: first for field, _ in _FIELD_PLURALS if getattr(spec, field) is not None}
-    for op in merged[1:]:
-        _merge_spec(group, op, soft, yield_on_conflict=op in readers)
+    if len(merged) > 1:  # which member set each field: named when a later one conflicts
+        group.origin = {field: first for field, _ in _FIELD_PLURALS if getattr(spec, field) is not None}
+        for op in merged[1:]:
+            _merge_spec(group, op, soft, yield_on_conflict=op in readers)
 
 
 _FIELD_PLURALS = (("job", "jobs"), ("replica", "replicas"), ("task", "tasks"), ("device_type", "types"),
@@ -372,7 +303,7 @@ def _candidates(group, op, device_set, soft):
                 relaxed_used = bool(found)
             if not found:
                 raise _unsatisfiable_error(op, group, device_set)
-            known = group._shared[key] = (found, relaxed_used, group.types)  # the types list kept: its id stays
+            known = group._shared[key] = (found, relaxed_used)
         group.soft = group.soft or known[1]
         group.candidates = list(known[0])
     return group.candidates
@@ -405,7 +336,7 @@ def _assign(op, group, device_set, soft, chosen, reasons, neighbours, heuristic)
     reasons[op] = reason
 
 
-_EMPTY_KEY = _spec_key(_EMPTY_SPEC)
+_EMPTY_KEY = _spec_key(EMPTY_SPEC)
 
 
 def debug_info(members: Sequence[Operation], device_set: DeviceSet) -> str:
@@ -453,32 +384,3 @@ def _unsatisfiable_error(op, group, device_set):
         message = (f"Could not satisfy explicit device specification '{requested}' because the node was colocated "
                    f"with a group of nodes that required incompatible device '{group.spec.to_string()}'{info}")
     return errors.InvalidArgumentError(None, op, f"Cannot assign a device for operation '{op.name}': {message}")
-
-
-def placement_log_lines(device_set: DeviceSet, records: Iterable[PlacementRecord]) -> list[str]:
-    """TF's ``log_device_placement`` text as lines (``direct_session.cc``, ``placer.cc``).
-
-    ``Device mapping:`` then ``<device> -> <physical_device_desc>`` per device that
-    has a description (GPUs), or ``Device mapping: no known devices.``; then
-    ``<name>: (<OpType>): <device>`` per record.
-    """
-    mapping = [f"{d.name} -> {d.physical_device_desc}" for d in device_set.devices if d.physical_device_desc]
-    lines = ["Device mapping:"] + mapping if mapping else ["Device mapping: no known devices."]
-    return lines + [placement_log_line(r.node_name, r.op_type, r.assigned_device) for r in records]
-
-
-def placement_log_line(node_name: str, op_type: str, device: str) -> str:
-    """One node's line, ``<name>: (<OpType>): <device>`` (placer.cc ``LogDeviceAssignment``)."""
-    return f"{node_name}: ({op_type}): {device}"
-
-
-def parse_placement_log_line(line: str) -> tuple[str, str, str]:
-    """``(node_name, op_type, device)`` from a :func:`placement_log_line`.
-
-    Raises:
-        ValueError: the line is not in that form.
-    """
-    match = _LOG_LINE.match(line)
-    if match is None:
-        raise ValueError(f"Not a placement log line: {line!r}")
-    return match["name"], match["op"], match["device"]
