@@ -239,52 +239,62 @@ def partition(ops: Sequence[Operation] | Sequence[Any], placement: Mapping[Any, 
     feeds, fetches = list(feeds), list(dict.fromkeys(fetches))
     check_endpoints(feeds, fetches)
     fed = set(feeds)
+    fed_ops = {t.op for t in feeds}  # asked first: an op's identity hashes faster than a tensor
     part = _Partitioner()
     devices = colocate_control_flow(ops, placement, fed)
     # an optimized graph's node names the op whose kernel it runs (itself, when the optimizer made it)
     nodes = {op: _Builder(op.name, op.type, devices[op], op.attrs, getattr(op, "kernel_source", op)) for op in ops}
 
-    # Edge ids in TF's creation order (see the module docstring).
-    edge_ids: dict[Any, int] = {}
+    # Edge ids in TF's creation order (see the module docstring): the edges among the run's ops are numbered
+    # as the main loop below meets them (0, 1, ...), so only feed and fetch edges are kept here.
+    num_op_edges = 0
     feed_consumers: dict[Any, list[Any]] = {t: [] for t in feeds}
     for op in ops:
         for i, tensor in enumerate(op.inputs):
-            if tensor in fed:
+            if tensor.op in fed_ops and tensor in fed:
                 feed_consumers[tensor].append((op, i))
             elif tensor.op in nodes:
-                edge_ids[(op, i)] = len(edge_ids)
+                num_op_edges += 1
             else:
                 raise _missing_input(op, tensor.name)
-        for control in _controls(op, nodes, fed):
-            edge_ids[(op, control)] = len(edge_ids)
+        num_op_edges += len(_controls(op, nodes, fed))
+    edge_ids: dict[Any, int] = {}
+    next_edge = num_op_edges
     feed_nodes = {}
     for index, tensor in enumerate(feeds):
         if feed_consumers[tensor]:
             name, op_type, attrs = endpoint("feed", tensor, index, client, call_frame)
             feed_nodes[tensor] = _Builder(name, op_type, client, attrs)
         for consumer in feed_consumers[tensor]:
-            edge_ids[consumer] = len(edge_ids)
+            edge_ids[consumer], next_edge = next_edge, next_edge + 1
     fetch_nodes = []
     for index, tensor in enumerate(fetches):
         if tensor.op not in nodes:
             raise _missing_input(None, tensor.name)
         name, op_type, attrs = endpoint("fetch", tensor, index, client, call_frame)
         fetch_nodes.append((tensor, _Builder(name, op_type, client, attrs)))
-        edge_ids[tensor] = len(edge_ids)
+        edge_ids[tensor], next_edge = next_edge, next_edge + 1
 
+    op_edge = 0
     for op in ops:
         dst = part.add(nodes[op])
         ref_recvs: list[Any] = []
         read_inputs: list[Any] = []
         for i, tensor in enumerate(op.inputs):
-            src, index = (feed_nodes[tensor], 0) if tensor in fed else (nodes[tensor.op], tensor.value_index)
-            part.connect(dst, src, index, edge_ids[(op, i)], tensor.dtype.base_dtype,
-                         tensor.dtype.is_ref and tensor not in fed, ref_recvs, read_inputs)
+            if tensor.op in fed_ops and tensor in fed:
+                part.connect(dst, feed_nodes[tensor], 0, edge_ids[(op, i)], tensor.dtype.base_dtype, False,
+                             ref_recvs, read_inputs)
+                continue
+            dtype = tensor.dtype
+            part.connect(dst, nodes[tensor.op], tensor.value_index, op_edge, dtype.base_dtype, dtype.is_ref,
+                         ref_recvs, read_inputs)
+            op_edge += 1
         for control in _controls(op, nodes, fed):
-            part.connect(dst, nodes[control], -1, edge_ids[(op, control)], None, False, ref_recvs, read_inputs)
+            part.connect(dst, nodes[control], -1, op_edge, None, False, ref_recvs, read_inputs)
+            op_edge += 1
         for recv in ref_recvs:
             recv.inputs.extend(f"^{name}" for name in read_inputs)
-    add_control_loops(part, ops, nodes, fed, len(edge_ids))
+    add_control_loops(part, ops, nodes, fed, next_edge)
     for node in feed_nodes.values():
         part.add(node)
     for tensor, send in fetch_nodes:

@@ -23,15 +23,15 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import re
-from collections.abc import ItemsView, Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, ItemsView, Iterable, Iterator, Mapping, Sequence
 
 from .. import errors
 from ..framework import registry
 from ..framework.device import DeviceSpec
 from ..framework.operation import Operation
+from .colocation import EMPTY_SPEC, ColocationGroup, colocation_groups, group_name
 from .device_set import DeviceSet
+from .placement_log import parse_placement_log_line, placement_log_line, placement_log_lines  # noqa: F401 (public here)
 
 DEFAULT_DEVICE_TYPES = ("GPU", "CPU")
 #: Op types with only a CPU kernel in TF 1.x (the summary ops: ``core/kernels/summary_*op.cc``, which is
@@ -43,7 +43,6 @@ CPU_ONLY_OP_TYPES = ("AsString", "DecodeCSV", "HistogramSummary", "ImageSummary"
 METADATA_OP_TYPES = frozenset({"Shape", "Size", "Rank"})
 
 _DEVICE_TYPES: dict[str, tuple[str, ...]] = {}
-_LOG_LINE = re.compile(r"^(?P<name>[^:]+): \((?P<op>[A-Za-z0-9_]+)\): (?P<device>/\S+)$")
 
 REASON_ASSIGNED = "assigned"
 REASON_REQUESTED = "requested"
@@ -90,11 +89,16 @@ class PlacementRecord:
 
 
 class Placement:
-    """The result of :func:`place`: op → full device name, plus a record per op (op-id order)."""
+    """The result of :func:`place`: op → full device name, plus a record per op (op-id order).
 
-    def __init__(self, devices: Mapping[Operation, str], records: Iterable[PlacementRecord]) -> None:
+    ``records``: the :class:`PlacementRecord` per op, or a function that makes them, called when they are
+    first read (most runs never read them)."""
+
+    def __init__(self, devices: Mapping[Operation, str],
+                 records: Iterable[PlacementRecord] | Callable[[], Iterable[PlacementRecord]]) -> None:
         self._devices = dict(devices)
-        self._records = tuple(records)
+        self._make_records = records if callable(records) else None
+        self._records: tuple[PlacementRecord, ...] = () if callable(records) else tuple(records)
 
     def __getitem__(self, op: Operation) -> str:
         return self._devices[op]
@@ -113,26 +117,13 @@ class Placement:
 
     def records(self) -> list[PlacementRecord]:
         """One :class:`PlacementRecord` per op, in op-id order."""
+        if self._make_records is not None:
+            self._records, self._make_records = tuple(self._make_records()), None
         return list(self._records)
 
     def devices_used(self) -> list[str]:
         """The distinct devices of this placement, in order of first use."""
         return list(dict.fromkeys(self._devices[op] for op in sorted(self._devices, key=_op_id)))
-
-
-class ColocationGroup:
-    """A colocation group: its members, merged request, supported types, candidates and chosen
-    ``device`` (None until placed; a placer sets it when it places the first member)."""
-
-    def __init__(self, members: list[Operation], ref_readers: list[Operation]) -> None:
-        self.members = members
-        self.ref_readers = ref_readers
-        self.spec = DeviceSpec()
-        self.origin: dict[str, Operation] = {}
-        self.types: list[str] | None = None
-        self.device: Any = None  # the full device name once placed
-        self.candidates: Any = None  # the feasible device names once asked
-        self.soft = False
 
 
 def _op_id(op):
@@ -151,11 +142,6 @@ def place(ops: Iterable[Operation], device_set: DeviceSet, allow_soft_placement:
             or an op type with no kernel for any device of the set.
     """
     ops, groups = hard_constraints(ops, device_set, allow_soft_placement)
-    consumers: dict[Operation, list[Operation]] = {op: [] for op in ops}
-    for op in ops:
-        for producer in dict.fromkeys([t.op for t in op.inputs] + op.control_inputs):
-            if producer in consumers:
-                consumers[producer].append(op)
     chosen, reasons, second_pass = {}, {}, []
     for op in ops:
         if op.assigned_device:
@@ -165,12 +151,27 @@ def place(ops: Iterable[Operation], device_set: DeviceSet, allow_soft_placement:
         else:
             hints = [op.inputs[0].op] if op.type in METADATA_OP_TYPES and op.inputs else []
             _assign(op, groups[op], device_set, allow_soft_placement, chosen, reasons, hints, REASON_METADATA)
+    consumers = _consumers(ops, second_pass)
     for op in second_pass:
         _assign(op, groups[op], device_set, allow_soft_placement, chosen, reasons, consumers[op], REASON_GENERATOR)
+    group_names = {op: group_name(group) for op, group in groups.items() if len(group.members) > 1}
 
-    records = [PlacementRecord(op.name, op.type, op.device, chosen[op], _group_name(groups[op]), reasons[op])
-               for op in ops]
+    def records() -> list[PlacementRecord]:
+        return [PlacementRecord(op.name, op.type, op.device, chosen[op], group_names.get(op), reasons[op])
+                for op in ops]
+
     return Placement(chosen, records)
+
+
+def _consumers(ops: Sequence[Operation], producers: Sequence[Operation]) -> dict[Operation, list[Operation]]:
+    """``{producer: the ops with a data or control input from it, in op order}`` for ``producers`` only."""
+    consumers: dict[Operation, list[Operation]] = {op: [] for op in producers}
+    if consumers:
+        for op in ops:
+            read = [t.op for t in op.inputs if t.op in consumers] + [c for c in op.control_inputs if c in consumers]
+            for producer in dict.fromkeys(read):
+                consumers[producer].append(op)
+    return consumers
 
 
 def hard_constraints(ops: Iterable[Operation], device_set: DeviceSet,
@@ -182,9 +183,11 @@ def hard_constraints(ops: Iterable[Operation], device_set: DeviceSet,
         InvalidArgumentError: as :func:`place` (conflicting requests, no kernel, unknown assigned device).
     """
     ops = sorted(set(ops), key=_op_id)
-    groups = _colocation_groups(ops)
+    groups = colocation_groups(ops)
+    available = device_set.device_types()
+    kernel_types: dict[str, frozenset[str]] = {}  # op type -> its supported types among the available ones
     for group in dict.fromkeys(groups.values()):
-        _merge_group(group, device_set, allow_soft_placement)
+        _merge_group(group, device_set, allow_soft_placement, available, kernel_types)
     for op in ops:
         if op.assigned_device:
             _pin_assigned(op, groups[op], device_set)
@@ -200,52 +203,9 @@ def feasible_devices(op: Operation, group: ColocationGroup, device_set: DeviceSe
     return _candidates(group, op, device_set, soft)
 
 
-def group_name(group: ColocationGroup) -> str | None:
-    """``loc:@<first member>`` for a group of two or more ops, else None (as :class:`PlacementRecord`)."""
-    return _group_name(group)
-
-
 def _is_generator(op):
     """TF's ``IsGeneratorNode``: no data inputs and one non-reference output."""
     return not op.inputs and len(op.outputs) == 1 and not op.outputs[0].dtype.is_ref
-
-
-def _group_name(group):
-    return f"loc:@{group.members[0].name}" if len(group.members) > 1 else None
-
-
-def _colocation_groups(ops):
-    """Union-find over ``_class`` names, then over reference edges (placer.cc steps 1-2)."""
-    parent = {op: op for op in ops}
-
-    def root(op):
-        while parent[op] is not op:
-            parent[op] = parent[parent[op]]
-            op = parent[op]
-        return op
-
-    def union(a, b):
-        ra, rb = root(a), root(b)
-        if ra is not rb:
-            parent[max(ra, rb, key=_op_id)] = min(ra, rb, key=_op_id)
-
-    first_of_class: dict[str, Operation] = {}
-    for op in ops:
-        classes = [c[len("loc:@"):] for c in op.attrs.get("_class", ()) if c.startswith("loc:@")]
-        for name in classes or [op.name]:
-            union(op, first_of_class.setdefault(name, op))
-    ref_readers = set()
-    for op in ops:
-        for index in sorted(registry.ref_inputs(op.type)):
-            source = op.inputs[index] if index < len(op.inputs) else None
-            if source is not None and source.dtype.is_ref and source.op in parent:
-                ref_readers.add(op)
-                union(source.op, op)
-    members: dict[Operation, list[Operation]] = {}
-    for op in ops:
-        members.setdefault(root(op), []).append(op)
-    groups = {r: ColocationGroup(m, [op for op in m if op in ref_readers]) for r, m in members.items()}
-    return {op: groups[root(op)] for op in ops}
 
 
 def _member_spec(op):
@@ -259,16 +219,18 @@ def _parsed(device):
     return DeviceSpec.from_string(device)
 
 
-def _merge_group(group, device_set, soft):
-    """Merge the members' requests (``MergeDevNames``) and supported types of one group.
+def _merge_group(group, device_set, soft, available, kernel_types):
+    """Merge the members' requests (``MergeDevNames``) and supported types of one group (``available``: the
+    set's device types; ``kernel_types``: a cache of each op type's supported types among them).
 
     Ops that take a reference input are merged last and yield on conflict: the
     reference edge puts them with the variable (placer.cc step 2).
     """
-    available = device_set.device_types()
-    types = set(available)
+    everywhere = types = frozenset(available)
     for op in group.members:
-        own = set(supported_device_types(op.type, device_set)) & set(available)
+        own = kernel_types.get(op.type)
+        if own is None:
+            own = kernel_types[op.type] = frozenset(supported_device_types(op.type, device_set)) & everywhere
         if not own:
             raise _no_kernel_error(op, device_set)
         types &= own
@@ -277,10 +239,18 @@ def _merge_group(group, device_set, soft):
                 None, op, f"Cannot colocate nodes '{op.name}' and '{group.members[0].name}' because no device "
                 f"type supports both of those nodes and the other nodes colocated with them."
                 f"{debug_info(group.members, device_set)}")
-    group.types = [t for t in available if t in types]
+    shared = group._shared
+    group.types = shared.get(types)
+    if group.types is None:  # one list per set of types (groups only read it)
+        group.types = shared[types] = [t for t in available if t in types]
     readers = group.ref_readers
-    for op in [m for m in group.members if m not in readers] + readers:
-        _merge_spec(group, op, soft, yield_on_conflict=op in readers)
+    merged = [m for m in group.members if m not in readers] + readers if readers else group.members
+    first, spec = merged[0], _member_spec(merged[0])
+    group.spec = spec  # merged into an empty request: the first member's own
+    if len(merged) > 1:  # which member set each field: named when a later one conflicts
+        group.origin = {field: first for field, _ in _FIELD_PLURALS if getattr(spec, field) is not None}
+        for op in merged[1:]:
+            _merge_spec(group, op, soft, yield_on_conflict=op in readers)
 
 
 _FIELD_PLURALS = (("job", "jobs"), ("replica", "replicas"), ("task", "tasks"), ("device_type", "types"),
@@ -323,15 +293,24 @@ def _pin_assigned(op, group, device_set):
 def _candidates(group, op, device_set, soft):
     """TF's ``GetDevicesForNode``: the group's feasible devices in priority order."""
     if group.candidates is None:
-        found = [d.name for d in device_set.find(group.spec) if d.device_type in group.types]
-        if not found and soft:
-            relaxed = group.spec.replace(device_type=None, device_index=None)
-            found = [d.name for d in device_set.find(relaxed) if d.device_type in group.types]
-            group.soft = group.soft or bool(found)
-        if not found:
-            raise _unsatisfiable_error(op, group, device_set)
-        group.candidates = found
+        key = (_spec_key(group.spec), id(group.types), soft)  # a group's types list is shared, see _merge_group
+        known = group._shared.get(key)
+        if known is None:
+            found, relaxed_used = [d.name for d in device_set.find(group.spec) if d.device_type in group.types], False
+            if not found and soft:
+                relaxed = group.spec.replace(device_type=None, device_index=None)
+                found = [d.name for d in device_set.find(relaxed) if d.device_type in group.types]
+                relaxed_used = bool(found)
+            if not found:
+                raise _unsatisfiable_error(op, group, device_set)
+            known = group._shared[key] = (found, relaxed_used)
+        group.soft = group.soft or known[1]
+        group.candidates = list(known[0])
     return group.candidates
+
+
+def _spec_key(spec):
+    return spec.job, spec.replica, spec.task, spec.device_type, spec.device_index
 
 
 def _assign(op, group, device_set, soft, chosen, reasons, neighbours, heuristic):
@@ -340,7 +319,7 @@ def _assign(op, group, device_set, soft, chosen, reasons, neighbours, heuristic)
         chosen[op], reasons[op] = group.device, REASON_COLOCATION
         return
     candidates = _candidates(group, op, device_set, soft)
-    constrained = bool(group.spec.to_string())
+    constrained = _spec_key(group.spec) != _EMPTY_KEY  # some field requested
     neighbour_devices = {chosen.get(n) for n in neighbours}
     if group.soft:
         reason = REASON_SOFT
@@ -355,6 +334,9 @@ def _assign(op, group, device_set, soft, chosen, reasons, neighbours, heuristic)
             device, reason = hinted, heuristic
     group.device = chosen[op] = device
     reasons[op] = reason
+
+
+_EMPTY_KEY = _spec_key(EMPTY_SPEC)
 
 
 def debug_info(members: Sequence[Operation], device_set: DeviceSet) -> str:
@@ -402,32 +384,3 @@ def _unsatisfiable_error(op, group, device_set):
         message = (f"Could not satisfy explicit device specification '{requested}' because the node was colocated "
                    f"with a group of nodes that required incompatible device '{group.spec.to_string()}'{info}")
     return errors.InvalidArgumentError(None, op, f"Cannot assign a device for operation '{op.name}': {message}")
-
-
-def placement_log_lines(device_set: DeviceSet, records: Iterable[PlacementRecord]) -> list[str]:
-    """TF's ``log_device_placement`` text as lines (``direct_session.cc``, ``placer.cc``).
-
-    ``Device mapping:`` then ``<device> -> <physical_device_desc>`` per device that
-    has a description (GPUs), or ``Device mapping: no known devices.``; then
-    ``<name>: (<OpType>): <device>`` per record.
-    """
-    mapping = [f"{d.name} -> {d.physical_device_desc}" for d in device_set.devices if d.physical_device_desc]
-    lines = ["Device mapping:"] + mapping if mapping else ["Device mapping: no known devices."]
-    return lines + [placement_log_line(r.node_name, r.op_type, r.assigned_device) for r in records]
-
-
-def placement_log_line(node_name: str, op_type: str, device: str) -> str:
-    """One node's line, ``<name>: (<OpType>): <device>`` (placer.cc ``LogDeviceAssignment``)."""
-    return f"{node_name}: ({op_type}): {device}"
-
-
-def parse_placement_log_line(line: str) -> tuple[str, str, str]:
-    """``(node_name, op_type, device)`` from a :func:`placement_log_line`.
-
-    Raises:
-        ValueError: the line is not in that form.
-    """
-    match = _LOG_LINE.match(line)
-    if match is None:
-        raise ValueError(f"Not a placement log line: {line!r}")
-    return match["name"], match["op"], match["device"]

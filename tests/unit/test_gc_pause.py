@@ -81,3 +81,26 @@ def test_cycles_made_during_the_pause_are_freed_by_the_next_collection_and_none_
     assert dropped() is not None  # refcounting alone never frees a cycle
     gc.collect(generation=0)  # a young collection finds it: it was not promoted past the young generations
     assert dropped() is None
+
+
+
+class _Cycle:
+    def __init__(self):
+        self.me = self
+
+
+def _young(obj):
+    return any(o is obj for generation in (0, 1) for o in gc.get_objects(generation=generation))
+
+
+def test_a_pause_that_made_many_objects_ends_with_one_sweep_of_the_young_generations():
+    gc.collect()  # every generation's count at zero: left alone, the next collection would be a young one
+    with gc_paused():
+        kept = [[i] for i in range(150_000)]  # live containers: more than a sweep's threshold
+        cycle = _Cycle()
+        dead = weakref.ref(cycle)
+        del cycle
+        assert dead() is not None  # the collector is off
+    assert dead() is None  # the garbage made in the pause is gone
+    # and what lives on was swept into the oldest generation once, not left for two young collections
+    assert not _young(kept) and not _young(kept[-1])

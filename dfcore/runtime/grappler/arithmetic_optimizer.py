@@ -37,16 +37,15 @@ _ASSOCIATIVE = ("Add", "AddV2", "Mul")
 
 def run(item: GraphItem) -> None:
     """Drop neutral elements, then push constants down chains (producers first, so a chain takes one sweep)."""
-    users = item.users()
     for node in item.ordered():
         if item.nodes.get(node.name) is not node:
             continue
-        if node.type in _NEUTRAL and not _drop_neutral(item, node, users):
+        if node.type in _NEUTRAL and not _drop_neutral(item, node):
             if node.type in _ASSOCIATIVE:
-                _push_down(item, node, users)
+                _push_down(item, node)
 
 
-def _drop_neutral(item: GraphItem, node: Node, users: dict[str, set[str]]) -> bool:
+def _drop_neutral(item: GraphItem, node: Node) -> bool:
     neutral, positions = _NEUTRAL[node.type]
     for position in positions:
         const, other = node.inputs[position], node.inputs[1 - position]
@@ -59,7 +58,7 @@ def _drop_neutral(item: GraphItem, node: Node, users: dict[str, set[str]]) -> bo
                         [(node._outputs[0].dtype, node._outputs[0].shape)])
         identity.inputs = [other]
         identity.control_inputs = list(node.control_inputs)
-        item.replace(node, identity, users)
+        item.replace(node, identity)
         return True
     return False
 
@@ -82,7 +81,7 @@ def _same_shape_or_scalar(const: Output, other: Input, node: Node) -> bool:
     return shape == () or list(shape) == out.shape.as_list()
 
 
-def _push_down(item: GraphItem, node: Node, users: dict[str, set[str]]) -> None:
+def _push_down(item: GraphItem, node: Node) -> None:
     """``Op(Op(x, c1), c2)`` → ``Op(x, c1 ∘ c2)``, the combined constant named after the inner node."""
     for position in (0, 1):
         c2, inner_out = node.inputs[1 - position], node.inputs[position]
@@ -90,7 +89,7 @@ def _push_down(item: GraphItem, node: Node, users: dict[str, set[str]]) -> None:
             continue
         inner = inner_out.op
         if (inner.type != node.type or inner.device != node.device or inner.control_inputs
-                or not item.removable(inner) or users.get(inner.name, set()) != {node.name}
+                or not item.removable(inner) or item.users[inner.name] != {node.name}
                 or sum(1 for t in node.inputs if isinstance(t, Output) and t.op is inner) != 1):
             continue
         found = _split(inner)
@@ -103,14 +102,10 @@ def _push_down(item: GraphItem, node: Node, users: dict[str, set[str]]) -> None:
         if combined is None:
             continue
         const = const_node(inner.name, combined[0], node._outputs[0].dtype, node.device, inner._id)
-        del item.nodes[inner.name]
-        item.nodes[const.name] = const
+        item.replace(inner, const)
         inputs: list[Input] = [x, x]
         inputs[1 - position] = const._outputs[0]
-        node.inputs = inputs
-        users[inner.name] = {node.name}
-        if isinstance(x, Output):
-            users.setdefault(x.op.name, set()).add(node.name)
+        item.set_inputs(node, inputs)
         return
 
 

@@ -25,7 +25,6 @@ COMMUTATIVE = frozenset({"Add", "AddV2", "Mul", "Maximum", "Minimum", "LogicalAn
 
 def run(item: GraphItem) -> None:
     """Merge duplicates, producers first (so their consumers become duplicates in the same sweep)."""
-    users = item.users()
     seen: dict[Any, Node] = {}
     for node in item.ordered():
         if item.nodes.get(node.name) is not node or not _candidate(node):
@@ -35,7 +34,7 @@ def run(item: GraphItem) -> None:
             continue
         kept = seen.setdefault(key, node)
         if kept is not node and item.removable(node):
-            item.replace(node, kept, users)
+            item.replace(node, kept)
 
 
 def _candidate(node: Node) -> bool:

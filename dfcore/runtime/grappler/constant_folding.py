@@ -25,7 +25,7 @@ import numpy as np
 
 from ...framework import registry
 from ...framework.tensor_shape import TensorShape
-from .graph_item import GraphItem, Node, Output, is_stateful
+from .graph_item import GraphItem, Node, Output
 
 MAX_CONSTANT_BYTES = 10 * 1024 * 1024  # constant_folding.cc kMaxConstantSize
 PREFIX = "ConstantFolding"  # constant_folding.cc kConstantFoldingConst
@@ -74,14 +74,15 @@ def evaluate(node: Node, values: list[np.ndarray]) -> list[np.ndarray] | None:
 
 
 def _fold_all(item: GraphItem, classic: bool) -> None:
-    users = item.users()
     counter = 0
     for node in item.ordered():
-        if item.nodes.get(node.name) is not node or not _foldable(node, item):
-            continue
-        values = _materialized(node) if node.type in SHAPE_OPS else None
+        shape_op = node.type in SHAPE_OPS
+        if not (shape_op or _all_constant(node.inputs)) or item.nodes.get(node.name) is not node or not _foldable(
+                node, item):
+            continue  # most nodes read a non-constant: that is checked first
+        values = _materialized(node) if shape_op else None
         if values is None:
-            if not node.inputs or not all(is_constant(t) for t in node.inputs):
+            if not _all_constant(node.inputs):
                 continue
             values = evaluate(node, [t.op.get_attr("value") for t in node.inputs])
             if values is None:
@@ -92,20 +93,29 @@ def _fold_all(item: GraphItem, classic: bool) -> None:
                 consts.append(const_node(f"{node.name}/_{counter}__cf__{counter}", value, out.dtype, node.device,
                                          node._id))
                 counter += 1
-            _add_and_forward(item, node, consts, users)
+            _add_and_forward(item, node, consts)
         elif len(values) == 1:
             const = const_node(node.name, values[0], node._outputs[0].dtype, node.device, node._id)
             const.control_inputs = list(node.control_inputs)
-            item.replace(node, const, users)
+            item.replace(node, const)
         else:
             consts = [const_node(f"{PREFIX}/{node.name}-folded-{i}", value, out.dtype, node.device, node._id)
                       for i, (value, out) in enumerate(zip(values, node._outputs))]
-            _add_and_forward(item, node, consts, users)
+            _add_and_forward(item, node, consts)
+
+
+def _all_constant(inputs: list[Any]) -> bool:
+    """Some inputs, all constants (:func:`is_constant`)."""
+    if not inputs:
+        return False
+    for t in inputs:
+        if not is_constant(t):
+            return False
+    return True
 
 
 def _foldable(node: Node, item: GraphItem) -> bool:
-    return (node.type not in _NEVER_FOLDED and bool(node._outputs) and item.removable(node)
-            and not is_stateful(node))
+    return node.type not in _NEVER_FOLDED and bool(node._outputs) and item.removable(node)  # removable: stateless
 
 
 def _materialized(node: Node) -> list[np.ndarray] | None:
@@ -117,9 +127,9 @@ def _materialized(node: Node) -> list[np.ndarray] | None:
     return [value.reshape(()) if node.type != "Shape" else value]
 
 
-def _add_and_forward(item: GraphItem, node: Node, consts: list[Node], users: dict[str, set[str]]) -> None:
+def _add_and_forward(item: GraphItem, node: Node, consts: list[Node]) -> None:
     """Add ``consts`` (one per output, with ``node``'s control inputs) and move every data use onto them."""
     for const in consts:
         const.control_inputs = list(node.control_inputs)
-        item.nodes[const.name] = const
-    item.forward(node, [c._outputs[0] for c in consts], users)
+        item.add(const)
+    item.forward(node, [c._outputs[0] for c in consts])

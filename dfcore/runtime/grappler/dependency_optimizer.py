@@ -22,42 +22,44 @@ IDENTITY_OPS = ("Identity", "Snapshot")
 
 def run(item: GraphItem) -> None:
     """One sweep over the nodes, producers first."""
-    users = item.users()
     for node in item.ordered():
         if item.nodes.get(node.name) is not node:
             continue
-        data = {t.op for t in node.inputs if isinstance(t, Output)}
-        node.control_inputs = [c for c in node.control_inputs if c not in data]
+        if node.control_inputs:
+            data = {t.op for t in node.inputs if isinstance(t, Output)}
+            kept = [c for c in node.control_inputs if c not in data]
+            if len(kept) < len(node.control_inputs):
+                item.set_inputs(node, control_inputs=kept)
         if node.type in IDENTITY_OPS:
-            _bypass_identity(item, node, users)
+            _bypass_identity(item, node)
         elif node.type == "NoOp":
-            _bypass_noop(item, node, users)
+            _bypass_noop(item, node)
 
 
-def _bypass_identity(item: GraphItem, node: Node, users: dict[str, set[str]]) -> None:
+def _bypass_identity(item: GraphItem, node: Node) -> None:
     source = node.inputs[0]
     if not item.removable(node) or node.control_inputs:
         return
-    consumers = [c for c, _ in item.data_users(node, users)] + item.control_users(node, users)
+    consumers = [c for c, _ in item.data_users(node)] + item.control_users(node)
     if any(c.device != node.device for c in consumers):
         return
     if isinstance(source, Output):
         if source.op.device != node.device:
             return
-        item.move_control_uses(node, [source.op], users)
-    elif item.control_users(node, users):
+        item.move_control_uses(node, [source.op])
+    elif item.control_users(node):
         return  # a feed has no node to wait for
-    item.forward(node, [source], users)
-    del item.nodes[node.name]
+    item.forward(node, [source])
+    item.remove(node)
 
 
-def _bypass_noop(item: GraphItem, node: Node, users: dict[str, set[str]]) -> None:
+def _bypass_noop(item: GraphItem, node: Node) -> None:
     if not item.removable(node):
         return
-    inputs, outputs = node.control_inputs, item.control_users(node, users)
+    inputs, outputs = node.control_inputs, item.control_users(node)
     if any(n.device != node.device for n in inputs + outputs):
         return
     if len(inputs) * len(outputs) > len(inputs) + len(outputs):
         return
-    item.move_control_uses(node, inputs, users)
-    del item.nodes[node.name]
+    item.move_control_uses(node, inputs)
+    item.remove(node)

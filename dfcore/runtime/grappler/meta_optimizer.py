@@ -25,7 +25,7 @@ dfcore does not prove those cases safe, so it skips them). Each pass that ran le
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from ...framework.operation import Operation
@@ -83,20 +83,28 @@ PASSES: tuple[GraphPass, ...] = (
 class GraphState:
     """A graph as one pass left it: per node, its name, op, the op it runs, its input lists, device and
     position, captured without building a string or sorting (passes never change an input list in place, see
-    :mod:`~dfcore.runtime.grappler.graph_item`); :meth:`snapshot` orders and spells it out when asked."""
+    :mod:`~dfcore.runtime.grappler.graph_item`); :meth:`snapshot` orders and spells it out when asked.
+
+    The first state captures every node; a later one copies the ``previous`` state's table and captures
+    again only the names the pass ``changed`` (:meth:`GraphItem.take_changes`): a node the pass left alone
+    shares the previous state's entry."""
 
     __slots__ = ("_by_name", "_snapshot")
 
-    def __init__(self, item: GraphItem, previous: GraphState | None = None) -> None:
-        by_name: dict[str, tuple[Any, ...]] = {
-            name: (name, n.type, n.original, n.inputs, n.control_inputs, n.device, n._id)
-            for name, n in item.nodes.items()}
-        if previous is not None:  # a node the pass left alone shares the previous state's entry
+    def __init__(self, item: GraphItem, previous: GraphState | None = None,
+                 changed: Sequence[str] = ()) -> None:
+        if previous is None:
+            by_name = {name: _entry(n) for name, n in item.nodes.items()}
+        else:
             earlier = previous._by_name
-            for name, entry in by_name.items():
-                old = earlier.get(name)
-                if old is not None and _same(old, entry):
-                    by_name[name] = old
+            by_name = earlier.copy()
+            for name in changed:
+                node = item.nodes.get(name)
+                if node is None:
+                    by_name.pop(name, None)
+                    continue
+                entry, old = _entry(node), earlier.get(name)
+                by_name[name] = old if old is not None and _same(old, entry) else entry
         self._by_name: dict[str, tuple[Any, ...]] = by_name
         self._snapshot: tuple[tuple[str, str, tuple[str, ...], str], ...] | None = None
 
@@ -114,13 +122,14 @@ class GraphState:
                                    sorted(self._by_name.values(), key=_position))
         return self._snapshot
 
-    def rewritten(self, later: GraphState) -> list[str]:
-        """Names in both states whose op, kernel source or input strings differ in ``later``."""
+    def rewritten(self, later: GraphState, names: Iterable[str]) -> list[str]:
+        """Those of ``names`` in both states whose op, kernel source or input strings differ in ``later``."""
         found = []
-        for name, (_, op_type, original, inputs, controls, _, _) in self._by_name.items():
-            other = later._by_name.get(name)
-            if other is None:
+        for name in names:
+            entry, other = self._by_name.get(name), later._by_name.get(name)
+            if entry is None or other is None:
                 continue
+            _, op_type, original, inputs, controls, _, _ = entry
             _, later_type, later_original, later_inputs, later_controls, _, _ = other
             if inputs is later_inputs and controls is later_controls:  # the same lists: no string to spell out
                 changed = op_type != later_type or original is not later_original
@@ -130,6 +139,11 @@ class GraphState:
             if changed:
                 found.append(name)
         return found
+
+
+def _entry(n: Node) -> tuple[Any, ...]:
+    """A node's :class:`GraphState` entry."""
+    return (n.name, n.type, n.original, n.inputs, n.control_inputs, n.device, n._id)
 
 
 def _same(old: tuple[Any, ...], new: tuple[Any, ...]) -> bool:
@@ -205,27 +219,41 @@ def optimize(ops: Sequence[Operation], placement: Any, feeds: Sequence[Tensor], 
         grappler = []
     records: list[PassRecord] = []
     state = GraphState(item)  # the graph after the last pass: the next pass's "before" (one snapshot per pass)
+    idle: set[Callable[[GraphItem], None]] = set()  # passes that changed nothing on the graph as it is now
     for iteration in range(rewrite.meta_optimizer_iterations or DEFAULT_ITERATIONS):
         if len(item) < min_nodes:
             break
         for graph_pass in grappler:
-            record, state = _run(graph_pass, item, iteration, state)
+            record, state = _run(graph_pass, item, iteration, state, idle)
             records.append(record)
     for graph_pass in passes:
         if graph_pass.classic:
-            record, state = _run(graph_pass, item, -1, state)
+            record, state = _run(graph_pass, item, -1, state, idle)
             records.append(record)
     nodes = tuple(item.ordered())
     return OptimizedGraph(nodes, {n: n.device for n in nodes}, tuple(item.fetch_outputs()), tuple(records))
 
 
-def _run(graph_pass: GraphPass, item: GraphItem, iteration: int, before: GraphState) -> tuple[PassRecord, GraphState]:
-    """Run one pass and prune; its record, and the graph's state after it (``before``: the state before it)."""
+def _run(graph_pass: GraphPass, item: GraphItem, iteration: int, before: GraphState,
+         idle: set[Callable[[GraphItem], None]]) -> tuple[PassRecord, GraphState]:
+    """Run one pass and prune; its record, and the graph's state after it (``before``: the state before it).
+
+    A pass is a function of the graph alone: one that changed nothing (``idle``) would change nothing again
+    on the same graph, so while no pass has changed it since, it is not run again, and its record says it
+    changed nothing (what running it would have recorded)."""
+    if graph_pass.run in idle:
+        return PassRecord(graph_pass.name, iteration, len(before), len(before), (), (), (), before, before), before
     graph_pass.run(item)
     item.prune()
-    after = GraphState(item, before)
+    changed = item.take_changes()
+    if not changed:
+        idle.add(graph_pass.run)
+        return PassRecord(graph_pass.name, iteration, len(before), len(before), (), (), (), before, before), before
+    idle.clear()
+    after = GraphState(item, before, changed)
     names_before, names_after = before.names(), after.names()
     record = PassRecord(graph_pass.name, iteration, len(before), len(after),
-                        tuple(sorted(names_before - names_after)), tuple(sorted(names_after - names_before)),
-                        tuple(sorted(before.rewritten(after))), before, after)
+                        tuple(sorted(n for n in changed if n in names_before and n not in names_after)),
+                        tuple(sorted(n for n in changed if n in names_after and n not in names_before)),
+                        tuple(sorted(before.rewritten(after, changed))), before, after)
     return record, after

@@ -68,16 +68,15 @@ CONTRACTIONS: dict[str, tuple[str, Callable[[Node, bool], dict | None]]] = {
 
 def run(item: GraphItem) -> None:
     """Fuse every matching pattern, producers first."""
-    users = item.users()
     for node in item.ordered():
         if node.type in CONTRACTIONS and item.nodes.get(node.name) is node:
-            _fuse(item, node, users)
+            _fuse(item, node)
 
 
-def _only_reader(item: GraphItem, node: Node, users: dict[str, set[str]]) -> Node | None:
+def _only_reader(item: GraphItem, node: Node) -> Node | None:
     """The one node reading ``node`` (through one data edge, no control edge), on its device."""
-    uses = item.data_users(node, users)
-    if len(uses) != 1 or item.control_users(node, users) or not item.removable(node):
+    uses = item.data_users(node)
+    if len(uses) != 1 or item.control_users(node) or not item.removable(node):
         return None
     reader = uses[0][0]
     return reader if reader.device == node.device else None
@@ -90,20 +89,20 @@ def _bias_of(add: Node, product: Output) -> Input | None:
     return add.inputs[1]
 
 
-def _fuse(item: GraphItem, contraction: Node, users: dict[str, set[str]]) -> None:
-    add = _only_reader(item, contraction, users)
+def _fuse(item: GraphItem, contraction: Node) -> None:
+    add = _only_reader(item, contraction)
     if add is None:
         return
     bias = _bias_of(add, contraction._outputs[0])
     if bias is None or bias.dtype != contraction._outputs[0].dtype:
         return
     chain: list[Node] = [contraction, add]
-    relu = _only_reader(item, add, users)
+    relu = _only_reader(item, add)
     if relu is not None and relu.type == "Relu":
         chain.append(relu)
     fused_type, own_attrs = CONTRACTIONS[contraction.type]
     attrs = own_attrs(contraction, len(chain) == 3)
-    if attrs is None or any(node.control_inputs for node in chain) or item.control_users(chain[-1], users):
+    if attrs is None or any(node.control_inputs for node in chain) or item.control_users(chain[-1]):
         return
     root = chain[-1]
     fused = Node(root.name, fused_type,
@@ -112,5 +111,5 @@ def _fuse(item: GraphItem, contraction: Node, users: dict[str, set[str]]) -> Non
                  root.device, root._id, [(root._outputs[0].dtype, root._outputs[0].shape)])
     fused.inputs = [*contraction.inputs, bias]
     for inner in chain[:-1]:
-        del item.nodes[inner.name]
-    item.replace(root, fused, users)
+        item.remove(inner)
+    item.replace(root, fused)
