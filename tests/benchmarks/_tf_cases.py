@@ -52,16 +52,19 @@ def build_towers(v1, params, towers=TOWERS):
 
 
 def chain_config(v1):
-    """One intra- and one inter-op thread, as each side's tower step. The chain's session is each process's
-    first: its setting sizes the process-global inter-op pool every later session shares (TF's rule, and
-    dfcore's), so with the default (one thread per core) dfcore's tower step ran three towers on a 2-thread
-    pool while TF's ran on one thread (2.49 against 1.89 ms a step, measured)."""
-    return v1.ConfigProto(intra_op_parallelism_threads=1, inter_op_parallelism_threads=1)
+    """One intra- and one inter-op thread in the session's own pool (``use_per_session_threads``), as the tower
+    step's. Without a pool of its own a session runs on the process-global inter-op pool, which the process's
+    first session sizes (TF's rule, and dfcore's): under ``run_all.py`` that is another bench's session, and
+    dfcore's tower step then ran three towers on a 2-thread pool while TF's ran on one thread (2.49 against
+    1.89 ms a step, measured)."""
+    return v1.ConfigProto(intra_op_parallelism_threads=1, inter_op_parallelism_threads=1,
+                          use_per_session_threads=True)
 
 
 def tower_config(v1):
-    """4 CPU devices, one intra- and one inter-op thread."""
-    return v1.ConfigProto(device_count={"CPU": TOWERS}, intra_op_parallelism_threads=1, inter_op_parallelism_threads=1)
+    """4 CPU devices, one intra- and one inter-op thread in the session's own pool (see :func:`chain_config`)."""
+    return v1.ConfigProto(device_count={"CPU": TOWERS}, intra_op_parallelism_threads=1, inter_op_parallelism_threads=1,
+                          use_per_session_threads=True)
 
 
 def checked_towers(v1):
