@@ -239,12 +239,8 @@ class GraphItem:
         data, control = self.data_users(old), self.control_users(old)
         if new.name == old.name:
             self._unlink(old, _sources(old))
-            self.nodes[new.name] = new  # the same key: its place in the table stays
-            self.users[new.name] = set()
-            self._link(new, _sources(new))
-            self._changed[new.name] = None
-            self._unread.append(new)
-            self._order = None
+            self.users[new.name] = set()  # its readers come back as they are rewired below
+            self.add(new)  # the same key: its place in the node table stays
         else:
             self.remove(old)
             if self.nodes.get(new.name) is not new:
