@@ -22,6 +22,7 @@ still cached, and the scratch a plan keeps stays bounded).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -93,11 +94,6 @@ class WindowPlan:
                 cols = _tap_range(out_w, w, j * dw - left, sw)
                 self.taps.append((i, j, rows[0], cols[0], rows[1], cols[1]))
         self.full = all(t[2] == slice(0, out_h) and t[3] == slice(0, out_w) for t in self.taps)
-        # per output row: (tap, input row, output columns, input columns) of each tap reading a real input row
-        self._row_taps: list[list[tuple[int, int, slice, slice]]] = [[] for _ in range(out_h)]
-        for k, (i, _, orow, ocol, _, icol) in enumerate(self.taps):
-            for a in range(out_h)[orow]:
-                self._row_taps[a].append((k, a * sh + i * dh - top, ocol, icol))
         self.identity = kh == kw == 1 and (sh, sw) == (1, 1) and (out_h, out_w) == (h, w)
         self.tiles = (sh, sw) == (kh, kw) and (dh, dw) == (1, 1) and (out_h * sh, out_w * sw) == (h, w)
         channels = in_shape[3]
@@ -107,6 +103,17 @@ class WindowPlan:
         self.chunk = _even_chunk(in_shape[0], SCRATCH_BYTES // max(self._rows * taps_bytes, 1))
         self.col2im_chunk = _even_chunk(in_shape[0], COL2IM_BYTES // max(out_w * taps_bytes, h * w * channels * 8, 1))
         self._free: dict[tuple[np.dtype, str, int], list[np.ndarray]] = {}
+
+    @cached_property
+    def _row_taps(self) -> list[list[tuple[int, int, slice, slice]]]:
+        """Per output row, ``(tap, input row, output columns, input columns)`` of each tap reading a real input
+        row (col2im's walk; made on first use, so a pooling plan never makes it)."""
+        sh, _, dh, _ = self._step
+        row_taps: list[list[tuple[int, int, slice, slice]]] = [[] for _ in range(self.out_h)]
+        for k, (i, _, orow, ocol, _, icol) in enumerate(self.taps):
+            for a in range(self.out_h)[orow]:
+                row_taps[a].append((k, a * sh + i * dh - self._top, ocol, icol))
+        return row_taps
 
     # -- scratch -------------------------------------------------------------------------------------------
     def _take(self, dtype: np.dtype, kind: str, depth: int = 0) -> np.ndarray:
