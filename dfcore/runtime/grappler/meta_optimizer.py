@@ -242,13 +242,13 @@ def _run(graph_pass: GraphPass, item: GraphItem, iteration: int, before: GraphSt
     on the same graph, so while no pass has changed it since, it is not run again, and its record says it
     changed nothing (what running it would have recorded)."""
     if graph_pass.run in idle:
-        return PassRecord(graph_pass.name, iteration, len(before), len(before), (), (), (), before, before), before
+        return _unchanged(graph_pass, iteration, before), before
     graph_pass.run(item)
     item.prune()
     changed = item.take_changes()
     if not changed:
         idle.add(graph_pass.run)
-        return PassRecord(graph_pass.name, iteration, len(before), len(before), (), (), (), before, before), before
+        return _unchanged(graph_pass, iteration, before), before
     idle.clear()
     after = GraphState(item, before, changed)
     names_before, names_after = before.names(), after.names()
@@ -257,3 +257,8 @@ def _run(graph_pass: GraphPass, item: GraphItem, iteration: int, before: GraphSt
                         tuple(sorted(n for n in changed if n in names_after and n not in names_before)),
                         tuple(sorted(before.rewritten(after, changed))), before, after)
     return record, after
+
+
+def _unchanged(graph_pass: GraphPass, iteration: int, state: GraphState) -> PassRecord:
+    """The record of ``graph_pass`` leaving the graph (``state``) as it was."""
+    return PassRecord(graph_pass.name, iteration, len(state), len(state), (), (), (), state, state)
