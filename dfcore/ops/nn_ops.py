@@ -130,18 +130,21 @@ def _rank_at_least_1(op):
 
 def log_softmax_values(x: Any, backend: Any) -> Any:
     """Numerically stable ``log(softmax(x))`` over the last axis of an array of ``backend``
-    (``x - max - log(sum(exp(x - max)))``, reductions through :meth:`Backend.reducer`)."""
+    (``x - max - log(sum(exp(x - max)))``, reductions through :meth:`Backend.reducer`). A row holding inf or
+    -inf gives nan silently, as TF (``inf - inf`` is numpy's only float error here; one ``quiet`` for all)."""
     xp = backend.xp
-    shifted = x - backend.reducer("max")(x, axis=-1, keepdims=True)
-    return shifted - xp.log(backend.reducer("sum")(xp.exp(shifted), axis=-1, keepdims=True))
+    with backend.quiet():
+        shifted = x - backend.reducer("max")(x, axis=-1, keepdims=True)
+        return shifted - xp.log(backend.reducer("sum")(xp.exp(shifted), axis=-1, keepdims=True))
 
 
 def _softmax_kernel(op, backend):
-    xp, amax, total = backend.xp, backend.reducer("max"), backend.reducer("sum")
+    xp, amax, total, quiet = backend.xp, backend.reducer("max"), backend.reducer("sum"), backend.quiet
 
     def compute(x):
-        e = xp.exp(x - amax(x, axis=-1, keepdims=True))
-        return e / total(e, axis=-1, keepdims=True)
+        with quiet():  # inf - inf: nan, silently (TF)
+            e = xp.exp(x - amax(x, axis=-1, keepdims=True))
+            return e / total(e, axis=-1, keepdims=True)
 
     return compute
 

@@ -139,7 +139,8 @@ def _softmax_xent_kernel(op, backend):
                 None, op, f"logits and labels must be same size: logits_size={_shape_str(features)} "
                 f"labels_size={_shape_str(labels)}")
         log_probs = log_softmax_values(features, backend)
-        loss = -total(labels * log_probs, axis=1)
+        with backend.quiet():  # 0 * -inf (a -inf logit): nan, silently (TF)
+            loss = -total(labels * log_probs, axis=1)
         dtype = features.dtype
         return xp.astype(loss, dtype, copy=False), xp.astype(xp.exp(log_probs) - labels, dtype, copy=False)
 
