@@ -7,8 +7,9 @@ Source: numpy >= 2 implements the array API standard in its main namespace (``np
 The small-kernel calls skip numpy's Python wrappers and give the same bits: ``np.sum(x, axis)`` is
 ``_wrapreduction`` around ``np.add.reduce(x, axis)``, ``np.reshape`` is ``_wrapfunc`` around the method, and
 ``x * mask`` casts the bool mask inside the ufunc loop exactly as ``astype`` would. Per call on [64, 10]
-float32 (numpy 2.4, the lessons' 2-core machine, load ~0.8): ``np.max`` 16 us, ``np.maximum.reduce`` 8.7 us;
-``np.sum`` 10.8, ``np.add.reduce`` 6.2; ``np.reshape`` 2.6, the method 0.2. Per-row columns of [16, 10]:
+float32 (numpy 2.4, a 2-core AMD EPYC shared with other jobs, load ~0.8): ``np.max`` 16 us,
+``np.maximum.reduce`` 8.7; ``np.sum`` 10.8, ``np.add.reduce`` 6.2; ``np.reshape`` 2.6, the method 0.2. Per-row
+columns of [16, 10]:
 ``x[np.arange(16), c] += 1`` 7.6 us, on the flat view at ``row_starts + c`` 4.6 (the starts kept per shape).
 ``divide`` by a 0-d divisor of magnitude >= 1 can raise no float error, so it skips ``np.errstate`` (2.2 us to
 enter and leave); by a power of two it multiplies by the reciprocal (the same exact value, hence the same bits;
@@ -74,7 +75,7 @@ class NumpyBackend:
     def divide(self, x: Any, y: Any) -> Any:
         if getattr(y, "ndim", 1) == 0 and y.dtype.kind == "f":
             d = float(y)
-            if 1.0 <= abs(d) < math.inf:  # |x / d| <= |x|, no 0/0, no inf/inf: no float error to hide
+            if 1.0 <= abs(d) < math.inf:  # |x / d| <= |x|, no 0/0, no inf/inf, quiet nan: no float error to hide
                 if abs(math.frexp(d)[0]) == 0.5:  # d = +-2**k: x * 2**-k is the same exact value, rounded once
                     return np.multiply(x, y.dtype.type(1.0 / d))
                 return np.divide(x, y)
