@@ -9,13 +9,13 @@ The small-kernel calls skip numpy's Python wrappers and give the same bits: ``np
 ``x * mask`` casts the bool mask inside the ufunc loop exactly as ``astype`` would. Per call on [64, 10]
 float32 (numpy 2.4, a 2-core AMD EPYC shared with other jobs, load ~0.8): ``np.max`` 16 us,
 ``np.maximum.reduce`` 8.7; ``np.sum`` 10.8, ``np.add.reduce`` 6.2; ``np.reshape`` 2.6, the method 0.2. Per-row
-columns of [16, 10]:
-``x[np.arange(16), c] += 1`` 7.6 us, on the flat view at ``row_starts + c`` 4.6 (the starts kept per shape).
+columns of [16, 10]: ``x[np.arange(16), c] += 1`` 7.6 us, on the flat view at ``row_starts + c`` 4.6 (the
+starts kept per shape).
 ``divide`` by a 0-d divisor of magnitude >= 1 can raise no float error, so it skips ``np.errstate`` (2.2 us to
 enter and leave); by a power of two it multiplies by the reciprocal (the same exact value, hence the same bits;
 [784, 256] float32: ``np.divide`` 32-34 us, ``np.multiply`` 27-29). TF's constant folding turns ``x / c`` into
-``x * (1 / c)`` for any constant ``c`` (``constant_folding.cc``, ``ReduceDivToReciprocalMul``: the ``Mul`` of
-TF's traces); here only where that keeps the division's bits.
+``x * (1 / c)`` for any constant ``c`` (a ``Mul`` by ``ConstantFolding/<name>_recip`` in TF 2.21's partition
+graphs: the ``Mul`` of its traces, with other bits for c = 3); here only where the bits stay the division's.
 """
 
 from __future__ import annotations
