@@ -6,8 +6,10 @@ layer (its kernels are C++ per device type, ``REGISTER_KERNEL_BUILDER(Name(...).
 A **backend** (:class:`Backend`) names an array library: ``xp`` (its array-API namespace), ``from_host`` /
 ``to_host`` (numpy in and out), ``is_native`` and the few things the standard lacks (``supports_out``,
 ``matmul`` with transpose flags, ``quiet`` float errors, ``dtype``, ``take_columns``/``add_to_columns`` for
-per-row indexing). Shape-like inputs (axes, shapes, permutations) are read on the host with ``to_host``, as TF
-keeps them in host memory (``HostMemory``), and every kernel's outputs are arrays of its device's backend.
+per-row indexing) and the calls small kernels pay most for, which a backend may make cheaper with the same
+bits (``divide``, ``reducer``, ``reshape``, ``multiply_mask``; numpy's skip its Python wrappers such as
+``np.sum``'s). Shape-like inputs (axes, shapes, permutations) are read on the host with ``to_host``, as TF keeps
+them in host memory (``HostMemory``), and every kernel's outputs are arrays of its device's backend.
 Backends are registered by name and imported on first use (:func:`get`): ``"numpy"``
 (:mod:`.numpy_backend`), ``"array_api_strict"`` (:mod:`.strict_backend`, CI's stand-in for a GPU library),
 ``"cupy"`` (``dfcore.backends.cupy_backend``, written with the real-GPU devices; a CPU run never imports it).
@@ -100,6 +102,23 @@ class Backend(Protocol):
     def add_to_columns(self, x: Any, columns: Any, value: float) -> Any:
         """``x`` with ``value`` added at ``x[i, columns[i]]`` of each row; ``x`` must be a fresh array of the
         kernel's own (a backend with indexed assignment updates it in place)."""
+        ...
+
+    def divide(self, x: Any, y: Any) -> Any:
+        """``x / y`` (``xp.divide``) with float overflow, 0/0 and x/0 giving inf/nan silently (TF's ``RealDiv``)."""
+        ...
+
+    def reducer(self, name: str) -> Any:
+        """The reduction ``name`` (``"sum"``, ``"max"``, ``"min"``, ``"prod"``) as ``fn(x, axis=, keepdims=)``:
+        the same values, dtypes and errors as ``xp.<name>``."""
+        ...
+
+    def reshape(self, x: Any, shape: tuple[int, ...]) -> Any:
+        """``xp.reshape(x, shape)`` (a view where the layout allows; ``shape`` may hold one -1)."""
+        ...
+
+    def multiply_mask(self, x: Any, mask: Any) -> Any:
+        """``x * mask`` of a bool ``mask`` of x's shape, in x's dtype (the mask as 0 and 1; ``inf * 0`` is nan)."""
         ...
 
 

@@ -70,6 +70,18 @@ class CupyBackend:
         x[cupy.arange(x.shape[0]), cupy.asarray(columns)] += value  # one column per row: no repeated index
         return x
 
+    def divide(self, x: Any, y: Any) -> Any:
+        return cupy.divide(x, y)  # CUDA kernels never trap on inf/nan
+
+    def reducer(self, name: str) -> Any:
+        return getattr(xp, name)
+
+    def reshape(self, x: Any, shape: tuple[int, ...]) -> Any:
+        return cupy.reshape(x, shape)
+
+    def multiply_mask(self, x: Any, mask: Any) -> Any:
+        return x * mask.astype(x.dtype)
+
     # -- beyond the contract: devices, copies and timing ---------------------------------------------
     def device_scope(self, platform_device_id: int) -> contextlib.AbstractContextManager[Any]:
         """The CUDA device ``platform_device_id`` as the current device of this thread (kernels and

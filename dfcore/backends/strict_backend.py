@@ -52,5 +52,18 @@ class StrictBackend:
         hit = xp.expand_dims(columns, axis=1) == xp.arange(x.shape[1], dtype=columns.dtype)
         return x + xp.astype(hit, x.dtype) * value  # elsewhere x + (-)0.0: x exactly
 
+    def divide(self, x: Any, y: Any) -> Any:
+        with self.quiet():
+            return xp.divide(x, y)
+
+    def reducer(self, name: str) -> Any:
+        return getattr(xp, name)
+
+    def reshape(self, x: Any, shape: tuple[int, ...]) -> Any:
+        return xp.reshape(x, shape)
+
+    def multiply_mask(self, x: Any, mask: Any) -> Any:
+        return x * xp.astype(mask, x.dtype)
+
 
 BACKEND = StrictBackend()

@@ -265,7 +265,7 @@ def _check_reshape_sizes(op, sizes, error):
 def _reshape_kernel(op, backend):
     """TF's ``ReshapeOp``; a pair (input shape, requested sizes) that passed its checks is remembered (at most
     :data:`RESHAPES_KEPT` per node), so a step's reshape is a lookup and a view."""
-    xp, host = backend.xp, backend.to_host
+    reshape, host = backend.reshape, backend.to_host
     checked: set[tuple[tuple[int, ...], tuple[int, ...]]] = set()
 
     def compute(x, shape):  # the shape is read on the host (TF's HostMemory("shape"))
@@ -274,7 +274,7 @@ def _reshape_kernel(op, backend):
             _check_reshape(op, math.prod(x.shape), [int(d) for d in sizes])
             if len(checked) < RESHAPES_KEPT:
                 checked.add((x.shape, sizes))
-        return xp.reshape(x, sizes)
+        return reshape(x, sizes)
 
     return compute
 

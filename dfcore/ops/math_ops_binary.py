@@ -99,7 +99,7 @@ BINARY = {
     "AddV2": (_xp("add"), REAL),  # what TF 1.15+ writes for `+`; found in GraphDefs TF wrote
     "Sub": (_xp("subtract"), REAL),
     "Mul": (_xp("multiply"), REAL),
-    "RealDiv": (_quiet("divide"), REAL),
+    "RealDiv": (lambda op, backend: backend.divide, REAL),
     "Maximum": (_xp("maximum"), REAL),
     "Minimum": (_xp("minimum"), REAL),
     "Pow": (_quiet("pow"), REAL),

@@ -15,11 +15,11 @@ from .op_util import apply_op1
 def _relu_grad_kernel(op, backend):
     """``g * (y > 0)``: a product, as TF's ``ReluGrad`` functor (``relu_op_functor.h``), so an infinite
     gradient at ``y <= 0`` gives NaN there (and it is several times faster than a select in numpy)."""
-    xp, quiet = backend.xp, backend.quiet
+    multiply_mask, quiet = backend.multiply_mask, backend.quiet
 
     def compute(g, y):
         with quiet():  # inf * 0 is NaN, as in TF, without numpy's warning
-            return g * xp.astype(y > 0, g.dtype)
+            return multiply_mask(g, y > 0)
 
     return compute
 

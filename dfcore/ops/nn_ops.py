@@ -14,8 +14,6 @@ from __future__ import annotations
 import numbers
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from .. import errors
 from ..framework import registry
 from ..framework.scopes import name_scope
@@ -51,7 +49,15 @@ tanh = math_ops.tanh
 # -- activations -------------------------------------------------------------------
 def _relu(op, backend):
     xp = backend.xp
-    return lambda x: xp.maximum(x, xp.zeros((), dtype=x.dtype))
+    zeros: dict = {}  # dtype -> 0-d zero, made once (xp.zeros costs 0.5 us a call)
+
+    def compute(x):
+        zero = zeros.get(x.dtype)
+        if zero is None:
+            zero = zeros[x.dtype] = xp.zeros((), dtype=x.dtype)
+        return xp.maximum(x, zero)
+
+    return compute
 
 
 def _relu6(op, backend):
@@ -122,18 +128,23 @@ def _rank_at_least_1(op):
     return [(x.dtype.base_dtype, x.shape)]
 
 
-def log_softmax_values(x: Any, xp: Any = np) -> Any:
-    """Numerically stable ``log(softmax(x))`` over the last axis of an array of namespace ``xp``."""
-    shifted = x - xp.max(x, axis=-1, keepdims=True)
-    return shifted - xp.log(xp.sum(xp.exp(shifted), axis=-1, keepdims=True))
+def log_softmax_values(x: Any, backend: Any) -> Any:
+    """Numerically stable ``log(softmax(x))`` over the last axis of an array of ``backend``
+    (``x - max - log(sum(exp(x - max)))``, reductions through :meth:`Backend.reducer`). A row holding inf or
+    -inf gives nan silently, as TF (``inf - inf`` is numpy's only float error here; one ``quiet`` for all)."""
+    xp = backend.xp
+    with backend.quiet():
+        shifted = x - backend.reducer("max")(x, axis=-1, keepdims=True)
+        return shifted - xp.log(backend.reducer("sum")(xp.exp(shifted), axis=-1, keepdims=True))
 
 
 def _softmax_kernel(op, backend):
-    xp = backend.xp
+    xp, amax, total, quiet = backend.xp, backend.reducer("max"), backend.reducer("sum"), backend.quiet
 
     def compute(x):
-        e = xp.exp(x - xp.max(x, axis=-1, keepdims=True))
-        return e / xp.sum(e, axis=-1, keepdims=True)
+        with quiet():  # inf - inf: nan, silently (TF)
+            e = xp.exp(x - amax(x, axis=-1, keepdims=True))
+            return e / total(e, axis=-1, keepdims=True)
 
     return compute
 
@@ -141,7 +152,7 @@ def _softmax_kernel(op, backend):
 registry.RegisterShape("Softmax")(_rank_at_least_1)
 registry.RegisterShape("LogSoftmax")(_rank_at_least_1)
 registry.RegisterArrayKernel("Softmax")(_softmax_kernel)
-registry.RegisterArrayKernel("LogSoftmax")(lambda op, backend: lambda x: log_softmax_values(x, backend.xp))
+registry.RegisterArrayKernel("LogSoftmax")(lambda op, backend: lambda x: log_softmax_values(x, backend))
 
 
 def _check_axis(axis, ndims):

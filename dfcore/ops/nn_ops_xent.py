@@ -131,15 +131,16 @@ def _shape_str(array):
 
 @registry.RegisterArrayKernel("SoftmaxCrossEntropyWithLogits")
 def _softmax_xent_kernel(op, backend):
-    xp = backend.xp
+    xp, total = backend.xp, backend.reducer("sum")
 
     def compute(features, labels):
         if features.shape != labels.shape:
             raise errors.InvalidArgumentError(
                 None, op, f"logits and labels must be same size: logits_size={_shape_str(features)} "
                 f"labels_size={_shape_str(labels)}")
-        log_probs = log_softmax_values(features, xp)
-        loss = -xp.sum(labels * log_probs, axis=1)
+        log_probs = log_softmax_values(features, backend)
+        with backend.quiet():  # 0 * -inf (a -inf logit): nan, silently (TF)
+            loss = -total(labels * log_probs, axis=1)
         dtype = features.dtype
         return xp.astype(loss, dtype, copy=False), xp.astype(xp.exp(log_probs) - labels, dtype, copy=False)
 
@@ -214,7 +215,9 @@ def _sparse_xent_shape(op):
 
 @registry.RegisterArrayKernel("SparseSoftmaxCrossEntropyWithLogits")
 def _sparse_xent_kernel(op, backend):
-    xp = backend.xp
+    """``(loss, backprop)``: ``-log_softmax(features)[i, labels[i]]`` and ``softmax(features) - one_hot(labels)``,
+    both of features' dtype (every step keeps it; no cast)."""
+    xp, lowest, highest = backend.xp, backend.reducer("min"), backend.reducer("max")
 
     def compute(features, labels):
         if features.shape[0] != labels.shape[0]:
@@ -222,15 +225,14 @@ def _sparse_xent_kernel(op, backend):
                 None, op, f"logits and labels must have the same first dimension, got logits shape "
                 f"{_shape_str(features)} and labels shape {_shape_str(labels)}")
         num_classes = features.shape[1]
-        low, high = (int(xp.min(labels)), int(xp.max(labels))) if labels.shape[0] else (0, 0)
+        low, high = (int(lowest(labels)), int(highest(labels))) if labels.shape[0] else (0, 0)
         if low < 0 or high >= num_classes:
             host = backend.to_host(labels)
             raise errors.InvalidArgumentError(
                 None, op, f"Received a label value of {low if low < 0 else high} which is outside the valid range "
                 f"of [0, {num_classes}).  Label values: {' '.join(str(v) for v in host.reshape(-1))}")
-        log_probs = log_softmax_values(features, xp)
+        log_probs = log_softmax_values(features, backend)
         backprop = backend.add_to_columns(xp.exp(log_probs), labels, -1)
-        loss = -backend.take_columns(log_probs, labels)
-        return xp.astype(loss, features.dtype, copy=False), xp.astype(backprop, features.dtype, copy=False)
+        return -backend.take_columns(log_probs, labels), backprop
 
     return compute

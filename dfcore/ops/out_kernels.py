@@ -159,7 +159,7 @@ def _reduced(in_shape, axes, keep):
     return axis, tuple(1 if i in reduced else d for i, d in enumerate(in_shape) if keep or i not in reduced)
 
 
-registry.RegisterOutKernel("Sum")(_reduction(np.sum))
+registry.RegisterOutKernel("Sum")(_reduction(np.add.reduce))  # np.sum without its Python wrapper
 registry.RegisterOutKernel("Mean")(_reduction(np.mean))
 
 
@@ -199,12 +199,13 @@ def _sparse_xent(op):
         row = allocator.allocate((n, 1), dtype)
         log_probs = allocator.allocate(features.shape, dtype)
         backprop = allocator.allocate(features.shape, dtype)
-        np.max(features, axis=-1, keepdims=True, out=row)
-        np.subtract(features, row, out=log_probs)  # shifted
-        np.exp(log_probs, out=backprop)
-        np.sum(backprop, axis=-1, keepdims=True, out=row)
-        np.log(row, out=row)
-        np.subtract(log_probs, row, out=log_probs)
+        with np.errstate(invalid="ignore"):  # inf - inf (a row holding inf): nan, silently (TF)
+            np.maximum.reduce(features, axis=-1, keepdims=True, out=row)
+            np.subtract(features, row, out=log_probs)  # shifted
+            np.exp(log_probs, out=backprop)
+            np.add.reduce(backprop, axis=-1, keepdims=True, out=row)
+            np.log(row, out=row)
+            np.subtract(log_probs, row, out=log_probs)
         np.exp(log_probs, out=backprop)
         backprop[rows, labels] -= 1
         loss = np.negative(log_probs[rows, labels], out=allocator.allocate((n,), dtype))

@@ -46,10 +46,17 @@ __all__ = [
 
 def _xp(name):
     """The array API's reduction ``name`` (``fn(x, axis=, keepdims=)``) of the backend."""
-    return lambda op, xp: getattr(xp, name)
+    return lambda op, backend: getattr(backend.xp, name)
 
 
-def _mean(op, xp):
+def _reducer(name):
+    """The backend's reduction ``name`` (:meth:`~dfcore.backends.Backend.reducer`: ``xp.<name>``'s values, which
+    numpy computes without ``np.sum``'s Python wrapper)."""
+    return lambda op, backend: backend.reducer(name)
+
+
+def _mean(op, backend):
+    xp = backend.xp
     def compute(x, axis, keepdims):
         if xp.isdtype(x.dtype, "integral"):
             total = xp.sum(x, axis=axis, keepdims=keepdims)
@@ -63,8 +70,8 @@ def _mean(op, xp):
 def _extreme(name, lowest):
     """``max``/``min`` that give TF's identity on empty axes (the lowest/highest value)."""
 
-    def make(op, xp):
-        fn, dtype = getattr(xp, name), op.inputs[0].dtype.base_dtype
+    def make(op, backend):
+        xp, fn, dtype = backend.xp, backend.reducer(name), op.inputs[0].dtype.base_dtype
         initial = (-math.inf if lowest else math.inf) if dtype.is_floating else (dtype.min if lowest else dtype.max)
 
         def compute(x, axis, keepdims):
@@ -80,13 +87,13 @@ def _extreme(name, lowest):
     return make
 
 
-# op type -> (``make(op, xp) -> fn(x, axis=, keepdims=)`` on the array API, allowed input dtypes)
+# op type -> (``make(op, backend) -> fn(x, axis=, keepdims=)`` on the array API, allowed input dtypes)
 REDUCTIONS = {
-    "Sum": (_xp("sum"), REAL),
+    "Sum": (_reducer("sum"), REAL),
     "Mean": (_mean, REAL),
     "Max": (_extreme("max", lowest=True), REAL),
     "Min": (_extreme("min", lowest=False), REAL),
-    "Prod": (_xp("prod"), REAL),
+    "Prod": (_reducer("prod"), REAL),
     "All": (_xp("all"), BOOL),
     "Any": (_xp("any"), BOOL),
 }
@@ -135,7 +142,7 @@ def _register_reduction(op_type, make, allowed):
     def _factory(op, backend):
         keep, xp, host = op.get_attr("keep_dims"), backend.xp, backend.to_host
         dtype = backend.dtype(op.inputs[0].dtype.as_numpy_dtype)
-        fn = make(op, xp)
+        fn = make(op, backend)
 
         def compute(x, axes):  # the axes are read on the host (TF's HostMemory("reduction_indices"))
             axis = tuple(host(axes).ravel().tolist())
