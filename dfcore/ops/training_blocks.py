@@ -10,35 +10,30 @@ each output written once, the intermediate passes staying in the core's L2 cache
 the variable's dtype and every ufunc gets a positional ``out``: an augmented assignment with a numpy scalar costs
 about 1 us a call in numpy 2, five times a plain ufunc call.
 
-Which form at which size, measured on this project's 2-core AMD EPYC (L2 1 MiB/core, L3 32 MiB; load 0.7-2; one
-thread, float32, each call making its fresh outputs, glibc's heap held as in a session; per-call minimum of
-paired repeats, warm caches / caches flushed by a 64 MiB read before each call). Time of the out form over the
-plain formula (:mod:`dfcore.ops.training_ops`) at 200k / 400k / 800k / 1.6M / 3.2M elements:
+Measured on this project's 2-core AMD EPYC (L2 1 MiB/core, L3 32 MiB; load 1.3-2, noisy neighbours; one thread,
+float32, each call making its fresh outputs, glibc's heap held as in a session). Time of the out form over the
+plain formula, medians of 14-20 calls alternating the two, warm / caches flushed by a 64 MiB read before each call:
 
-    momentum, whole-array  warm 1.05 0.95 0.83 0.84 0.81   cold 0.96 0.95 1.00 0.73 0.98
-    adam, blocked          warm 1.42 1.56 1.12 0.82 0.72   cold 1.03 1.11 1.13 0.50 0.65
+    elements               100k       200k       400k       800k       1.6M       3.2M
+    momentum, whole-array  1.19/1.23  0.99/1.07  0.92/1.06  0.97/0.90  0.96/0.94  0.92/0.93
+    adam, blocks of 65536                        0.88/1.03  0.76/0.76  0.62/0.73  0.57/0.57
 
-hence :data:`MOMENTUM_OUT_BYTES` and :data:`ADAM_BLOCKED_BYTES` (below them the ops run the plain formula). Whole-
-array over blocked (the blocked forms this module had for all three) at 20k / 50k / 200k / 400k / 800k / 1.6M /
-3.2M / 6.4M elements, warm:
+(back to back, minimum of repeats, momentum 0.95/0.95 at 400k, 0.83/1.00 at 800k; adam 1.09/0.99, 0.98/0.99,
+1.05/0.99 at 400k / 800k / 1.6M), hence :data:`OUT_FORMS_BYTES`: below it the ops run the plain formula.
+Blocks of 4096 / 8192 / 16384 / 32768 / 65536 / 131072 / 262144 / 524288 elements for the 3136x1024 Adam of
+issue 32's deep-MNIST step: 25.4 / 20.4 / 17.3-18.7 / 15.9-17.1 / 15.1-16.5 / 15.1 / 15.6 / 17.4 ms warm, 26.5 /
+21.1 / 17.2-18.8 / 16.2-17.1 / 15.1-15.9 / 15.2 / 15.2 / 17.5 ms cold: under 65536 the per-block Python cost (slices,
+twelve to fifteen ufunc calls) dominates, past 262144 the blocks leave the L2 cache; :data:`BLOCK` is 65536 (256 KiB of
+float32, a ufunc's three operands within the 1 MiB L2). Whole-array over blocks of 16384 at 20k / 200k / 800k /
+3.2M / 6.4M / 12.8M elements, warm: gradient descent 0.87 0.69 0.60 0.93 0.89 0.96, momentum 0.88 0.74 0.74 1.01
+0.94 0.98 (cold within 0.79-1.07 for both), adam 0.85 0.76 0.97 1.34 2.07 1.34: blocks pay for Adam's twelve
+to fifteen passes over nine arrays, not for the two- and four-pass updates. Gradient descent's out form is no
+faster than its plain formula (which writes its second ufunc into its first one's fresh result: 1.17 / 1.08 / 1.02
+at 200k / 800k / 3.2M), so only the allocator's ``out=`` kernel uses :func:`gradient_descent_into`.
 
-    gradient descent  0.87 0.79 0.69 0.76 0.60 0.76 0.93 0.89   (12.8M: 0.96)
-    momentum          0.88 0.78 0.74 0.73 0.74 0.93 1.01 0.94   (12.8M: 0.98)
-    adam              0.85 0.80 0.76 0.79 0.97 1.29 1.34 2.07   (12.8M: 1.34)
-
-cold: gradient descent 0.98 0.87 1.01 0.79 0.90 0.90 1.00 0.95, momentum 0.92 0.94 0.90 0.91 0.87 1.00 1.07 0.95,
-adam 0.96 0.94 0.93 0.97 1.06 1.32 1.43 1.94. The blocks' per-block Python cost (slices, a ufunc call each)
-outweighs what they save for the two- and four-pass updates at every size measured; Adam's fifteen passes over
-nine arrays gain once the arrays outgrow the L3 cache. Gradient descent's out form is no faster than the plain
-formula (which already writes its second ufunc into its first one's fresh result: 1.17 / 1.08 / 1.02 at 200k /
-800k / 3.2M), so only the allocator's ``out=`` kernel uses :func:`gradient_descent_into`.
-
-The block size was tuned on the deep-MNIST Adam step of issue 32 (a 3136x1024 float32 variable, one thread, a
-2-core machine with a 2 MiB L2, load 4): blocks of 4096 / 8192 / 16384 / 32768 / 65536 elements took 14.6 / 13.4
-/ 12.4 / 11.7 / 11.7 ms with warm caches and 15.5 / 14.5 / 12.8 / 13.0 / 12.9 ms with cold ones. In a training
-step the update is bound by memory: writing the three fresh outputs adds about half again (the same step
-updating var, m and v in place, as TF does, took 8.1 ms against 12.5), and dfcore's published buffers are
-immutable (:mod:`dfcore.runtime.variable_store`).
+In a training step the update is bound by memory: writing the three fresh outputs adds about half again (on
+another 2-core machine, the deep-MNIST step updating var, m and v in place, as TF does, took 8.1 ms against 12.5),
+and dfcore's published buffers are immutable (:mod:`dfcore.runtime.variable_store`).
 """
 
 from __future__ import annotations
@@ -49,15 +44,13 @@ import numpy as np
 
 from .blocked import empty_aligned, run_blocks
 
-__all__ = ["ADAM_BLOCKED_BYTES", "BLOCK", "MOMENTUM_OUT_BYTES", "applies", "adam", "momentum",
-           "gradient_descent_into"]
+__all__ = ["BLOCK", "OUT_FORMS_BYTES", "applies", "adam", "momentum", "gradient_descent_into"]
 
-#: Elements per block of :func:`adam` (64 KiB of float32). See the module docstring.
-BLOCK = 16384
-#: Bytes per array from which ``ApplyMomentum`` runs :func:`momentum` (below: the plain formula).
-MOMENTUM_OUT_BYTES = 1 << 20
-#: Bytes per array from which ``ApplyAdam`` runs :func:`adam` (below: the plain formula).
-ADAM_BLOCKED_BYTES = 4 << 20
+#: Elements per block of :func:`adam` (256 KiB of float32). See the module docstring.
+BLOCK = 65536
+#: Bytes per array from which ``ApplyMomentum`` and ``ApplyAdam`` run :func:`momentum` and :func:`adam` (below:
+#: the plain formula). See the module docstring.
+OUT_FORMS_BYTES = 2 << 20
 
 
 def applies(backend: Any, min_bytes: int, *arrays: Any) -> bool:

@@ -53,7 +53,7 @@ def _gradient_descent(attrs, backend, var, alpha, delta):
 
 
 def _momentum(attrs, backend, var, accum, lr, grad, momentum):
-    if training_blocks.applies(backend, training_blocks.MOMENTUM_OUT_BYTES, var, accum, grad):
+    if training_blocks.applies(backend, training_blocks.OUT_FORMS_BYTES, var, accum, grad):
         return training_blocks.momentum(var, accum, lr, grad, momentum, attrs["use_nesterov"])
     accum = accum * momentum + grad
     if attrs["use_nesterov"]:
@@ -66,7 +66,7 @@ def _momentum(attrs, backend, var, accum, lr, grad, momentum):
 def _adam(attrs, backend, var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad):
     sqrt = backend.xp.sqrt
     alpha = lr * sqrt(1 - beta2_power) / (1 - beta1_power)
-    if training_blocks.applies(backend, training_blocks.ADAM_BLOCKED_BYTES, var, m, v, grad):
+    if training_blocks.applies(backend, training_blocks.OUT_FORMS_BYTES, var, m, v, grad):
         return training_blocks.adam(var, m, v, alpha, beta1, beta2, epsilon, grad, attrs["use_nesterov"])
     m = m + (grad - m) * (1 - beta1)
     v = v + (grad * grad - v) * (1 - beta2)

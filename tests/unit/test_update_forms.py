@@ -1,5 +1,5 @@
-"""Which form the ``Apply*`` updates run at which size (dfcore.ops.training_blocks thresholds): on either side of
-each threshold the op runs the form chosen and gives TF's formula (training_ops.cc) in whole-array numpy bit for
+"""Which form the ``Apply*`` updates run at which size (dfcore.ops.training_blocks.OUT_FORMS_BYTES): on either side of
+the threshold the op runs the form chosen and gives TF's formula (training_ops.cc) in whole-array numpy bit for
 bit; the out forms keep the step's transaction (a failed step changes nothing, a concurrent commit is redone)."""
 
 import numpy as np
@@ -15,8 +15,7 @@ from dfcore.runtime.variable_store import VariableStore
 RNG = np.random.default_rng(11)
 F32 = np.float32
 ADAM_SCALARS = tuple(F32(x) for x in (0.81, 0.998, 0.01, 0.9, 0.999, 1e-3))  # beta1/2 powers, lr, beta1/2, eps
-MOMENTUM_SIZE = training_blocks.MOMENTUM_OUT_BYTES // 4  # float32 elements at the thresholds
-ADAM_SIZE = training_blocks.ADAM_BLOCKED_BYTES // 4
+SIZE = training_blocks.OUT_FORMS_BYTES // 4  # float32 elements at the threshold
 
 
 def _arrays(shape, count):
@@ -68,7 +67,7 @@ def _step(initial, build):
 
 
 @pytest.mark.parametrize("nesterov", [False, True])
-@pytest.mark.parametrize("size, form", [(MOMENTUM_SIZE - 1, []), (MOMENTUM_SIZE, ["momentum"])])
+@pytest.mark.parametrize("size, form", [(SIZE - 1, []), (SIZE, ["momentum"])])
 def test_momentum_either_side_of_its_threshold_is_the_formula(calls, nesterov, size, form):
     var, accum, grad = _arrays((size,), 3)
     lr, mu = F32(0.01), F32(0.9)
@@ -80,7 +79,7 @@ def test_momentum_either_side_of_its_threshold_is_the_formula(calls, nesterov, s
 
 
 @pytest.mark.parametrize("nesterov", [False, True])
-@pytest.mark.parametrize("size, form", [(ADAM_SIZE - 1, []), (ADAM_SIZE + 1000, ["adam"])])
+@pytest.mark.parametrize("size, form", [(SIZE - 1, []), (SIZE + 1000, ["adam"])])
 def test_adam_either_side_of_its_threshold_is_the_formula(calls, nesterov, size, form):
     """Above the threshold (whole blocks and a partial one) the blocked form, below it the plain one."""
     var, m, grad = _arrays((size,), 3)
@@ -93,7 +92,7 @@ def test_adam_either_side_of_its_threshold_is_the_formula(calls, nesterov, size,
 
 
 def test_gradient_descent_of_any_size_is_the_plain_formula(calls):
-    var, grad = _arrays((ADAM_SIZE + 1000,), 2)
+    var, grad = _arrays((SIZE + 1000,), 2)
     alpha = F32(0.1)
     with np.errstate(all="ignore"):
         (got,) = _step((var,), lambda w: training_ops.apply_gradient_descent(w, tf.constant(alpha),
@@ -104,7 +103,7 @@ def test_gradient_descent_of_any_size_is_the_plain_formula(calls):
 
 def test_a_failed_step_leaves_variables_updated_by_the_out_forms_unchanged(calls):
     """Adam (blocked) and Momentum (whole-array) stage their updates, then the step fails: nothing is published."""
-    var, m, grad = _arrays((ADAM_SIZE,), 3)
+    var, m, grad = _arrays((SIZE,), 3)
     v = np.abs(RNG.standard_normal(var.shape)).astype(F32)
     with tf.Graph().as_default():
         w, slot_m, slot_v, w2, accum = (tf.Variable(x.copy()) for x in (var, m, v, var, m))
@@ -122,7 +121,7 @@ def test_a_failed_step_leaves_variables_updated_by_the_out_forms_unchanged(calls
 
 def test_a_concurrent_commit_redoes_the_blocked_adam_on_the_newest_values(calls):
     """Step A reads, step B commits, then A commits: var, m and v are B's update followed by A's, bit for bit."""
-    shape = (ADAM_SIZE,)
+    shape = (SIZE,)
     var, m, ga, gb = _arrays(shape, 4)
     v = np.abs(RNG.standard_normal(shape)).astype(F32)
     with tf.Graph().as_default():
