@@ -142,3 +142,19 @@ def test_a_concurrent_commit_redoes_the_blocked_adam_on_the_newest_values(calls)
         want = _adam_formula(*_adam_formula(var, m, v, gb, False), ga, False)
     _assert_bits([store.value(n) for n in ("w", "m", "v")], want)
     assert calls == ["adam"] * 5  # A, B, then A's redo of m, of v and of var
+
+
+@pytest.mark.parametrize("size", [8, SIZE])
+def test_a_scalar_input_fed_as_a_vector_fails_with_tfs_wording_and_changes_nothing(size):
+    """The kernel's runtime checks (TF: "lr is not a scalar: [2]", shape DebugString) on either side of the
+    threshold; the variables keep their bits."""
+    var, accum = _arrays((size,), 2)
+    with tf.Graph().as_default():
+        w, a = tf.Variable(var), tf.Variable(accum)
+        lr = tf.placeholder(tf.float32, None)
+        out = training_ops.apply_momentum(w, a, lr, tf.constant(np.ones(size, F32)), F32(0.9))
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            with pytest.raises(errors.InvalidArgumentError, match=r"^lr is not a scalar: \[2\]\n"):
+                sess.run(out, {lr: np.ones(2, F32)})
+            _assert_bits(sess.run([w, a]), [var, accum])
