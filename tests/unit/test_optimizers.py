@@ -116,9 +116,9 @@ def test_adam_kernel_exact_formula_including_epsilon_and_nesterov():
 
 
 def test_adam_on_a_large_float32_variable_is_the_formula_bit_for_bit():
-    """A variable of several cache blocks and a partial one (the blocked numpy kernel): var, m and v equal the
-    formula evaluated in float32 with whole-array numpy, exactly."""
-    shape = (3, training_blocks.BLOCK + 7)
+    """A variable of several cache blocks and a partial one (the blocked numpy kernel, from
+    ``OUT_FORMS_BYTES``): var, m and v equal the formula evaluated in float32 with whole-array numpy, exactly."""
+    shape = (3, training_blocks.OUT_FORMS_BYTES // 12 + 7)
     var0, m0, grad = (RNG.standard_normal(shape).astype(np.float32) for _ in range(3))
     v0 = np.abs(RNG.standard_normal(shape)).astype(np.float32)
     scalars = tuple(np.float32(x) for x in (0.81, 0.998, 0.01, 0.9, 0.999, 1e-3))

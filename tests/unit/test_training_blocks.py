@@ -1,12 +1,12 @@
-"""The cache-blocked numpy updates (dfcore.ops.training_blocks) against TF's formulas (training_ops.cc) evaluated
-as whole-array numpy in TF's order: the same bits, in every block and in a partial last one."""
+"""The numpy out forms of the updates (dfcore.ops.training_blocks: Adam blocked, Momentum and gradient descent
+whole-array) against TF's formulas (training_ops.cc) evaluated as whole-array numpy in TF's order: the same bits,
+in every block and in a partial last one. Which form an op runs at which size: test_update_forms.py."""
 
 import numpy as np
 import pytest
 
-import dfcore as tf
 from dfcore import backends
-from dfcore.ops import blocked, training_blocks, training_ops
+from dfcore.ops import blocked, training_blocks
 
 RNG = np.random.default_rng(7)
 NUMPY = backends.get(backends.NUMPY)
@@ -46,7 +46,7 @@ def small_blocks(monkeypatch):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("nesterov", [False, True])
-def test_adam_and_momentum_blocks_are_the_formula_bit_for_bit(small_blocks, dtype, nesterov):
+def test_out_forms_are_the_formula_bit_for_bit(small_blocks, dtype, nesterov):
     with np.errstate(all="ignore"):
         var, m, grad = _arrays((4, 6), dtype, 3)
         v = np.abs(RNG.standard_normal((4, 6))).astype(dtype)
@@ -62,46 +62,22 @@ def test_adam_and_momentum_blocks_are_the_formula_bit_for_bit(small_blocks, dtyp
         _assert_bits([out], [var - grad * alpha])
 
 
-def test_applies_only_to_large_contiguous_numpy_arrays_of_one_shape(small_blocks):
-    a, b = np.zeros((4, 6), np.float32), np.zeros((4, 6), np.float32)
-    assert training_blocks.applies(NUMPY, a, b)
-    assert not training_blocks.applies(NUMPY, a[:, :2], a[:, :2])  # 8 elements, not C-contiguous
-    assert not training_blocks.applies(NUMPY, a, b.reshape(6, 4))
-    assert not training_blocks.applies(NUMPY, a[:1, :4], b[:1, :4])  # 4 elements: less than a block
-    assert not training_blocks.applies(type("NoOut", (), {"supports_out": False})(), a, b)
+def test_applies_only_to_contiguous_numpy_arrays_of_one_shape_and_the_given_bytes():
+    a, b = np.zeros((4, 6), np.float32), np.zeros((4, 6), np.float32)  # 96 bytes each
+    assert training_blocks.applies(NUMPY, 96, a, b)
+    assert not training_blocks.applies(NUMPY, 97, a, b)
+    assert not training_blocks.applies(NUMPY, 0, a[:, :2], a[:, :2])  # not C-contiguous
+    assert not training_blocks.applies(NUMPY, 0, a, b.reshape(6, 4))
+    assert not training_blocks.applies(NUMPY, 0, a, b.tolist())
+    assert not training_blocks.applies(type("NoOut", (), {"supports_out": False})(), 0, a, b)
 
 
-def test_gradient_descent_into_a_strided_view_is_the_formula(small_blocks):
+def test_gradient_descent_into_a_strided_view_is_the_formula():
     var, delta = _arrays((6, 8), np.float32, 2)
     out = np.empty((6, 16), np.float32)[:, ::2]  # not contiguous: the whole-array form
     with np.errstate(all="ignore"):
         training_blocks.gradient_descent_into(out, var, np.float32(0.5), delta)
         _assert_bits([out], [var - delta * np.float32(0.5)])
-
-
-def _run_update(build, initial, others):
-    with tf.Graph().as_default():
-        refs = [tf.Variable(x) for x in initial]
-        out = build(*refs, *[tf.constant(x) for x in others])
-        with tf.Session() as sess:
-            sess.run(tf.global_variables_initializer())
-            sess.run(out)
-            return sess.run(refs)
-
-
-@pytest.mark.parametrize("nesterov", [False, True])
-def test_update_ops_on_a_variable_of_several_blocks_are_the_formula(nesterov):
-    """Through a session (float32, two whole blocks and a partial one): ApplyMomentum's var and accum and
-    ApplyGradientDescent's var equal the whole-array formula exactly."""
-    shape = (3, training_blocks.BLOCK - 5)
-    var, accum, grad = _arrays(shape, np.float32, 3)
-    lr, mu = np.float32(0.01), np.float32(0.9)
-    with np.errstate(all="ignore"):
-        got = _run_update(lambda w, a, g, r, u: training_ops.apply_momentum(w, a, r, g, u, use_nesterov=nesterov),
-                          (var, accum), (grad, lr, mu))
-        _assert_bits(got, _momentum_formula(var, accum, lr, grad, mu, nesterov))
-        (got_var,) = _run_update(training_ops.apply_gradient_descent, (var,), (lr, grad))
-        _assert_bits([got_var], [var - grad * lr])
 
 
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.complex128])
