@@ -4,6 +4,7 @@ in every block and in a partial last one. Which form an op runs at which size: t
 
 import numpy as np
 import pytest
+from update_formulas import adam_formula, assert_bits, momentum_formula
 
 from dfcore import backends
 from dfcore.ops import blocked, training_blocks
@@ -20,24 +21,6 @@ def _arrays(shape, dtype, count):
     return arrays
 
 
-def _momentum_formula(var, accum, lr, grad, momentum, nesterov):
-    accum = accum * momentum + grad
-    return (var - (grad * lr + accum * momentum * lr) if nesterov else var - accum * lr), accum
-
-
-def _adam_formula(var, m, v, alpha, beta1, beta2, epsilon, grad, nesterov):
-    m = m + (grad - m) * (1 - beta1)
-    v = v + (grad * grad - v) * (1 - beta2)
-    step = grad * (1 - beta1) + beta1 * m if nesterov else m
-    return var - step * alpha / (np.sqrt(v) + epsilon), m, v
-
-
-def _assert_bits(got, want):
-    for value, expected in zip(got, want, strict=True):
-        assert value.dtype == expected.dtype and value.shape == expected.shape
-        np.testing.assert_array_equal(np.ascontiguousarray(value).view(np.uint8), expected.view(np.uint8))
-
-
 @pytest.fixture
 def small_blocks(monkeypatch):
     """Blocks of 5 elements: a 4x6 array is four whole blocks and a partial one of 4."""
@@ -51,15 +34,15 @@ def test_out_forms_are_the_formula_bit_for_bit(small_blocks, dtype, nesterov):
         var, m, grad = _arrays((4, 6), dtype, 3)
         v = np.abs(RNG.standard_normal((4, 6))).astype(dtype)
         scalars = [np.asarray(x, dtype) for x in (0.003, 0.9, 0.999, 1e-7)]
-        _assert_bits(training_blocks.adam(var, m, v, *scalars, grad, nesterov),
-                     _adam_formula(var, m, v, *scalars, grad, nesterov))
+        assert_bits(training_blocks.adam(var, m, v, *scalars, grad, nesterov),
+                     adam_formula(var, m, v, *scalars, grad, nesterov))
         lr, mu = np.asarray(0.01, dtype), np.asarray(0.9, dtype)
-        _assert_bits(training_blocks.momentum(var, m, lr, grad, mu, nesterov),
-                     _momentum_formula(var, m, lr, grad, mu, nesterov))
+        assert_bits(training_blocks.momentum(var, m, lr, grad, mu, nesterov),
+                     momentum_formula(var, m, lr, grad, mu, nesterov))
         alpha = np.asarray(0.05, dtype)
         out = np.empty_like(var)
         assert training_blocks.gradient_descent_into(out, var, alpha, grad) is out
-        _assert_bits([out], [var - grad * alpha])
+        assert_bits([out], [var - grad * alpha])
 
 
 def test_applies_only_to_contiguous_numpy_arrays_of_one_shape_and_the_given_bytes():
@@ -77,7 +60,7 @@ def test_gradient_descent_into_a_strided_view_is_the_formula():
     out = np.empty((6, 16), np.float32)[:, ::2]  # not contiguous: the whole-array form
     with np.errstate(all="ignore"):
         training_blocks.gradient_descent_into(out, var, np.float32(0.5), delta)
-        _assert_bits([out], [var - delta * np.float32(0.5)])
+        assert_bits([out], [var - delta * np.float32(0.5)])
 
 
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.complex128])

@@ -4,6 +4,7 @@ bit; the out forms keep the step's transaction (a failed step changes nothing, a
 
 import numpy as np
 import pytest
+from update_formulas import adam_formula, assert_bits, momentum_formula
 
 import dfcore as tf
 from dfcore import errors
@@ -25,24 +26,9 @@ def _arrays(shape, count):
     return arrays
 
 
-def _momentum_formula(var, accum, lr, grad, momentum, nesterov):
-    accum = accum * momentum + grad
-    return (var - (grad * lr + accum * momentum * lr) if nesterov else var - accum * lr), accum
-
-
 def _adam_formula(var, m, v, grad, nesterov):
     b1p, b2p, lr, b1, b2, eps = ADAM_SCALARS
-    alpha = lr * np.sqrt(1 - b2p) / (1 - b1p)
-    m = m + (grad - m) * (1 - b1)
-    v = v + (grad * grad - v) * (1 - b2)
-    step = grad * (1 - b1) + b1 * m if nesterov else m
-    return var - step * alpha / (np.sqrt(v) + eps), m, v
-
-
-def _assert_bits(got, want):
-    for value, expected in zip(got, want, strict=True):
-        assert value.dtype == expected.dtype and value.shape == expected.shape
-        np.testing.assert_array_equal(value.view(np.uint8), expected.view(np.uint8))
+    return adam_formula(var, m, v, lr * np.sqrt(1 - b2p) / (1 - b1p), b1, b2, eps, grad, nesterov)
 
 
 @pytest.fixture
@@ -74,7 +60,7 @@ def test_momentum_either_side_of_its_threshold_is_the_formula(calls, nesterov, s
     with np.errstate(all="ignore"):
         got = _step((var, accum), lambda w, a: training_ops.apply_momentum(
             w, a, tf.constant(lr), tf.constant(grad), tf.constant(mu), use_nesterov=nesterov))
-        _assert_bits(got, _momentum_formula(var, accum, lr, grad, mu, nesterov))
+        assert_bits(got, momentum_formula(var, accum, lr, grad, mu, nesterov))
     assert calls == form
 
 
@@ -87,7 +73,7 @@ def test_adam_either_side_of_its_threshold_is_the_formula(calls, nesterov, size,
     with np.errstate(all="ignore"):
         got = _step((var, m, v), lambda w, a, b: training_ops.apply_adam(
             w, a, b, *ADAM_SCALARS, tf.constant(grad), use_nesterov=nesterov))
-        _assert_bits(got, _adam_formula(var, m, v, grad, nesterov))
+        assert_bits(got, _adam_formula(var, m, v, grad, nesterov))
     assert calls == form
 
 
@@ -97,7 +83,7 @@ def test_gradient_descent_of_any_size_is_the_plain_formula(calls):
     with np.errstate(all="ignore"):
         (got,) = _step((var,), lambda w: training_ops.apply_gradient_descent(w, tf.constant(alpha),
                                                                             tf.constant(grad)))
-        _assert_bits([got], [var - grad * alpha])
+        assert_bits([got], [var - grad * alpha])
     assert calls == []
 
 
@@ -115,7 +101,7 @@ def test_a_failed_step_leaves_variables_updated_by_the_out_forms_unchanged(calls
             sess.run(tf.global_variables_initializer())
             with pytest.raises(errors.InvalidArgumentError):
                 sess.run(failing)
-            _assert_bits(sess.run([w, slot_m, slot_v, w2, accum]), [var, m, v, var, m])
+            assert_bits(sess.run([w, slot_m, slot_v, w2, accum]), [var, m, v, var, m])
     assert sorted(calls) == ["adam", "momentum"]
 
 
@@ -140,7 +126,7 @@ def test_a_concurrent_commit_redoes_the_blocked_adam_on_the_newest_values(calls)
         txn_b.commit()
         txn_a.commit()
         want = _adam_formula(*_adam_formula(var, m, v, gb, False), ga, False)
-    _assert_bits([store.value(n) for n in ("w", "m", "v")], want)
+    assert_bits([store.value(n) for n in ("w", "m", "v")], want)
     assert calls == ["adam"] * 5  # A, B, then A's redo of m, of v and of var
 
 
@@ -157,4 +143,4 @@ def test_a_scalar_input_fed_as_a_vector_fails_with_tfs_wording_and_changes_nothi
             sess.run(tf.global_variables_initializer())
             with pytest.raises(errors.InvalidArgumentError, match=r"^lr is not a scalar: \[2\]\n"):
                 sess.run(out, {lr: np.ones(2, F32)})
-            _assert_bits(sess.run([w, a]), [var, accum])
+            assert_bits(sess.run([w, a]), [var, accum])
