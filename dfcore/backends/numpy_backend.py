@@ -79,7 +79,7 @@ class NumpyBackend:
                 if abs(math.frexp(d)[0]) == 0.5:  # d = +-2**k: x * 2**-k is the same exact value, rounded once
                     return np.multiply(x, y.dtype.type(1.0 / d))
                 return np.divide(x, y)
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        with self.quiet():
             return np.divide(x, y)
 
     def reducer(self, name: str) -> Any:

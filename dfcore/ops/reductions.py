@@ -57,6 +57,7 @@ def _reducer(name):
 
 def _mean(op, backend):
     xp = backend.xp
+
     def compute(x, axis, keepdims):
         if xp.isdtype(x.dtype, "integral"):
             total = xp.sum(x, axis=axis, keepdims=keepdims)
