@@ -4,6 +4,8 @@
 #   make lint       ruff's linter (never `ruff format`) and mypy, as configured in pyproject.toml
 #   make lab        set up .venv (once) and open the lessons in JupyterLab on 127.0.0.1
 #   make notebooks  re-run every lesson in place and strip its widget state (do this before committing one)
+#   make notebooks-portable  the lessons under nbval with another BLAS kernel (OpenBLAS's Prescott, x86-64): a
+#                   checked cell must print the same on any processor, not only on the one that ran `make notebooks`
 #   make html       export every lesson to build/html/ (executed, widget state kept: steps without a kernel;
 #                   each widget's static picture shows where the widget renderer cannot load)
 #   make book       the course as a website in build/book/ (docs/book/): the committed lessons (never executed),
@@ -45,7 +47,7 @@ VENDOR_STAMP         := $(VENDOR)/.html-manager-$(HTML_MANAGER_VERSION)-requirej
 LAB_PORT ?= 8888
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 
-.PHONY: setup system-deps browser-deps lint test test-gpu notebooks html book lab bench soak binder-check protos clean
+.PHONY: setup system-deps browser-deps lint test test-gpu notebooks notebooks-portable html book lab bench soak binder-check protos clean
 
 setup: $(STAMP) system-deps browser-deps
 
@@ -124,6 +126,11 @@ test-gpu: $(GPU_STAMP)
 # Run each lesson top to bottom in place (outputs are committed), then strip its widget state.
 notebooks: setup
 	$(if $(LESSONS),$(PY) tests/notebooks/strip_widget_state.py --execute $(LESSONS),@echo "no lessons in notebooks/")
+
+# A matrix product's last bits follow the BLAS kernel picked for the processor; a chaotic run (large steps on
+# stale gradients) amplifies them, so CI on another processor can print other digits than `make notebooks` stored.
+notebooks-portable: setup
+	OPENBLAS_CORETYPE=Prescott $(PY) -m pytest -p no:cacheprovider $(NBVAL_ARGS)
 
 # The template (tools/nbconvert/dfcore_lab) is JupyterLab's plus each widget's static picture, shown until the
 # widget renderer (loaded from a CDN) draws the live widget in its place.
