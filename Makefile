@@ -108,7 +108,7 @@ lint: $(STAMP)
 
 test: setup $(BOOK_STAMP) lint
 	$(PY) -m pytest --timeout=$(TEST_TIMEOUT_S) tests/unit tests/notebooks tests/browser --doctest-modules dfcore \
-	  $(NBVAL_ARGS) $(PYTEST_ARGS)
+	  --durations=25 $(NBVAL_ARGS) $(PYTEST_ARGS)
 
 # Real-GPU checks (docs/architecture.md#devices-and-array-backends): cupy for CUDA 12 from the gpu extra, then
 # tests/gpu. `make test` never collects tests/gpu; the unit tests simulate every GPU (tests/unit/conftest.py sets
