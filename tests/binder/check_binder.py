@@ -14,14 +14,17 @@ here, as far as it can without containers:
    ``pip install -r binder/requirements.txt`` in it, from the copy's root, nothing else;
 5. it checks that every module each lesson and solution needs is installed there
    (``lesson_imports.py``), naming the lesson, the module and the import chain when one is missing;
-6. it runs every notebook under nbval with the Makefile's options, in a kernel of that environment;
+6. it runs every lesson under nbval with the Makefile's options, in a kernel of that environment;
    pytest and nbval live in a second environment, so they cannot supply a module the lessons import.
+   The solutions are not run again here: each is its lesson plus the answers, and `make test` runs them
+   under nbval; step 5 checks what they import.
 
 pip's cache stays in the user's home (``~/.cache/pip``), so a second run downloads nothing. Exit status
 0 when every notebook passes; 1 with the reason otherwise. Usage::
 
     python3 tests/binder/check_binder.py            # what `make binder-check` runs
     python3 tests/binder/check_binder.py --keep     # keep the build directory to look around
+    python3 tests/binder/check_binder.py notebooks/solutions/05_ring_allreduce.ipynb   # run these instead
 """
 
 import argparse
@@ -260,8 +263,9 @@ def explain(output):
     return "\n".join(lines) or "nbval failed (see its output above)"
 
 
-def check(notebooks, keep):
-    """Build the Binder environment in a fresh directory and run ``notebooks`` (paths relative to the root)."""
+def check(imported, notebooks, keep):
+    """Build the Binder environment in a fresh directory, check that it installs what the notebooks ``imported``
+    import, and run ``notebooks`` (paths relative to the root)."""
     started = time.monotonic()
     version = binder_spec.runtime_python()
     check_apt_packages(binder_spec.apt_packages())
@@ -281,7 +285,7 @@ def check(notebooks, keep):
                    repo, INSTALL_TIMEOUT_S)
         log(f"Binder environment built after {time.monotonic() - started:.0f} s")
         try:
-            runner.run([binder_env / "bin" / "python", "tests/binder/lesson_imports.py", *notebooks], repo, 300)
+            runner.run([binder_env / "bin" / "python", "tests/binder/lesson_imports.py", *imported], repo, 300)
         except CheckFailed as failure:
             raise CheckFailed("a notebook needs a module that binder/requirements.txt does not install (add the "
                               "pyproject.toml extra that provides it; `pytest tests/notebooks/test_binder_files.py` "
@@ -311,13 +315,14 @@ def main(argv=None):
     """Build the Binder environment from binder/ and run every lesson in it; exit 1 naming what failed."""
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("notebooks", nargs="*", help="notebooks to run, relative to the repository root "
-                        "(default: every lesson and solution)")
+                        "(default: every lesson; the imports of every lesson and solution are checked)")
     parser.add_argument("--keep", action="store_true", help="keep the build directory")
     args = parser.parse_args(argv)
-    lessons = sorted(REPO.glob("notebooks/*.ipynb")) + sorted(REPO.glob("notebooks/solutions/*.ipynb"))
-    notebooks = args.notebooks or [str(p.relative_to(REPO)) for p in lessons]
+    lessons = [str(p.relative_to(REPO)) for p in sorted(REPO.glob("notebooks/*.ipynb"))]
+    solutions = [str(p.relative_to(REPO)) for p in sorted(REPO.glob("notebooks/solutions/*.ipynb"))]
+    notebooks = args.notebooks or lessons
     try:
-        check(notebooks, args.keep)
+        check(list(dict.fromkeys(lessons + solutions + notebooks)), notebooks, args.keep)
     except CheckFailed as failure:
         log(f"FAILED: {failure.args[0]}")
         return 1
