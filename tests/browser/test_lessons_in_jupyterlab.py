@@ -1,7 +1,9 @@
 """Smoke tests in a real browser: each lesson runs top to bottom in JupyterLab and every widget renders.
 
 For each ``notebooks/*.ipynb`` (run from a temporary copy): open it in JupyterLab in headless
-Chromium, wait for its kernel, Run All Cells, wait for the kernel to go idle, then check that
+Chromium and wait for its kernel; check that every widget output shows its static picture before the lesson runs
+(JupyterLab sanitizes the HTML of a notebook it has not run: ``static_pictures.py``); Run All Cells, wait for the
+kernel to go idle, then check that
 - every non-empty code cell ran, and none has an error output (unless tagged ``raises-exception``);
 - every widget output area rendered: no "Error displaying widget", a visible view and not its static
   picture (``widgets/_static.py``: JupyterLab shows only the widget-view part of the bundle), and for the
@@ -12,13 +14,16 @@ and save ``tests/browser/screenshots/<lesson>.png`` (the whole notebook) plus on
 
 import re
 
+import nbformat
 import pytest
 from browser_harness import LESSONS, WIDGET_VIEW_MIME, lesson_ids
+from static_pictures import IMAGES_SETTLED_JS, STATIC_REPORT_JS, picture_problems, widget_class_names, widget_outputs
 
 PAGE_LOAD_TIMEOUT_S = 60
 KERNEL_READY_TIMEOUT_S = 60
 RUN_ALL_TIMEOUT_S = 240
 WIDGETS_SETTLE_TIMEOUT_S = 30
+PICTURES_TIMEOUT_S = 120  # JupyterLab drawing a 60-widget lesson on a loaded 2-core machine took over 60 s once
 SCREENSHOT_MAX_HEIGHT_PX = 16000
 VIEWPORT = {"width": 1280, "height": 900}
 
@@ -173,9 +178,13 @@ def open_notebook(context, jupyter_lab, path):
 @pytest.mark.parametrize("lesson", LESSONS, ids=lesson_ids(LESSONS))
 def test_lesson_runs_in_jupyterlab_with_every_widget_rendered(lesson, jupyter_lab, browser, screenshots_dir):
     path = f"notebooks/{lesson.name}"
+    pictures = widget_outputs(nbformat.read(lesson, as_version=4), widget_class_names())
     context = browser.new_context(viewport=VIEWPORT)
     try:
         page = open_notebook(context, jupyter_lab, path)
+        page.wait_for_function(IMAGES_SETTLED_JS, arg=sum(html is not None for _, _, html in pictures),
+                               timeout=PICTURES_TIMEOUT_S * 1000)
+        before_running = picture_problems(pictures, page.evaluate(STATIC_REPORT_JS))
         page.evaluate(RUN_ALL_JS, [path, RUN_ALL_TIMEOUT_S * 1000])
         page.wait_for_function(KERNEL_IDLE_JS, arg=path, timeout=KERNEL_READY_TIMEOUT_S * 1000)
         page.wait_for_function(WIDGETS_SETTLED_JS, timeout=WIDGETS_SETTLE_TIMEOUT_S * 1000)
@@ -184,7 +193,8 @@ def test_lesson_runs_in_jupyterlab_with_every_widget_rendered(lesson, jupyter_la
         page.evaluate(SHUTDOWN_KERNEL_JS, 10_000)
     finally:
         context.close()
-    problems = problems_in(cells, project_widget_names())
+    problems = [f"opened, not run: {problem}" for problem in before_running]
+    problems += problems_in(cells, project_widget_names())
     assert not problems, f"{lesson.name} in JupyterLab:\n" + "\n".join(problems)
 
 

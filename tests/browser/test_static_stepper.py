@@ -7,7 +7,7 @@ buttons; the page is a ``file://`` one and every other request is refused."""
 import ipywidgets
 import numpy as np
 from _stepped_widgets import overlaid, stepped
-from test_static_pictures import offline
+from static_pictures import offline
 
 import widgets
 from dfcore.distribute import all_reduce
