@@ -54,7 +54,10 @@ def load_digits_split(test_fraction: float = 0.2, seed: int = 0) -> DigitsSplit:
     except importlib.metadata.PackageNotFoundError:
         raise ImportError("the digits come from scikit-learn, which is not installed: install the project's "
                           "`lab` or `test` extra (pip install scikit-learn)") from None
-    path = cache_dir() / f"digits-sklearn{version}-test{test_fraction!r}-seed{seed!r}.npz"
+    try:
+        path = cache_dir() / f"digits-sklearn{version}-test{test_fraction!r}-seed{seed!r}.npz"
+    except RuntimeError:  # no home directory to be found (no $HOME, and a uid without a passwd entry)
+        return _split_with_sklearn(test_fraction, seed)
     split = _read_split(path)
     if split is None:
         split = _split_with_sklearn(test_fraction, seed)
@@ -64,7 +67,11 @@ def load_digits_split(test_fraction: float = 0.2, seed: int = 0) -> DigitsSplit:
 
 def cache_dir() -> pathlib.Path:
     """dfcore's cache directory: ``$DFCORE_CACHE_DIR``, else ``$XDG_CACHE_HOME/dfcore``, else ``~/.cache/dfcore``
-    (it need not exist yet)."""
+    (it need not exist yet).
+
+    Raises:
+        RuntimeError: neither variable is set and the home directory cannot be found (``pathlib.Path.home``).
+    """
     if os.environ.get(CACHE_DIR_ENV):
         return pathlib.Path(os.environ[CACHE_DIR_ENV])
     base = os.environ.get("XDG_CACHE_HOME") or pathlib.Path.home() / ".cache"

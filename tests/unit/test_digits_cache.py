@@ -91,3 +91,14 @@ def test_the_cache_directory_follows_dfcore_then_xdg_then_home(tmp_path, monkeyp
     assert digits.cache_dir() == tmp_path / "xdg" / "dfcore"
     monkeypatch.setenv(digits.CACHE_DIR_ENV, str(tmp_path / "mine"))
     assert digits.cache_dir() == tmp_path / "mine"
+
+
+def test_without_a_home_directory_the_split_is_still_made(tmp_path, monkeypatch):
+    def no_home():
+        raise RuntimeError("Could not determine home directory.")
+    monkeypatch.delenv(digits.CACHE_DIR_ENV, raising=False)
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.setattr(digits.pathlib.Path, "home", staticmethod(no_home))
+    with pytest.raises(RuntimeError):
+        digits.cache_dir()
+    assert_split_equal(digits.load_digits_split(0.2, 0), sklearn_split(0.2, 0))
