@@ -110,6 +110,10 @@ def test_memory_that_grows_is_a_violation():
     growing = [200 * mib + i * 4 * mib for i in range(16)]
     assert "memory grew" in invariants.memory_problems(growing)[0]
     assert invariants.memory_problems(growing[:4]) == []  # too few jobs to judge
+    # a fresh process climbs while it warms up (its first quarter), then stays flat: no violation
+    warming = [60 * mib + min(i, 4) * 9 * mib + (i % 2) * mib for i in range(16)]
+    assert invariants.memory_problems(warming) == []
+    assert "memory grew" in invariants.memory_problems(warming[:12] + [s + 30 * mib for s in warming[12:]])[0]
 
 
 @pytest.mark.parametrize("name", ["model.ckpt-40", "a-b/model.ckpt-7"])
