@@ -28,7 +28,6 @@ PIP    := $(PY) -m pip --disable-pip-version-check --no-input -qq
 
 # Each test may run at most this long before pytest-timeout fails it (a hang must not eat CI's time).
 TEST_TIMEOUT_S ?= 600
-TEST_WORKERS   ?= 2
 LESSONS        := $(sort $(wildcard notebooks/*.ipynb))
 NOTEBOOKS      := $(sort $(wildcard notebooks/*.ipynb notebooks/solutions/*.ipynb))
 NBVAL_CELL_TIMEOUT_S ?= 300
@@ -107,13 +106,9 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
 
-# The unit tests and doctests run on TEST_WORKERS processes (pytest-xdist, a module's tests on one of them); then the
-# lesson checks, nbval and the browser tests run in one process, as each lesson's kernel, JupyterLab and Chromium
-# already keep a second core busy (and a lesson's wall-clock cells should not share the machine with unit tests).
 test: setup $(BOOK_STAMP) lint
-	$(PY) -m pytest --timeout=$(TEST_TIMEOUT_S) -n $(TEST_WORKERS) --dist loadscope tests/unit --doctest-modules dfcore \
-	  --durations=15 $(PYTEST_ARGS)
-	$(PY) -m pytest --timeout=$(TEST_TIMEOUT_S) tests/notebooks tests/browser --durations=15 $(NBVAL_ARGS) $(PYTEST_ARGS)
+	$(PY) -m pytest --timeout=$(TEST_TIMEOUT_S) tests/unit tests/notebooks tests/browser --doctest-modules dfcore \
+	  --durations=25 $(NBVAL_ARGS) $(PYTEST_ARGS)
 
 # Real-GPU checks (docs/architecture.md#devices-and-array-backends): cupy for CUDA 12 from the gpu extra, then
 # tests/gpu. `make test` never collects tests/gpu; the unit tests simulate every GPU (tests/unit/conftest.py sets
