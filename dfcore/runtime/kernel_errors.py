@@ -48,6 +48,14 @@ def kernel_error(error: Exception, node: CompiledNode, args: Sequence[Any], devi
         None, _op(node), f"{type(error).__name__}: {error} ({_describe(node, args)})\n\t [[node {node.name}]]")
 
 
+def async_error(error: Any, node: CompiledNode) -> errors.OpError:
+    """What an asynchronous kernel of ``node`` reported through its ``done`` callback, as the step's error:
+    an ``OpError`` with the node suffix (anything else becomes an ``InternalError``)."""
+    if not isinstance(error, errors.OpError):
+        error = errors.InternalError(None, None, str(error))
+    return with_node(error, node)
+
+
 def with_node(error: errors.OpError, node: CompiledNode) -> errors.OpError:
     """``error`` with TF's node suffix ``[[node <name>]]`` (unchanged if it has one)."""
     if "[[node" in error.message:

@@ -91,12 +91,6 @@ def _device_owner(value: Any) -> Any:
     return owner if hasattr(owner, "copy_on_device") else None
 
 
-def _nbytes(value):
-    if type(value) is np.ndarray:  # the common case, without a getattr and an int()
-        return value.nbytes
-    return backends.nbytes_of(value)
-
-
 class _Item:
     """The table entry of one key: a sent value waiting, or a receiver waiting."""
 
@@ -204,9 +198,15 @@ class Rendezvous:
         self._post(key, parse_key(key), value, nbytes)
 
     def _post(self, key, parsed, value, nbytes):
-        nbytes = _nbytes(value) if nbytes is None else int(nbytes)
+        if nbytes is not None:
+            nbytes = int(nbytes)
+        elif type(value) is np.ndarray:  # the common case, without a call
+            nbytes = value.nbytes
+        else:
+            nbytes = backends.nbytes_of(value)
         with self._lock:
-            self._raise_if_aborted()
+            if self.abort_status is not None:  # (the checks of this path are inline: it runs per tensor)
+                raise self._abort_error()
             item = self._table.get(key)
             if item is None:
                 item = self._table[key] = _Item()
@@ -235,7 +235,7 @@ class Rendezvous:
         """
         parsed = parse_key(key)
         with self._lock:
-            error = self._abort_error()
+            error = None if self.abort_status is None else self._abort_error()
             if error is None:
                 item = self._table.get(key)
                 if item is None:

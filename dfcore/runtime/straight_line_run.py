@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .cancellation import cancelled_error
-from .kernel_errors import kernel_error
+from .kernel_errors import async_error, kernel_error
 
 if TYPE_CHECKING:
     from .compiled_partition import CompiledPartition
@@ -42,7 +42,8 @@ class StraightLineRun:
 
         def _finish(self, error: Any) -> None: ...
         def _stop_error(self) -> Any: ...
-        def _compute_async(self, node: Any, args: Any, completed: Callable[..., None]) -> None: ...
+        def _compute_async(self, node: Any, args: Any, completed: Callable[..., None],
+                           names_errors: bool = False) -> None: ...
         def _wake(self) -> None: ...
 
     _missing: list[int] | None = None  # per segment, its receives not in yet (None: receives not started)
@@ -107,14 +108,20 @@ class StraightLineRun:
         self._awaiting = len(straight.receives)
         nodes = self._partition.nodes
         for bit, index in enumerate(straight.receives):
-            self._compute_async(nodes[index], (), self._arrived(nodes[index].out_slot, straight.waiting[bit]))
+            node = nodes[index]
+            self._compute_async(node, (), self._arrived(node, straight.waiting[bit]), names_errors=True)
 
-    def _arrived(self, slot: int, waiting: tuple[int, ...]) -> Callable[[Any, Any], None]:
-        """The completion of a receive: its value goes to ``slot``, and the segments (``waiting``) it was the
-        last value of become runnable; wakes the loop when one did, on an error, or when it was the last."""
+    def _arrived(self, node: Any, waiting: tuple[int, ...]) -> Callable[[Any, Any], None]:
+        """The completion of receive ``node``: its value goes to its slot, and the segments (``waiting``) it
+        was the last value of become runnable; wakes the loop when one did, on an error (named after the
+        node: :func:`~dfcore.runtime.kernel_errors.async_error`), or when it was the last."""
+        slot = node.out_slot
+
         def completed(error, value):
             if error is None:
                 self.values[slot] = value
+            else:
+                error = async_error(error, node)
             with self._lock:
                 missing = self._missing
                 assert missing is not None, "_start_receives counts before starting the receives"
