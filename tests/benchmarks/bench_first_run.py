@@ -6,11 +6,12 @@ minute); ``gradient``, ``y = y * c`` repeated (5k, 10k and 20k multiplies) and i
 respect to the input (about 7 ops per multiply in all), where the gradient's build is timed too. Each size
 runs in a fresh process (no heap left over from the smaller one). Printed: the first run's wall and CPU
 time per size, per op, and the growth exponent between the smallest and the largest size
-(``log(t2/t1) / log(n2/n1)``; 1.0 = linear; target <= 1.1); with ``--tf PYTHON`` (an interpreter that
-imports ``tensorflow``, never a dependency) TF's ``compat.v1`` first run of the same graph, in its own process,
-and the ratio (target <= 0.5). A third column, the linear reference (:func:`reference_s`), times a
-pure-Python workload that is linear by construction at the same sizes: on a machine whose caches a big heap
-outgrows, even it grows faster than linearly, and its exponent is the floor to read the engines' against.
+(``log(t2/t1) / log(n2/n1)``; 1.0 = linear; target <= 1.1); with TensorFlow (``--tf PYTHON``, an interpreter that
+imports ``tensorflow``, never a dependency; else ``$DFCORE_TF_PYTHON`` as for the other benchmarks) TF's
+``compat.v1`` first run of the same graph, in its own process, and the ratio (target <= 0.5). A third column, the
+linear reference (:func:`reference_s`), times a pure-Python workload that is linear by construction at the same
+sizes: on a machine whose caches a big heap outgrows, even it grows faster than linearly, and its exponent is the
+floor to read the engines' against.
 Never a pass/fail on time.
 
 Usage: ``python tests/benchmarks/bench_first_run.py [--big] [--tf PYTHON] [--kind chain|gradient|both]``.
@@ -24,6 +25,8 @@ import subprocess
 import sys
 import time
 import types
+
+import _tf_process
 
 SIZES = (10_000, 40_000)
 BIG = 160_000
@@ -154,7 +157,11 @@ def table(kind, sizes, tf_python=None):
 
 
 def main(big=False, tf_python=None, kind="chain"):
-    """Print the first-run tables of ``kind`` (``chain``, ``gradient`` or ``both``)."""
+    """Print the first-run tables of ``kind`` (``chain``, ``gradient`` or ``both``), with TF's column from
+    ``tf_python``, else from ``$DFCORE_TF_PYTHON`` or this interpreter's TensorFlow (``make bench``'s rule)."""
+    tf_python = tf_python or _tf_process.tf_python()
+    if tf_python is None:
+        print(f"(no TensorFlow column: set ${_tf_process.TF_PYTHON_ENV} or pass --tf)")
     if kind in ("chain", "both"):
         table("chain", SIZES + ((BIG,) if big else ()), tf_python)
         if not big:
