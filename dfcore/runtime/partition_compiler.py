@@ -14,6 +14,16 @@ presets (every node runs in its frame and iteration; see
 is *preset*: its value is put in its slot once, here, and it is not scheduled in each step
 (its consumers do not wait for it). A ``Const`` with control inputs still runs, so the
 ordering it carries is kept.
+
+When the step's partitions run on several threads (``sends_first``), a node's consumers are listed with its
+``_Send`` nodes first. The executor runs the first consumer a node makes ready next and stacks the others, so
+a value another device's thread waits for goes out before the rest of this device's chain runs, as TF's
+executor does by running inexpensive ready nodes (a ``_Send``) inline and handing expensive ones to its pool
+(``ExecutorState::ScheduleReady``, ``common_runtime/executor.cc``). Listed after a convolution, the send of a
+tower's variable waited for that tower's whole forward and backward pass, and the other device's tower with it:
+two towers on two inter-op threads ran one after the other. On one thread the order is left as the graph
+gives it: nothing runs sooner for it, and a read and an update of one variable without a dependency between
+them keep meeting as they always have (``sess.run([train_op, global_step])`` fetches the updated step).
 """
 
 from __future__ import annotations
@@ -38,7 +48,8 @@ _INSERTED_OUTPUTS = {"_Recv": 1, "_Arg": 1, "Const": 1, "Identity": 1, "Enter": 
 
 
 def compile_partition(graph: PartitionGraph, control_flow: bool | None = None,
-                      backend: str | None = None, device_context: DeviceContext | None = None) -> CompiledPartition:
+                      backend: str | None = None, device_context: DeviceContext | None = None,
+                      sends_first: bool = False) -> CompiledPartition:
     """Compile every node of ``graph``; nodes keep the partition's (topological) order.
 
     ``control_flow``: compile for the control-flow executor (True when a partition of the step holds
@@ -46,7 +57,8 @@ def compile_partition(graph: PartitionGraph, control_flow: bool | None = None,
     ``backend``: the array backend of the partition's device (:attr:`~dfcore.runtime.device_set.Device.backend`);
     None: :func:`dfcore.backends.default_backend` of its device type. ``device_context``: a real device's
     :class:`~dfcore.runtime.device_context.DeviceContext` (its constants are made in its scope, and its
-    executors run there); None on the host.
+    executors run there); None on the host. ``sends_first``: list each node's ``_Send`` consumers first (module
+    docstring), for a step whose partitions run on several threads.
 
     Raises:
         NotFoundError: an op type with no registered kernel for the device's backend.
@@ -84,6 +96,9 @@ def compile_partition(graph: PartitionGraph, control_flow: bool | None = None,
         if not compiled[src_index].preset:
             compiled[src_index].consumers.append(dst_index)
             compiled[dst_index].pending += 1
+    if sends_first:  # a value another device's thread waits for goes out first (module docstring)
+        for node in compiled:
+            node.consumers.sort(key=lambda consumer: compiled[consumer].op_type != "_Send")
     num_scheduled = sum(1 for node in compiled if not node.preset)
     return CompiledPartition(graph.device, compiled, initial_values, num_scheduled, device_context=device_context)
 

@@ -114,8 +114,14 @@ def build_step_plan(fetch_tensors: Sequence[Tensor], target_ops: Sequence[Operat
     devices = sorted(graphs)
     control_flow = any(has_control_flow([node.op for node in graphs[d].nodes]) for d in devices)
     backend_of, context_of = device_backends or {}, device_contexts or {}
-    partitions = tuple(compile_partition(graphs[d], control_flow, backend_of.get(d), context_of.get(d))
-                       for d in devices)
+    if runner == "inline" or (runner == "auto" and pool_threads <= 1):
+        pooled: frozenset[int] = frozenset()
+    elif runner == "pool":
+        pooled = frozenset(range(len(devices)))
+    else:
+        pooled = _pooled([graphs[d] for d in devices])
+    partitions = tuple(compile_partition(graphs[d], control_flow, backend_of.get(d), context_of.get(d),
+                                         sends_first=bool(pooled)) for d in devices)
     if partial_run:
         keys = _client_keys(graphs.get(client_device))
         feed_keys = tuple(keys.get(("_Recv", t.name)) for t in feed_tensors)
@@ -124,12 +130,6 @@ def build_step_plan(fetch_tensors: Sequence[Tensor], target_ops: Sequence[Operat
         retvals = {t: j for j, t in enumerate(fetched)}
         feed_keys = ()
         fetch_sources = tuple(("feed", fed[t]) if t in fed else ("retval", retvals[t]) for t in fetch_tensors)
-    if runner == "inline" or (runner == "auto" and pool_threads <= 1):
-        pooled: frozenset[int] = frozenset()
-    elif runner == "pool":
-        pooled = frozenset(range(len(partitions)))
-    else:
-        pooled = _pooled(partitions, [graphs[d] for d in devices], pool_threads)
     records = () if optimized is None else optimized.records
     return StepPlan(partitions, graphs, tuple(order), feed_keys, fetch_sources, len(fetched), pooled, records)
 
@@ -142,8 +142,8 @@ def _client_keys(client):
             for node in client.nodes if node.op in ("_Send", "_Recv") and node.attrs.get("client_terminated")}
 
 
-def _pooled(partitions, graphs, pool_threads):
-    if len(partitions) < 2:
+def _pooled(graphs):
+    if len(graphs) < 2:
         return frozenset()
     heavy = [i for i, graph in enumerate(graphs) if _holds_real_work(graph)]
     return frozenset(heavy[1:]) if len(heavy) >= 2 else frozenset()

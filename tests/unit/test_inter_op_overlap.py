@@ -14,7 +14,7 @@ import pytest
 
 import dfcore as tf
 from dfcore.framework import registry
-from dfcore.runtime import thread_pools
+from dfcore.runtime import compiled_partition, thread_pools
 from dfcore.runtime.grappler import no_rewrite_session_config
 
 MEET_S = 10.0  # how long a kernel waits for the other one before it reports that it ran alone
@@ -78,3 +78,33 @@ def test_two_independent_heavy_ops_on_two_devices_overlap(config):
         left, right = sess.run(outs)
     np.testing.assert_array_equal(left, np.ones(4, np.float32))  # each met the other while it ran
     np.testing.assert_array_equal(right, np.ones(4, np.float32))
+
+
+def _tower_graph():
+    """A tower's input ``w`` made on CPU:0 and read there by the left kernel (listed first) and, through a
+    ``_Send``/``_Recv`` pair, by the right kernel on CPU:1: the two meet only if ``w`` is sent before CPU:0
+    runs its own consumer."""
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.placeholder(tf.float32, [4], name="x")
+        outs = []
+        with tf.device("/cpu:0"):
+            w = tf.identity(x, name="w")
+            outs.append(graph.create_op("InterOpOverlapTestMeet", [w], {"me": "left", "other": "right"},
+                                        name="meet_left").outputs[0])
+        with tf.device("/cpu:1"):
+            outs.append(graph.create_op("InterOpOverlapTestMeet", [w], {"me": "right", "other": "left"},
+                                        name="meet_right").outputs[0])
+    return graph, x, outs
+
+
+def test_a_value_another_device_waits_for_is_sent_before_this_devices_heavy_consumer():
+    # the loop's first steps, then the straight-line code (compiled_partition.STRAIGHT_LINE_STEP)
+    graph, x, outs = _tower_graph()
+    config = tf.ConfigProto(device_count={"CPU": 2}, inter_op_parallelism_threads=2, use_per_session_threads=True)
+    with tf.Session(graph=graph, config=config) as sess:
+        for step in range(compiled_partition.STRAIGHT_LINE_STEP + 2):
+            for event in _STARTED.values():
+                event.clear()
+            left, right = sess.run(outs, {x: np.zeros(4, np.float32)})
+            assert (left.tolist(), right.tolist()) == ([1.0] * 4, [1.0] * 4), f"step {step}: ran one after the other"
