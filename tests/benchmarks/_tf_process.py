@@ -35,6 +35,13 @@ def tf_python() -> str | None:
     return sys.executable if importlib.util.find_spec("tensorflow") is not None else None
 
 
+def why_no_tf() -> str:
+    """Why :func:`tf_python` found no TensorFlow, in a few words for a benchmark's header."""
+    configured = os.environ.get(TF_PYTHON_ENV)
+    return (f"${TF_PYTHON_ENV}={configured} does not exist" if configured else
+            f"tensorflow not importable here and ${TF_PYTHON_ENV} not set")
+
+
 class TFProcess:
     """A running worker; ``start()`` returns None when TensorFlow is not available (the reason in ``why``)."""
 
@@ -52,9 +59,7 @@ class TFProcess:
         """A worker under :func:`tf_python`, or None (no TensorFlow)."""
         python = tf_python()
         if python is None:
-            configured = os.environ.get(TF_PYTHON_ENV)
-            cls.why = (f"${TF_PYTHON_ENV}={configured} does not exist" if configured else
-                       f"tensorflow not importable here and ${TF_PYTHON_ENV} not set")
+            cls.why = why_no_tf()
             return None
         return cls(python)
 

@@ -161,7 +161,7 @@ def main(big=False, tf_python=None, kind="chain"):
     ``tf_python``, else from ``$DFCORE_TF_PYTHON`` or this interpreter's TensorFlow (``make bench``'s rule)."""
     tf_python = tf_python or _tf_process.tf_python()
     if tf_python is None:
-        print(f"(no TensorFlow column: set ${_tf_process.TF_PYTHON_ENV} or pass --tf)")
+        print(f"(no TensorFlow column: {_tf_process.why_no_tf()}; or pass --tf)")
     if kind in ("chain", "both"):
         table("chain", SIZES + ((BIG,) if big else ()), tf_python)
         if not big:
